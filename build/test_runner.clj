@@ -1,0 +1,107 @@
+;; Herald's clojure.test runner, run by each module's `test` phase (see the parent pom).
+;; Usage: clojure.main build/test_runner.clj TEST-DIR SUMMARY-FILE
+;; Loads every *_test.clj under TEST-DIR, runs its tests (skipping ^:stress and ^:benchmark unless
+;; -Dherald.test.include=stress,benchmark), fails on reflection warnings in herald code, prints
+;; "N passed, N failed, N skipped" last, writes the same counts to SUMMARY-FILE and exits 1 on failure.
+;; A test that cannot run (a backend that cannot start) reports (clojure.test/do-report {:type :skip :message "why"}).
+(ns herald.build.test-runner
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :as t]))
+
+(defn- test-namespaces [^java.io.File dir]
+  (let [root (.toPath (.getCanonicalFile dir))]
+    (->> (file-seq (.getCanonicalFile dir))
+         (filter #(str/ends-with? (.getName ^java.io.File %) "_test.clj"))
+         (map #(-> (str (.relativize root (.toPath ^java.io.File %)))
+                   (str/replace #"\.clj$" "")
+                   (str/replace "/" ".")
+                   (str/replace "_" "-")
+                   symbol))
+         sort)))
+
+(def ^:private include
+  (set (map keyword (str/split (System/getProperty "herald.test.include" "none") #","))))
+
+(defn- selected? [v]
+  (let [m (meta v)]
+    (not (some #(and (get m %) (not (include %))) [:stress :benchmark]))))
+
+(def ^:private skips (atom []))
+
+(defmethod t/report :skip [m]
+  (swap! skips conj m)
+  (t/with-test-out
+    (println "SKIPPED" (some-> t/*testing-vars* first meta :name) "-" (:message m))))
+
+(def ^:private outcomes (atom {:passed 0 :failed 0 :skipped 0}))
+
+(defn- run-var [v]
+  (let [bad #(+ (:fail @t/*report-counters*) (:error @t/*report-counters*))
+        bad0 (bad) skip0 (count @skips)]
+    (t/test-var v)
+    (swap! outcomes update (cond (> (bad) bad0) :failed
+                                 (> (count @skips) skip0) :skipped
+                                 :else :passed)
+           inc)))
+
+(defn- run-ns [ns-sym]
+  (let [ns (the-ns ns-sym)
+        once (t/join-fixtures (::t/once-fixtures (meta ns)))
+        each (t/join-fixtures (::t/each-fixtures (meta ns)))
+        vars (->> (vals (ns-interns ns)) (filter (comp :test meta)) (filter selected?)
+                  (sort-by (comp :line meta)))]
+    (binding [t/*report-counters* (ref t/*initial-report-counters*)]
+      (t/do-report {:type :begin-test-ns :ns ns})
+      (when (seq vars)
+        (try (once (fn [] (doseq [v vars] (each (fn [] (run-var v))))))
+             (catch Throwable e
+               (t/do-report {:type :error :message "uncaught in fixture" :expected nil :actual e})
+               (swap! outcomes update :failed inc))))
+      (t/do-report {:type :end-test-ns :ns ns})
+      @t/*report-counters*)))
+
+(defn- load-namespaces [nss]
+  (let [err (java.io.StringWriter.)
+        out *err*
+        tee (proxy [java.io.Writer] []
+              (write ([x] (if (string? x) (do (.write err ^String x) (.write out ^String x))
+                              (if (int? x) (do (.write err (int x)) (.write out (int x)))
+                                  (do (.write err ^chars x) (.write out ^chars x)))))
+                     ([x off len] (if (string? x)
+                                    (do (.write err ^String x (int off) (int len)) (.write out ^String x (int off) (int len)))
+                                    (do (.write err ^chars x (int off) (int len)) (.write out ^chars x (int off) (int len))))))
+              (flush [] (.flush out))
+              (close [] nil))
+        failures (atom 0)]
+    (binding [*err* tee]
+      (doseq [n nss]
+        (try (require n)
+             (catch Throwable e
+               (swap! failures inc)
+               (println "ERROR loading" n ":" (.getMessage e))
+               (.printStackTrace e)))))
+    (let [warnings (->> (str/split-lines (str err))
+                        (filter #(str/starts-with? % "Reflection warning"))
+                        (filter #(re-find #"herald/" %)))]
+      (doseq [w warnings] (println "FAIL (reflection)" w))
+      (+ @failures (count warnings)))))
+
+(defn -main [dir summary]
+  (let [pattern (re-pattern (System/getProperty "herald.test.ns" ".*"))
+        nss (filter #(re-matches pattern (str %)) (test-namespaces (io/file dir)))
+        load-failures (load-namespaces nss)
+        results (doall (map run-ns nss))
+        total (apply merge-with + {:test 0 :pass 0 :fail 0 :error 0} results)
+        {:keys [passed skipped]} @outcomes
+        failed (+ (:failed @outcomes) load-failures)
+        line (format "%d passed, %d failed, %d skipped" passed failed skipped)]
+    (io/make-parents summary)
+    (spit summary (pr-str {:passed passed :failed failed :skipped skipped :assertions (:pass total)}))
+    (println)
+    (println (format "Clojure tests: %d assertions passed in %d tests of %d namespaces" (:pass total) (:test total) (count nss)))
+    (println line)
+    (shutdown-agents)
+    (System/exit (if (zero? failed) 0 1))))
+
+(apply -main *command-line-args*)
