@@ -1,0 +1,245 @@
+(ns herald.feed.store
+  "The feed's storage contract: one protocol per data role, public wrappers that validate, and open-store."
+  (:require [herald.feed.store.cursor :as cursor]))
+
+(set! *warn-on-reflection* true)
+
+;; Ids are positive longs. A post map is
+;;   {:id <post id> :from <sender id> :occurred "yyyy-MM-dd" :subject s :story s :ts <epoch micros>}
+;; where :ts is the server time, strictly increasing per store (also across restarts, clock permitting).
+;; A page is {:items [...] :next <opaque cursor string, or nil when there is nothing older>}.
+
+(defprotocol ParticipantStore
+  "Participants. Guarantees: ids are unique and increasing (never reused, also across restarts); a
+  participant is durable when -create-participant! returns; participants are immutable."
+  (-create-participant! [s name] "Stores a new participant, returns {:id :name}.")
+  (-participant [s id] "Returns {:id :name} or nil."))
+
+(defprotocol FriendStore
+  "The social graph. Guarantees: a friendship is symmetric and stored once with one id (listed from both
+  sides); -befriend! is idempotent and linearizable per pair, also under concurrent calls (a second call,
+  or a racing one, returns the existing friendship with :created? false); durable on return. The store
+  does not check that the participants exist (the service does)."
+  (-befriend! [s a b] "Befriends a and b (a != b), returns {:id :from a :to b :created? bool}.")
+  (-friends [s id] "Returns [{:id :from id :to other}] ordered by the other participant's id."))
+
+(defprotocol OutboundStore
+  "Posts as written by their sender. Guarantees: -publish! assigns :id and :ts, and stores the post and,
+  when there are recipients, a pending fan-out record (post + recipients) in ONE atomic, durable write: a
+  crash after the return can always finish the fan-out (see InboundStore). Feeds read newest first."
+  (-publish! [s post recipients] "Stores post (without :id/:ts), returns it with :id and :ts.")
+  (-outbound [s sender opts] "A page of the sender's posts, newest first; opts {:limit n :before cursor}.")
+  (-post [s id] "The post with this id, or nil."))
+
+(defprotocol InboundStore
+  "Each participant's inbound feed and the fan-out bookkeeping. Guarantees: delivery is an idempotent
+  upsert keyed by (recipient, post ts, post id), so at-least-once delivery never shows a duplicate;
+  -fan-out! delivers to every recipient and completes the post's fan-out record in one atomic write where
+  the backend can; -pending-fanouts lists every published fan-out not yet completed (durably)."
+  (-deliver! [s recipient post] "Puts post into recipient's inbound feed (idempotent).")
+  (-fan-out! [s post recipients] "Delivers post to every recipient, then completes its fan-out record.")
+  (-inbound [s recipient opts] "A page of the recipient's inbound feed, newest first; opts {:limit :before}.")
+  (-pending-fanouts [s] "A seq of {:post post :recipients [ids]} not yet completed, oldest first.")
+  (-complete-fanout! [s post-id] "Marks the fan-out of post-id done (idempotent)."))
+
+(defprotocol SearchIndex
+  "Keyword search over subject and story. Guarantees: -index! is idempotent by post id; a post indexed
+  before -search is called is found by it (read-your-writes); the index is derived data: an embedded
+  backend catches up on open with every published post not yet committed to the index, so callers never
+  need to re-index after a crash. Terms are Unicode words (Lucene's StandardAnalyzer: UAX#29 word
+  boundaries, lower-cased); a post matches when EVERY keyword term occurs in its subject or story."
+  (-index! [s post] "Makes post searchable (idempotent by :id).")
+  (-search [s keywords opts] "Sender ids of matching posts, one per post (repeats kept), newest first; opts {:limit n}."))
+
+(defprotocol Cache
+  "A bounded cache of derived values (participant lookups, friend lists). Guarantees: -fetch returns the
+  cached value or loads, caches and returns it (nil is not cached); -invalidate! waits for an in-flight
+  load of the key, so a value loaded before a write is never served after the write's invalidation."
+  (-fetch [c k load] "The value for k, calling (load) on a miss.")
+  (-invalidate! [c k] "Drops k.")
+  (-cache-stats [c] "A map of counters: :hits :misses :evictions :size."))
+
+(defprotocol Lifecycle
+  "Opening state and closing. -close! flushes and releases everything and is idempotent; a durable
+  backend's calls after close throw ex-info of :type :herald.feed.store/closed."
+  (-close! [s] "Flushes, commits and closes.")
+  (-ready? [s] "True while the store is open and usable.")
+  (-stats [s] "A flat map of numeric gauges (keyword -> number) for metrics."))
+
+;; ---------------------------------------------------------------------------------------------------
+;; validation
+
+(def default-limit
+  "Page size when opts carry no :limit."
+  50)
+
+(def max-limit
+  "The largest :limit accepted."
+  10000)
+
+(defn- invalid [msg key value]
+  (throw (ex-info msg {:type ::invalid :key key :value value})))
+
+(defn- check-id [key id]
+  (when-not (and (int? id) (pos? (long id)))
+    (invalid (str key " must be a positive long id, got " (pr-str id)) key id))
+  (long id))
+
+(defn- check-string [key s]
+  (when-not (string? s) (invalid (str key " must be a string, got " (pr-str s)) key s))
+  s)
+
+(defn- page-opts [opts]
+  (let [{:keys [limit before] :or {limit default-limit}} opts]
+    (when-not (and (int? limit) (<= 1 (long limit) max-limit))
+      (invalid (str ":limit must be an integer in 1.." max-limit ", got " (pr-str limit)) :limit limit))
+    (when (some? before) (cursor/decode before))
+    {:limit (long limit) :before before}))
+
+(defn- check-post [post]
+  (when-not (map? post) (invalid (str "post must be a map, got " (pr-str post)) :post post))
+  (check-id :from (:from post))
+  (doseq [k [:occurred :subject :story]] (check-string k (get post k)))
+  post)
+
+(defn- check-recipients [recipients]
+  (when-not (sequential? recipients) (invalid "recipients must be a sequence of ids" :recipients recipients))
+  (mapv #(check-id :recipient %) (distinct recipients)))
+
+;; ---------------------------------------------------------------------------------------------------
+;; public API
+
+(defn create-participant!
+  "Creates a participant named name (a string, any Unicode), returns {:id :name}. Durable on return."
+  [s name]
+  (-create-participant! s (check-string :name name)))
+
+(defn participant
+  "The participant {:id :name} with this id, or nil."
+  [s id]
+  (-participant s (check-id :id id)))
+
+(defn befriend!
+  "Befriends participants a and b, returns {:id :from a :to b :created? bool}. Idempotent and symmetric:
+  (befriend! s b a) after (befriend! s a b) returns the same :id with :created? false. Befriending oneself
+  throws ex-info {:type :herald.feed.store/invalid :key :to}."
+  [s a b]
+  (let [a (check-id :from a) b (check-id :to b)]
+    (when (= a b) (invalid (str "a participant cannot befriend itself: " a) :to b))
+    (-befriend! s a b)))
+
+(defn friends
+  "The friendships of participant id as [{:id :from id :to other}], ordered by the other's id."
+  [s id]
+  (-friends s (check-id :id id)))
+
+(defn publish!
+  "Stores post {:from :occurred :subject :story} (strings; :id/:ts are assigned) with a pending fan-out
+  record for recipients (a seq of ids, usually the sender's friends), atomically and durably. Returns the
+  post with :id and :ts. Finish with fan-out! (or deliver! + complete-fanout!) and index!."
+  [s post recipients]
+  (-publish! s (select-keys (check-post post) [:from :occurred :subject :story])
+             (check-recipients recipients)))
+
+(defn post
+  "The post with this id, or nil."
+  [s id]
+  (-post s (check-id :id id)))
+
+(defn outbound
+  "A page {:items [post ...] :next cursor} of sender's posts, newest first.
+
+  | key      | type   | default | meaning                                               |
+  |----------|--------|---------|-------------------------------------------------------|
+  | :limit   | int    | 50      | items per page, 1..10000                              |
+  | :before  | string | nil     | the :next cursor of the previous page (opaque)         |
+
+  A malformed cursor throws ex-info {:type :herald.feed.store/bad-cursor}."
+  ([s sender] (outbound s sender nil))
+  ([s sender opts] (-outbound s (check-id :sender sender) (page-opts opts))))
+
+(defn deliver!
+  "Puts post (as returned by publish!) into recipient's inbound feed. Idempotent."
+  [s recipient post]
+  (check-id :id (:id post))
+  (-deliver! s (check-id :recipient recipient) post))
+
+(defn fan-out!
+  "Delivers post to every recipient and completes its fan-out record (one atomic write in the embedded
+  backend). Idempotent: running it twice, or after a crash, never duplicates an inbound item."
+  [s post recipients]
+  (check-id :id (:id post))
+  (-fan-out! s post (check-recipients recipients)))
+
+(defn inbound
+  "A page {:items [post ...] :next cursor} of recipient's inbound feed, newest first. Options as outbound."
+  ([s recipient] (inbound s recipient nil))
+  ([s recipient opts] (-inbound s (check-id :recipient recipient) (page-opts opts))))
+
+(defn pending-fanouts
+  "The fan-outs published but not completed: a seq of {:post :recipients}, oldest first. After a restart
+  the service runs fan-out! on each."
+  [s]
+  (-pending-fanouts s))
+
+(defn complete-fanout!
+  "Marks the fan-out of post-id as done. Idempotent."
+  [s post-id]
+  (-complete-fanout! s (check-id :post-id post-id)))
+
+(defn index!
+  "Makes post (as returned by publish!) searchable. Idempotent by post id."
+  [s post]
+  (check-id :id (:id post))
+  (-index! s post))
+
+(defn search
+  "Sender ids of the posts whose subject or story contain every term of keywords (a string), one per
+  matching post (a sender may repeat), newest first. Keywords without any word give [].
+
+  | key    | type | default | meaning               |
+  |--------|------|---------|-----------------------|
+  | :limit | int  | 50      | most results, 1..10000 |"
+  ([s keywords] (search s keywords nil))
+  ([s keywords opts]
+   (-search s (check-string :keywords keywords) (select-keys (page-opts (dissoc opts :before)) [:limit]))))
+
+(defn ready?
+  "True while the store is open and usable (for a readiness probe)."
+  [s]
+  (-ready? s))
+
+(defn stats
+  "A flat map of numeric gauges, e.g. {:participants n :pending-fanouts n :cache-hits n}."
+  [s]
+  (-stats s))
+
+(defn close-store!
+  "Flushes and closes the store (idempotent)."
+  [s]
+  (-close! s))
+
+(def ^:private backends
+  {:memory 'herald.feed.store.memory/memory-store
+   :embedded 'herald.feed.store.embedded/embedded-store})
+
+(defn open-store
+  "Opens a store from config. The backend namespace is loaded on demand.
+
+  | key       | type    | default   | meaning                                                        |
+  |-----------|---------|-----------|----------------------------------------------------------------|
+  | :type     | keyword | :embedded | :memory (in-process, volatile) or :embedded (RocksDB + Lucene) |
+  | :cache    | map     | {}        | participant/friend cache, see herald.feed.store.cache; {:max-size 0} disables |
+
+  Backend options: see herald.feed.store.embedded/embedded-store (:data-dir, :sync?, ...) and
+  herald.feed.store.memory/memory-store."
+  [config]
+  (let [{:keys [type cache] :or {type :embedded}} config
+        ctor (or (get backends type)
+                 (throw (ex-info (str "unknown store :type " (pr-str type) ", expected one of "
+                                      (pr-str (keys backends)))
+                                 {:type ::invalid :key :type :value type})))
+        store ((requiring-resolve ctor) (dissoc config :type :cache))]
+    (if (and (map? cache) (= 0 (:max-size cache)))
+      store
+      ((requiring-resolve 'herald.feed.store.cache/cached-store) store (or cache {})))))

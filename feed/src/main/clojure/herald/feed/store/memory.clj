@@ -1,0 +1,113 @@
+(ns herald.feed.store.memory
+  "The in-memory store: every protocol over one atom; volatile, and the model the other backends must match."
+  (:require [herald.feed.store :as store]
+            [herald.feed.store.clock :as clock]
+            [herald.feed.store.cursor :as cursor]
+            [herald.feed.store.text :as text]))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private empty-state
+  {:seq {:participant 0 :friendship 0 :post 0}
+   :last-ts 0
+   :participants {}
+   :friends {}                  ; id -> sorted {other friendship-id}
+   :posts {}                    ; post id -> post
+   :outbound {}                 ; sender -> sorted {[(- ts) id] post}
+   :inbound {}                  ; recipient -> sorted {[(- ts) id] post}
+   :fanouts (sorted-map)        ; post id -> recipients
+   :index {}})                  ; post id -> {:ts :from :terms #{}}
+
+(defn- feed-key [{:keys [ts id]}] [(- (long ts)) id])
+
+(defn- page [feed {:keys [limit before]}]
+  (let [from (when before (let [[ts id] (cursor/decode before)] [(- (long ts)) id]))
+        s (if from (subseq feed > from) (seq feed))
+        items (into [] (comp (take (inc limit)) (map val)) s)
+        shown (if (> (count items) limit) (pop items) items)]
+    {:items shown :next (cursor/for-page shown (> (count items) limit))}))
+
+(defn- put-feed [state role owner post]
+  (update-in state [role owner] #(assoc (or % (sorted-map)) (feed-key post) post)))
+
+(defn- publish [state post recipients]
+  (let [id (inc (long (get-in state [:seq :post])))
+        ts (clock/next-after (:last-ts state))
+        post (assoc post :id id :ts ts)]
+    (cond-> (-> state (assoc-in [:seq :post] id) (assoc :last-ts ts)
+                (assoc-in [:posts id] post) (put-feed :outbound (:from post) post))
+      (seq recipients) (assoc-in [:fanouts id] (vec recipients)))))
+
+(defn- befriend [state a b]
+  (if (get-in state [:friends a b])
+    state
+    (let [id (inc (long (get-in state [:seq :friendship])))
+          add (fn [m k v] (assoc (or m (sorted-map)) k v))]
+      (-> state (assoc-in [:seq :friendship] id)
+          (update-in [:friends a] add b id) (update-in [:friends b] add a id)))))
+
+(deftype MemoryStore [state open?]
+  store/ParticipantStore
+  (-create-participant! [this name]
+    (let [[_ new] (swap-vals! state #(let [id (inc (long (get-in % [:seq :participant])))]
+                                       (-> % (assoc-in [:seq :participant] id)
+                                           (assoc-in [:participants id] name))))
+          id (get-in new [:seq :participant])]
+      {:id id :name name}))
+  (-participant [_ id]
+    (when-let [name (get-in @state [:participants id])] {:id id :name name}))
+
+  store/FriendStore
+  (-befriend! [_ a b]
+    (let [[old new] (swap-vals! state befriend a b)]
+      {:id (get-in new [:friends a b]) :from a :to b :created? (nil? (get-in old [:friends a b]))}))
+  (-friends [_ id]
+    (mapv (fn [[other fid]] {:id fid :from id :to other}) (get-in @state [:friends id])))
+
+  store/OutboundStore
+  (-publish! [_ post recipients]
+    (let [[_ new] (swap-vals! state publish post recipients)]
+      (get-in new [:posts (get-in new [:seq :post])])))
+  (-outbound [_ sender opts] (page (get-in @state [:outbound sender]) opts))
+  (-post [_ id] (get-in @state [:posts id]))
+
+  store/InboundStore
+  (-deliver! [_ recipient post] (swap! state put-feed :inbound recipient post) nil)
+  (-fan-out! [_ post recipients]
+    (swap! state (fn [st] (-> (reduce #(put-feed %1 :inbound %2 post) st recipients)
+                              (update :fanouts dissoc (:id post)))))
+    nil)
+  (-inbound [_ recipient opts] (page (get-in @state [:inbound recipient]) opts))
+  (-pending-fanouts [_]
+    (let [st @state]
+      (map (fn [[id rs]] {:post (get-in st [:posts id]) :recipients rs}) (:fanouts st))))
+  (-complete-fanout! [_ post-id] (swap! state update :fanouts dissoc post-id) nil)
+
+  store/SearchIndex
+  (-index! [_ post]
+    (let [entry {:ts (:ts post) :from (:from post) :terms (set (text/terms (text/post-text post)))}]
+      (swap! state assoc-in [:index (:id post)] entry)
+      nil))
+  (-search [_ keywords {:keys [limit]}]
+    (let [ks (text/terms keywords)]
+      (if (empty? ks)
+        []
+        (->> (vals (:index @state))
+             (filter (fn [{:keys [terms]}] (every? terms ks)))
+             (sort-by :ts >)
+             (take limit)
+             (mapv :from)))))
+
+  store/Lifecycle
+  (-close! [_] (reset! open? false) nil)
+  (-ready? [_] @open?)
+  (-stats [_]
+    (let [st @state]
+      {:participants (count (:participants st)) :posts (count (:posts st))
+       :pending-fanouts (count (:fanouts st)) :indexed-posts (count (:index st))})))
+
+(defn memory-store
+  "A new, empty in-memory store. Takes no options (config keys are ignored). Not durable: for tests and as
+  the model of the contract. Calls after close keep working on the in-memory data."
+  ([] (memory-store {}))
+  ([_config] (MemoryStore. (atom empty-state) (atom true))))
