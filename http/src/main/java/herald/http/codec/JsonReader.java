@@ -1,0 +1,179 @@
+package herald.http.codec;
+
+import clojure.lang.BigInt;
+import clojure.lang.IFn;
+import clojure.lang.ITransientCollection;
+import clojure.lang.ITransientMap;
+import clojure.lang.Keyword;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentVector;
+import com.fasterxml.jackson.core.JsonFactory;
+import com.fasterxml.jackson.core.JsonParser;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.core.JsonToken;
+import java.io.CharConversionException;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.Reader;
+import java.io.UncheckedIOException;
+import java.util.concurrent.ConcurrentHashMap;
+
+/**
+ * Reads JSON text into Clojure data with Jackson's streaming parser (no databind).
+ *
+ * <p>Objects become persistent maps (keys as Strings, keywords or whatever a key fn returns), arrays
+ * persistent vectors, integers {@code Long} when they fit and {@link BigInt} otherwise, decimals
+ * {@code Double} (or {@code BigDecimal} with {@code bigDecimals}), {@code true/false/null} Booleans and nil.
+ * Exactly one value is read: trailing content is an error. Duplicate keys: the last one wins, unless
+ * {@code rejectDuplicateKeys}. Every syntax error or violated limit is a {@link MalformedJsonException}.
+ * Instances are immutable and thread-safe.
+ */
+public final class JsonReader {
+  /** How object keys are turned into map keys. */
+  public enum Keys { STRINGS, KEYWORDS, FN }
+
+  private static final int KEYWORD_CACHE_MAX = 4096;
+  private static final ConcurrentHashMap<String, Keyword> KEYWORDS = new ConcurrentHashMap<>();
+  private static final Object MISSING = new Object();
+
+  /** String keys, doubles, default limits. */
+  public static final JsonReader DEFAULT = new JsonReader(Keys.STRINGS, null, false, false,
+      JsonFactories.DEFAULT_MAX_DEPTH, JsonFactories.DEFAULT_MAX_STRING);
+  /** Keyword keys, doubles, default limits. */
+  public static final JsonReader KEYWORDIZING = new JsonReader(Keys.KEYWORDS, null, false, false,
+      JsonFactories.DEFAULT_MAX_DEPTH, JsonFactories.DEFAULT_MAX_STRING);
+
+  private final JsonFactory factory;
+  private final Keys keys;
+  private final IFn keyFn;
+  private final boolean bigDecimals;
+  private final boolean rejectDuplicateKeys;
+
+  public JsonReader(Keys keys, IFn keyFn, boolean bigDecimals, boolean rejectDuplicateKeys, int maxDepth,
+      int maxStringLength) {
+    if (keys == Keys.FN && keyFn == null) throw new IllegalArgumentException("Keys.FN needs a key fn");
+    if (maxDepth < 1) throw new IllegalArgumentException("maxDepth must be >= 1: " + maxDepth);
+    if (maxStringLength < 1) throw new IllegalArgumentException("maxStringLength must be >= 1: " + maxStringLength);
+    this.factory = JsonFactories.get(maxDepth, maxStringLength);
+    this.keys = keys;
+    this.keyFn = keyFn;
+    this.bigDecimals = bigDecimals;
+    this.rejectDuplicateKeys = rejectDuplicateKeys;
+  }
+
+  /** Reads one JSON value from UTF-8 (or UTF-16/32, detected) bytes. */
+  public Object read(byte[] b, int off, int len) {
+    try (JsonParser p = factory.createParser(b, off, len)) {
+      return readRoot(p);
+    } catch (IOException e) {
+      throw translate(e);
+    }
+  }
+
+  /** Reads one JSON value from a String. */
+  public Object read(String s) {
+    try (JsonParser p = factory.createParser(s)) {
+      return readRoot(p);
+    } catch (IOException e) {
+      throw translate(e);
+    }
+  }
+
+  /** Reads one JSON value from a stream (encoding detected, UTF-8 by default); closes the stream. */
+  public Object read(InputStream in) {
+    try (JsonParser p = factory.createParser(in)) {
+      return readRoot(p);
+    } catch (IOException e) {
+      throw translate(e);
+    }
+  }
+
+  /** Reads one JSON value from a Reader; closes the reader. */
+  public Object read(Reader r) {
+    try (JsonParser p = factory.createParser(r)) {
+      return readRoot(p);
+    } catch (IOException e) {
+      throw translate(e);
+    }
+  }
+
+  private Object readRoot(JsonParser p) throws IOException {
+    JsonToken t = p.nextToken();
+    if (t == null) throw new MalformedJsonException("no JSON value (empty input)", 1, 1, null);
+    Object v = readValue(p, t);
+    JsonToken extra = p.nextToken();
+    if (extra != null) {
+      var loc = p.currentTokenLocation();
+      throw new MalformedJsonException("trailing content after the JSON value", loc.getLineNr(), loc.getColumnNr(), null);
+    }
+    return v;
+  }
+
+  private Object readValue(JsonParser p, JsonToken t) throws IOException {
+    switch (t) {
+      case START_OBJECT: return readObject(p);
+      case START_ARRAY: return readArray(p);
+      case VALUE_STRING: return p.getText();
+      case VALUE_NUMBER_INT:
+        return switch (p.getNumberType()) {
+          case INT, LONG -> p.getLongValue();
+          default -> BigInt.fromBigInteger(p.getBigIntegerValue());
+        };
+      case VALUE_NUMBER_FLOAT: return bigDecimals ? p.getDecimalValue() : (Object) p.getDoubleValue();
+      case VALUE_TRUE: return Boolean.TRUE;
+      case VALUE_FALSE: return Boolean.FALSE;
+      case VALUE_NULL: return null;
+      default: throw new MalformedJsonException("unexpected token " + t, p.currentLocation().getLineNr(),
+          p.currentLocation().getColumnNr(), null);
+    }
+  }
+
+  private Object readObject(JsonParser p) throws IOException {
+    ITransientMap m = PersistentArrayMap.EMPTY.asTransient();
+    String name;
+    while ((name = p.nextFieldName()) != null) {
+      Object k = key(name);
+      Object v = readValue(p, p.nextToken());
+      if (rejectDuplicateKeys && m.valAt(k, MISSING) != MISSING) {
+        var loc = p.currentTokenLocation();
+        throw new MalformedJsonException("duplicate key \"" + name + "\"", loc.getLineNr(), loc.getColumnNr(), null);
+      }
+      m = m.assoc(k, v);
+    }
+    return m.persistent();
+  }
+
+  private Object readArray(JsonParser p) throws IOException {
+    ITransientCollection v = PersistentVector.EMPTY.asTransient();
+    JsonToken t;
+    while ((t = p.nextToken()) != JsonToken.END_ARRAY) v = v.conj(readValue(p, t));
+    return v.persistent();
+  }
+
+  private Object key(String name) {
+    return switch (keys) {
+      case STRINGS -> name;
+      case KEYWORDS -> keyword(name);
+      case FN -> keyFn.invoke(name);
+    };
+  }
+
+  /** Interns {@code name} as a keyword ("a/b" gives :a/b), through a bounded cache. */
+  public static Keyword keyword(String name) {
+    Keyword k = KEYWORDS.get(name);
+    if (k != null) return k;
+    k = Keyword.intern(name);
+    if (KEYWORDS.size() < KEYWORD_CACHE_MAX) KEYWORDS.putIfAbsent(name, k);
+    return k;
+  }
+
+  static RuntimeException translate(IOException e) {
+    if (e instanceof JsonProcessingException jpe) {
+      var loc = jpe.getLocation();
+      return new MalformedJsonException(jpe.getOriginalMessage(), loc == null ? -1 : loc.getLineNr(),
+          loc == null ? -1 : loc.getColumnNr(), e);
+    }
+    if (e instanceof CharConversionException) return new MalformedJsonException(e.getMessage(), -1, -1, e);
+    return new UncheckedIOException(e);
+  }
+}
