@@ -1,0 +1,100 @@
+(ns herald.feed
+  "The news feed service: start and stop it as a system (store, fan-out, performance recorder, HTTP server) from the EDN config."
+  (:require [clojure.java.io :as io]
+            [herald.feed.config :as config]
+            [herald.feed.fanout :as fanout]
+            [herald.feed.perf :as perf]
+            [herald.feed.routes :as routes]
+            [herald.feed.service :as svc]
+            [herald.feed.store :as store]
+            [herald.feed.system :as system]
+            [herald.http :as http]))
+
+(set! *warn-on-reflection* true)
+
+(defn version
+  "The feed's version from the jar's Maven metadata, or \"dev\" when run from sources."
+  []
+  (or (some-> (io/resource "META-INF/maven/dev.herald/herald-feed/pom.properties")
+              slurp
+              (->> (re-find #"(?m)^version=(.+)$"))
+              second)
+      "dev"))
+
+(defn- log [& xs]
+  (binding [*out* *err*] (apply println "herald.feed:" xs)))
+
+(defn components
+  "The system definition for a resolved `config` (see herald.feed.config/load-config): key ->
+  {:deps :start :stop}. Started in dependency order, stopped in reverse: the HTTP server first
+  (stop accepting, drain in-flight requests), then the fan-out (finish queued jobs), then the store
+  (flush and close)."
+  [config]
+  (let [draining? (atom false)
+        drain-ms (long (get-in config [:fanout :drain-timeout-ms] 10000))]
+    {::store {:start (fn [_] (store/open-store (:store config)))
+              :stop store/close-store!}
+     ::recorder {:start (fn [_] (perf/recorder (:perf config)))}
+     ::fanout {:deps [::store]
+               :start (fn [{s ::store}]
+                        (fanout/executor-fanout (svc/fanout-work s) (dissoc (:fanout config) :drain-timeout-ms)))
+               :stop (fn [f] (when-not (fanout/close! f drain-ms)
+                               (log "fan-out did not drain in" drain-ms "ms; the rest resumes on the next start")))}
+     ::service {:deps [::store ::fanout]
+                :start (fn [{s ::store f ::fanout}]
+                         (let [ctx (svc/context s f (:feed config))
+                               n (svc/resume-pending! ctx)]
+                           (when (pos? n) (log "resuming" n "pending fan-outs"))
+                           ctx))}
+     ::server {:deps [::service ::store ::fanout ::recorder]
+               :start (fn [{ctx ::service s ::store f ::fanout r ::recorder}]
+                        (let [env {:ctx ctx :store s :fanout f :recorder r :version (version) :draining? draining?}]
+                          {:server (http/start-server (routes/ring-handler env) (:http config))
+                           :draining? draining?}))
+               :stop (fn [{:keys [server draining?]}]
+                       (reset! draining? true)
+                       @(http/stop-server server))}}))
+
+(defn start!
+  "Starts the feed service and returns the running system (stop it with `stop!`).
+
+  | key            | type    | default               | meaning |
+  |----------------|---------|-----------------------|---------|
+  | `:config-path` | string  | bundled config.edn    | an EDN config file to read instead |
+  | `:profile`     | keyword | `HERALD_PROFILE` or `:embedded` | `:embedded` (RocksDB + Lucene in `DATA_DIR`) or `:memory` |
+  | `:env`         | map     | `(System/getenv)`     | environment for `#env` (tests pass their own) |
+  | `:config`      | map     | {}                    | deep-merged over the file, e.g. {:http {:port 0} :store {:data-dir \"/tmp/x\"}} |
+
+  Every config key is documented in docs/feed.md."
+  ([] (start! {}))
+  ([{:keys [config-path profile env] overrides :config}]
+   (let [cfg (config/load-config config-path (cond-> {} profile (assoc :profile profile) env (assoc :env env))
+                                 overrides)]
+     (assoc (system/start (components cfg)) :config cfg))))
+
+(defn stop!
+  "Stops a system from `start!`: drains the server, finishes queued fan-out, closes the store.
+  Idempotent."
+  [sys]
+  (system/stop sys))
+
+(defn port
+  "The HTTP port the running system listens on."
+  [sys]
+  (http/server-port (:server (system/value sys ::server))))
+
+(defn url
+  "The base URL of the running system, e.g. http://127.0.0.1:8080."
+  [sys]
+  (let [host (get-in sys [:config :http :host] "127.0.0.1")]
+    (str "http://" (if (#{"0.0.0.0" "::" ""} host) "127.0.0.1" host) ":" (port sys))))
+
+(defn service
+  "The service context of a running system (see herald.feed.service)."
+  [sys]
+  (system/value sys ::service))
+
+(defn await-fanout
+  "Blocks until the fan-out of every post accepted so far has run; true if done within `timeout-ms`."
+  [sys timeout-ms]
+  (fanout/await-idle (system/value sys ::fanout) timeout-ms))

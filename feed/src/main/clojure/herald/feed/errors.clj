@@ -1,0 +1,67 @@
+(ns herald.feed.errors
+  "Client errors as ex-info values and their JSON responses: 400/404/405/413/415 bodies that name the field or value at fault.")
+
+(set! *warn-on-reflection* true)
+
+(defn bad-request
+  "An ex-info for a 400: `msg` names the problem, `field` the request field at fault (a string),
+  `value` the offending value (omitted when nil)."
+  ([msg field] (bad-request msg field nil nil))
+  ([msg field value] (bad-request msg field value nil))
+  ([msg field value cause]
+   (ex-info msg (cond-> {:type :herald.feed/bad-request :field field}
+                  (some? value) (assoc :value value))
+            cause)))
+
+(defn not-found
+  "An ex-info for a 404 naming the missing resource; `field` is the request field that named it."
+  [msg field value]
+  (ex-info msg {:type :herald.feed/not-found :field field :value value}))
+
+(defn unsupported-media-type
+  "An ex-info for a 415 naming the content type received."
+  [content-type]
+  (ex-info (str "unsupported Content-Type " (pr-str content-type)
+                ": send application/json or application/x-www-form-urlencoded")
+           {:type :herald.feed/unsupported-media-type :field "Content-Type" :value content-type}))
+
+(def ^:private statuses
+  {:herald.feed/bad-request 400
+   :herald.feed/not-found 404
+   :herald.feed/unsupported-media-type 415
+   :herald.feed/unavailable 503
+   :herald.feed.store/invalid 400
+   :herald.feed.store/bad-cursor 400
+   :herald.http/malformed-json 400})
+
+(defn- store-field [data]
+  ;; store validation names keys as keywords of its own vocabulary; map them to request fields
+  (let [k (:key data)]
+    (case k
+      (:sender :recipient :id :post-id) "id"
+      nil nil
+      (name k))))
+
+(defn error-body
+  "The JSON error body {:error msg :field f :value v} (absent keys omitted)."
+  [msg field value]
+  (cond-> {:error msg}
+    field (assoc :field field)
+    (some? value) (assoc :value (if (or (string? value) (number? value) (boolean? value)) value (pr-str value)))))
+
+(defn response
+  "A Ring response with a JSON error body."
+  [status msg & {:keys [field value headers]}]
+  {:status status
+   :headers (merge {"content-type" "application/json; charset=utf-8"} headers)
+   :body (error-body msg field value)})
+
+(defn ex->response
+  "The Ring response for a client error ex-info (see `statuses`), or nil when `e` is not one."
+  [e]
+  (let [data (ex-data e)
+        status (get statuses (:type data))]
+    (when status
+      (let [field (or (:field data) (when (namespace (:type data)) (store-field data)))
+            field (if (keyword? field) (name field) field)]
+        (response status (ex-message e) :field field :value (:value data))))))

@@ -1,0 +1,132 @@
+(ns herald.feed.handlers
+  "Ring handlers of the feed's HTTP API: request parsing, response rendering in the reference format, and per-request performance recording."
+  (:require [clojure.string :as str]
+            [herald.feed.errors :as err]
+            [herald.feed.perf :as perf]
+            [herald.feed.service :as svc]
+            [herald.http :as http])
+  (:import (java.net URLEncoder)
+           (java.nio.charset StandardCharsets)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private json-type "application/json; charset=utf-8")
+
+(defn json-response
+  "A 200 (or `status`) response whose body is `data` as JSON bytes."
+  ([data] (json-response 200 data nil))
+  ([status data headers]
+   {:status status
+    :headers (if headers (assoc headers "content-type" json-type) {"content-type" json-type})
+    :body (http/write-json-bytes data)}))
+
+(defn- log-error [^Throwable t req]
+  (binding [*out* *err*]
+    (println "herald.feed: unhandled error on" (name (:request-method req)) (:uri req) "-" (str t))
+    (.printStackTrace t)))
+
+(defn endpoint
+  "Wraps handler `f` (request -> response) of entity x operation: client errors (ex-info with a
+  known :type) become JSON 4xx responses, anything else a JSON 500 without internals, and the
+  request's duration and status are recorded in `recorder` (nil records nothing)."
+  [recorder entity op f]
+  (fn [req]
+    (let [start (System/nanoTime)
+          start-ms (System/currentTimeMillis)
+          resp (try (f req)
+                    (catch clojure.lang.ExceptionInfo e
+                      (or (err/ex->response e)
+                          (do (log-error e req) (err/response 500 "internal server error"))))
+                    (catch Throwable t
+                      (log-error t req)
+                      (err/response 500 "internal server error")))]
+      (when recorder
+        (perf/record! recorder entity op (- (System/nanoTime) start) (long (:status resp 200)) start-ms))
+      resp)))
+
+;; ---------------------------------------------------------------------------------------------------
+;; request parsing
+
+(defn- media-type [req]
+  (some-> (get-in req [:headers "content-type"]) (str/split #";" 2) first str/trim str/lower-case))
+
+(defn body-params
+  "The request body as a map with keyword keys: JSON objects (application/json or any +json type)
+  or form-encoded bodies (application/x-www-form-urlencoded). Other media types are a 415, a
+  JSON body that is not an object a 400."
+  [req]
+  (let [mt (media-type req)]
+    (cond
+      (= mt "application/x-www-form-urlencoded")
+      (into {} (map (fn [[k v]] [(keyword k) v])) (:form-params req))
+
+      (and mt (or (= mt "application/json") (str/ends-with? mt "+json")))
+      (let [data (when-let [b (:body req)] (http/read-json b {:keywords? true}))]
+        (if (map? data)
+          data
+          (throw (err/bad-request (str "the JSON body must be an object, got "
+                                       (if (nil? data) "nothing" (pr-str (type data))))
+                                  "body"))))
+
+      :else (throw (err/unsupported-media-type (get-in req [:headers "content-type"]))))))
+
+(defn- path-id [req]
+  (svc/parse-id "id" (get-in req [:path-params :id])))
+
+;; ---------------------------------------------------------------------------------------------------
+;; rendering in the reference format
+
+(defn- participant-json [{:keys [id name]}]
+  {:id id :name name :link (svc/link id)})
+
+(defn- friendship-json [{:keys [id from to]}]
+  {:id id :from (svc/link from) :to (svc/link to)})
+
+(defn- outbound-json [{:keys [from occurred subject story]}]
+  {:from (svc/link from) :occurred occurred :subject subject :story story})
+
+(defn- inbound-json [to {:keys [from occurred subject story]}]
+  {:from (svc/link from) :to (svc/link to) :occurred occurred :subject subject :story story})
+
+(defn- encode ^String [s] (URLEncoder/encode (str s) StandardCharsets/UTF_8))
+
+(defn- page-response
+  "The JSON array of a page, with a Link rel=next header when older items remain."
+  [req {:keys [limit]} {:keys [items next]} render]
+  (json-response 200 (mapv render items)
+                 (when next
+                   {"link" (str "<" (:uri req) "?limit=" limit "&before=" (encode next) ">; rel=\"next\"")})))
+
+;; ---------------------------------------------------------------------------------------------------
+;; handlers of the contract (ctx from herald.feed.service/context)
+
+(defn create-participant [ctx]
+  (fn [req] (json-response (participant-json (svc/create-participant! ctx (body-params req))))))
+
+(defn get-participant [ctx]
+  (fn [req] (json-response (participant-json (svc/participant ctx (path-id req))))))
+
+(defn post-friend [ctx]
+  (fn [req] (json-response (friendship-json (svc/befriend! ctx (path-id req) (body-params req))))))
+
+(defn get-friends [ctx]
+  (fn [req] (json-response (mapv friendship-json (svc/friends ctx (path-id req))))))
+
+(defn post-outbound [ctx]
+  (fn [req] (json-response (outbound-json (svc/publish! ctx (path-id req) (body-params req))))))
+
+(defn- feed-handler [ctx read render-fn]
+  (fn [req]
+    (let [id (path-id req)
+          opts (svc/page-opts (:limits ctx) (:query-params req) :default-limit :max-limit)]
+      (page-response req opts (read ctx id opts) (render-fn id)))))
+
+(defn get-outbound [ctx] (feed-handler ctx svc/outbound (constantly outbound-json)))
+
+(defn get-inbound [ctx] (feed-handler ctx svc/inbound (fn [id] (partial inbound-json id))))
+
+(defn search-outbound [ctx]
+  (fn [req]
+    (let [q (:query-params req)
+          {:keys [limit]} (svc/page-opts (:limits ctx) q :default-search-limit :max-search-limit)]
+      (json-response (mapv svc/link (svc/search ctx (get q "keywords") limit))))))

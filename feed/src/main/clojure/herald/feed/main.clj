@@ -1,0 +1,62 @@
+(ns herald.feed.main
+  "The feed's command line: reads the config (PORT, DATA_DIR, HERALD_PROFILE override it), starts the service, prints its URL, and shuts down gracefully on SIGINT/SIGTERM."
+  (:require [clojure.string :as str]
+            [clojure.tools.cli :as cli]
+            [herald.feed :as feed])
+  (:import (java.util.concurrent CountDownLatch)))
+
+(set! *warn-on-reflection* true)
+
+(def cli-options
+  "Command line options; each overrides the config file and the environment."
+  [["-c" "--config PATH" "EDN config file (default: the bundled herald/feed/config.edn)"]
+   ["-P" "--profile NAME" "config profile: embedded or memory (env HERALD_PROFILE)" :parse-fn keyword]
+   ["-p" "--port PORT" "HTTP port, 0 for an ephemeral one (env PORT)" :parse-fn #(Long/parseLong %)
+    :validate [#(<= 0 % 65535) "must be 0..65535"]]
+   ["-H" "--host HOST" "address to bind (env HOST)"]
+   ["-d" "--data-dir DIR" "data directory of the embedded store (env DATA_DIR)"]
+   ["-h" "--help" "print this help"]])
+
+(defn- overrides [{:keys [port host data-dir]}]
+  (cond-> {}
+    port (assoc-in [:http :port] port)
+    host (assoc-in [:http :host] host)
+    data-dir (assoc-in [:store :data-dir] data-dir)))
+
+(defn- usage [summary]
+  (str "Usage: java -jar herald-feed.jar [options]\n\nOptions:\n" summary
+       "\n\nEnvironment: PORT, HOST, DATA_DIR, HERALD_PROFILE and the others in docs/feed.md."))
+
+(defn -main
+  "Starts the feed service and blocks until the JVM is asked to stop."
+  [& args]
+  (let [{:keys [options errors summary]} (cli/parse-opts args cli-options)]
+    (cond
+      (:help options) (println (usage summary))
+      errors (do (binding [*out* *err*] (println (str/join "\n" errors)) (println (usage summary)))
+                 (System/exit 2))
+      :else
+      (let [sys (try (feed/start! {:config-path (:config options) :profile (:profile options)
+                                   :config (overrides options)})
+                     (catch Throwable t
+                       (binding [*out* *err*]
+                         (println "herald.feed: failed to start:" (ex-message t))
+                         (some->> (ex-cause t) ex-message (println "  cause:")))
+                       (System/exit 1)))
+            done (CountDownLatch. 1)
+            cfg (:config sys)]
+        (.addShutdownHook (Runtime/getRuntime)
+                          (Thread. ^Runnable
+                                   (fn []
+                                     (binding [*out* *err*] (println "herald.feed: shutting down (drain, flush, close)"))
+                                     (try (feed/stop! sys)
+                                          (catch Throwable t
+                                            (binding [*out* *err*] (println "herald.feed: error while stopping:" (ex-message t)))))
+                                     (binding [*out* *err*] (println "herald.feed: stopped"))
+                                     (.countDown done))
+                                   "herald-feed-shutdown"))
+        (println (str "herald.feed " (feed/version) " listening on " (feed/url sys)
+                      " (profile " (name (:profile cfg))
+                      (when-let [d (get-in cfg [:store :data-dir])] (str ", data dir " d)) ")"))
+        (flush)
+        (.await done)))))

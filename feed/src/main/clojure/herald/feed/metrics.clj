@@ -1,0 +1,84 @@
+(ns herald.feed.metrics
+  "The Prometheus text exposition (format 0.0.4) of the feed's request figures, fan-out, store and JVM gauges."
+  (:require [clojure.string :as str]
+            [herald.feed.perf :as perf])
+  (:import (java.lang.management ManagementFactory)
+           (org.HdrHistogram AbstractHistogram)))
+
+(set! *warn-on-reflection* true)
+
+(def buckets-seconds
+  "Upper bounds of the request duration histogram buckets, in seconds."
+  [0.0005 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1.0 2.5 5.0 10.0])
+
+(defn- escape [s]
+  (-> (str s) (str/replace "\\" "\\\\") (str/replace "\"" "\\\"") (str/replace "\n" "\\n")))
+
+(defn- labels [m]
+  (if (empty? m)
+    ""
+    (str "{" (str/join "," (map (fn [[k v]] (str (name k) "=\"" (escape v) "\"")) m)) "}")))
+
+(defn- number-text [x]
+  (cond (integer? x) (str x)
+        (float? x) (let [d (double x)]
+                     (cond (Double/isNaN d) "NaN"
+                           (Double/isInfinite d) (if (pos? d) "+Inf" "-Inf")
+                           :else (str d)))
+        :else (str x)))
+
+(defn- family [^StringBuilder sb metric type help samples]
+  (when (seq samples)
+    (.append sb (str "# HELP " metric " " help "\n# TYPE " metric " " type "\n"))
+    (doseq [[suffix lbls v] samples]
+      (.append sb (str metric suffix (labels lbls) " " (number-text v) "\n")))))
+
+(defn- duration-samples [totals]
+  (for [[[entity op] {:keys [^AbstractHistogram histogram count]}] totals
+        :let [base {:entity (name entity) :operation (name op)}]
+        sample (concat
+                (for [le buckets-seconds]
+                  ["_bucket" (assoc base :le (str le))
+                   (.getCountBetweenValues histogram 0 (long (* 1e6 (double le))))])
+                [["_bucket" (assoc base :le "+Inf") count]
+                 ["_sum" base (/ (* (.getMean histogram) (double count)) 1e6)]
+                 ["_count" base count]])]
+    sample))
+
+(defn- store-samples [stats]
+  (for [[k v] (sort-by key stats) :when (number? v)]
+    [(str "herald_feed_store_" (str/replace (name k) #"[^a-zA-Z0-9_]" "_")) v]))
+
+(defn- jvm-samples []
+  (let [mem (ManagementFactory/getMemoryMXBean)
+        heap (.getHeapMemoryUsage mem)]
+    [["herald_jvm_heap_used_bytes" "gauge" "JVM heap in use." (.getUsed heap)]
+     ["herald_jvm_heap_max_bytes" "gauge" "JVM maximum heap." (.getMax heap)]
+     ["herald_jvm_threads" "gauge" "Live JVM threads." (.getThreadCount (ManagementFactory/getThreadMXBean))]
+     ["herald_process_uptime_seconds" "gauge" "Seconds since the JVM started."
+      (/ (.getUptime (ManagementFactory/getRuntimeMXBean)) 1000.0)]]))
+
+(defn prometheus-text
+  "The metrics page: request counts by entity, operation and status, request duration histograms,
+  fan-out counters (`fanout-stats`, a map as herald.feed.fanout/stats), store gauges (`store-stats`,
+  a flat map of numbers) and JVM gauges."
+  [recorder fanout-stats store-stats]
+  (let [sb (StringBuilder.)]
+    (family sb "herald_feed_requests_total" "counter" "Requests served by entity, operation and HTTP status."
+            (for [[[entity op status] n] (sort-by (comp #(mapv str %) key) (perf/status-counts recorder))]
+              ["" {:entity (name entity) :operation (name op) :status status} n]))
+    (family sb "herald_feed_request_duration_seconds" "histogram" "Request durations by entity and operation."
+            (duration-samples (perf/totals recorder)))
+    (doseq [[k type help] [[:submitted "counter" "Fan-out jobs submitted (posts, including resumed ones)."]
+                           [:completed "counter" "Fan-out jobs completed."]
+                           [:failed "counter" "Fan-out jobs that failed after retries (left pending in the store)."]
+                           [:pending "gauge" "Fan-out jobs queued or running."]
+                           [:queued "gauge" "Fan-out jobs waiting in the executor's queue."]]
+            :when (contains? fanout-stats k)]
+      (family sb (str "herald_feed_fanout_" (name k) (when (= type "counter") "_total")) type help
+              [["" {} (get fanout-stats k)]]))
+    (doseq [[metric v] (store-samples store-stats)]
+      (family sb metric "gauge" "Store gauge." [["" {} v]]))
+    (doseq [[metric type help v] (jvm-samples)]
+      (family sb metric type help [["" {} v]]))
+    (str sb)))

@@ -1,0 +1,131 @@
+(ns herald.feed.routes
+  "The feed's route table as data (handlers, perf names, OpenAPI facts) and the Ring handler built from it, with the operational endpoints."
+  (:require [clojure.string :as str]
+            [herald.feed.errors :as err]
+            [herald.feed.fanout :as fanout]
+            [herald.feed.handlers :as h]
+            [herald.feed.metrics :as metrics]
+            [herald.feed.openapi :as openapi]
+            [herald.feed.perf :as perf]
+            [herald.feed.store :as store]
+            [herald.http :as http]))
+
+(set! *warn-on-reflection* true)
+
+;; env: {:ctx service-context :store s :fanout f :recorder r :version "x" :draining? atom}
+
+(defn- text-response [content-type ^String s]
+  {:status 200 :headers {"content-type" content-type} :body s})
+
+(defn- health [_] (fn [_] (h/json-response {:status "ok"})))
+
+(defn- ready [{:keys [store draining?]}]
+  (fn [_]
+    (let [ok? (and (not @draining?) (try (store/ready? store) (catch Exception _ false)))]
+      (h/json-response (if ok? 200 503) {:status (if ok? "ready" "unavailable")
+                                         :store (if (try (store/ready? store) (catch Exception _ false)) "open" "closed")
+                                         :draining @draining?}
+                       nil))))
+
+(defn- metrics-page [{:keys [recorder fanout store]}]
+  (fn [_]
+    (text-response "text/plain; version=0.0.4; charset=utf-8"
+                   (metrics/prometheus-text recorder (fanout/stats fanout)
+                                            (try (store/stats store) (catch Exception _ {}))))))
+
+(defn- time-bounds [req]
+  (let [q (:query-params req)
+        one #(let [v (get q %)] (if (sequential? v) (first v) v))]
+    [(perf/parse-time (one "from") "from") (perf/parse-time (one "to") "to")]))
+
+(defn- perf-json [{:keys [recorder]}]
+  (fn [req]
+    (let [[from to] (time-bounds req)]
+      (h/json-response {:from (some-> from str) :to (some-> to str)
+                        :minutes (vec (perf/figures recorder from to))}))))
+
+(defn- perf-log [{:keys [recorder]}]
+  (fn [req]
+    (let [[from to] (time-bounds req)
+          sb (StringBuilder.)]
+      (doseq [^String line (perf/log-lines recorder from to)]
+        (.append sb line) (.append sb \newline))
+      (text-response "text/plain; charset=utf-8" (str sb)))))
+
+(declare route-specs)
+
+(defn- openapi-doc [{:keys [version]}]
+  (let [doc (delay (http/write-json-bytes (openapi/document (route-specs) version)))]
+    (fn [_] {:status 200 :headers {"content-type" "application/json; charset=utf-8"} :body @doc})))
+
+(defn- with-ctx [f] (fn [env] (f (:ctx env))))
+
+(defn route-specs
+  "The route table: {:path :method :handler (fn [env] ring-handler) :entity :op (perf names, nil =
+  not recorded) :summary :params :body :response :errors :link?}."
+  []
+  [{:path "/participant" :method :post :entity :participant :op :post :handler (with-ctx h/create-participant)
+    :summary "Create a participant" :body "NewParticipant" :response "Participant" :errors [400 413 415]}
+   {:path "/participant/:id" :method :get :entity :participant :op :get :handler (with-ctx h/get-participant)
+    :summary "Fetch a participant" :params [:id] :response "Participant" :errors [400 404]}
+   {:path "/participant/:id/friends" :method :get :entity :friends :op :get :handler (with-ctx h/get-friends)
+    :summary "List a participant's friendships" :params [:id] :response ["Friend"] :errors [400 404]}
+   {:path "/participant/:id/friends" :method :post :entity :friends :op :post :handler (with-ctx h/post-friend)
+    :summary "Befriend two participants (symmetric, idempotent)" :params [:id] :body "NewFriend"
+    :response "Friend" :errors [400 404 413 415]}
+   {:path "/participant/:id/outbound" :method :get :entity :outbound :op :get :handler (with-ctx h/get-outbound)
+    :summary "A participant's posts, newest first" :params [:id :limit :before] :response ["Outbound"]
+    :errors [400 404] :link? true}
+   {:path "/participant/:id/outbound" :method :post :entity :outbound :op :post :handler (with-ctx h/post-outbound)
+    :summary "Post a news item; it is copied into every friend's inbound feed" :params [:id]
+    :body "NewOutbound" :response "Outbound" :errors [400 404 413 415]}
+   {:path "/participant/:id/inbound" :method :get :entity :inbound :op :get :handler (with-ctx h/get-inbound)
+    :summary "A participant's inbound feed, newest first" :params [:id :limit :before] :response ["Inbound"]
+    :errors [400 404] :link? true}
+   {:path "/outbound" :method :get :entity :outbound :op :search :handler (with-ctx h/search-outbound)
+    :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit]
+    :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400]}
+   {:path "/health" :method :get :handler health :summary "Liveness" :response {:type "object"}}
+   {:path "/ready" :method :get :handler ready :summary "Readiness: 200 while the store is open, 503 otherwise"
+    :response {:type "object"}}
+   {:path "/metrics" :method :get :handler metrics-page :summary "Prometheus metrics" :response-type :text}
+   {:path "/openapi.json" :method :get :handler openapi-doc :summary "This document" :response {:type "object"}}
+   {:path "/perf" :method :get :handler perf-json :params [:from :to]
+    :summary "Per-minute figures per entity x operation: count, median, p95, p99, max"
+    :response {:type "object" :properties {:minutes {:type "array" :items {"$ref" "#/components/schemas/PerfMinute"}}}}
+    :errors [400]}
+   {:path "/perf/log" :method :get :handler perf-log :params [:from :to] :response-type :text
+    :summary "The performance log in the reference format YEAR|MONTH|DAY|HOUR|MINUTE|entity|operation|ms"
+    :errors [400]}])
+
+(defn- wrap-json-errors
+  "Gives the router's own 404/405 answers (and any other non-JSON 4xx) a JSON error body."
+  [handler]
+  (fn [req]
+    (let [{:keys [status headers] :as resp} (handler req)
+          ct (or (get headers "content-type") (get headers "Content-Type"))]
+      (if (and (#{404 405} status) (not (and ct (str/starts-with? (str ct) "application/json"))))
+        (let [allow (or (get headers "allow") (get headers "Allow"))]
+          (err/response status
+                        (if (= 404 status)
+                          (str "no route for " (:uri req))
+                          (str "method " (str/upper-case (name (:request-method req))) " is not allowed on "
+                               (:uri req) (when allow (str "; allowed: " allow))))
+                        :field (if (= 404 status) "path" "method")
+                        :headers (when allow {"allow" allow})))
+        resp))))
+
+(defn ring-handler
+  "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining?}."
+  [env]
+  (let [by-path (reduce (fn [m {:keys [path method handler entity op] :as spec}]
+                          (let [ring (handler env)
+                                ring (if entity
+                                       (h/endpoint (:recorder env) entity op ring)
+                                       (h/endpoint nil nil nil ring))]
+                            (update m path (fnil assoc (array-map)) method ring)))
+                        (array-map) (route-specs))
+        paths (distinct (map :path (route-specs)))]
+    (-> (http/router (mapv (fn [p] [p (get by-path p)]) paths) {})
+        wrap-json-errors
+        http/wrap-params)))

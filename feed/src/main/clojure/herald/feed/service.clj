@@ -1,0 +1,192 @@
+(ns herald.feed.service
+  "The news feed's operations over a store and a fan-out executor: validation, participants, friendships, posting with fan-out on write, feeds and search."
+  (:require [clojure.string :as str]
+            [herald.feed.errors :as err]
+            [herald.feed.fanout :as fanout]
+            [herald.feed.store :as store])
+  (:import (java.time LocalDate ZoneOffset)
+           (java.time.format DateTimeParseException)))
+
+(set! *warn-on-reflection* true)
+
+;; ctx is {:store s :fanout f :limits {...}}; see `context`.
+
+(def default-limits
+  "Limits applied to requests; overridden by the config's :feed map (see docs/feed.md)."
+  {:default-limit 50 :max-limit 1000 :default-search-limit 100 :max-search-limit 1000
+   :max-name-chars 200 :max-subject-chars 1000 :max-story-chars 100000})
+
+(defn context
+  "The service context over `store` and `fanout` with `limits` (a map as `default-limits`)."
+  [store fanout limits]
+  {:store store :fanout fanout :limits (merge default-limits limits)})
+
+;; ---------------------------------------------------------------------------------------------------
+;; parsing and validation
+
+(defn link
+  "The reference link of a participant id: \"/participant/7\"."
+  ^String [id]
+  (str "/participant/" id))
+
+(defn- parse-positive-long [^String s]
+  (when (and s (re-matches #"\d{1,19}" s))
+    (try (let [n (Long/parseLong s)] (when (pos? n) n))
+         (catch NumberFormatException _ nil))))
+
+(defn parse-id
+  "A participant id from a path segment (\"7\"); throws a 400 naming `field` otherwise."
+  [field s]
+  (or (parse-positive-long s)
+      (throw (err/bad-request (str "'" field "' must be a positive integer id, got " (pr-str s)) field s))))
+
+(defn parse-link
+  "A participant id from a link (\"/participant/7\", also a full URL ending so), a bare id string or an
+  integer; throws a 400 naming `field` otherwise."
+  [field v]
+  (or (cond (and (integer? v) (pos? (long v))) (long v)
+            (string? v) (some-> (re-matches #"(?:.*/participant/)?(\d{1,19})/?" (str/trim v)) second parse-positive-long))
+      (throw (err/bad-request (str "'" field "' must be a participant link like \"/participant/7\", got "
+                                   (pr-str v))
+                              field v))))
+
+(defn- single
+  "Form bodies may repeat a key: a vector value is an error."
+  [field v]
+  (if (sequential? v)
+    (throw (err/bad-request (str "'" field "' must be given once, got " (count v) " values") field (vec v)))
+    v))
+
+(defn required-string
+  "The string value of `field` in `params` (keyword keys), at most `max-chars` long; a 400 naming the
+  field when it is missing, not a string, blank (when `non-blank?`) or too long."
+  [params field max-chars non-blank?]
+  (let [v (single field (get params (keyword field)))]
+    (cond (nil? v) (throw (err/bad-request (str "'" field "' is required") field))
+          (not (string? v)) (throw (err/bad-request (str "'" field "' must be a string, got " (pr-str v)) field v))
+          (and non-blank? (str/blank? v)) (throw (err/bad-request (str "'" field "' must not be blank") field v))
+          (> (.length ^String v) (long max-chars))
+          (throw (err/bad-request (str "'" field "' is longer than " max-chars " characters") field))
+          :else v)))
+
+(defn parse-occurred
+  "Validates `occurred` as posted: a date yyyy-MM-dd, optionally followed by an ISO-8601 time
+  (2014-01-05T19:25:51.490Z, as the reference load tester sends). Missing means today (UTC). The
+  value is kept exactly as posted."
+  [params]
+  (let [v (single "occurred" (:occurred params))]
+    (cond (nil? v) (str (LocalDate/now ZoneOffset/UTC))
+          (not (string? v)) (throw (err/bad-request (str "'occurred' must be a date string yyyy-MM-dd, got " (pr-str v)) "occurred" v))
+          :else
+          (let [bad #(err/bad-request (str "'occurred' must be a date yyyy-MM-dd (optionally with an ISO-8601 time), got " (pr-str v))
+                                      "occurred" v %)]
+            (when-not (re-matches #"\d{4}-\d{2}-\d{2}([T ][0-9:.,]{2,20}(Z|[+-]\d{2}(:?\d{2})?)?)?" v)
+              (throw (bad nil)))
+            (try (LocalDate/parse (subs v 0 10)) v
+                 (catch DateTimeParseException e (throw (bad e))))))))
+
+(defn page-opts
+  "Paging options from query params (string keys): ?limit= (1..max, default from limits) and
+  ?before= (an opaque cursor from a previous page's Link header)."
+  [limits query default-key max-key]
+  (let [limit (single "limit" (get query "limit"))
+        before (single "before" (get query "before"))
+        max-limit (long (get limits max-key))
+        n (if (str/blank? limit)
+            (get limits default-key)
+            (or (some-> (parse-positive-long limit) (#(when (<= (long %) max-limit) %)))
+                (throw (err/bad-request (str "'limit' must be an integer in 1.." max-limit ", got " (pr-str limit))
+                                        "limit" limit))))]
+    (cond-> {:limit (long n)}
+      (not (str/blank? before)) (assoc :before before))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; operations
+
+(defn participant
+  "The participant {:id :name} or a 404 naming the id; `field` names where the id came from."
+  ([ctx id] (participant ctx id "id"))
+  ([{:keys [store]} id field]
+   (or (store/participant store id)
+       (throw (err/not-found (str "participant " id " does not exist") field (link id))))))
+
+(defn create-participant!
+  "Creates a participant from params {:name}; returns {:id :name}."
+  [{:keys [store limits]} params]
+  (store/create-participant! store (required-string params "name" (:max-name-chars limits) true)))
+
+(defn befriend!
+  "Befriends params {:from link :to link} posted to participant `id`'s friends; `id` must be one of
+  them (a missing :from defaults to `id`). Idempotent; self-friendship is a 400. Returns
+  {:id :from :to} with the ids as posted."
+  [{:keys [store] :as ctx} id params]
+  (let [from (if (nil? (:from params)) id (parse-link "from" (single "from" (:from params))))
+        to (if (nil? (:to params))
+             (throw (err/bad-request "'to' is required" "to"))
+             (parse-link "to" (single "to" (:to params))))]
+    (when-not (or (= id from) (= id to))
+      (throw (err/bad-request (str "participant " id " of the path is neither 'from' nor 'to'") "from" (link from))))
+    (when (= from to)
+      (throw (err/bad-request (str "a participant cannot befriend itself: " (link from)) "to" (link to))))
+    (participant ctx from "from")
+    (participant ctx to "to")
+    (let [f (store/befriend! store from to)]
+      {:id (:id f) :from from :to to})))
+
+(defn friends
+  "The friendships of participant `id`: [{:id :from id :to other}]."
+  [{:keys [store] :as ctx} id]
+  (participant ctx id)
+  (store/friends store id))
+
+(defn fanout-work
+  "The background work of one published post, for the fan-out executor: index it, then deliver it
+  to every recipient and complete its durable fan-out record. Idempotent."
+  [store]
+  (fn [{:keys [post recipients]}]
+    (store/index! store post)
+    (when (seq recipients)
+      (store/fan-out! store post recipients))))
+
+(defn publish!
+  "Posts params {:from :occurred :subject :story} as participant `id` (a missing :from defaults to
+  `id`; another sender is a 400). Durably stores the post with its pending fan-out to the sender's
+  current friends, then hands the fan-out and indexing to the executor. Returns the stored post."
+  [{:keys [store fanout limits] :as ctx} id params]
+  (let [from (if (nil? (:from params)) id (parse-link "from" (single "from" (:from params))))
+        _ (when (not= from id)
+            (throw (err/bad-request (str "'from' must be the participant of the path, " (link id)) "from" (link from))))
+        post {:from from
+              :occurred (parse-occurred params)
+              :subject (required-string params "subject" (:max-subject-chars limits) false)
+              :story (required-string params "story" (:max-story-chars limits) false)}
+        _ (participant ctx id)
+        recipients (mapv :to (store/friends store id))
+        stored (store/publish! store post recipients)]
+    (fanout/submit! fanout {:post stored :recipients recipients})
+    stored))
+
+(defn outbound
+  "A page {:items :next} of participant `id`'s posts, newest first; `opts` from `page-opts`."
+  [{:keys [store] :as ctx} id opts]
+  (participant ctx id)
+  (store/outbound store id opts))
+
+(defn inbound
+  "A page {:items :next} of participant `id`'s inbound feed, newest first."
+  [{:keys [store] :as ctx} id opts]
+  (participant ctx id)
+  (store/inbound store id opts))
+
+(defn search
+  "Sender ids of the posts matching every word of `keywords`, newest first, at most `limit`."
+  [{:keys [store]} keywords limit]
+  (when (nil? keywords) (throw (err/bad-request "'keywords' is required" "keywords")))
+  (let [kw (single "keywords" keywords)]
+    (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
+    (store/search store kw {:limit limit})))
+
+(defn resume-pending!
+  "Resubmits every fan-out the store recorded but did not complete (after a crash); returns the count."
+  [{:keys [store fanout]}]
+  (reduce (fn [n job] (fanout/submit! fanout job) (inc n)) 0 (store/pending-fanouts store)))

@@ -1,0 +1,21 @@
+package herald.feed;
+
+import clojure.java.api.Clojure;
+import clojure.lang.IFn;
+import clojure.lang.RT;
+
+/** Entry point of the standalone jar: loads {@code herald.feed.main} from source (no AOT) and calls its {@code -main}. */
+public final class Main {
+    private Main() {}
+
+    /**
+     * Starts the feed service.
+     *
+     * @param args command line options, see {@code herald.feed.main/cli-options}
+     */
+    public static void main(String[] args) {
+        IFn require = Clojure.var("clojure.core", "require");
+        require.invoke(Clojure.read("herald.feed.main"));
+        Clojure.var("herald.feed.main", "-main").applyTo(RT.seq(args));
+    }
+}
