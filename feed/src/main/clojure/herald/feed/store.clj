@@ -102,6 +102,11 @@
   (doseq [k [:occurred :subject :story]] (check-string k (get post k)))
   post)
 
+(defn- check-stored-post [post]
+  (check-id :id (:id post))
+  (when-not (int? (:ts post)) (invalid (str "post :ts must be a long, got " (pr-str (:ts post))) :ts (:ts post)))
+  post)
+
 (defn- check-recipients [recipients]
   (when-not (sequential? recipients) (invalid "recipients must be a sequence of ids" :recipients recipients))
   (mapv #(check-id :recipient %) (distinct recipients)))
@@ -161,15 +166,13 @@
 (defn deliver!
   "Puts post (as returned by publish!) into recipient's inbound feed. Idempotent."
   [s recipient post]
-  (check-id :id (:id post))
-  (-deliver! s (check-id :recipient recipient) post))
+  (-deliver! s (check-id :recipient recipient) (check-stored-post post)))
 
 (defn fan-out!
   "Delivers post to every recipient and completes its fan-out record (one atomic write in the embedded
   backend). Idempotent: running it twice, or after a crash, never duplicates an inbound item."
   [s post recipients]
-  (check-id :id (:id post))
-  (-fan-out! s post (check-recipients recipients)))
+  (-fan-out! s (check-stored-post post) (check-recipients recipients)))
 
 (defn inbound
   "A page {:items [post ...] :next cursor} of recipient's inbound feed, newest first. Options as outbound."
@@ -190,8 +193,7 @@
 (defn index!
   "Makes post (as returned by publish!) searchable. Idempotent by post id."
   [s post]
-  (check-id :id (:id post))
-  (-index! s post))
+  (-index! s (check-stored-post post)))
 
 (defn search
   "Sender ids of the posts whose subject or story contain every term of keywords (a string), one per

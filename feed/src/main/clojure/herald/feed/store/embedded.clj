@@ -1,0 +1,234 @@
+(ns herald.feed.store.embedded
+  "The embedded store: RocksDB for participants, the graph, feeds and fan-out; Lucene for search."
+  (:require [clojure.java.io :as io]
+            [herald.feed.store :as store]
+            [herald.feed.store.clock :as clock]
+            [herald.feed.store.cursor :as cursor]
+            [herald.feed.store.embedded.codec :as c]
+            [herald.feed.store.embedded.lucene :as lucene]
+            [herald.feed.store.embedded.rocks :as rocks]
+            [herald.feed.store.text :as text])
+  (:import (java.util.concurrent Executors ScheduledExecutorService ThreadFactory TimeUnit)
+           (java.util.concurrent.atomic AtomicLong)
+           (java.util.concurrent.locks ReentrantReadWriteLock)
+           (org.rocksdb WriteBatch)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private stripes 256)
+
+(defmacro ^:private guarded
+  "Runs body under the read side of the close lock, after checking that the store is open.
+  Expands inside EmbeddedStore methods (uses the fields rw and state)."
+  [& body]
+  `(let [l# (.readLock ~(with-meta 'rw {:tag `ReentrantReadWriteLock}))]
+     (.lock l#)
+     (try
+       (when-not (:open? @~'state)
+         (throw (ex-info "the store is closed" {:type :herald.feed.store/closed})))
+       ~@body
+       (finally (.unlock l#)))))
+
+(defn- page [db family owner {:keys [limit before]}]
+  (let [start (if before
+                (let [[ts id] (cursor/decode before)] (c/feed-key owner ts (inc (long id))))
+                (c/long-key owner))
+        rows (rocks/scan db family start #(c/owner-prefix? % owner) (inc (long limit)))
+        items (mapv (fn [[_ v]] (c/decode-post v)) (take limit rows))]
+    {:items items :next (cursor/for-page items (> (count rows) (long limit)))}))
+
+(defn- outbound-post [db ok]
+  (some->> (rocks/get-bytes db :outbound ok) c/decode-post))
+
+(defn- friendship [db a b]
+  (some-> (rocks/get-bytes db :friends (c/pair-key a b)) (c/key-long 0)))
+
+(defn- befriend-locked [db ^AtomicLong ids a b]
+  (if-let [id (friendship db a b)]
+    {:id id :from a :to b :created? false}
+    (let [id (.incrementAndGet ids)]
+      (with-open [wb (WriteBatch.)]
+        (.put wb ^org.rocksdb.ColumnFamilyHandle (get-in db [:cfs :friendships]) (c/long-key id) (c/pair-key a b))
+        (.put wb ^org.rocksdb.ColumnFamilyHandle (get-in db [:cfs :friends]) (c/pair-key a b) (c/long-key id))
+        (.put wb ^org.rocksdb.ColumnFamilyHandle (get-in db [:cfs :friends]) (c/pair-key b a) (c/long-key id))
+        (rocks/write! db wb))
+      {:id id :from a :to b :created? true})))
+
+(defn- cf ^org.rocksdb.ColumnFamilyHandle [db family] (get-in db [:cfs family]))
+
+(defn- publish-batch ^WriteBatch [db post recipients]
+  (let [{:keys [id from ts]} post
+        ok (c/feed-key from ts id)
+        wb (WriteBatch.)]
+    (.put wb (cf db :outbound) ok (c/encode-post post))
+    (.put wb (cf db :posts) (c/long-key id) ok)
+    (.put wb (cf db :search-pending) (c/long-key id) ok)
+    (when (seq recipients) (.put wb (cf db :fanout) (c/long-key id) (c/encode-fanout ok recipients)))
+    wb))
+
+(defn- commit-index!
+  "Commits Lucene, then drops the search-pending markers of the posts in that commit."
+  [db idx]
+  (let [ids (lucene/commit! idx)]
+    (when (seq ids)
+      (with-open [wb (WriteBatch.)]
+        (doseq [id ids] (.delete wb (cf db :search-pending) (c/long-key id)))
+        (rocks/write! db wb)))))
+
+(deftype EmbeddedStore [db idx ids ^AtomicLong last-ts post-lock ^objects locks rw state]
+  store/ParticipantStore
+  (-create-participant! [_ name]
+    (guarded
+     (let [id (.incrementAndGet ^AtomicLong (:participant ids))]
+       (rocks/put! db :participants (c/long-key id) (c/encode-string name))
+       {:id id :name name})))
+  (-participant [_ id]
+    (guarded (some->> (rocks/get-bytes db :participants (c/long-key id)) c/decode-string (hash-map :id id :name))))
+
+  store/FriendStore
+  (-befriend! [_ a b]
+    (guarded
+     (locking (aget locks (mod (hash [(min a b) (max a b)]) stripes))
+       (befriend-locked db (:friendship ids) a b))))
+  (-friends [_ id]
+    (guarded
+     (mapv (fn [[k v]] {:id (c/key-long v 0) :from id :to (c/key-long k 8)})
+           (rocks/scan db :friends (c/long-key id) #(c/owner-prefix? % id) Long/MAX_VALUE))))
+
+  store/OutboundStore
+  (-publish! [_ post recipients]
+    (guarded
+     (let [post (locking post-lock
+                  (assoc post :id (.incrementAndGet ^AtomicLong (:post ids)) :ts (clock/tick! last-ts)))]
+       (with-open [wb (publish-batch db post recipients)] (rocks/write! db wb))
+       post)))
+  (-outbound [_ sender opts] (guarded (page db :outbound sender opts)))
+  (-post [_ id] (guarded (some->> (rocks/get-bytes db :posts (c/long-key id)) (outbound-post db))))
+
+  store/InboundStore
+  (-deliver! [_ recipient post]
+    (guarded (rocks/put! db :inbound (c/feed-key recipient (:ts post) (:id post)) (c/encode-post post))))
+  (-fan-out! [_ post recipients]
+    (guarded
+     (let [v (c/encode-post post)]
+       (with-open [wb (WriteBatch.)]
+         (doseq [r recipients] (.put wb (cf db :inbound) (c/feed-key r (:ts post) (:id post)) v))
+         (.delete wb (cf db :fanout) (c/long-key (:id post)))
+         (rocks/write! db wb)))))
+  (-inbound [_ recipient opts] (guarded (page db :inbound recipient opts)))
+  (-pending-fanouts [_]
+    (guarded
+     (let [acc (volatile! [])]
+       (rocks/each! db :fanout (fn [_ v] (let [[ok rs] (c/decode-fanout v)]
+                                           (when-let [p (outbound-post db ok)]
+                                             (vswap! acc conj {:post p :recipients rs})))))
+       @acc)))
+  (-complete-fanout! [_ post-id] (guarded (rocks/delete! db :fanout (c/long-key post-id))))
+
+  store/SearchIndex
+  (-index! [_ post] (guarded (lucene/index-post! idx post) nil))
+  (-search [_ keywords {:keys [limit]}] (guarded (lucene/search idx (text/terms keywords) limit)))
+
+  store/Lifecycle
+  (-close! [_]
+    (let [[old _] (swap-vals! state assoc :open? false)]
+      (when (:open? old)
+        (let [^ScheduledExecutorService ex (:scheduler old)]
+          (.shutdown ex)
+          (.awaitTermination ex 30 TimeUnit/SECONDS))
+        (let [l (.writeLock ^ReentrantReadWriteLock rw)]
+          (.lock l)
+          (try
+            (try (commit-index! db idx) (finally (lucene/close-index! idx)))
+            (finally (rocks/close-db! db) (.unlock l)))))
+      nil))
+  (-ready? [_] (boolean (and (:open? @state) (lucene/open? idx))))
+  (-stats [_]
+    (guarded
+     {:participants (.get ^AtomicLong (:participant ids)) :friendships (.get ^AtomicLong (:friendship ids))
+      :posts (.get ^AtomicLong (:post ids))
+      :pending-fanouts (rocks/estimate-keys db :fanout)
+      :search-pending (rocks/estimate-keys db :search-pending)
+      :indexed-posts (lucene/doc-count idx)
+      :index-errors (:index-errors @state 0)})))
+
+;; ---------------------------------------------------------------------------------------------------
+;; opening
+
+(defn- last-id ^long [db family]
+  (if-let [k (rocks/last-key db family)] (c/key-long k 0) 0))
+
+(defn- last-ts ^long [db]
+  (let [id (last-id db :posts)]
+    (if (zero? id) 0 (c/feed-key-ts (rocks/get-bytes db :posts (c/long-key id))))))
+
+(defn- catch-up-index!
+  "Indexes the posts not in the last Lucene commit: those with a search-pending marker, or every post when
+  the index is empty (deleted or never built). Then commits."
+  [db idx]
+  (let [reindex! (fn [_ v] (lucene/index-post! idx (c/decode-post v)))]
+    (if (and (zero? (lucene/doc-count idx)) (pos? (last-id db :posts)))
+      (rocks/each! db :outbound reindex!)
+      (rocks/each! db :search-pending (fn [_ ok] (some->> (outbound-post db ok) (lucene/index-post! idx)))))
+    (commit-index! db idx)))
+
+(defn- run-safely [state f]
+  (fn []
+    (when (:open? @state)
+      (try (f) (catch Throwable _ (swap! state update :index-errors (fnil inc 0)))))))
+
+(defn- start-scheduler [db idx state {:keys [index-commit-ms index-refresh-ms]}]
+  (let [ex (Executors/newSingleThreadScheduledExecutor
+            (reify ThreadFactory
+              (newThread [_ r] (doto (Thread. ^Runnable r "herald-feed-index") (.setDaemon true)))))]
+    (.scheduleWithFixedDelay ex ^Runnable (run-safely state #(commit-index! db idx))
+                             (long index-commit-ms) (long index-commit-ms) TimeUnit/MILLISECONDS)
+    (.scheduleWithFixedDelay ex ^Runnable (run-safely state #(lucene/refresh! idx))
+                             (long index-refresh-ms) (long index-refresh-ms) TimeUnit/MILLISECONDS)
+    ex))
+
+(def ^:private defaults
+  {:data-dir "data" :sync? false :block-cache-mb 64 :write-buffer-mb 32 :index-ram-mb 64
+   :index-commit-ms 5000 :index-refresh-ms 1000})
+
+(defn- validate [opts]
+  (let [bad (fn [k what] (throw (ex-info (str k " must be " what ", got " (pr-str (get opts k)))
+                                         {:type :herald.feed.store/invalid :key k :value (get opts k)})))]
+    (when-not (and (string? (:data-dir opts)) (seq (:data-dir opts))) (bad :data-dir "a non-empty path string"))
+    (when-not (boolean? (:sync? opts)) (bad :sync? "a boolean"))
+    (doseq [k [:block-cache-mb :write-buffer-mb :index-ram-mb :index-commit-ms :index-refresh-ms]]
+      (when-not (and (int? (get opts k)) (pos? (long (get opts k)))) (bad k "a positive integer")))
+    opts))
+
+(defn embedded-store
+  "Opens (creating if needed) the embedded store in :data-dir: RocksDB under <data-dir>/rocksdb, Lucene
+  under <data-dir>/search. Search catches up with posts missing from the index before this returns.
+
+  | key               | type    | default | meaning                                                       |
+  |-------------------|---------|---------|---------------------------------------------------------------|
+  | :data-dir         | string  | \"data\"  | the data directory                                            |
+  | :sync?            | boolean | false   | fsync the WAL on every write (survives power loss, slower); without it an acknowledged write survives a process kill |
+  | :block-cache-mb   | int     | 64      | RocksDB block cache shared by all column families             |
+  | :write-buffer-mb  | int     | 32      | memtable size of each feed column family                      |
+  | :index-ram-mb     | int     | 64      | Lucene IndexWriter RAM buffer                                  |
+  | :index-commit-ms  | int     | 5000    | period of Lucene commits (search-pending markers cleared then) |
+  | :index-refresh-ms | int     | 1000    | period of background searcher refreshes (searches also refresh when behind) |"
+  [config]
+  (let [opts (validate (merge defaults (select-keys config (keys defaults))))
+        dir (io/file (:data-dir opts))
+        db (rocks/open-db (io/file dir "rocksdb") opts)
+        idx (try (lucene/open-index (io/file dir "search") (:index-ram-mb opts))
+                 (catch Throwable e (rocks/close-db! db) (throw e)))
+        state (atom {:open? true})]
+    (try
+      (catch-up-index! db idx)
+      (catch Throwable e (lucene/close-index! idx) (rocks/close-db! db)
+             (throw (ex-info (str "cannot open the search index in " dir) {:type :herald.feed.store/io} e))))
+    (swap! state assoc :scheduler (start-scheduler db idx state opts))
+    (EmbeddedStore. db idx
+                    {:participant (AtomicLong. (last-id db :participants))
+                     :friendship (AtomicLong. (last-id db :friendships))
+                     :post (AtomicLong. (last-id db :posts))}
+                    (AtomicLong. (last-ts db)) (Object.)
+                    (object-array (repeatedly stripes #(Object.)))
+                    (ReentrantReadWriteLock.) state)))
