@@ -101,8 +101,8 @@
   Tags: `#env NAME` (string or nil), `#env [NAME default]` (coerced to the default's type),
   `#profile {:embedded x :memory y :default z}`, `#ref [:path :to :value]`."
   ([source] (read-config source {}))
-  ([source {:keys [profile env string?] :or {env (System/getenv)}}]
-   (let [text (if string? source (slurp (or (when (string? source) (io/resource source)) source)))
+  ([source {:keys [profile env] text? :string? :or {env (System/getenv)}}]
+   (let [text (if text? source (slurp (or (when (string? source) (io/resource source)) source)))
          raw (try (edn/read-string {:readers readers} text)
                   (catch clojure.lang.ExceptionInfo e (throw e))
                   (catch Exception e

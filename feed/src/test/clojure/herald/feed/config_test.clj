@@ -1,0 +1,59 @@
+(ns herald.feed.config-test
+  "Tests of the EDN config reader: #env, #profile, #ref, errors naming the key, the bundled config."
+  (:require [clojure.test :refer [deftest is testing]]
+            [herald.feed.config :as config]))
+
+(set! *warn-on-reflection* true)
+
+(defn- read-str [s opts] (config/read-config s (assoc opts :string? true)))
+
+(deftest env-tag-coerces-to-the-default-type
+  (let [src "{:port #env [PORT 8080] :host #env [HOST \"0.0.0.0\"] :sync #env [SYNC true]
+              :ratio #env [R 0.5] :mode #env [MODE :fast] :plain #env NAME}"]
+    (is (= {:port 8080 :host "0.0.0.0" :sync true :ratio 0.5 :mode :fast :plain nil :profile :embedded}
+           (read-str src {:env {}})))
+    (is (= {:port 9000 :host "127.0.0.1" :sync false :ratio 0.25 :mode :slow :plain "x" :profile :embedded}
+           (read-str src {:env {"PORT" "9000" "HOST" "127.0.0.1" "SYNC" "no" "R" "0.25" "MODE" ":slow" "NAME" "x"}})))
+    (testing "a blank variable keeps the default"
+      (is (= 8080 (:port (read-str src {:env {"PORT" "  "}})))))))
+
+(deftest env-tag-errors-name-the-variable
+  (let [e (try (read-str "{:port #env [PORT 8080]}" {:env {"PORT" "eighty"}}) (catch Exception e e))]
+    (is (re-find #"PORT=\"eighty\"" (ex-message e)))
+    (is (= {:type :herald.feed/config :env "PORT" :value "eighty"} (ex-data e)))))
+
+(deftest profile-tag-picks-the-active-profile
+  (let [src "{:profile #env [HERALD_PROFILE :embedded]
+              :store #profile {:embedded {:type :embedded :dir #env [DATA_DIR \"data\"]} :memory {:type :memory}}
+              :x #profile {:memory 1 :default 2}}"]
+    (is (= {:type :embedded :dir "data"} (:store (read-str src {:env {}}))))
+    (is (= {:type :embedded :dir "/d"} (:store (read-str src {:env {"DATA_DIR" "/d"}}))))
+    (is (= {:type :memory} (:store (read-str src {:env {"HERALD_PROFILE" "memory"}}))))
+    (is (= :memory (:profile (read-str src {:env {} :profile :memory}))) "the caller's profile wins")
+    (is (= 1 (:x (read-str src {:env {} :profile :memory}))))
+    (is (= 2 (:x (read-str src {:env {}}))) ":default applies to other profiles")))
+
+(deftest ref-tag-links-values
+  (is (= {:a {:b 5} :c 5 :d 5 :profile :embedded}
+         (read-str "{:a {:b #env [B 5]} :c #ref [:a :b] :d #ref [:c]}" {:env {}})))
+  (is (thrown-with-msg? clojure.lang.ExceptionInfo #"points at nothing"
+                        (read-str "{:a #ref [:nope]}" {:env {}})))
+  (is (thrown-with-msg? clojure.lang.ExceptionInfo #"cycle"
+                        (read-str "{:a #ref [:b] :b #ref [:a]}" {:env {}}))))
+
+(deftest config-never-evaluates-code
+  (is (thrown? Exception (read-str "{:a #=(java.lang.System/exit 3)}" {:env {}})))
+  (is (thrown-with-msg? clojure.lang.ExceptionInfo #"#env takes" (read-str "{:a #env {:x 1}}" {:env {}})))
+  (is (thrown-with-msg? clojure.lang.ExceptionInfo #"must be an EDN map" (read-str "[1 2]" {:env {}}))))
+
+(deftest bundled-config-has-every-section
+  (let [c (config/load-config nil {:env {}} nil)]
+    (is (= :embedded (:profile c)))
+    (is (= {:type :embedded :data-dir "data" :sync? true} (:store c)))
+    (is (= 8080 (get-in c [:http :port])))
+    (is (= 10000 (get-in c [:fanout :drain-timeout-ms])) "#ref to the http shutdown timeout")
+    (is (= {:type :memory} (:store (config/load-config nil {:env {"HERALD_PROFILE" "memory"}} nil))))
+    (is (= 1 (get-in (config/load-config nil {:env {"PORT" "1"}} {:http {:host "h"}}) [:http :port])))
+    (is (= "h" (get-in (config/load-config nil {:env {}} {:http {:host "h"}}) [:http :host])))
+    (is (thrown-with-msg? clojure.lang.ExceptionInfo #"does not exist"
+                          (config/load-config "/nonexistent/feed.edn" {} nil)))))
