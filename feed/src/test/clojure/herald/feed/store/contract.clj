@@ -1,0 +1,160 @@
+(ns herald.feed.store.contract
+  "The storage contract as tests: every check takes a fresh store; deftests runs them against one backend."
+  (:require [clojure.test :refer [deftest is testing]]
+            [herald.feed.store :as s]))
+
+(set! *warn-on-reflection* true)
+
+(defn thrown-type
+  "The ex-data :type thrown by (f), or nil."
+  [f]
+  (try (f) nil (catch clojure.lang.ExceptionInfo e (:type (ex-data e)))))
+
+(defn post-of
+  "A post body from sender with the given story (and subject)."
+  ([from story] (post-of from story "subject"))
+  ([from story subject] {:from from :occurred "2026-11-22" :subject subject :story story}))
+
+(defn all-pages
+  "Every item of a feed read page by page with limit n, and the number of pages."
+  [read n]
+  (loop [acc [] before nil pages 0]
+    (let [{:keys [items next]} (read (cond-> {:limit n} before (assoc :before before)))
+          acc (into acc items)]
+      (if next (recur acc next (inc pages)) [acc (inc pages)]))))
+
+(defn- participants [st]
+  (let [a (s/create-participant! st "Ann") b (s/create-participant! st "Zoë 🚀 日本 \"q\" \\/")]
+    (is (pos? (:id a)))
+    (is (< (:id a) (:id b)) "ids increase")
+    (is (= a (s/participant st (:id a))))
+    (is (= "Zoë 🚀 日本 \"q\" \\/" (:name (s/participant st (:id b)))) "Unicode names round-trip")
+    (is (nil? (s/participant st 999999)))
+    (is (= "" (:name (s/participant st (:id (s/create-participant! st ""))))) "empty name is kept")
+    (is (= ::s/invalid (thrown-type #(s/participant st -1))))
+    (is (= ::s/invalid (thrown-type #(s/create-participant! st nil))))))
+
+(defn- friends [st]
+  (let [[a b c d] (map :id (repeatedly 4 #(s/create-participant! st "p")))]
+    (is (= [] (s/friends st a)) "read before befriend (would be cached)")
+    (let [f1 (s/befriend! st a c)]
+      (is (= {:from a :to c :created? true} (dissoc f1 :id)))
+      (is (= (assoc f1 :from c :to a :created? false) (s/befriend! st c a)) "symmetric and idempotent")
+      (is (= (assoc f1 :created? false) (s/befriend! st a c)))
+      (let [f2 (s/befriend! st b a) f3 (s/befriend! st a d)]
+        (is (= 3 (count (set (map :id [f1 f2 f3])))) "one id per friendship")
+        (is (= [{:id (:id f2) :from a :to b} {:id (:id f1) :from a :to c} {:id (:id f3) :from a :to d}]
+               (s/friends st a)) "from is always the owner; ordered by the other's id")
+        (is (= [{:id (:id f2) :from b :to a}] (s/friends st b)))
+        (is (= [{:id (:id f1) :from c :to a}] (s/friends st c)))))
+    (is (= ::s/invalid (thrown-type #(s/befriend! st a a))) "self-friendship is rejected")
+    (is (= [] (s/friends st 424242)))))
+
+(defn- outbound [st]
+  (let [a (:id (s/create-participant! st "a")) b (:id (s/create-participant! st "b"))
+        posts (mapv #(s/publish! st (post-of a (str "story " %) (str "subject " %)) []) (range 7))
+        other (s/publish! st (post-of b "elsewhere") [])]
+    (is (apply < (map :ts (conj posts other))) "ts strictly increasing")
+    (is (apply < (map :id posts)) "ids increasing")
+    (is (= (assoc (post-of a "story 0" "subject 0") :id (:id (first posts)) :ts (:ts (first posts)))
+           (first posts)))
+    (is (= (rseq posts) (:items (s/outbound st a))) "newest first, default page holds all")
+    (is (nil? (:next (s/outbound st a))))
+    (doseq [n [1 2 3 7 10]]
+      (let [[items pages] (all-pages #(s/outbound st a %) n)]
+        (is (= (rseq posts) items) (str "pages of " n " walk every post once"))
+        (is (= (max 1 (long (Math/ceil (/ 7.0 n)))) pages) (str "no empty trailing page at limit " n))))
+    (is (= [other] (:items (s/outbound st b))))
+    (is (= {:items [] :next nil} (s/outbound st 999999)))
+    (is (= (nth posts 3) (s/post st (:id (nth posts 3)))))
+    (is (nil? (s/post st 999999)))
+    (is (= ::s/bad-cursor (thrown-type #(s/outbound st a {:before "nope"}))))
+    (is (= ::s/bad-cursor (thrown-type #(s/outbound st a {:before "1.2.3"}))))
+    (is (= ::s/invalid (thrown-type #(s/outbound st a {:limit 0}))))
+    (is (= ::s/invalid (thrown-type #(s/outbound st a {:limit "5"}))))
+    (is (= ::s/invalid (thrown-type #(s/publish! st (dissoc (post-of a "x") :story) []))))
+    (is (= ::s/invalid (thrown-type #(s/publish! st (post-of a "x") [0]))))))
+
+(defn- unicode [st]
+  (let [a (:id (s/create-participant! st "a"))
+        text "Grüße 🚀 \u0000 日本語 עברית \"quoted\" back\\slash \\/ \n\t end"
+        p (s/publish! st {:from a :occurred "2026-11-22" :subject text :story (apply str (repeat 500 text))} [a])]
+    (is (= p (first (:items (s/outbound st a)))))
+    (s/fan-out! st p [a])
+    (is (= [p] (:items (s/inbound st a))))
+    (is (= p (s/post st (:id p))))))
+
+(defn- inbound [st]
+  (let [[a b r] (map :id (repeatedly 3 #(s/create-participant! st "p")))
+        ps (vec (for [i (range 6)] (s/publish! st (post-of (if (even? i) a b) (str "s" i)) [])))]
+    (doseq [p (reverse ps)] (s/deliver! st r p))
+    (s/deliver! st r (ps 2))
+    (s/fan-out! st (ps 3) [r])
+    (is (= (rseq ps) (:items (s/inbound st r))) "newest first by post time, whatever the delivery order; no duplicate")
+    (is (= (rseq ps) (first (all-pages #(s/inbound st r %) 4))))
+    (is (= {:items [] :next nil} (s/inbound st a)))
+    (is (= ::s/invalid (thrown-type #(s/deliver! st r (dissoc (ps 0) :ts)))))))
+
+(defn- fanouts [st]
+  (let [[a b c] (map :id (repeatedly 3 #(s/create-participant! st "p")))
+        p1 (s/publish! st (post-of a "one") [b c b])
+        p2 (s/publish! st (post-of a "two") [c])
+        p3 (s/publish! st (post-of a "three") [])]
+    (is (= [{:post p1 :recipients [b c]} {:post p2 :recipients [c]}] (vec (s/pending-fanouts st)))
+        "pending, oldest first, recipients distinct; none without recipients")
+    (s/fan-out! st p1 [b c])
+    (s/fan-out! st p1 [b c])
+    (is (= [{:post p2 :recipients [c]}] (vec (s/pending-fanouts st))))
+    (s/deliver! st c p2)
+    (s/complete-fanout! st (:id p2))
+    (s/complete-fanout! st (:id p2))
+    (is (empty? (s/pending-fanouts st)))
+    (is (= [p1] (:items (s/inbound st b))))
+    (is (= [p2 p1] (:items (s/inbound st c))))
+    (is (= [p3 p2 p1] (:items (s/outbound st a))))))
+
+(defn- search [st]
+  (let [[a b] (map :id (repeatedly 2 #(s/create-participant! st "p")))
+        idx! (fn [from story subject] (doto (s/publish! st (post-of from story subject) []) (->> (s/index! st))))
+        p1 (idx! a "the quick brown fox" "animals")
+        _ (idx! b "a lazy dog sleeps" "Animals")
+        p3 (idx! a "quick dogs run; Köln Straße" "日本語の記事")
+        _ (s/publish! st (post-of b "quick but never indexed" "x") [])]
+    (is (= [a a] (s/search st "quick")) "one per post, repeated senders kept, newest first")
+    (is (= [a] (s/search st "QUICK dogs")) "every term must match, case-insensitive")
+    (is (= [b a] (s/search st "animals")) "the subject is indexed too, case-insensitive")
+    (is (= [a] (s/search st "köln")))
+    (is (= [a] (s/search st "日本")))
+    (is (= [a] (s/search st "quick" {:limit 1})))
+    (is (= [] (s/search st "giraffe")))
+    (is (= [] (s/search st " ,;! ")) "no word, no match")
+    (s/index! st p1)
+    (s/index! st p3)
+    (is (= [a a] (s/search st "quick")) "indexing is idempotent")
+    (is (= ::s/invalid (thrown-type #(s/search st nil))))
+    (is (= ::s/invalid (thrown-type #(s/search st "x" {:limit -1}))))))
+
+(defn- lifecycle [st]
+  (is (true? (s/ready? st)))
+  (s/create-participant! st "x")
+  (is (every? number? (vals (s/stats st))))
+  (is (<= 1 (:participants (s/stats st)))))
+
+(def checks
+  "The contract: name -> (fn [store])."
+  (array-map "participants" participants "friends" friends "outbound" outbound "unicode" unicode
+             "inbound" inbound "fanouts" fanouts "search" search "lifecycle" lifecycle))
+
+(defn run-check
+  "Runs one check against a fresh store from (open), closing it afterwards with (close store)."
+  [open close check]
+  (let [st (open)]
+    (try (check st) (finally (close st)))))
+
+(defmacro deftests
+  "Defines one deftest per contract check, named <prefix>-<check>, each on a fresh store from (open);
+  (close store) runs after each."
+  [prefix open close]
+  `(do ~@(for [k (keys checks)]
+           `(deftest ~(symbol (str prefix "-" k))
+              (testing ~(str prefix " " k) (run-check ~open ~close (get checks ~k)))))))

@@ -1,0 +1,86 @@
+(ns herald.feed.store.embedded-test
+  "The storage contract against the embedded store (RocksDB + Lucene), plus reopen and index catch-up."
+  (:require [clojure.java.io :as io]
+            [clojure.test :refer [deftest is testing]]
+            [herald.feed.store :as s]
+            [herald.feed.store.contract :as contract :refer [post-of thrown-type]]
+            [herald.feed.store.fixtures :as fx]))
+
+(set! *warn-on-reflection* true)
+
+(contract/deftests embedded fx/open-embedded fx/close-embedded!)
+
+(defn- open [dir & {:as opts}]
+  (s/open-store (merge {:type :embedded :data-dir dir :block-cache-mb 8 :write-buffer-mb 4 :index-ram-mb 16}
+                       opts)))
+
+(defn- populate! [st]
+  (let [[a b c] (map :id (for [n ["Ann" "Bob" "Čeněk"]] (s/create-participant! st n)))
+        f (s/befriend! st a b)
+        p1 (s/publish! st (post-of a "alpha story" "one") [b])
+        p2 (s/publish! st (post-of b "beta story" "two") [a c])]
+    (s/fan-out! st p1 [b])
+    (s/index! st p1)
+    {:a a :b b :c c :f f :p1 p1 :p2 p2}))
+
+(deftest reopen-keeps-everything
+  (let [dir (fx/temp-dir "reopen")]
+    (try
+      (let [{:keys [a b c f p1 p2]} (let [st (open dir)] (try (populate! st) (finally (s/close-store! st))))
+            st (open dir)]
+        (try
+          (is (= "Čeněk" (:name (s/participant st c))))
+          (is (= [{:id (:id f) :from b :to a}] (s/friends st b)))
+          (is (= (assoc f :created? false) (s/befriend! st a b)) "friendship ids survive")
+          (is (= [p1] (:items (s/outbound st a))))
+          (is (= [p1] (:items (s/inbound st b))))
+          (is (= [{:post p2 :recipients [a c]}] (vec (s/pending-fanouts st))) "pending fan-out survives")
+          (is (= [a] (s/search st "alpha")))
+          (is (= [b] (s/search st "beta")) "a post never passed to index! is indexed on open")
+          (testing "ids and timestamps continue, never reused"
+            (let [d (:id (s/create-participant! st "Dora")) p3 (s/publish! st (post-of d "gamma") [])]
+              (is (> d c))
+              (is (> (:id p3) (:id p2)))
+              (is (> (:ts p3) (:ts p2)))
+              (is (< (:id f) (:id (s/befriend! st c d))))))
+          (finally (s/close-store! st))))
+      (finally (fx/delete-tree! dir)))))
+
+(deftest index-is-rebuilt-when-lost
+  (let [dir (fx/temp-dir "rebuild")]
+    (try
+      (let [{:keys [a b]} (let [st (open dir)] (try (populate! st) (finally (s/close-store! st))))]
+        (fx/delete-tree! (io/file dir "search"))
+        (let [st (open dir)]
+          (try
+            (is (= [a] (s/search st "alpha")))
+            (is (= [b] (s/search st "beta")))
+            (is (= [b a] (s/search st "story")))
+            (finally (s/close-store! st)))))
+      (finally (fx/delete-tree! dir)))))
+
+(deftest search-sees-writes-at-once-and-commits-in-background
+  (let [dir (fx/temp-dir "commit")
+        st (open dir :index-commit-ms 50 :index-refresh-ms 20)]
+    (try
+      (let [a (:id (s/create-participant! st "a"))
+            p (s/publish! st (post-of a "zebra") [])]
+        (s/index! st p)
+        (is (= [a] (s/search st "zebra")) "read-your-writes")
+        (loop [n 0] (when (and (pos? (:search-pending (s/stats st))) (< n 100)) (Thread/sleep 20) (recur (inc n))))
+        (is (zero? (:search-pending (s/stats st))) "the periodic commit clears the markers"))
+      (finally (s/close-store! st) (fx/delete-tree! dir)))))
+
+(deftest closed-store-refuses-calls
+  (let [dir (fx/temp-dir "closed") st (open dir)]
+    (s/close-store! st)
+    (s/close-store! st)
+    (is (false? (s/ready? st)))
+    (is (= ::s/closed (thrown-type #(s/create-participant! st "x"))))
+    (is (= ::s/closed (thrown-type #(s/search st "x"))))
+    (fx/delete-tree! dir)))
+
+(deftest options-are-validated
+  (is (= :sync? (:key (ex-data (try (open "/tmp/x" :sync? "yes") (catch Exception e e))))))
+  (is (= :index-ram-mb (:key (ex-data (try (open "/tmp/x" :index-ram-mb 0) (catch Exception e e))))))
+  (is (= :type (:key (ex-data (try (s/open-store {:type :nope}) (catch Exception e e)))))))
