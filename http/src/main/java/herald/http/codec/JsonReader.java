@@ -66,7 +66,7 @@ public final class JsonReader {
     try (JsonParser p = factory.createParser(b, off, len)) {
       return readRoot(p);
     } catch (IOException e) {
-      throw translate(e);
+      throw translate(e, null);
     }
   }
 
@@ -75,7 +75,7 @@ public final class JsonReader {
     try (JsonParser p = factory.createParser(s)) {
       return readRoot(p);
     } catch (IOException e) {
-      throw translate(e);
+      throw translate(e, null);
     }
   }
 
@@ -84,7 +84,7 @@ public final class JsonReader {
     try (JsonParser p = factory.createParser(in)) {
       return readRoot(p);
     } catch (IOException e) {
-      throw translate(e);
+      throw translate(e, null);
     }
   }
 
@@ -93,11 +93,19 @@ public final class JsonReader {
     try (JsonParser p = factory.createParser(r)) {
       return readRoot(p);
     } catch (IOException e) {
-      throw translate(e);
+      throw translate(e, null);
     }
   }
 
   private Object readRoot(JsonParser p) throws IOException {
+    try {
+      return readRoot0(p);
+    } catch (IOException e) {
+      throw translate(e, p);
+    }
+  }
+
+  private Object readRoot0(JsonParser p) throws IOException {
     JsonToken t = p.nextToken();
     if (t == null) throw new MalformedJsonException("no JSON value (empty input)", 1, 1, null);
     Object v = readValue(p, t);
@@ -167,10 +175,19 @@ public final class JsonReader {
     return k;
   }
 
-  static RuntimeException translate(IOException e) {
+  /** Jackson's message without source references and API names, for a client-facing error body. */
+  static String clean(String m) {
+    if (m == null) return "invalid JSON";
+    return m.replaceAll("\\[Source: [^\\]]*?line: (\\d+), column: (\\d+)\\]", "line $1, column $2")
+        .replaceAll(", from `[^`]*`", "")
+        .replaceAll("\\s*\\(for `[^`]*`\\)", "");
+  }
+
+  static RuntimeException translate(IOException e, JsonParser p) {
     if (e instanceof JsonProcessingException jpe) {
       var loc = jpe.getLocation();
-      return new MalformedJsonException(jpe.getOriginalMessage(), loc == null ? -1 : loc.getLineNr(),
+      if (loc == null && p != null) loc = p.currentLocation();
+      return new MalformedJsonException(clean(jpe.getOriginalMessage()), loc == null ? -1 : loc.getLineNr(),
           loc == null ? -1 : loc.getColumnNr(), e);
     }
     if (e instanceof CharConversionException) return new MalformedJsonException(e.getMessage(), -1, -1, e);

@@ -23,10 +23,12 @@ public final class Endpoint {
   private final Object get, head, post, put, delete, patch, options, any;
   private final Map<Object, Object> others;
   private final String allow;
+  private final java.util.Set<Object> methods;
 
   /** {@code handlers}: method keyword to handler, in the order they should appear in Allow. */
   public Endpoint(Map<?, ?> handlers) {
     Map<Object, Object> m = new LinkedHashMap<>(handlers);
+    methods = java.util.Collections.unmodifiableSet(new java.util.LinkedHashSet<>(m.keySet()));
     get = m.remove(GET);
     Object h = m.remove(HEAD);
     head = h != null ? h : get;
@@ -70,6 +72,11 @@ public final class Endpoint {
   /** The Allow header value, e.g. {@code "GET, HEAD, POST, OPTIONS"}; null when {@code :any} is set. */
   public String allow() {
     return allow;
+  }
+
+  /** The method keywords declared for this route, in declaration order. */
+  public java.util.Set<Object> methods() {
+    return methods;
   }
 
   /** True when the route has its own OPTIONS handler (or {@code :any}). */

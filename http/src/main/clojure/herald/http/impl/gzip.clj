@@ -1,0 +1,69 @@
+(ns herald.http.impl.gzip
+  "Response compression for wrap-gzip: negotiation, eligibility and header rewriting."
+  (:require [clojure.string :as str])
+  (:import (herald.http.codec Gzip)
+           (java.nio.charset Charset StandardCharsets)))
+
+(set! *warn-on-reflection* true)
+
+(defn compressible-type?
+  "Default `:compress?` test on a Content-Type value: text/*, JSON, XML, JavaScript, SVG and friends."
+  [^String content-type]
+  (when content-type
+    (let [ct (.toLowerCase content-type java.util.Locale/ROOT)]
+      (or (.startsWith ct "text/")
+          (str/includes? ct "json") (str/includes? ct "xml") (str/includes? ct "javascript")
+          (.startsWith ct "application/x-www-form-urlencoded") (.startsWith ct "image/svg")))))
+
+(defn header
+  "The value of response header `name` (any case) and its actual key, as [key value], or nil."
+  [headers ^String name]
+  (some (fn [[k v]] (when (.equalsIgnoreCase name (str k)) [k v])) headers))
+
+(defn- charset-of ^Charset [content-type]
+  (or (when-let [[_ cs] (and content-type (re-find #"(?i);\s*charset=\"?([^\s;\"]+)" content-type))]
+        (try (Charset/forName cs) (catch Exception _ nil)))
+      StandardCharsets/UTF_8))
+
+(defn- body-bytes ^bytes [body content-type]
+  (if (string? body) (.getBytes ^String body (charset-of content-type)) body))
+
+(defn- without [headers & names]
+  (reduce (fn [h n] (if-let [[k] (header h n)] (dissoc h k) h)) headers names))
+
+(defn- add-vary [headers]
+  (let [[k v] (header headers "vary")]
+    (cond (nil? k) (assoc headers "Vary" "Accept-Encoding")
+          (re-find #"(?i)accept-encoding|\*" (str v)) headers
+          :else (assoc headers k (str v ", Accept-Encoding")))))
+
+(defn- weaken-etag [headers]
+  (let [[k v] (header headers "etag")]
+    (if (and k (string? v) (not (.startsWith ^String v "W/"))) (assoc headers k (str "W/" v)) headers)))
+
+(defn eligible?
+  "True when `resp` may be compressed: a String or byte[] body, no Content-Encoding, a status that
+  carries a body (not 1xx/204/206/304), a compressible type (per `compress?`)."
+  [resp compress?]
+  (let [{:keys [status headers body]} resp
+        status (or status 200)]
+    (and (or (string? body) (bytes? body))
+         (not (or (< status 200) (= status 204) (= status 206) (= status 304)))
+         (nil? (header headers "content-encoding"))
+         (compress? (second (header headers "content-type"))))))
+
+(defn gzip-response
+  "Compresses `resp` when `accepts?` and it is eligible and at least `min-bytes`; always adds
+  `Vary: Accept-Encoding` to eligible responses."
+  [req resp {:keys [min-bytes level compress?]}]
+  (if-not (and resp (eligible? resp compress?))
+    resp
+    (let [headers (:headers resp)
+          bs (body-bytes (:body resp) (second (header headers "content-type")))]
+      (if (and (>= (alength bs) (long min-bytes))
+               (Gzip/acceptsGzip (get (:headers req) "accept-encoding")))
+        (assoc resp
+               :body (Gzip/compress bs 0 (alength bs) (int level))
+               :headers (-> headers (without "content-length") weaken-etag add-vary
+                            (assoc "Content-Encoding" "gzip")))
+        (assoc resp :headers (add-vary headers))))))

@@ -1,0 +1,74 @@
+(ns herald.http.impl.params
+  "Query-string and urlencoded-form decoding for wrap-params, over herald.http.codec.FormDecoder."
+  (:require [herald.http.impl.json :as json])
+  (:import (herald.http.codec FormDecoder TooManyParamsException)
+           (java.io ByteArrayInputStream InputStream)
+           (java.nio.charset Charset IllegalCharsetNameException StandardCharsets UnsupportedCharsetException)))
+
+(set! *warn-on-reflection* true)
+
+(def options
+  {:encoding       [#(and (string? %) (Charset/isSupported %)) "a supported charset name"]
+   :max-form-bytes [json/pos-int-option? "a positive integer (bytes)"]
+   :max-params     [json/pos-int-option? "a positive integer"]})
+
+(def defaults {:encoding "UTF-8" :max-form-bytes (* 1024 1024) :max-params 1000})
+
+(defn content-type
+  "The media type of `req`'s Content-Type, lower-cased, without parameters; nil when absent."
+  ^String [req]
+  (when-let [^String ct (get (:headers req) "content-type")]
+    (let [semi (.indexOf ct ";")]
+      (.toLowerCase (.trim (if (neg? semi) ct (subs ct 0 semi))) java.util.Locale/ROOT))))
+
+(defn request-charset
+  "The charset parameter of `req`'s Content-Type, or `default` when absent or unknown."
+  ^Charset [req ^Charset default]
+  (if-let [[_ cs] (some->> (get (:headers req) "content-type") (re-find #"(?i);\s*charset=\"?([^\s;\"]+)"))]
+    (try (Charset/forName cs) (catch IllegalCharsetNameException _ default) (catch UnsupportedCharsetException _ default))
+    default))
+
+(defn body-bytes
+  "Reads `req`'s body (InputStream, byte[], String or nil) up to `max` bytes. Returns the bytes, or
+  ::too-large when the body is longer."
+  [req max]
+  (let [b (:body req)]
+    (cond
+      (nil? b) (byte-array 0)
+      (bytes? b) (if (> (alength ^bytes b) (long max)) ::too-large b)
+      (string? b) (let [bs (.getBytes ^String b StandardCharsets/UTF_8)] (if (> (alength bs) (long max)) ::too-large bs))
+      (instance? InputStream b) (let [bs (.readNBytes ^InputStream b (inc (int max)))]
+                                  (if (> (alength bs) (long max)) ::too-large bs))
+      :else (byte-array 0))))
+
+(defn- merge-params [req k m]
+  (assoc req k m :params (let [p (:params req)] (if (seq p) (merge p m) m))))
+
+(defn- query-params [req ^Charset cs max-params]
+  (if (contains? req :query-params)
+    req
+    (merge-params req :query-params (FormDecoder/decode ^String (:query-string req) cs (int max-params)))))
+
+(defn- form-params [req ^Charset cs max-bytes max-params]
+  (cond
+    (contains? req :form-params) req
+    (not= "application/x-www-form-urlencoded" (content-type req)) (assoc req :form-params {})
+    :else (let [bs (body-bytes req max-bytes)]
+            (if (= ::too-large bs)
+              (json/error-response 413 (str "form body larger than " max-bytes " bytes"))
+              (-> (assoc req :body (ByteArrayInputStream. ^bytes bs))
+                  (merge-params :form-params
+                                (FormDecoder/decode ^bytes bs 0 (alength ^bytes bs) (request-charset req cs)
+                                                    (int max-params))))))))
+
+(defn params-request
+  "Returns `req` with :query-params, :form-params and :params, or an error response (a map with
+  :status) when the form body is too large (413) or holds too many parameters (400)."
+  [req {:keys [^Charset charset max-form-bytes max-params]}]
+  (try
+    (let [req (query-params req charset max-params)]
+      (form-params req charset max-form-bytes max-params))
+    (catch TooManyParamsException e
+      (json/error-response 400 (str "too many parameters (more than " (.limit e) ")")))))
+
+(defn error-response? [x] (contains? x :status))

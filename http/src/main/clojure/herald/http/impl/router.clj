@@ -1,0 +1,158 @@
+(ns herald.http.impl.router
+  "Route data -> flat route list -> Java segment trie; the dispatching Ring handler."
+  (:require [clojure.string :as str]
+            [herald.http.impl.json :as json])
+  (:import (herald.http.route Endpoint MalformedRouteException Route RouteConflictException RouteMatch
+                              Router)))
+
+(set! *warn-on-reflection* true)
+
+(def route-methods
+  "Request methods a route may name, besides `:any`."
+  #{:get :head :post :put :delete :patch :options :trace :connect
+    :propfind :proppatch :mkcol :copy :move :lock :unlock :report :search :purge})
+
+(defn- bad-route [msg route]
+  (throw (ex-info msg {:type :herald.http/malformed-route :route route})))
+
+(defn- check-data! [path data]
+  (doseq [[k v] data]
+    (cond
+      (#{:name :middleware} k) nil
+      (or (route-methods k) (= :any k))
+      (when-not (ifn? v) (bad-route (str "route " path " " k " must be a handler function, got " (pr-str v)) path))
+      :else (bad-route (str "route " path " has an unknown key " k "; expected a method keyword "
+                            (sort (conj route-methods :any)) ", :name or :middleware") path)))
+  (when-let [mw (:middleware data)]
+    (when-not (sequential? mw)
+      (bad-route (str "route " path " :middleware must be a vector, got " (pr-str mw)) path))))
+
+(defn- join-path [prefix path]
+  (cond (str/blank? prefix) path
+        (= "/" path) (if (str/ends-with? prefix "/") prefix (str prefix "/"))
+        (str/ends-with? prefix "/") (str prefix (subs path 1))
+        :else (str prefix path)))
+
+(defn flatten-routes
+  "Turns nested route data into `[{:path p :data {...} :middleware [...]}]` in declaration order.
+  A route is `[path data? & children]`; children are routes, or seqs of routes (nil ignored)."
+  ([routes] (flatten-routes "" [] routes))
+  ([prefix mw routes]
+   (cond
+     (nil? routes) []
+     (and (vector? routes) (string? (first routes)))
+     (let [[path & more] routes
+           data (when (map? (first more)) (first more))
+           children (if data (rest more) more)
+           full (join-path prefix path)
+           mw' (into mw (:middleware data))]
+       (when-not (str/starts-with? path "/") (bad-route (str "route path " (pr-str path) " must start with /") path))
+       (when data (check-data! full data))
+       (when (and (empty? children) (not-any? (conj route-methods :any) (keys data)))
+         (bad-route (str "route " full " has no handler and no child routes") full))
+       (cond-> (if (some (conj route-methods :any) (keys data))
+                 [{:path full :data data :middleware mw'}]
+                 [])
+         (seq children) (into (mapcat #(flatten-routes full mw' %) children))))
+     (sequential? routes) (into [] (mapcat #(flatten-routes prefix mw %) routes))
+     :else (bad-route (str "a route must be [\"/path\" {...}], got " (pr-str routes)) routes))))
+
+(defn- apply-middleware [handler mws]
+  (reduce (fn [h m]
+            (cond (and (vector? m) (ifn? (first m))) (apply (first m) h (rest m))
+                  (ifn? m) (m h)
+                  :else (throw (ex-info (str "middleware must be a function or [f & args], got " (pr-str m))
+                                        {:type :herald.http/invalid-option :key :middleware :value m}))))
+          handler (reverse mws)))
+
+(defn- endpoint [{:keys [data middleware]} global-mw]
+  (let [mws (into (vec global-mw) middleware)
+        handlers (for [[k v] data :when (or (route-methods k) (= :any k))] [k (apply-middleware v mws)])]
+    (Endpoint. ^java.util.Map (apply array-map (mapcat identity handlers)))))
+
+(defn compile-routes
+  "Builds the Java Router from route data; conflicts and malformed templates become ex-info."
+  ^Router [routes global-mw]
+  (let [b (Router/builder)]
+    (doseq [{:keys [path data] :as r} (flatten-routes routes)]
+      (try (.add b ^String path (:name data) (endpoint r global-mw))
+           (catch MalformedRouteException e
+             (throw (ex-info (.getMessage e) {:type :herald.http/malformed-route :route path
+                                              :reason (.reason e)} e)))
+           (catch RouteConflictException e
+             (let [a (.first e) b2 (.second e)]
+               (throw (ex-info (.getMessage e)
+                               {:type :herald.http/route-conflict
+                                :routes [{:path (.template a) :name (.name a)}
+                                         {:path (.template b2) :name (.name b2)}]} e))))))
+    (.build b)))
+
+(def ^:private json-type "application/json; charset=utf-8")
+
+(def not-found-response
+  {:status 404 :headers {"Content-Type" json-type} :body "{\"error\":\"not found\"}"})
+
+(def default-not-found
+  "The router's default `:not-found` handler: 404 with a JSON body."
+  (fn ([_] not-found-response)
+      ([_ respond _] (respond not-found-response))))
+
+(defn- method-not-allowed-response [req]
+  {:status 405
+   :headers {"Content-Type" json-type "Allow" (:herald.http/allow req)}
+   :body "{\"error\":\"method not allowed\"}"})
+
+(def default-method-not-allowed
+  "The router's default `:method-not-allowed` handler: 405, Allow (from `:herald.http/allow`), JSON body."
+  (fn ([req] (method-not-allowed-response req))
+      ([req respond _] (respond (method-not-allowed-response req)))))
+
+(defn- has-header? [headers ^String name]
+  (some #(.equalsIgnoreCase name (str %)) (keys headers)))
+
+(defn ensure-allow
+  "Adds `Allow: allow` to `resp` unless it has one."
+  [resp allow]
+  (if (or (nil? allow) (has-header? (:headers resp) "allow")) resp (assoc-in resp [:headers "Allow"] allow)))
+
+(defn with-match
+  "Adds `:path-params`, `:herald.http/route` and, for named routes, `:herald.http/route-name` to `req`."
+  [req ^RouteMatch m]
+  (let [r (.route m)
+        req (assoc req :path-params (.params m) :herald.http/route (.template r))]
+    (if-let [n (.name r)] (assoc req :herald.http/route-name n) req)))
+
+(defn options-response [^Endpoint ep]
+  {:status 204 :headers {"Allow" (.allow ep)}})
+
+(deftype RingRouter [^Router trie not-found method-not-allowed]
+  clojure.lang.IFn
+  (invoke [_ req]
+    (if-let [m (.match trie (:uri req))]
+      (let [ep ^Endpoint (.payload (.route m))
+            method (:request-method req)]
+        (if-let [h (.handler ep method)]
+          (.invoke ^clojure.lang.IFn h (with-match req m))
+          (if (identical? :options method)
+            (options-response ep)
+            (ensure-allow (method-not-allowed (assoc (with-match req m) :herald.http/allow (.allow ep)))
+                          (.allow ep)))))
+      (not-found req)))
+  (invoke [_ req respond raise]
+    (if-let [m (.match trie (:uri req))]
+      (let [ep ^Endpoint (.payload (.route m))
+            method (:request-method req)]
+        (if-let [h (.handler ep method)]
+          (.invoke ^clojure.lang.IFn h (with-match req m) respond raise)
+          (if (identical? :options method)
+            (respond (options-response ep))
+            (method-not-allowed (assoc (with-match req m) :herald.http/allow (.allow ep))
+                                (fn [resp] (respond (ensure-allow resp (.allow ep))))
+                                raise))))
+      (not-found req respond raise)))
+  (applyTo [this args] (clojure.lang.AFn/applyToHelper this args)))
+
+(defn trie-of
+  "The Java Router of a RingRouter."
+  ^Router [^RingRouter r]
+  (.-trie r))
