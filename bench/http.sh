@@ -193,11 +193,24 @@ median() {
 # --- profiling (PROFILE=cpu,alloc) -------------------------------------------------------------------------
 profiler_lib() {
   local jar="$WORK/async-profiler.jar"
-  mvn -q -B dependency:copy -Dartifact=tools.profiler:async-profiler:4.2 -DoutputDirectory="$WORK" \
-    -Dmdep.stripVersion=true >/dev/null 2>&1 || mvn -o -q -B dependency:copy \
-    -Dartifact=tools.profiler:async-profiler:4.2 -DoutputDirectory="$WORK" -Dmdep.stripVersion=true >/dev/null
+  local get=(dependency:copy -Dartifact=tools.profiler:async-profiler:4.2 -DoutputDirectory="$WORK" -Dmdep.stripVersion=true)
+  mvn -o -q -B "${get[@]}" >/dev/null 2>&1 || mvn -q -B "${get[@]}" >/dev/null || die "cannot fetch async-profiler"
   (cd "$WORK" && unzip -qo "$jar" 'linux-x64/libasyncProfiler.so')
   echo "$WORK/linux-x64/libasyncProfiler.so"
+}
+
+# agent_cmd PID LIB ARGS: loads async-profiler into PID with ARGS (quoted for jcmd, which splits on '=')
+agent_cmd() {
+  local out
+  out=$(jcmd "$1" JVMTI.agent_load "$2" "\"$3\"" 2>&1)
+  grep -q 'return code: 0' <<<"$out" || die "async-profiler '$3' failed in pid $1: $out"
+}
+
+# summarise FILE.collapsed REQUESTS: the top leaf frames (self) and the total per request
+summarise() {
+  awk -v n="$2" '{t += $NF} END {printf "total %.0f, per request %.2f (cpu: ns; alloc: bytes)\n", t, (n > 0 ? t / n : 0)}' "$1"
+  awk '{c = $NF; $NF = ""; k = split($0, f, ";"); leaf = f[k]; sub(/ +$/, "", leaf); self[leaf] += c; tot += c}
+    END {for (l in self) printf "%6.2f%% %s\n", 100 * self[l] / tot, l}' "$1" | sort -k1,1 -g -r | head -40
 }
 
 profile_runs() {
@@ -208,12 +221,13 @@ profile_runs() {
     for s in "${SERVERS[@]}"; do
       for t in "${TESTS[@]}"; do
         base="$PROFILE_DIR/$s-$t-$ev"
-        jcmd "${PID[$s]}" JVMTI.agent_load "$lib" "start,event=$ev$([ "$ev" = cpu ] && echo ,interval=1ms)" >/dev/null
+        agent_cmd "${PID[$s]}" "$lib" "start,event=$ev$([ "$ev" = cpu ] && echo ,interval=1ms)"
         run_wrk "$s" "$t" "$DURATION"
-        jcmd "${PID[$s]}" JVMTI.agent_load "$lib" "dump,collapsed,total,file=$base.collapsed" >/dev/null
-        jcmd "${PID[$s]}" JVMTI.agent_load "$lib" "stop,flamegraph,total,title=$s $t $ev,file=$base.html" >/dev/null
+        agent_cmd "${PID[$s]}" "$lib" "dump,collapsed,total,file=$base.collapsed"
+        agent_cmd "${PID[$s]}" "$lib" "stop,flamegraph,total,title=$s-$t-$ev,file=$base.html"
         echo "$W_REQUESTS" >"$base.requests"
-        log "profile $ev $s $t: $W_RPS req/s (profiled), $base.{html,collapsed}"
+        summarise "$base.collapsed" "$W_REQUESTS" >"$base.top.txt"
+        log "profile $ev $s $t: $W_RPS req/s (profiled), $base.{html,collapsed,top.txt}"
       done
     done
   done
