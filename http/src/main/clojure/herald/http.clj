@@ -1,0 +1,136 @@
+(ns herald.http
+  "herald's public HTTP API: a strictly Ring 1.x compliant server on Netty, routing, middleware and JSON."
+  (:require [herald.http.impl.response :as response]
+            [herald.http.impl.server :as server]
+            [herald.http.json :as json]
+            [herald.http.middleware :as middleware]
+            [herald.http.router :as router])
+  (:import (herald.http.server HeraldServer)
+           (herald.http.websocket HeraldWebSocket)))
+
+(set! *warn-on-reflection* true)
+
+(defn start-server
+  "Starts serving the Ring `handler` and returns the server (a java.io.Closeable); see `server-port` and
+  `stop-server`. Returns once the port is bound.
+
+  `handler` is a Ring 1-arity handler `(fn [request] response)`, or with `:async? true` a 3-arity handler
+  `(fn [request respond raise])`. A response carrying `:ring.websocket/listener` upgrades to a WebSocket.
+
+  | key | type | default | meaning |
+  |-----|------|---------|---------|
+  | `:port` | int 0-65535 | `8080` | port to listen on; `0` picks a free port |
+  | `:host` | String | `\"0.0.0.0\"` | address to bind |
+  | `:mode` | keyword | `:virtual-threads` | where 1-arity handlers run: `:virtual-threads` (one per request), `:worker-pool` (bounded platform threads), `:event-loop` (on Netty's I/O thread: only for handlers that never block) |
+  | `:async?` | boolean | `false` | the handler is 3-arity `(fn [req respond raise])`; it is called per `:mode` and may answer from any thread |
+  | `:worker-threads` | int | `max(16, 8 x cores)` | threads of the `:worker-pool` mode |
+  | `:max-pending` | int | `10000` | requests waiting for or running in a handler; above it the server answers 503 (with `Retry-After: 1`) at once |
+  | `:max-body-bytes` | int | `4194304` (4 MiB) | larger request bodies get 413 before the handler runs |
+  | `:max-header-bytes` | int | `8192` | larger request headers get 431 |
+  | `:max-request-line-bytes` | int | `4096` | longer request lines get 414 |
+  | `:idle-timeout-ms` | int | `60000` | a keep-alive connection with nothing in flight and no bytes read for this long is closed (`0`: never); an in-flight request is never cut |
+  | `:request-timeout-ms` | int | `30000` | a request whose head and body are not received within this time gets 408 and the connection is closed (`0`: never) |
+  | `:max-connections` | int | `10000` | connections beyond this get 503 and are closed |
+  | `:shutdown-timeout-ms` | int | `10000` | how long `stop-server` waits for in-flight requests |
+  | `:io-threads` | int | cores | Netty event loop threads |
+  | `:transport` | keyword | `:auto` | `:auto` (epoll when available, else NIO), `:epoll`, `:nio` |
+  | `:server-header` | String or nil | `\"herald\"` | the `Server` header value; `nil` sends none (a handler's own `Server` header wins) |
+  | `:proxy?` | boolean | `false` | trust `X-Forwarded-For` (first address -> `:remote-addr`) and `X-Forwarded-Proto` (-> `:scheme`) |
+  | `:error-logger` | fn | logs to java.util.logging | `(fn [throwable request])`, called for each handler failure (the client gets a 500 with no stack trace) |
+  | `:websocket-max-frame-bytes` | int | `1048576` | largest WebSocket message (frames aggregated); larger ones close with 1009 |
+  | `:max-pipelined` | int | `16` | pipelined requests buffered per connection before the server stops reading it |
+
+  An unknown key or an invalid value throws ex-info `{:type :herald.http/invalid-option :key k :value v}`."
+  ^HeraldServer [handler opts]
+  (server/start handler opts))
+
+(defn stop-server
+  "Stops `server` gracefully: stops accepting, lets in-flight requests finish (up to `:shutdown-timeout-ms`),
+  sends WebSockets a 1001 close, closes every connection and releases the port. Returns a derefable
+  (a CompletableFuture) that completes when all of that is done. Idempotent: later calls return the same value."
+  [^HeraldServer server]
+  (.stop server))
+
+(defn server-port
+  "The port `server` listens on (the real one when started with `:port 0`)."
+  ^long [^HeraldServer server]
+  (.port server))
+
+(def StreamableResponseBody
+  "The protocol herald uses for response body types beyond String, byte[], ISeq, File, InputStream and nil.
+  Extend it with `(extend-protocol herald.http/StreamableResponseBody MyType (write-body-to-stream [body response
+  out] ...))`: write the body to the OutputStream `out` and close it (the response ends on close, which may come
+  later from another thread, e.g. for server-sent events; each `.flush` sends a chunk). Bodies implementing Ring's
+  own `ring.core.protocols/StreamableResponseBody` are honoured too."
+  response/StreamableResponseBody)
+
+(def write-body-to-stream
+  "The method of `StreamableResponseBody`: `(write-body-to-stream body response output-stream)`."
+  response/write-body-to-stream)
+
+(defn ws-send
+  "Sends a WebSocket message: a String as a text frame, a byte[] or ByteBuffer as a binary frame. Waits while the
+  connection is not writable (backpressure). Throws IllegalStateException when the socket is closed."
+  [^HeraldWebSocket socket message]
+  (.send socket message))
+
+(defn ws-ping
+  "Sends a ping (optional payload: byte[], ByteBuffer or String, at most 125 bytes)."
+  ([^HeraldWebSocket socket] (.ping socket nil))
+  ([^HeraldWebSocket socket data] (.ping socket data)))
+
+(defn ws-pong
+  "Sends an unsolicited pong (optional payload as for `ws-ping`)."
+  ([^HeraldWebSocket socket] (.pong socket nil))
+  ([^HeraldWebSocket socket data] (.pong socket data)))
+
+(defn ws-close
+  "Starts the close handshake (default code 1000); the listener's on-close follows."
+  ([socket] (ws-close socket 1000 ""))
+  ([^HeraldWebSocket socket code reason] (.close socket (int code) (str reason))))
+
+(defn ws-open?
+  "True while the socket is open (no close sent or received, connection up)."
+  [^HeraldWebSocket socket]
+  (.isOpen socket))
+
+(defn router
+  "Compiles route data into a Ring handler (1- and 3-arity); see `herald.http.router/router` for the route
+  syntax and options. Path params land in `(:path-params request)`; 404, 405 with Allow, automatic HEAD/OPTIONS."
+  ([routes] (router/router routes))
+  ([routes opts] (router/router routes opts)))
+
+(defn wrap-params
+  "Adds :query-params, :form-params and :params (String keys); see `herald.http.middleware/wrap-params`."
+  ([handler] (middleware/wrap-params handler))
+  ([handler opts] (middleware/wrap-params handler opts)))
+
+(defn wrap-json-body
+  "Parses application/json request bodies into :body; see `herald.http.middleware/wrap-json-body`."
+  ([handler] (middleware/wrap-json-body handler))
+  ([handler opts] (middleware/wrap-json-body handler opts)))
+
+(defn wrap-json-response
+  "Encodes collection response bodies as JSON; see `herald.http.middleware/wrap-json-response`."
+  ([handler] (middleware/wrap-json-response handler))
+  ([handler opts] (middleware/wrap-json-response handler opts)))
+
+(defn wrap-gzip
+  "gzip-compresses responses for clients that accept it; see `herald.http.middleware/wrap-gzip`."
+  ([handler] (middleware/wrap-gzip handler))
+  ([handler opts] (middleware/wrap-gzip handler opts)))
+
+(defn read-json
+  "Reads one JSON value from a String, byte[], InputStream or Reader; see `herald.http.json/read-json`."
+  ([x] (json/read-json x))
+  ([x opts] (json/read-json x opts)))
+
+(defn write-json
+  "Writes `x` as a JSON String; see `herald.http.json/write-json`."
+  ([x] (json/write-json x))
+  ([x opts] (json/write-json x opts)))
+
+(defn write-json-bytes
+  "Writes `x` as UTF-8 JSON bytes; see `herald.http.json/write-json-bytes`."
+  ([x] (json/write-json-bytes x))
+  ([x opts] (json/write-json-bytes x opts)))

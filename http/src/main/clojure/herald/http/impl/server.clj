@@ -1,0 +1,33 @@
+(ns herald.http.impl.server
+  "Starts and stops the Java core with the Clojure hooks: handler, error logger, body writer, WebSocket adapter."
+  (:require [herald.http.impl.options :as options]
+            [herald.http.impl.response :as response]
+            [herald.http.impl.websocket :as websocket])
+  (:import (herald.http.server HeraldServer Hooks)
+           (java.util.logging Level Logger)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private ^Logger logger (Logger/getLogger "herald.http"))
+
+(defn default-error-logger
+  "Logs a handler failure once, at SEVERE, to java.util.logging's \"herald.http\" logger (stderr by default)."
+  [^Throwable t request]
+  (.log logger Level/SEVERE
+        (str "herald.http: handler failed"
+             (when request (str " for " (some-> (:request-method request) name .toUpperCase) " " (:uri request))))
+        t))
+
+(defn start
+  "Validates `opts`, starts a HeraldServer serving `handler` and returns it."
+  ^HeraldServer [handler opts]
+  (when-not (ifn? handler)
+    (throw (ex-info (str "handler must be a function, got " (pr-str (type handler)))
+                    {:type :herald.http/invalid-option :key :handler :value handler})))
+  (let [config (options/config opts)
+        hooks (Hooks. handler (or (:error-logger opts) default-error-logger)
+                      response/body-writer websocket/listener)]
+    (try (HeraldServer/start config hooks)
+         (catch java.io.IOException e
+           (throw (ex-info (str "cannot bind " (.host config) ":" (.port config) ": " (.getMessage e))
+                           {:type :herald.http/bind-failed :host (.host config) :port (.port config)} e))))))

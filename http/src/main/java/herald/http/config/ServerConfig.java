@@ -1,0 +1,123 @@
+package herald.http.config;
+
+import java.util.Objects;
+
+/**
+ * The server's options, immutable once built. Every value is checked by {@link Builder#build()}; the Clojure
+ * layer validates types and names the offending key before it gets here.
+ */
+public final class ServerConfig {
+    public final String host;
+    public final int port;
+    public final HandlerMode mode;
+    public final boolean async;
+    public final int workerThreads;
+    public final int maxPending;
+    public final long maxBodyBytes;
+    public final int maxHeaderBytes;
+    public final int maxRequestLineBytes;
+    public final long idleTimeoutMs;
+    public final long requestTimeoutMs;
+    public final int maxConnections;
+    public final long shutdownTimeoutMs;
+    public final int ioThreads;
+    public final Transport transport;
+    public final String serverHeader;
+    public final boolean proxy;
+    public final int websocketMaxFrameBytes;
+    public final int maxPipelined;
+
+    private ServerConfig(Builder b) {
+        host = b.host;
+        port = b.port;
+        mode = b.mode;
+        async = b.async;
+        workerThreads = b.workerThreads;
+        maxPending = b.maxPending;
+        maxBodyBytes = b.maxBodyBytes;
+        maxHeaderBytes = b.maxHeaderBytes;
+        maxRequestLineBytes = b.maxRequestLineBytes;
+        idleTimeoutMs = b.idleTimeoutMs;
+        requestTimeoutMs = b.requestTimeoutMs;
+        maxConnections = b.maxConnections;
+        shutdownTimeoutMs = b.shutdownTimeoutMs;
+        ioThreads = b.ioThreads;
+        transport = b.transport;
+        serverHeader = b.serverHeader;
+        proxy = b.proxy;
+        websocketMaxFrameBytes = b.websocketMaxFrameBytes;
+        maxPipelined = b.maxPipelined;
+    }
+
+    /** A builder holding the documented defaults. */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** Mutable builder; {@link #build()} checks ranges. */
+    public static final class Builder {
+        private String host = "0.0.0.0";
+        private int port = 8080;
+        private HandlerMode mode = HandlerMode.VIRTUAL_THREADS;
+        private boolean async = false;
+        private int workerThreads = Math.max(16, 8 * Runtime.getRuntime().availableProcessors());
+        private int maxPending = 10_000;
+        private long maxBodyBytes = 4L * 1024 * 1024;
+        private int maxHeaderBytes = 8192;
+        private int maxRequestLineBytes = 4096;
+        private long idleTimeoutMs = 60_000;
+        private long requestTimeoutMs = 30_000;
+        private int maxConnections = 10_000;
+        private long shutdownTimeoutMs = 10_000;
+        private int ioThreads = Runtime.getRuntime().availableProcessors();
+        private Transport transport = Transport.AUTO;
+        private String serverHeader = "herald";
+        private boolean proxy = false;
+        private int websocketMaxFrameBytes = 1024 * 1024;
+        private int maxPipelined = 16;
+
+        public Builder host(String v) { host = Objects.requireNonNull(v, "host"); return this; }
+        public Builder port(int v) { port = v; return this; }
+        public Builder mode(HandlerMode v) { mode = Objects.requireNonNull(v, "mode"); return this; }
+        public Builder async(boolean v) { async = v; return this; }
+        public Builder workerThreads(int v) { workerThreads = v; return this; }
+        public Builder maxPending(int v) { maxPending = v; return this; }
+        public Builder maxBodyBytes(long v) { maxBodyBytes = v; return this; }
+        public Builder maxHeaderBytes(int v) { maxHeaderBytes = v; return this; }
+        public Builder maxRequestLineBytes(int v) { maxRequestLineBytes = v; return this; }
+        public Builder idleTimeoutMs(long v) { idleTimeoutMs = v; return this; }
+        public Builder requestTimeoutMs(long v) { requestTimeoutMs = v; return this; }
+        public Builder maxConnections(int v) { maxConnections = v; return this; }
+        public Builder shutdownTimeoutMs(long v) { shutdownTimeoutMs = v; return this; }
+        public Builder ioThreads(int v) { ioThreads = v; return this; }
+        public Builder transport(Transport v) { transport = Objects.requireNonNull(v, "transport"); return this; }
+        public Builder serverHeader(String v) { serverHeader = v; return this; }
+        public Builder proxy(boolean v) { proxy = v; return this; }
+        public Builder websocketMaxFrameBytes(int v) { websocketMaxFrameBytes = v; return this; }
+        public Builder maxPipelined(int v) { maxPipelined = v; return this; }
+
+        /** Checks every range and returns the immutable config. */
+        public ServerConfig build() {
+            check(port >= 0 && port <= 65535, "port", port);
+            check(workerThreads >= 1, "workerThreads", workerThreads);
+            check(maxPending >= 1, "maxPending", maxPending);
+            check(maxBodyBytes >= 0 && maxBodyBytes <= Integer.MAX_VALUE - 8, "maxBodyBytes", maxBodyBytes);
+            check(maxHeaderBytes >= 256, "maxHeaderBytes", maxHeaderBytes);
+            check(maxRequestLineBytes >= 64, "maxRequestLineBytes", maxRequestLineBytes);
+            check(idleTimeoutMs >= 0, "idleTimeoutMs", idleTimeoutMs);
+            check(requestTimeoutMs >= 0, "requestTimeoutMs", requestTimeoutMs);
+            check(maxConnections >= 1, "maxConnections", maxConnections);
+            check(shutdownTimeoutMs >= 0, "shutdownTimeoutMs", shutdownTimeoutMs);
+            check(ioThreads >= 1, "ioThreads", ioThreads);
+            check(websocketMaxFrameBytes >= 125, "websocketMaxFrameBytes", websocketMaxFrameBytes);
+            check(maxPipelined >= 1, "maxPipelined", maxPipelined);
+            return new ServerConfig(this);
+        }
+
+        private static void check(boolean ok, String name, Object value) {
+            if (!ok) {
+                throw new IllegalArgumentException("invalid " + name + ": " + value);
+            }
+        }
+    }
+}

@@ -1,0 +1,2 @@
+/** Exceptions the server core raises where callers must tell cases apart. */
+package herald.http.exception;

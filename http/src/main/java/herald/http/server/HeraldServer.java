@@ -1,0 +1,178 @@
+package herald.http.server;
+
+import herald.http.config.HandlerMode;
+import herald.http.config.ServerConfig;
+import herald.http.config.Transport;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.ServerChannel;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.epoll.EpollServerSocketChannel;
+import io.netty.channel.group.DefaultChannelGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import java.io.Closeable;
+import java.net.InetSocketAddress;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A running server. {@link #start} binds and returns once accepting; {@link #stop} stops accepting, lets
+ * in-flight exchanges finish up to the shutdown timeout, closes every connection (WebSockets get a 1001
+ * close frame) and releases the port. {@code stop} is idempotent and returns the same future every time.
+ */
+public final class HeraldServer implements Closeable {
+    /** Fired down every pipeline when the server starts draining. */
+    public static final Object SHUTDOWN_EVENT = new Object();
+
+    private final ServerContext context;
+    private final EventLoopGroup group;
+    private final Channel serverChannel;
+    private final String transport;
+    private CompletableFuture<Void> stopped;
+
+    private HeraldServer(ServerContext context, EventLoopGroup group, Channel serverChannel, String transport) {
+        this.context = context;
+        this.group = group;
+        this.serverChannel = serverChannel;
+        this.transport = transport;
+    }
+
+    /** Binds {@code config.host:config.port} and starts serving {@code hooks.handler}. */
+    public static HeraldServer start(ServerConfig config, Hooks hooks) throws InterruptedException {
+        boolean epoll = switch (config.transport) {
+            case EPOLL -> {
+                if (!Epoll.isAvailable()) {
+                    throw new IllegalStateException("epoll transport unavailable", Epoll.unavailabilityCause());
+                }
+                yield true;
+            }
+            case NIO -> false;
+            case AUTO -> Epoll.isAvailable();
+        };
+        IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(config.ioThreads,
+            new DefaultThreadFactory("herald-http-io"), io);
+        Class<? extends ServerChannel> channelClass =
+            epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+        ServerContext ctx = new ServerContext(config, hooks, handlerExecutor(config),
+            Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("herald-http-stream-", 0).factory()),
+            new DefaultChannelGroup("herald-http", GlobalEventExecutor.INSTANCE));
+        try {
+            ServerBootstrap b = new ServerBootstrap()
+                .group(group)
+                .channel(channelClass)
+                .option(ChannelOption.SO_BACKLOG, 1024)
+                .option(ChannelOption.SO_REUSEADDR, true)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.SO_KEEPALIVE, true)
+                .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
+                .childHandler(new ServerInitializer(ctx));
+            Channel ch = b.bind(config.host, config.port).sync().channel();
+            ctx.serverPort = ((InetSocketAddress) ch.localAddress()).getPort();
+            return new HeraldServer(ctx, group, ch, epoll ? "epoll" : "nio");
+        } catch (InterruptedException | RuntimeException e) {
+            group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
+            shutdownExecutors(ctx);
+            throw e;
+        }
+    }
+
+    private static ExecutorService handlerExecutor(ServerConfig config) {
+        if (config.mode == HandlerMode.EVENT_LOOP) {
+            return null;
+        }
+        if (config.mode == HandlerMode.VIRTUAL_THREADS) {
+            return Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("herald-http-vt-", 0).factory());
+        }
+        ThreadPoolExecutor pool = new ThreadPoolExecutor(config.workerThreads, config.workerThreads, 60,
+            TimeUnit.SECONDS, new LinkedBlockingQueue<>(), new DefaultThreadFactory("herald-http-worker", true));
+        pool.allowCoreThreadTimeOut(true);
+        return pool;
+    }
+
+    /** The bound port (the real one when started with port 0). */
+    public int port() {
+        return context.serverPort;
+    }
+
+    /** "epoll" or "nio". */
+    public String transport() {
+        return transport;
+    }
+
+    /** Open connections right now. */
+    public int connections() {
+        return context.connections.get();
+    }
+
+    /** Requests received and not yet fully answered. */
+    public int inFlight() {
+        return context.inFlight.get();
+    }
+
+    /** Handler invocations waiting for or running on the handler executor. */
+    public int pending() {
+        return context.pending.get();
+    }
+
+    /** The server's configuration. */
+    public ServerConfig config() {
+        return context.config;
+    }
+
+    /** Graceful stop; idempotent: every call returns the same future. */
+    public synchronized CompletableFuture<Void> stop() {
+        if (stopped == null) {
+            stopped = new CompletableFuture<>();
+            Thread t = new Thread(this::drainAndClose, "herald-http-stop");
+            t.setDaemon(true);
+            t.start();
+        }
+        return stopped;
+    }
+
+    @Override
+    public void close() {
+        stop().join();
+    }
+
+    private void drainAndClose() {
+        try {
+            context.draining = true;
+            serverChannel.close().awaitUninterruptibly();
+            for (Channel ch : context.channels) {
+                ch.eventLoop().execute(() -> ch.pipeline().fireUserEventTriggered(SHUTDOWN_EVENT));
+            }
+            long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(context.config.shutdownTimeoutMs);
+            while ((context.inFlight.get() > 0 || !context.channels.isEmpty()) && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            context.channels.close().awaitUninterruptibly();
+            group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
+            shutdownExecutors(context);
+            stopped.complete(null);
+        } catch (Throwable t) {
+            stopped.completeExceptionally(t);
+        }
+    }
+
+    private static void shutdownExecutors(ServerContext ctx) {
+        if (ctx.handlerExecutor != null) {
+            ctx.handlerExecutor.shutdownNow();
+        }
+        ctx.blockingExecutor.shutdown();
+    }
+}

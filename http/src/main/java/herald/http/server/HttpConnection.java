@@ -1,0 +1,383 @@
+package herald.http.server;
+
+import herald.http.config.HandlerMode;
+import herald.http.config.ServerConfig;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.EventLoop;
+import io.netty.channel.socket.DuplexChannel;
+import io.netty.handler.codec.DecoderResult;
+import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.codec.http.HttpContent;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
+import io.netty.util.ReferenceCountUtil;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayDeque;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * One per channel: assembles requests (enforcing the body limit before the handler), keeps pipelined
+ * requests in order (one exchange at a time, up to maxPipelined queued), applies the idle and request
+ * timeouts, and flushes once per read batch.
+ */
+public final class HttpConnection extends ChannelInboundHandlerAdapter {
+    private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
+    private static final long LINGER_MS = 2000;
+
+    final ServerContext server;
+    final ServerConfig config;
+    RingRequest.Connection info;
+    private ChannelHandlerContext ctx;
+    private EventLoop eventLoop;
+
+    private HttpRequest head;
+    private BodyBuffer body;
+    private boolean headKeepAlive;
+    private long headNanos;
+
+    private final ArrayDeque<Exchange> queue = new ArrayDeque<>(4);
+    private Exchange active;
+    private boolean closing;
+    private boolean readPaused;
+    private boolean reading;
+    private boolean needsFlush;
+    private boolean draining;
+    private boolean readSinceTick;
+    private ScheduledFuture<?> tick;
+
+    private final RequestDecoder decoder;
+
+    HttpConnection(ServerContext server, RequestDecoder decoder) {
+        this.server = server;
+        this.config = server.config;
+        this.decoder = decoder;
+    }
+
+    EventLoop eventLoop() {
+        return eventLoop;
+    }
+
+    ChannelHandlerContext ctx() {
+        return ctx;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        this.eventLoop = ctx.channel().eventLoop();
+        SocketAddress local = ctx.channel().localAddress();
+        int port = local instanceof InetSocketAddress isa ? isa.getPort() : server.serverPort;
+        info = new RingRequest.Connection(port, ip(ctx.channel().remoteAddress()),
+            ip(ctx.channel().localAddress()), config.proxy);
+        scheduleTick();
+    }
+
+    private static String ip(SocketAddress a) {
+        if (a instanceof InetSocketAddress isa) {
+            return isa.getAddress() != null ? isa.getAddress().getHostAddress() : isa.getHostString();
+        }
+        return a == null ? "" : a.toString();
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        reading = true;
+        readSinceTick = true;
+        try {
+            if (msg instanceof HttpRequest r) {
+                onHead(r);
+            }
+            if (msg instanceof HttpContent c) {
+                onContent(c);
+            }
+        } finally {
+            ReferenceCountUtil.release(msg);
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        reading = false;
+        if (needsFlush) {
+            needsFlush = false;
+            ctx.flush();
+        }
+    }
+
+    private void onHead(HttpRequest r) {
+        if (closing) {
+            return;
+        }
+        DecoderResult dr = r.decoderResult();
+        if (dr.isFailure()) {
+            reject(r, statusOf(dr.cause()));
+            return;
+        }
+        long length = HttpUtil.getContentLength(r, -1L);
+        boolean chunked = length < 0 && HttpUtil.isTransferEncodingChunked(r);
+        if (length > config.maxBodyBytes) {
+            reject(r, 413);
+            return;
+        }
+        if (HttpUtil.is100ContinueExpected(r)) {
+            ctx.writeAndFlush(Unpooled.wrappedBuffer(CONTINUE));
+        } else if (r.headers().contains(HttpHeaderNames.EXPECT)) {
+            reject(r, 417);
+            return;
+        }
+        head = r;
+        headKeepAlive = HttpUtil.isKeepAlive(r);
+        body = length > 0 || chunked ? new BodyBuffer(length > 0 ? (int) length : 1024) : null;
+        if (config.requestTimeoutMs > 0) {
+            headNanos = System.nanoTime();
+        }
+    }
+
+    private static int statusOf(Throwable cause) {
+        if (cause instanceof TooLongHttpLineException) {
+            return 414;
+        }
+        if (cause instanceof TooLongHttpHeaderException || cause instanceof TooLongFrameException) {
+            return 431;
+        }
+        return 400;
+    }
+
+    private void onContent(HttpContent c) {
+        if (closing || head == null) {
+            return;
+        }
+        if (c.decoderResult().isFailure()) {
+            reject(head, 400);
+            return;
+        }
+        if (body != null && c.content().isReadable()) {
+            if (body.size() + (long) c.content().readableBytes() > config.maxBodyBytes) {
+                reject(head, 413);
+                return;
+            }
+            body.append(c.content());
+        }
+        if (c instanceof LastHttpContent) {
+            Exchange ex = new Exchange(this, head, body == null ? null : body.toInputStream(), headKeepAlive, 0);
+            head = null;
+            body = null;
+            if (decoder != null) {
+                decoder.partialSince = 0;
+            }
+            enqueue(ex);
+        }
+    }
+
+    /** Answers {@code status} in order, then closes: nothing after this request is read. */
+    private void reject(HttpRequest r, int status) {
+        head = null;
+        body = null;
+        closing = true;
+        queue.add(new Exchange(this, r, null, false, status));
+        drain();
+    }
+
+    private void enqueue(Exchange ex) {
+        queue.add(ex);
+        drain();
+        if (!readPaused && queue.size() >= config.maxPipelined) {
+            readPaused = true;
+            ctx.channel().config().setAutoRead(false);
+        }
+    }
+
+    /** Starts queued exchanges one at a time; re-entrant calls return at once. */
+    private void drain() {
+        if (draining) {
+            return;
+        }
+        draining = true;
+        try {
+            while (active == null && !queue.isEmpty()) {
+                start(queue.poll());
+            }
+        } finally {
+            draining = false;
+        }
+        if (readPaused && queue.isEmpty() && !closing) {
+            readPaused = false;
+            ctx.channel().config().setAutoRead(true);
+        }
+    }
+
+    private void start(Exchange ex) {
+        active = ex;
+        server.inFlight.incrementAndGet();
+        if (ex.reject != 0) {
+            ResponseWriter.writeError(this, ex, ex.reject);
+            return;
+        }
+        if (config.mode == HandlerMode.EVENT_LOOP) {
+            ex.invoke();
+        } else if (server.pending.incrementAndGet() > config.maxPending) {
+            server.pending.decrementAndGet();
+            ResponseWriter.writeError(this, ex, 503);
+        } else {
+            try {
+                server.handlerExecutor.execute(ex);
+            } catch (RuntimeException rejected) {
+                server.pending.decrementAndGet();
+                ResponseWriter.writeError(this, ex, 503);
+            }
+        }
+    }
+
+    /** The handler answered: write the response (event loop). */
+    void complete(Exchange ex) {
+        if (ex != active) {
+            return;
+        }
+        if (!ctx.channel().isActive()) {
+            ResponseWriter.discard(ex.response);
+            finished(ex);
+            return;
+        }
+        if (ex.keepAlive && server.draining && queue.isEmpty() && head == null) {
+            ex.keepAlive = false;
+        }
+        ResponseWriter.write(this, ex);
+    }
+
+    /** Called by the writer once the response is fully handed to Netty. */
+    void finished(Exchange ex) {
+        if (ex != active) {
+            return;
+        }
+        active = null;
+        server.inFlight.decrementAndGet();
+        if (!ctx.channel().isActive()) {
+            return;
+        }
+        if (!ex.keepAlive || (server.draining && queue.isEmpty())) {
+            closeAfterFlush(ex.reject != 0 || head != null);
+            return;
+        }
+        flushLater();
+        drain();
+    }
+
+    /** The exchange became a WebSocket: this handler is gone from the pipeline. */
+    void upgraded(Exchange ex) {
+        active = null;
+        closing = true;
+        queue.clear();
+        server.inFlight.decrementAndGet();
+        if (tick != null) {
+            tick.cancel(false);
+        }
+    }
+
+    /** Flush now, or at the end of the current read batch. */
+    void flushLater() {
+        if (reading) {
+            needsFlush = true;
+        } else {
+            ctx.flush();
+        }
+    }
+
+    /** Flushes, then closes; with {@code linger}, half-closes first and discards input for a while. */
+    private void closeAfterFlush(boolean linger) {
+        closing = true;
+        queue.clear();
+        ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener((ChannelFutureListener) f -> {
+            if (linger && f.channel() instanceof DuplexChannel d && f.channel().isActive()) {
+                f.channel().config().setAutoRead(true);
+                d.shutdownOutput();
+                eventLoop.schedule(() -> { f.channel().close(); }, LINGER_MS, TimeUnit.MILLISECONDS);
+            } else {
+                f.channel().close();
+            }
+        });
+    }
+
+    /** Graceful shutdown: close now when idle, else after the current exchange. */
+    void shutdown() {
+        if (active == null && queue.isEmpty()) {
+            closing = true;
+            ctx.close();
+        }
+    }
+
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+        if (evt == HeraldServer.SHUTDOWN_EVENT) {
+            shutdown();
+        } else {
+            ctx.fireUserEventTriggered(evt);
+        }
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (tick != null) {
+            tick.cancel(false);
+        }
+        queue.clear();
+        head = null;
+        body = null;
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        ctx.close();
+    }
+
+    private void scheduleTick() {
+        long idle = config.idleTimeoutMs;
+        long req = config.requestTimeoutMs;
+        long period = Math.min(idle > 0 ? idle : Long.MAX_VALUE, req > 0 ? req : Long.MAX_VALUE) / 2;
+        if (period == Long.MAX_VALUE / 2) {
+            return;
+        }
+        long p = Math.max(10, period);
+        tick = eventLoop.scheduleAtFixedRate(this::onTick, p, p, TimeUnit.MILLISECONDS);
+    }
+
+    private long idleSince = System.nanoTime();
+
+    /** Closes idle connections (never one with an exchange in progress) and times out slow requests. */
+    private void onTick() {
+        long now = System.nanoTime();
+        if (closing || !ctx.channel().isActive()) {
+            return;
+        }
+        long limit = TimeUnit.MILLISECONDS.toNanos(config.requestTimeoutMs);
+        if (config.requestTimeoutMs > 0 && active == null && queue.isEmpty()) {
+            if (head != null && now - headNanos > limit) {
+                reject(head, 408);
+                return;
+            }
+            if (head == null && decoder != null && decoder.partialSince != 0 && now - decoder.partialSince > limit) {
+                reject(null, 408);
+                return;
+            }
+        }
+        if (readSinceTick || active != null || !queue.isEmpty() || head != null) {
+            readSinceTick = false;
+            idleSince = now;
+            return;
+        }
+        if (config.idleTimeoutMs > 0 && now - idleSince >= TimeUnit.MILLISECONDS.toNanos(config.idleTimeoutMs)) {
+            closing = true;
+            ctx.close();
+        }
+    }
+}

@@ -1,0 +1,225 @@
+package herald.http.server;
+
+import static herald.http.server.RingKeys.*;
+
+import clojure.lang.IPersistentMap;
+import clojure.lang.Keyword;
+import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentHashMap;
+import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpRequest;
+import java.io.InputStream;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+
+/** Builds the Ring request map straight from Netty's request head, with interned keywords. */
+public final class RingRequest {
+    private static final Map<String, String> LOWER = new HashMap<>();
+
+    static {
+        for (String h : new String[] {"Host", "User-Agent", "Accept", "Accept-Encoding", "Accept-Language",
+            "Accept-Charset", "Connection", "Content-Type", "Content-Length", "Cookie", "Cache-Control",
+            "Upgrade", "Origin", "Referer", "Authorization", "Pragma", "If-None-Match", "If-Modified-Since",
+            "Transfer-Encoding", "Expect", "X-Forwarded-For", "X-Forwarded-Proto", "X-Requested-With",
+            "Sec-WebSocket-Key", "Sec-WebSocket-Version", "Sec-WebSocket-Extensions", "Sec-WebSocket-Protocol",
+            "Sec-Fetch-Mode", "Sec-Fetch-Site", "Sec-Fetch-Dest", "Upgrade-Insecure-Requests", "DNT", "TE"}) {
+            LOWER.put(h, h.toLowerCase(Locale.ROOT));
+        }
+    }
+
+    private RingRequest() {}
+
+    /** Per-connection facts, computed once per channel. */
+    public static final class Connection {
+        final Integer serverPort;
+        final String remoteAddr;
+        final String localAddr;
+        final boolean proxy;
+        String lastHost;
+        String lastServerName;
+
+        public Connection(int serverPort, String remoteAddr, String localAddr, boolean proxy) {
+            this.serverPort = serverPort;
+            this.remoteAddr = remoteAddr;
+            this.localAddr = localAddr;
+            this.proxy = proxy;
+        }
+    }
+
+    /** The Ring map of {@code req}; {@code body} is null when the request has none (then :body is absent). */
+    public static IPersistentMap build(HttpRequest req, InputStream body, Connection conn) {
+        Object[] kv = new Object[20];
+        HeadersResult h = headers(req.headers());
+        String raw = req.uri();
+        int start = pathStart(raw);
+        int q = raw.indexOf('?', start);
+        int i = 0;
+        kv[i++] = SERVER_PORT;
+        kv[i++] = conn.serverPort;
+        kv[i++] = SERVER_NAME;
+        kv[i++] = serverName(h.host, conn);
+        kv[i++] = REMOTE_ADDR;
+        kv[i++] = conn.proxy && h.forwardedFor != null ? firstForwarded(h.forwardedFor) : conn.remoteAddr;
+        kv[i++] = URI;
+        kv[i++] = q < 0 ? (start == 0 ? raw : nonEmptyPath(raw.substring(start))) : nonEmptyPath(raw.substring(start, q));
+        if (q >= 0) {
+            kv[i++] = QUERY_STRING;
+            kv[i++] = raw.substring(q + 1);
+        }
+        kv[i++] = SCHEME;
+        kv[i++] = conn.proxy && "https".equalsIgnoreCase(h.forwardedProto) ? HTTPS : HTTP;
+        kv[i++] = REQUEST_METHOD;
+        kv[i++] = method(req.method());
+        kv[i++] = PROTOCOL;
+        kv[i++] = req.protocolVersion().text();
+        kv[i++] = HEADERS;
+        kv[i++] = h.map;
+        if (body != null) {
+            kv[i++] = BODY;
+            kv[i++] = body;
+        }
+        Object[] arr = new Object[i];
+        System.arraycopy(kv, 0, arr, 0, i);
+        return new PersistentArrayMap(arr);
+    }
+
+    /** The lowercase keyword of a method: the standard ones are constants. */
+    public static Keyword method(HttpMethod m) {
+        if (m == HttpMethod.GET) return GET;
+        if (m == HttpMethod.POST) return POST;
+        if (m == HttpMethod.PUT) return PUT;
+        if (m == HttpMethod.DELETE) return DELETE;
+        if (m == HttpMethod.HEAD) return HEAD;
+        if (m == HttpMethod.OPTIONS) return OPTIONS;
+        if (m == HttpMethod.PATCH) return PATCH;
+        if (m == HttpMethod.TRACE) return TRACE;
+        if (m == HttpMethod.CONNECT) return CONNECT;
+        return Keyword.intern(m.name().toLowerCase(Locale.ROOT));
+    }
+
+    /** Index where the path starts: 0 for origin-form, after the authority for absolute-form. */
+    static int pathStart(String raw) {
+        if (raw.isEmpty() || raw.charAt(0) == '/' || raw.charAt(0) == '*') {
+            return 0;
+        }
+        int scheme = raw.indexOf("://");
+        if (scheme < 0) {
+            return 0;
+        }
+        int slash = raw.indexOf('/', scheme + 3);
+        int q = raw.indexOf('?', scheme + 3);
+        if (slash < 0 || (q >= 0 && q < slash)) {
+            return q >= 0 ? q : raw.length();
+        }
+        return slash;
+    }
+
+    private static String nonEmptyPath(String p) {
+        return p.isEmpty() ? "/" : p;
+    }
+
+    private static String serverName(String host, Connection conn) {
+        if (host == null || host.isEmpty()) {
+            return conn.localAddr;
+        }
+        if (host.equals(conn.lastHost)) {
+            return conn.lastServerName;
+        }
+        String name;
+        if (host.charAt(0) == '[') {
+            int close = host.indexOf(']');
+            name = close > 0 ? host.substring(0, close + 1) : host;
+        } else {
+            int colon = host.lastIndexOf(':');
+            name = colon >= 0 ? host.substring(0, colon) : host;
+        }
+        conn.lastHost = host;
+        conn.lastServerName = name;
+        return name;
+    }
+
+    private static String firstForwarded(String xff) {
+        int comma = xff.indexOf(',');
+        return (comma < 0 ? xff : xff.substring(0, comma)).trim();
+    }
+
+    private static final class HeadersResult {
+        IPersistentMap map;
+        String host;
+        String forwardedFor;
+        String forwardedProto;
+    }
+
+    private static HeadersResult headers(HttpHeaders hs) {
+        HeadersResult r = new HeadersResult();
+        int n = hs.size();
+        if (n > 16) {
+            r.map = largeHeaders(hs, r);
+            return r;
+        }
+        Object[] kv = new Object[n * 2];
+        int len = 0;
+        for (Iterator<Map.Entry<CharSequence, CharSequence>> it = hs.iteratorCharSequence(); it.hasNext(); ) {
+            Map.Entry<CharSequence, CharSequence> e = it.next();
+            String name = lower(e.getKey());
+            String value = e.getValue().toString();
+            note(r, name, value);
+            int at = -1;
+            for (int j = 0; j < len; j += 2) {
+                if (kv[j].equals(name)) {
+                    at = j;
+                    break;
+                }
+            }
+            if (at >= 0) {
+                kv[at + 1] = join(name, (String) kv[at + 1], value);
+            } else {
+                kv[len++] = name;
+                kv[len++] = value;
+            }
+        }
+        if (len != kv.length) {
+            Object[] a = new Object[len];
+            System.arraycopy(kv, 0, a, 0, len);
+            kv = a;
+        }
+        r.map = len == 0 ? PersistentArrayMap.EMPTY : new PersistentArrayMap(kv);
+        return r;
+    }
+
+    private static IPersistentMap largeHeaders(HttpHeaders hs, HeadersResult r) {
+        LinkedHashMap<String, String> m = new LinkedHashMap<>();
+        for (Iterator<Map.Entry<CharSequence, CharSequence>> it = hs.iteratorCharSequence(); it.hasNext(); ) {
+            Map.Entry<CharSequence, CharSequence> e = it.next();
+            String name = lower(e.getKey());
+            String value = e.getValue().toString();
+            note(r, name, value);
+            String prev = m.get(name);
+            m.put(name, prev == null ? value : join(name, prev, value));
+        }
+        return PersistentHashMap.create(m);
+    }
+
+    private static void note(HeadersResult r, String name, String value) {
+        switch (name) {
+            case "host" -> r.host = r.host == null ? value : r.host;
+            case "x-forwarded-for" -> r.forwardedFor = r.forwardedFor == null ? value : r.forwardedFor;
+            case "x-forwarded-proto" -> r.forwardedProto = r.forwardedProto == null ? value : r.forwardedProto;
+            default -> { }
+        }
+    }
+
+    private static String join(String name, String prev, String value) {
+        return prev + ("cookie".equals(name) ? "; " : ",") + value;
+    }
+
+    static String lower(CharSequence key) {
+        String s = key.toString();
+        String l = LOWER.get(s);
+        return l != null ? l : s.toLowerCase(Locale.ROOT);
+    }
+}

@@ -1,0 +1,45 @@
+package herald.http.server;
+
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.http.HttpDecoderConfig;
+import java.nio.charset.StandardCharsets;
+
+/** Sets up each accepted channel: connection limit, decoder with limits, the HTTP connection handler. */
+final class ServerInitializer extends ChannelInitializer<SocketChannel> {
+    static final String DECODER = "herald-http-decoder";
+    static final String HANDLER = "herald-http";
+    private static final byte[] BUSY = ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
+        + "Content-Length: 19\r\nRetry-After: 1\r\nConnection: close\r\n\r\nService Unavailable")
+        .getBytes(StandardCharsets.US_ASCII);
+
+    private final ServerContext server;
+    private final HttpDecoderConfig decoderConfig;
+
+    ServerInitializer(ServerContext server) {
+        this.server = server;
+        this.decoderConfig = new HttpDecoderConfig()
+            .setMaxInitialLineLength(server.config.maxRequestLineBytes)
+            .setMaxHeaderSize(server.config.maxHeaderBytes)
+            .setMaxChunkSize(65536);
+    }
+
+    @Override
+    protected void initChannel(SocketChannel ch) {
+        if (server.draining) {
+            ch.close();
+            return;
+        }
+        if (server.connections.incrementAndGet() > server.config.maxConnections) {
+            server.connections.decrementAndGet();
+            ch.writeAndFlush(Unpooled.wrappedBuffer(BUSY)).addListener(ChannelFutureListener.CLOSE);
+            return;
+        }
+        ch.closeFuture().addListener(f -> server.connections.decrementAndGet());
+        server.channels.add(ch);
+        RequestDecoder decoder = new RequestDecoder(decoderConfig.clone());
+        ch.pipeline().addLast(DECODER, decoder).addLast(HANDLER, new HttpConnection(server, decoder));
+    }
+}

@@ -1,0 +1,71 @@
+package herald.http.websocket;
+
+import clojure.lang.RT;
+import herald.http.config.ServerConfig;
+import herald.http.server.Hooks;
+import herald.http.server.RingKeys;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.group.ChannelGroup;
+import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.EmptyHttpHeaders;
+import io.netty.handler.codec.http.FullHttpRequest;
+import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpResponseEncoder;
+import io.netty.handler.codec.http.websocketx.WebSocketDecoderConfig;
+import io.netty.handler.codec.http.websocketx.WebSocketFrameAggregator;
+import io.netty.handler.codec.http.websocketx.WebSocketServerHandshaker;
+import io.netty.handler.codec.http.websocketx.WebSocketServerHandshakerFactory;
+import java.util.concurrent.Executor;
+
+/** Upgrades an HTTP exchange whose Ring response carries {@code :ring.websocket/listener}. */
+public final class WebSocketUpgrade {
+    private WebSocketUpgrade() {}
+
+    /** True when {@code req} asks for a WebSocket upgrade (GET, Upgrade: websocket, Connection: upgrade, a key). */
+    public static boolean isUpgradeRequest(HttpRequest req) {
+        return req != null && req.method() == HttpMethod.GET
+            && req.headers().containsValue(HttpHeaderNames.UPGRADE, HttpHeaderValues.WEBSOCKET, true)
+            && req.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.UPGRADE, true)
+            && req.headers().contains(HttpHeaderNames.SEC_WEBSOCKET_KEY);
+    }
+
+    /**
+     * Performs the handshake and replaces the HTTP handler {@code ctx} with the frame handlers. Returns false
+     * (and changes nothing) when the request is not a valid upgrade request or the version is unsupported.
+     */
+    public static boolean upgrade(ChannelHandlerContext ctx, HttpRequest req, Object response, Object listenerValue,
+                                  Hooks hooks, ServerConfig config, Executor executor, ChannelGroup channels) {
+        if (!isUpgradeRequest(req) || hooks.websocketAdapter == null) {
+            return false;
+        }
+        Object proto = RT.get(response, RingKeys.WS_PROTOCOL);
+        WebSocketDecoderConfig dc = WebSocketDecoderConfig.newBuilder()
+            .maxFramePayloadLength(config.websocketMaxFrameBytes)
+            .allowExtensions(false)
+            .closeOnProtocolViolation(true)
+            .build();
+        String host = req.headers().get(HttpHeaderNames.HOST, "localhost");
+        WebSocketServerHandshakerFactory factory = new WebSocketServerHandshakerFactory(
+            "ws://" + host + req.uri(), proto == null ? null : proto.toString(), dc);
+        WebSocketServerHandshaker handshaker = factory.newHandshaker(req);
+        if (handshaker == null) {
+            return false;
+        }
+        WebSocketListener listener = (WebSocketListener) hooks.websocketAdapter.invoke(listenerValue);
+        FullHttpRequest full = new DefaultFullHttpRequest(req.protocolVersion(), req.method(), req.uri(),
+            Unpooled.EMPTY_BUFFER, req.headers(), EmptyHttpHeaders.INSTANCE);
+        ChannelPipeline p = ctx.pipeline();
+        p.addBefore(ctx.name(), "herald-http-encoder", new HttpResponseEncoder());
+        HeraldWebSocket socket = new HeraldWebSocket(ctx.channel(), listener, executor);
+        handshaker.handshake(ctx.channel(), full, null, ctx.channel().newPromise());
+        p.addBefore(ctx.name(), "herald-ws-aggregator", new WebSocketFrameAggregator(config.websocketMaxFrameBytes));
+        p.replace(ctx.name(), "herald-ws", new WebSocketFrameHandler(socket));
+        socket.opened();
+        return true;
+    }
+}
