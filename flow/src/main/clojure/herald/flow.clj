@@ -1,0 +1,143 @@
+(ns herald.flow
+  "A data-driven dataflow engine: a job is a plain map (workflow, catalog, flow conditions, lifecycles, windows, triggers) run by an in-process runtime.
+
+  ```clojure
+  (def job {:workflow [[:in :inc] [:inc :out]]
+            :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}
+                      {:task/name :inc :task/type :function :task/fn :my.app/inc-n}
+                      {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]})
+  (def out (atom []))
+  (-> (submit-job job {:inject {:in {:seq/segments [{:n 1} {:n 2}]} :out {:sink/atom out}}})
+      (await-job 5000))
+  ```
+  Every key of a job is described by `model` (see `describe`) and checked by `validate` before anything
+  runs; docs/flow.md is generated from the same model. Plugins: `herald.flow.spi`, `herald.flow.plugin`."
+  (:require [herald.flow.impl.log :as log]
+            [herald.flow.impl.metrics :as metrics]
+            [herald.flow.impl.model :as model]
+            [herald.flow.impl.runtime :as runtime]
+            [herald.flow.impl.types :as t]
+            [herald.flow.impl.validate :as validate]))
+
+(set! *warn-on-reflection* true)
+
+(def model
+  "The job model: a vector of [section title keys], each key `{:key :type :optional? :default :doc :example}`
+  (plus `:one-of`, `:required-when [k #{v}]`, `:allowed-when [k #{v}]`)."
+  model/sections)
+
+(defn describe
+  "The model of `section` (:job :task :flow-condition :lifecycle :lifecycle-calls :window :trigger
+  :aggregation :fired) as a map of key -> description, or the description of one `key`; with no argument,
+  the section names."
+  ([] (mapv first model/sections))
+  ([section] (model/by-section section))
+  ([section key] (get-in model/by-section [section key])))
+
+(defn model-markdown
+  "The model rendered as Markdown tables (the reference half of docs/flow.md)."
+  []
+  (model/markdown))
+
+(defn validate
+  "Checks `job` and returns it with every default filled in, or throws ex-info
+  `{:type :herald.flow/invalid-job :path [...] :key k :value v :problem \"...\" :hint \"...\"}` whose
+  message names the key, the value and the fix. Fns named by keyword are resolved (their namespaces
+  loaded) here: an unresolvable fn is a validation error."
+  [job]
+  (validate/validate job))
+
+(def ^:private submit-opts
+  {:data-dir [#(or (string? %) (instance? java.io.File %)) "a directory path"]
+   :checkpoint-interval-ms [pos-int? "a positive integer"]
+   :queue-capacity [pos-int? "a positive integer"]
+   :on-error [fn? "a fn of an error map"]
+   :inject [#(and (map? %) (every? map? (vals %))) "a map of task name to a map of task keys"]
+   :fuse? [boolean? "true or false"]})
+
+(defn- check-opts! [opts]
+  (doseq [[k v] opts]
+    (if-let [[ok? what] (submit-opts k)]
+      (when-not (ok? v) (t/invalid! [:opts k] k v (str "is not " what) (str "make " k " " what)))
+      (t/invalid! [:opts k] k v "is not an option of submit-job" (str "use one of " (vec (sort (keys submit-opts))))))))
+
+(defn submit-job
+  "Validates `job` (see `validate`), builds its plugins, restores its last snapshot from `:data-dir` and
+  starts it; returns a handle for `await-job`, `kill-job` and `job-metrics`. A job that cannot run throws
+  here, before any thread starts.
+
+  | option | type | default | meaning |
+  |---|---|---|---|
+  | `:data-dir` | string or File | none | where snapshots go; with it, window state is exactly-once over replayable inputs and a resubmitted job resumes from its last snapshot; without it nothing is checkpointed |
+  | `:checkpoint-interval-ms` | pos-int | 1000 | time between epoch barriers (snapshots) |
+  | `:queue-capacity` | pos-int | 32 | batches each task thread's inbound queue holds before senders block |
+  | `:on-error` | fn | prints to stderr, keeps the last 20 in `job-metrics` | `(f {:task :segment :exception})` for a task fn that threw and no flow condition routed |
+  | `:inject` | map | {} | task name -> map merged into that task map (live values: queues, atoms, fns) |
+  | `:fuse?` | boolean | true | run straight chains of tasks in one loop |"
+  ([job] (submit-job job {}))
+  ([job opts]
+   (check-opts! opts)
+   (let [job (cond-> job
+               (:inject opts) (update :catalog (fn [c] (mapv #(merge % (get-in opts [:inject (:task/name %)])) c))))
+         job (validate job)]
+     (runtime/start! job opts))))
+
+(defn await-job
+  "Blocks until the job ends (or `timeout-ms` passes: then nil); returns its status map:
+  `{:status :completed|:killed|:failed, :error Throwable (when failed), :last-snapshot {:epoch :at}}`."
+  ([handle] (deref (get-in handle [:coord :done])))
+  ([handle timeout-ms] (deref (get-in handle [:coord :done]) timeout-ms nil)))
+
+(defn kill-job
+  "Stops the job now (threads interrupted, plugins closed); its last snapshot stays for a resubmit to resume.
+  Returns the status map."
+  [handle]
+  ((get-in handle [:coord :kill!]))
+  (await-job handle))
+
+(defn job-metrics
+  "A live view of the job: `{:status ... :last-snapshot {:epoch :at} :tasks {name {...}} :recent-errors [...]}`;
+  per task: `:segments-in`, `:segments-out`, `:batches`, `:errors`, `:throughput-sps` (over the last second),
+  `:batch-latency-us` quantiles, `:parallelism`, `:stage` (tasks fused in one loop share it)."
+  [handle]
+  (let [stage-of (into {} (for [s (:stages handle) t (:tasks s)] [t s]))]
+    (assoc @(get-in handle [:coord :status])
+           :job/name (get-in handle [:job :job/name])
+           :recent-errors @(:recent-errors handle)
+           :tasks (into {} (for [[tname m] (:metrics handle)]
+                             [tname (assoc (metrics/report m)
+                                           :parallelism (:parallelism (stage-of tname))
+                                           :stage (:tasks (stage-of tname)))])))))
+
+(defn open-log
+  "The durable local log in directory `dir` (shared by every caller in this JVM), for a service to append to
+  and a job's `:herald.flow.plugin/log-input` to read. Options: `:segment-bytes` (default 64 MiB per file),
+  `:fsync?` (default false: an appended record survives a process crash at once, a power loss only when true)."
+  ([dir] (open-log dir {}))
+  ([dir opts] (log/shared-log dir opts)))
+
+(defn append!
+  "Appends one record (EDN data) to `log`; returns its offset."
+  [log record]
+  (log/append! log record))
+
+(defn append-all!
+  "Appends records in one write; returns their offsets."
+  [log records]
+  (log/append-all! log records))
+
+(defn log-end-offset
+  "The offset the next appended record will get."
+  [log]
+  (log/end-offset log))
+
+(defn delete-log-before!
+  "Deletes the log's segment files whose records all lie before `offset` (e.g. the smallest offset every
+  consuming job's last snapshot holds); returns how many files went."
+  [log offset]
+  (log/delete-before! log offset))
+
+(defn close-log!
+  "Closes the log (forcing it to disk)."
+  [log]
+  (log/close-log! log))

@@ -1,0 +1,81 @@
+(ns herald.flow.impl.coordinator
+  "The epoch coordinator of a running job: asks inputs for barriers, gathers every worker's ack, writes
+  snapshots, samples metrics, and tracks the job's end (completed, killed or failed)."
+  (:require [herald.flow.impl.metrics :as metrics]
+            [herald.flow.impl.snapshot :as snap])
+  (:import (java.util.concurrent ConcurrentHashMap LinkedBlockingQueue TimeUnit)
+           (java.util.concurrent.atomic AtomicLong)))
+
+(set! *warn-on-reflection* true)
+
+(defn- write-snapshot! [{:keys [data-dir job status]} epoch acks final-positions]
+  (let [positions (into (or final-positions {})
+                        (for [[_ a] acks :when (:input-task a)] [(:input-task a) (:position a)]))
+        s {:epoch epoch :job/name (:job/name job) :at (System/currentTimeMillis) :positions positions
+           :workers (into {} (for [[me a] acks] [me (select-keys a [:windows])]))}]
+    (snap/write! data-dir s)
+    (swap! status assoc :last-snapshot {:epoch epoch :at (:at s)})))
+
+(defn- loop! [{:keys [interval-ms data-dir metrics requested ready done status inputs-live] :as c}]
+  (let [^AtomicLong requested requested ^LinkedBlockingQueue ready ready]
+    (loop [last-epoch-at (System/currentTimeMillis) last-sample 0]
+      (when-not (realized? done)
+        (let [now (System/currentTimeMillis)
+              written (long (get-in @status [:last-snapshot :epoch] 0))
+              epoch-due? (and data-dir @inputs-live (>= (- now (long last-epoch-at)) (long interval-ms))
+                              (or (>= written (.get requested)) (>= (- now (long last-epoch-at)) (* 10 (long interval-ms)))))]
+          (when epoch-due? (.incrementAndGet requested))
+          (when-let [[epoch acks] (.poll ready 20 TimeUnit/MILLISECONDS)]
+            (try (write-snapshot! c epoch acks nil)
+                 (catch Exception e (swap! status assoc :snapshot-error (.toString e)))))
+          (when (>= (- now (long last-sample)) 1000) (run! metrics/sample! (vals metrics)))
+          (recur (if epoch-due? now last-epoch-at) (if (>= (- now (long last-sample)) 1000) now last-sample)))))))
+
+(defn coordinator
+  "The coordinator of a job: a map of fns the workers call and the state `herald.flow` reads."
+  [{:keys [workers restored running data-dir] :as opts}]
+  (let [nworkers (count workers)
+        base (long (or (:epoch restored) 0))
+        requested (AtomicLong. base)
+        acks (ConcurrentHashMap.)
+        ready (LinkedBlockingQueue.)
+        remaining (AtomicLong. nworkers)
+        final-positions (atom {})
+        status (atom {:status :running :restored-epoch (:epoch restored)
+                      :last-snapshot (when restored {:epoch base :at (:at restored)})})
+        done (promise)
+        threads (atom [])
+        c (assoc opts :requested requested :ready ready :status status :done done
+                 :inputs-live (volatile! true) :threads threads)
+        input-task (into {} (for [w workers :when (:input w)] [(:me w) (first (:task-names w))]))
+        stop! (fn [st]
+                (vreset! running false)
+                (swap! status (fn [s] (if (= :running (:status s)) (merge s st) s)))
+                (doseq [^Thread t @threads] (.interrupt t)))]
+    (assoc c
+           :current-epoch (fn [] base)
+           :requested-epoch (fn [] (.get requested))
+           :ack! (fn [epoch me data]
+                   (let [m (.computeIfAbsent acks epoch (reify java.util.function.Function (apply [_ _] (ConcurrentHashMap.))))]
+                     (.put ^ConcurrentHashMap m me (assoc data :input-task (input-task me)))
+                     (when (= nworkers (.size ^ConcurrentHashMap m))
+                       (.remove acks epoch)
+                       (.put ready [epoch (into {} m)]))))
+           :input-done! (fn [me pos]
+                          (vreset! (:inputs-live c) false)
+                          (swap! final-positions assoc (input-task me) pos))
+           :worker-done! (fn [_ err]
+                           (when err (stop! {:status :failed :error err}))
+                           (when (zero? (.decrementAndGet remaining))
+                             (when (and data-dir (= :running (:status @status)))
+                               (try (write-snapshot! c (inc (.get requested)) {} @final-positions)
+                                    (catch Exception e (swap! status assoc :snapshot-error (.toString e)))))
+                             (swap! status (fn [s] (if (= :running (:status s)) (assoc s :status :completed) s)))
+                             (deliver done @status)))
+           :start! (fn [ts]
+                     (reset! threads ts)
+                     (doto (Thread. ^Runnable (fn [] (loop! c)) "herald-flow-coordinator") (.setDaemon true) (.start)))
+           :kill! (fn []
+                    (stop! {:status :killed})
+                    (doseq [^Thread t @threads] (.join t 5000))
+                    (deliver done @status)))))

@@ -1,0 +1,161 @@
+(ns herald.flow.impl.model
+  "The job model as data: every key of every part of a job, with its type, whether it is optional, its default, a doc string and an example."
+  (:require [clojure.string :as str]))
+
+(set! *warn-on-reflection* true)
+
+(defn- k
+  "One key description; `opts` may add :optional?, :default, :one-of, :required-when, :allowed-when."
+  [key type doc example & {:as opts}]
+  (merge {:key key :type type :optional? false :doc doc :example example} opts))
+
+(def job-keys
+  [(k :workflow :edges "Directed edges `[from to]` between task names. Roots must be inputs; leaves outputs or reduce tasks; no cycles."
+      [[:in :inc] [:inc :out]])
+   (k :catalog :catalog "One map per task (see *Task*). Every task named in the workflow has exactly one entry."
+      [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}])
+   (k :flow-conditions :vector "Routing rules for the segments a task emits (see *Flow condition*). Evaluated in order."
+      [] :optional? true :default [])
+   (k :lifecycles :vector "Hooks called around tasks and batches (see *Lifecycle*)." [] :optional? true :default [])
+   (k :windows :vector "Windowed aggregations over the segments a task emits (see *Window*)." [] :optional? true :default [])
+   (k :triggers :vector "When a window's state is handed on (see *Trigger*)." [] :optional? true :default [])
+   (k :job/name :keyword "The job's name: in metrics, thread names and snapshots." :perf :optional? true :default :job)
+   (k :job/doc :string "Free text." "per-minute performance" :optional? true)])
+
+(def task-keys
+  [(k :task/name :keyword "The task's name, as used in the workflow." :inc)
+   (k :task/type :enum "What the task is: `:input` reads from a plugin, `:function` applies `:task/fn` to each segment, `:reduce` applies `:task/fn` and hands segments only to its windows (only trigger emissions go on), `:output` writes to a plugin."
+      :function :one-of [:input :function :reduce :output])
+   (k :task/fn :fn "A namespaced keyword naming a pure fn of a segment returning a segment (a map), several (a sequential collection of maps) or none (nil). Resolved with `requiring-resolve` at validation."
+      :my.app/enrich :optional? true :required-when [:task/type #{:function}] :allowed-when [:task/type #{:function :reduce}]
+      :default :clojure.core/identity)
+   (k :task/params :vector "Values passed before the segment: the fn is called as `(apply f (conj params segment))`."
+      [10] :optional? true :default [] :allowed-when [:task/type #{:function :reduce}])
+   (k :task/plugin :fn "A namespaced keyword naming a plugin constructor `(fn [task-map] plugin)` (see `herald.flow.spi`)."
+      :herald.flow.plugin/log-input :optional? true :required-when [:task/type #{:input :output}]
+      :allowed-when [:task/type #{:input :output}])
+   (k :task/batch-size :pos-int "Most segments an input reads into one batch. Downstream tasks process batches as they arrive."
+      64 :optional? true :default 64 :allowed-when [:task/type #{:input}])
+   (k :task/batch-timeout-ms :nat-int "Longest an input waits to fill a batch once it has a first segment."
+      5 :optional? true :default 5 :allowed-when [:task/type #{:input}])
+   (k :task/parallelism :pos-int "Threads running this task. Inputs run on one thread."
+      2 :optional? true :default 1)
+   (k :task/group-by-key :group-key "Route segments to this task's threads by the hash of this key (a keyword or a vector of keywords); windows then aggregate per group."
+      [:entity :operation] :optional? true :allowed-when [:task/type #{:function :reduce :output}])
+   (k :task/group-by-fn :fn "Like `:task/group-by-key` with a fn of the segment returning the group."
+      :my.app/tenant :optional? true :allowed-when [:task/type #{:function :reduce :output}])
+   (k :task/doc :string "Free text." "adds one to :n" :optional? true)])
+
+(def flow-condition-keys
+  [(k :flow/from :task "The task whose emitted segments this condition routes." :inc)
+   (k :flow/to :targets "Where matching segments go: a vector of task names downstream of `:flow/from`, `:all` or `:none`."
+      [:out] )
+   (k :flow/predicate :predicate "A namespaced keyword naming `(fn [segment] bool)` (or `(fn [segment exception] bool)` with `:flow/thrown-exception?`), or `[:and p ...]`, `[:or p ...]`, `[:not p]` over them."
+      [:and :my.app/even? [:not :my.app/test?]])
+   (k :flow/short-circuit? :boolean "When it matches, stop evaluating later conditions for this segment. Short-circuit conditions come first."
+      true :optional? true :default false)
+   (k :flow/thrown-exception? :boolean "Route the input segment of a task fn that threw, instead of an emitted segment."
+      true :optional? true :default false)
+   (k :flow/post-transform :fn "With `:flow/thrown-exception?`: `(fn [segment exception] segment)` building what is routed. Default: the segment with `:flow/error` (message, data, task) assoc'ed."
+      :my.app/error->segment :optional? true :allowed-when [:flow/thrown-exception? #{true}])
+   (k :flow/doc :string "Free text." "even numbers only" :optional? true)])
+
+(def lifecycle-keys
+  [(k :lifecycle/task :task-or-all "The task whose hooks these are, or `:all`." :inc)
+   (k :lifecycle/calls :calls "A namespaced keyword naming a map of hooks (see *Lifecycle calls*)." :my.app/timing-calls)
+   (k :lifecycle/doc :string "Free text." "opens the database" :optional? true)])
+
+(def lifecycle-call-keys
+  [(k :lifecycle/before-task-start :hook "`(fn [event lifecycle] map)` on each task thread before it starts; the map is merged into the event." nil :optional? true)
+   (k :lifecycle/before-batch :hook "`(fn [event lifecycle] map)` before each batch; `:batch` in the event." nil :optional? true)
+   (k :lifecycle/after-batch :hook "`(fn [event lifecycle] map)` after each batch; `:batch` and `:results` in the event." nil :optional? true)
+   (k :lifecycle/after-task-stop :hook "`(fn [event lifecycle] map)` when the task thread stops (completion or kill)." nil :optional? true)
+   (k :lifecycle/handle-exception :hook "`(fn [event lifecycle phase exception] action)` for an exception thrown by a hook or plugin: `:kill` fails the job, `:defer` asks the next handler (the default is `:kill`). A task fn's exception is never here: it is routed as data."
+      nil :optional? true)])
+
+(def window-keys
+  [(k :window/id :keyword "The window's name, unique in the job." :per-minute)
+   (k :window/task :task "The task whose emitted segments are aggregated." :aggregate)
+   (k :window/type :enum "`:fixed` (tumbling extents of `:window/range`), `:sliding` (extents of `:window/range` every `:window/slide`) or `:global` (one extent)."
+      :fixed :one-of [:fixed :sliding :global])
+   (k :window/aggregation :aggregation "A built-in (`:herald.flow/count`, `[:herald.flow/sum k]`, `[:herald.flow/min k]`, `[:herald.flow/max k]`, `[:herald.flow/average k]`, `:herald.flow/collect`, `[:herald.flow/percentiles k]`) or a namespaced keyword naming an aggregation map (see *Aggregation*), optionally in a vector with arguments."
+      [:herald.flow/percentiles :duration-ms])
+   (k :window/time-key :keyword "The segment key holding its event time in epoch milliseconds." :at
+      :optional? true :required-when [:window/type #{:fixed :sliding}])
+   (k :window/range :duration "Extent length: milliseconds, or `[n unit]` with unit one of :ms :seconds :minutes :hours :days (singular accepted)."
+      [1 :minute] :optional? true :required-when [:window/type #{:fixed :sliding}] :allowed-when [:window/type #{:fixed :sliding}])
+   (k :window/slide :duration "Distance between the starts of sliding extents." [10 :seconds]
+      :optional? true :required-when [:window/type #{:sliding}] :allowed-when [:window/type #{:sliding}])
+   (k :window/allowed-lateness :duration "How far behind the largest event time seen a segment may be and still count: the task's watermark is that largest time minus this."
+      [5 :seconds] :optional? true :default 0 :allowed-when [:window/type #{:fixed :sliding}])
+   (k :window/on-late :fn "`(fn [window segment])` called for a segment whose extents have all closed (it is dropped, and counted as `:late` in the task's metrics)."
+      :my.app/log-late :optional? true :allowed-when [:window/type #{:fixed :sliding}])
+   (k :window/doc :string "Free text." "requests per minute" :optional? true)])
+
+(def trigger-keys
+  [(k :trigger/window-id :window "The window this trigger fires." :per-minute)
+   (k :trigger/id :keyword "The trigger's name (default: its position)." :on-close :optional? true)
+   (k :trigger/on :enum "`:segment` every `:trigger/threshold` segments of an extent, `:timer` every `:trigger/period` of wall-clock time, `:watermark` when the watermark passes an extent's end. Every extent fires its triggers once more when it closes, and all fire when the job completes."
+      :watermark :one-of [:segment :timer :watermark])
+   (k :trigger/threshold :pos-int "Segments per extent between firings." 1000
+      :optional? true :required-when [:trigger/on #{:segment}] :allowed-when [:trigger/on #{:segment}])
+   (k :trigger/period :duration "Wall-clock time between firings." [10 :seconds]
+      :optional? true :required-when [:trigger/on #{:timer}] :allowed-when [:trigger/on #{:timer}])
+   (k :trigger/refinement :enum "After firing, keep the extent's state (`:accumulating`) or start it afresh (`:discarding`)."
+      :discarding :optional? true :default :accumulating :one-of [:accumulating :discarding])
+   (k :trigger/sync :fn "`(fn [fired])` called with the fired extent (see *Fired extent*): store it, publish it." :my.app/store-minute! :optional? true)
+   (k :trigger/emit :fn "`(fn [fired])` returning segment(s) sent downstream of the window's task." :my.app/minute->row :optional? true)
+   (k :trigger/doc :string "Free text." "one row per closed minute" :optional? true)])
+
+(def aggregation-keys
+  [(k :aggregation/init :agg-fn "`(fn [window] state)`: the state of a new extent." nil)
+   (k :aggregation/create-state-update :agg-fn "`(fn [window state segment] update)`: what a segment changes." nil)
+   (k :aggregation/apply-state-update :agg-fn "`(fn [window state update] state)`: apply it (may mutate and return a mutable state, e.g. a histogram)." nil)
+   (k :aggregation/extract :agg-fn "`(fn [window state] value)`: the value handed to triggers (default: the state)." nil :optional? true)])
+
+(def fired-keys
+  [(k :window/id :keyword "The window." :per-minute)
+   (k :trigger/id :keyword "The trigger that fired." :on-close)
+   (k :event :enum "Why it fired: `:segment`, `:timer`, `:watermark` (the extent closed) or `:job-completed`." :watermark)
+   (k :group :any "The group key (nil when the task is not grouped)." [:inbound :get])
+   (k :lower :long "Start of the extent, epoch ms, inclusive." 1763812800000)
+   (k :upper :long "End of the extent, epoch ms, exclusive." 1763812860000)
+   (k :value :any "The extracted aggregation value." {:count 812 :p50 3 :p95 9 :p99 17 :max 40})])
+
+(def sections
+  "Every part of the model, in documentation order: [section-key title keys]."
+  [[:job "Job" job-keys]
+   [:task "Task (an entry of `:catalog`)" task-keys]
+   [:flow-condition "Flow condition" flow-condition-keys]
+   [:lifecycle "Lifecycle" lifecycle-keys]
+   [:lifecycle-calls "Lifecycle calls (the map a `:lifecycle/calls` keyword names)" lifecycle-call-keys]
+   [:window "Window" window-keys]
+   [:trigger "Trigger" trigger-keys]
+   [:aggregation "Aggregation (the map a custom `:window/aggregation` keyword names)" aggregation-keys]
+   [:fired "Fired extent (what `:trigger/sync` and `:trigger/emit` receive)" fired-keys]])
+
+(def by-section (into {} (map (fn [[s _ ks]] [s (into {} (map (juxt :key identity)) ks)])) sections))
+
+(defn defaults
+  "The defaults of `section` as a map, for keys that have one."
+  [section]
+  (into {} (keep (fn [[key d]] (when (contains? d :default) [key (:default d)]))) (by-section section)))
+
+(defn- cell [x] (-> (if (string? x) x (pr-str x)) (str/replace "|" "\\|") (str/replace "\n" " ")))
+
+(defn markdown
+  "The model as Markdown tables, one per section (the reference part of docs/flow.md)."
+  []
+  (str/join
+   "\n"
+   (for [[_ title ks] sections]
+     (str "### " title "\n\n| key | type | optional? | default | meaning | example |\n|---|---|---|---|---|---|\n"
+          (str/join (for [{:keys [key type optional? default doc example one-of required-when] :as d} ks]
+                      (format "| `%s` | %s | %s | %s | %s | %s |\n" key
+                              (if one-of (str/join ", " (map cell one-of)) (name type))
+                              (cond required-when (str "required when " (cell (first required-when)) " is "
+                                                       (str/join "/" (map cell (second required-when))))
+                                    optional? "yes" :else "no")
+                              (if (contains? d :default) (str "`" (cell default) "`") "")
+                              (cell doc)
+                              (if (some? example) (str "`" (cell example) "`") ""))))))))

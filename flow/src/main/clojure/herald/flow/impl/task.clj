@@ -1,0 +1,87 @@
+(ns herald.flow.impl.task
+  "One task on one thread: applies its fn to a batch, aggregates its windows, routes what it emits, times it all."
+  (:require [herald.flow.impl.metrics :as metrics]
+            [herald.flow.impl.route :as route]
+            [herald.flow.impl.lifecycle :as lc]
+            [herald.flow.impl.window :as window]
+            [herald.flow.spi :as spi])
+  (:import (java.util ArrayList List)))
+
+(set! *warn-on-reflection* true)
+
+(defn- caller [f params]
+  (if (seq params)
+    (fn [seg] (apply f (conj params seg)))
+    f))
+
+(defn- add-results! [r ^List emitted]
+  (cond (map? r) (.add emitted r)
+        (nil? r) nil
+        (sequential? r) (.addAll emitted ^java.util.Collection (if (instance? java.util.Collection r) r (vec r)))
+        :else (throw (ex-info (str "Task fn returned " (pr-str (type r)) ", not a map, a sequential collection or nil")
+                              {:type :herald.flow/bad-result :value r}))))
+
+(defn- lists ^objects [^long n] (let [a (object-array n)] (dotimes [i n] (aset a i (ArrayList.))) a))
+
+(defn runner
+  "The batch fn of `task` on one thread: `(process ^ArrayList batch) -> object array of ArrayLists, one per
+  target of `targets` (task names)`. `ctx` holds :job, :resolve, :on-error, :metrics, :clocks, :lifecycles, :output."
+  [task targets {:keys [job resolve on-error metrics clocks lifecycles output event]}]
+  (let [tname (:task/name task) ttype (:task/type task)
+        ntargets (count targets)
+        f (caller (resolve (:task/fn task :clojure.core/identity)) (:task/params task))
+        identity? (or (= ttype :input) (and (= ttype :reduce) (nil? (:task/fn task))))
+        {:keys [normal thrown]} (route/conditions job tname targets resolve)
+        wstate (window/windows-state job tname resolve (get clocks tname))
+        wgroup (or (route/group-fn task resolve) (constantly nil))
+        reduce? (= ttype :reduce)
+        m (get metrics tname)
+        before (lc/hook lifecycles tname :lifecycle/before-batch)
+        after (lc/hook lifecycles tname :lifecycle/after-batch)]
+    {:name tname :type ttype :windows wstate
+     :process
+     (fn process [^ArrayList batch]
+       (let [t0 (System/nanoTime)
+             outs (lists ntargets)
+             add! (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg))
+             emitted (ArrayList.)
+             routed (ArrayList.)]
+         (when before (before event {:batch batch}))
+         (if (= ttype :output)
+           (spi/-write! output (vec batch))
+           (let [n (.size batch)]
+             (dotimes [i n]
+               (let [seg (.get batch i)]
+                 (.clear emitted)
+                 (when (try (if identity? (.add emitted seg) (add-results! (f seg) emitted)) true
+                            (catch Exception e
+                              (metrics/error! m)
+                              (when-not (route/route-thrown tname thrown seg e add!)
+                                (on-error {:task tname :segment seg :exception e}))
+                              false))
+                   (dotimes [j (.size emitted)]
+                     (let [r (.get emitted j)]
+                       (when wstate
+                         (try (window/add! wstate r (wgroup r) routed)
+                              (catch Exception e
+                                (metrics/error! m)
+                                (on-error {:task tname :segment r :exception e}))))
+                       (when-not reduce? (.add routed r))))
+                   (dotimes [j (.size routed)] (route/route-normal normal ntargets (.get routed j) add!))
+                   (.clear routed))))
+             (when wstate
+               (window/advance! wstate (System/currentTimeMillis) routed)
+               (dotimes [j (.size routed)] (route/route-normal normal ntargets (.get routed j) add!)))))
+         (let [^objects outs outs n-out (areduce outs i acc 0 (+ acc (.size ^ArrayList (aget outs i))))]
+           (when after (after event {:batch batch :results outs}))
+           (metrics/record-batch! m (.size batch) n-out (- (System/nanoTime) t0)))
+         outs))
+     :tick
+     (fn tick [final?]
+       (let [outs (lists ntargets) routed (ArrayList.)]
+         (when wstate
+           (if final?
+             (window/complete! wstate routed)
+             (window/advance! wstate (System/currentTimeMillis) routed))
+           (dotimes [j (.size routed)] (route/route-normal normal ntargets (.get routed j) (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg)))))
+         outs))}))

@@ -1,0 +1,62 @@
+(ns herald.flow.impl.types
+  "Shared helpers of validation and the runtime: the invalid-job error, fn references, durations."
+  (:require [clojure.string :as str]))
+
+(set! *warn-on-reflection* true)
+
+(defn invalid!
+  "Throws the `:herald.flow/invalid-job` ex-info naming `key` and `value` at `path`, with a fix `hint`."
+  ([path key value problem hint] (invalid! path key value problem hint nil))
+  ([path key value problem hint cause]
+   (throw (ex-info (str "Invalid job: " (pr-str key) " " (pr-str value)
+                        (when (seq path) (str " at " (pr-str path))) " " problem ". Fix: " hint)
+                   {:type :herald.flow/invalid-job :path path :key key :value value :problem problem :hint hint}
+                   cause))))
+
+(defn resolve-fn
+  "The fn a namespaced keyword names (`:my.ns/f` -> `my.ns/f`), loading its namespace; nil when it cannot."
+  [kw]
+  (when (qualified-keyword? kw)
+    (try (let [v (requiring-resolve (symbol (namespace kw) (name kw)))]
+           (some-> v deref))
+         (catch Exception _ nil))))
+
+(defn fn-ref!
+  "The fn `kw` names at `path`/`key`, or an invalid-job error. `want` is :fn (callable) or :map."
+  ([path key kw] (fn-ref! path key kw :fn))
+  ([path key kw want]
+   (when-not (qualified-keyword? kw)
+     (invalid! path key kw "is not a namespaced keyword" "name the fn as :my.ns/my-fn"))
+   (let [x (resolve-fn kw)]
+     (cond (nil? x) (invalid! path key kw "cannot be resolved"
+                              (str "define " (symbol (namespace kw) (name kw)) " in a namespace on the classpath"))
+           (and (= want :map) (not (map? x))) (invalid! path key kw "does not name a map" "point it at a var holding a map")
+           (and (= want :fn) (not (ifn? x))) (invalid! path key kw "does not name a fn" "point it at a defn")
+           :else x))))
+
+(def ^:private unit-ms
+  {:ms 1 :millisecond 1 :milliseconds 1 :second 1000 :seconds 1000 :minute 60000 :minutes 60000
+   :hour 3600000 :hours 3600000 :day 86400000 :days 86400000})
+
+(defn duration?
+  "True for a duration: non-negative milliseconds or `[n unit]`."
+  [x]
+  (or (nat-int? x)
+      (and (vector? x) (= 2 (count x)) (nat-int? (first x)) (contains? unit-ms (second x)))))
+
+(defn duration-ms
+  "Milliseconds of a duration (see `duration?`)."
+  ^long [x]
+  (if (vector? x) (* (long (first x)) (long (unit-ms (second x)))) (long x)))
+
+(defn describe-type
+  "Human words for a model type, used in error messages."
+  [t one-of]
+  (if one-of
+    (str "one of " (str/join ", " (map pr-str one-of)))
+    (case t
+      :keyword "a keyword" :fn "a namespaced keyword naming a fn" :pos-int "a positive integer"
+      :nat-int "a non-negative integer" :boolean "true or false" :string "a string" :vector "a vector"
+      :duration "milliseconds or [n unit]" :group-key "a keyword or a vector of keywords"
+      :edges "a vector of [from to] edges" :catalog "a vector of task maps"
+      (name t))))

@@ -1,0 +1,131 @@
+(ns herald.flow.impl.worker
+  "The thread loop of one stage worker: read (an input or its queue), run the fused tasks, send batches on,
+  align epoch barriers and snapshot window state."
+  (:require [herald.flow.impl.lifecycle :as lc]
+            [herald.flow.impl.route :as route]
+            [herald.flow.impl.snapshot :as snap]
+            [herald.flow.impl.window :as window]
+            [herald.flow.spi :as spi])
+  (:import (java.util ArrayDeque ArrayList HashSet)
+           (java.util.concurrent BlockingQueue TimeUnit)))
+
+(set! *warn-on-reflection* true)
+
+(deftype Batch [^long src ^ArrayList segs])
+(deftype Barrier [^long src ^long epoch])
+(deftype Done [^long src])
+
+(def ^:private tick-ms 20)
+
+(defn sender
+  "How this worker sends to stage `target`: its queues and, when the target's head is grouped, the group fn."
+  [target head-task resolve]
+  {:queues (object-array (:queues target))
+   :group (when (> (long (:parallelism target)) 1) (route/group-fn head-task resolve))
+   :rr (volatile! 0)})
+
+(defn- put! [^BlockingQueue q msg] (.put q msg))
+
+(defn- send! [{:keys [^objects queues group rr]} ^long me ^ArrayList segs]
+  (let [p (alength queues)]
+    (cond (zero? (.size segs)) nil
+          (= 1 p) (put! (aget queues 0) (Batch. me segs))
+          group (let [parts (object-array p)]
+                  (dotimes [i (.size segs)]
+                    (let [s (.get segs i) k (route/partition-of (group s) p)]
+                      (when-not (aget parts k) (aset parts k (ArrayList.)))
+                      (.add ^ArrayList (aget parts k) s)))
+                  (dotimes [k p] (when-let [l (aget parts k)] (put! (aget queues k) (Batch. me l)))))
+          :else (let [k (long @rr)] (vreset! rr (mod (inc k) p)) (put! (aget queues k) (Batch. me segs))))))
+
+(defn- broadcast! [senders msg]
+  (doseq [{:keys [^objects queues]} senders, q queues] (put! q msg)))
+
+(defn- run-from
+  "Runs `batch` through runners k.. and sends what the last emits."
+  [{:keys [runners senders me]} ^long k ^ArrayList batch]
+  (let [n (count runners)]
+    (loop [k k batch batch]
+      (when (and (< k n) (pos? (.size batch)))
+        (let [^objects outs ((:process (nth runners k)) batch)]
+          (if (< k (dec n))
+            (recur (inc k) (aget outs 0))
+            (dotimes [j (alength outs)] (send! (nth senders j) me (aget outs j)))))))))
+
+(defn- tick! [{:keys [runners senders me] :as w} final?]
+  (doseq [[k r] (map-indexed vector runners) :when (:windows r)]
+    (let [^objects outs ((:tick r) final?)]
+      (if (< (long k) (dec (count runners)))
+        (run-from w (inc (long k)) (aget outs 0))
+        (dotimes [j (alength outs)] (send! (nth senders j) me (aget outs j)))))))
+
+(defn- snapshot-and-ack!
+  "Flushes the stage's outputs, snapshots its windows and input position, and acks `epoch`."
+  [{:keys [runners outputs input me coord]} ^long epoch]
+  (doseq [o outputs] (spi/-flush! o))
+  ((:ack! coord) epoch me
+   {:position (when input (spi/-position input))
+    :windows (snap/serialize (into {} (for [r runners :when (:windows r)] [(:name r) (window/snapshot (:windows r))])))}))
+
+(defn- input-loop [{:keys [input batch-size batch-timeout coord senders me running] :as w}]
+  (let [epoch (volatile! (long ((:current-epoch coord))))]
+    (loop [last-tick (System/currentTimeMillis)]
+      (when @running
+        (let [req (long ((:requested-epoch coord)))]
+          (when (> req (long @epoch))
+            (vreset! epoch req)
+            (snapshot-and-ack! w req)
+            (broadcast! senders (Barrier. me req))))
+        (let [b (spi/-poll! input batch-size batch-timeout)
+              now (System/currentTimeMillis)]
+          (if (nil? b)
+            (do (tick! w true)
+                ((:input-done! coord) me (spi/-position input))
+                (broadcast! senders (Done. me)))
+            (do (when (seq b) (run-from w 0 (ArrayList. ^java.util.Collection b)))
+                (if (>= (- now last-tick) tick-ms) (do (tick! w false) (recur now)) (recur last-tick)))))))))
+
+(defn- queue-loop [{:keys [^BlockingQueue queue producers coord senders me running] :as w}]
+  (let [blocked (HashSet.) done (HashSet.) held (ArrayDeque.) pending (ArrayDeque.)
+        nprod (count producers) epoch (volatile! 0)
+        aligned! (fn []
+                   (when (and (pos? (.size blocked)) (>= (+ (.size blocked) (.size done)) nprod))
+                     (snapshot-and-ack! w @epoch)
+                     (broadcast! senders (Barrier. me @epoch))
+                     (.clear blocked)
+                     (while (pos? (.size held)) (.addFirst pending (.pollLast held)))))]
+    (loop [last-tick (System/currentTimeMillis)]
+      (when (and @running (< (.size done) nprod))
+        (let [msg (or (.pollFirst pending) (.poll queue tick-ms TimeUnit/MILLISECONDS))
+              now (System/currentTimeMillis)]
+          (cond (nil? msg) nil
+                (instance? Batch msg) (let [^Batch b msg]
+                                        (if (.contains blocked (.src b)) (.addLast held b) (run-from w 0 (.segs b))))
+                (instance? Barrier msg) (let [^Barrier b msg]
+                                          (if (.contains blocked (.src b))
+                                            (.addLast held b)
+                                            (do (.add blocked (.src b)) (vreset! epoch (.epoch b)) (aligned!))))
+                (instance? Done msg) (let [^Done d msg]
+                                       (if (.contains blocked (.src d))
+                                         (.addLast held d)
+                                         (do (.add done (.src d)) (aligned!)))))
+          (if (>= (- now last-tick) tick-ms) (do (tick! w false) (recur now)) (recur last-tick)))))
+    (when (and @running (= (.size done) nprod))
+      (tick! w true)
+      (broadcast! senders (Done. me)))))
+
+(defn run-worker
+  "The body of a worker thread `w` (see `herald.flow.impl.runtime`); reports its end to the coordinator."
+  [{:keys [input outputs coord me lifecycles event task-names] :as w}]
+  (try
+    (doseq [t task-names] (when-let [h (lc/hook lifecycles t :lifecycle/before-task-start)] (h event {})))
+    (if input (input-loop w) (queue-loop w))
+    (doseq [o outputs] (spi/-close-output! o))
+    (doseq [t task-names] (when-let [h (lc/hook lifecycles t :lifecycle/after-task-stop)] (h event {})))
+    ((:worker-done! coord) me nil)
+    (catch InterruptedException _ ((:worker-done! coord) me nil))
+    (catch Throwable e
+      (lc/handle-exception lifecycles (first task-names) event :task e)
+      ((:worker-done! coord) me e))
+    (finally
+      (when input (try (spi/-close-input! input) (catch Exception _ nil))))))

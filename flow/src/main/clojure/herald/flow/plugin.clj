@@ -1,0 +1,125 @@
+(ns herald.flow.plugin
+  "The built-in plugins: in-memory seq and bounded-queue inputs, the durable local log input, function and collecting sinks.
+
+  Each var is a constructor named in a task map by `:task/plugin`, e.g.
+  `{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input :seq/segments [...]}`.
+  Live values (a queue, an atom, a fn) are best given through `submit-job`'s `:inject` option so that the
+  job itself stays plain data."
+  (:require [herald.flow.impl.log :as log]
+            [herald.flow.impl.types :as t]
+            [herald.flow.spi :as spi])
+  (:import (java.util ArrayList)
+           (java.util.concurrent BlockingQueue TimeUnit)
+           (java.util.concurrent.locks LockSupport)))
+
+(set! *warn-on-reflection* true)
+
+(defn seq-input
+  "An input over a finite collection, replayable (its position is the count read).
+
+  | key | type | default | meaning |
+  |---|---|---|---|
+  | `:seq/segments` | seqable of maps | required | the segments, in order |"
+  [task]
+  (let [all (spi/option task :seq/segments #(or (nil? %) (seqable? %)) "a collection of segments")
+        remaining (volatile! (seq all)) pos (volatile! 0)]
+    (reify spi/Input
+      (-poll! [_ max-n _]
+        (when-let [s @remaining]
+          (let [batch (into [] (take max-n) s)]
+            (vreset! remaining (seq (drop (count batch) s)))
+            (vswap! pos + (count batch))
+            batch)))
+      (-position [_] @pos)
+      (-seek! [_ p] (vreset! pos p) (vreset! remaining (seq (drop p all))))
+      (-close-input! [_]))))
+
+(def end-of-input
+  "Put this value into a `queue-input`'s queue to end the input."
+  ::end)
+
+(defn queue-input
+  "An input draining a `java.util.concurrent.BlockingQueue` (bounded: producers block when it is full). Not
+  replayable: a resumed job does not see what an earlier run took. Put `end-of-input` to finish.
+
+  | key | type | default | meaning |
+  |---|---|---|---|
+  | `:queue/queue` | BlockingQueue | required | the queue producers `put` segments into |"
+  [task]
+  (let [^BlockingQueue q (spi/option task :queue/queue #(instance? BlockingQueue %) "a java.util.concurrent.BlockingQueue")
+        done (volatile! false)]
+    (reify spi/Input
+      (-poll! [_ max-n timeout-ms]
+        (when-not @done
+          (let [out (ArrayList.)
+                first-seg (.poll q (long timeout-ms) TimeUnit/MILLISECONDS)]
+            (when (some? first-seg) (.add out first-seg) (.drainTo q out (dec (long max-n))))
+            (let [ended (some #(identical? ::end %) out)]
+              (when ended (vreset! done true))
+              (if (and ended (= 1 (count out))) nil (into [] (remove #(identical? ::end %)) out))))))
+      (-position [_] nil)
+      (-seek! [_ _])
+      (-close-input! [_]))))
+
+(defn log-input
+  "An input reading a durable local log (see `herald.flow/open-log`), replayable: its position is the log
+  offset, stored in each snapshot, so a resumed job reads on from its last snapshot. Never exhausted.
+
+  | key | type | default | meaning |
+  |---|---|---|---|
+  | `:log/dir` | string | required | the log's directory |
+  | `:log/start-from` | `:earliest` or `:latest` | `:earliest` | where a job with no snapshot starts |
+  | `:log/poll-ms` | pos-int | 1 | pause between looks at the log's end while waiting |"
+  [task]
+  (let [dir (spi/option task :log/dir string? "a directory path string")
+        from (spi/option task :log/start-from #(contains? #{nil :earliest :latest} %) ":earliest or :latest")
+        poll-ns (* 1000000 (long (or (:log/poll-ms task) 1)))
+        r (log/reader dir 0)]
+    (when (= from :latest) (log/seek! r (log/end-offset (log/shared-log dir {}))))
+    (reify spi/Input
+      (-poll! [_ max-n timeout-ms]
+        (let [deadline (+ (System/nanoTime) (* 1000000 (long timeout-ms)))]
+          (loop []
+            (let [b (log/read-batch r max-n)]
+              (if (or (seq b) (>= (System/nanoTime) deadline))
+                b
+                (do (LockSupport/parkNanos poll-ns) (recur)))))))
+      (-position [_] (log/position r))
+      (-seek! [_ p] (log/seek! r (long p)))
+      (-close-input! [_] (log/close-reader! r)))))
+
+(defn fn-output
+  "An output calling a fn with each batch (a vector of segments).
+
+  | key | type | default | meaning |
+  |---|---|---|---|
+  | `:sink/fn` | fn or namespaced keyword naming one | required | `(f segments)`, called on the task's thread |
+  | `:sink/flush-fn` | fn or keyword | none | `(f)` at each epoch barrier, before the snapshot |"
+  [task]
+  (let [as-fn (fn [k] (let [v (get task k)]
+                        (cond (nil? v) nil (fn? v) v
+                              :else (t/fn-ref! [:catalog (:task/name task) k] k v))))
+        f (or (as-fn :sink/fn) (spi/invalid-option task :sink/fn nil "is missing" "set :sink/fn to a fn of a batch"))
+        flush-fn (as-fn :sink/flush-fn)]
+    (reify spi/Output
+      (-write! [_ segments] (f segments))
+      (-flush! [_] (when flush-fn (flush-fn)))
+      (-close-output! [_] (when flush-fn (flush-fn))))))
+
+(defn collecting-output
+  "An output appending every segment to a vector held in an atom (tests, REPL).
+
+  | key | type | default | meaning |
+  |---|---|---|---|
+  | `:sink/atom` | atom of a vector | required | receives the segments |"
+  [task]
+  (let [a (spi/option task :sink/atom #(instance? clojure.lang.IAtom %) "an atom")]
+    (reify spi/Output
+      (-write! [_ segments] (swap! a into segments))
+      (-flush! [_])
+      (-close-output! [_]))))
+
+(defn discard-output
+  "An output that drops every segment (benchmarks)."
+  [_]
+  (reify spi/Output (-write! [_ _]) (-flush! [_]) (-close-output! [_])))
