@@ -114,7 +114,8 @@
   alone) of at least `:min-bytes`, it has no Content-Encoding, its status carries a body (not 1xx, 204,
   206, 304) and `(compress? content-type)` holds. Then the body becomes the gzip bytes,
   `Content-Encoding: gzip` is set, Content-Length is removed (the server computes it), a strong ETag is
-  made weak. Every eligible response gets `Vary: Accept-Encoding`, compressed or not.
+  made weak. Every response that would be compressed for a client accepting gzip gets
+  `Vary: Accept-Encoding`, whether this client accepts gzip or not.
 
   | option       | type | default | meaning                                                         |
   |--------------|------|---------|-----------------------------------------------------------------|

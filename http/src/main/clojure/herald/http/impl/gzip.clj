@@ -53,17 +53,18 @@
          (compress? (second (header headers "content-type"))))))
 
 (defn gzip-response
-  "Compresses `resp` when `accepts?` and it is eligible and at least `min-bytes`; always adds
-  `Vary: Accept-Encoding` to eligible responses."
+  "Compresses `resp` when the client accepts gzip and it is eligible and at least `min-bytes`; adds
+  `Vary: Accept-Encoding` to every response that would be compressed for such a client."
   [req resp {:keys [min-bytes level compress?]}]
   (if-not (and resp (eligible? resp compress?))
     resp
     (let [headers (:headers resp)
           bs (body-bytes (:body resp) (second (header headers "content-type")))]
-      (if (and (>= (alength bs) (long min-bytes))
-               (Gzip/acceptsGzip (get (:headers req) "accept-encoding")))
+      (cond
+        (< (alength bs) (long min-bytes)) resp
+        (Gzip/acceptsGzip (get (:headers req) "accept-encoding"))
         (assoc resp
                :body (Gzip/compress bs 0 (alength bs) (int level))
                :headers (-> headers (without "content-length") weaken-etag add-vary
                             (assoc "Content-Encoding" "gzip")))
-        (assoc resp :headers (add-vary headers))))))
+        :else (assoc resp :headers (add-vary headers))))))

@@ -1,0 +1,78 @@
+(ns herald.http.middleware-test
+  "wrap-json-body and wrap-json-response: content types, keywords, malformed bodies, both arities."
+  (:require [clojure.test :refer [deftest is testing]]
+            [herald.http.json :as json]
+            [herald.http.middleware :as mw])
+  (:import (java.io ByteArrayInputStream)))
+
+(set! *warn-on-reflection* true)
+
+(defn- req [body ct & [charset]]
+  {:request-method :post :uri "/" :headers (if ct {"content-type" ct} {})
+   :body (when body (ByteArrayInputStream. (.getBytes ^String body (str (or charset "UTF-8")))))})
+
+(def ^:private body-of (fn [r] {:status 200 :body (:body r)}))
+
+(deftest json-bodies-are-parsed
+  (let [h (mw/wrap-json-body body-of)
+        hk (mw/wrap-json-body body-of {:keywords? true :bigdecimals? true})]
+    (is (= {"a" [1 2.5 nil] "b/c" true} (:body (h (req "{\"a\":[1,2.5,null],\"b/c\":true}" "application/json")))))
+    (is (= {:a 0.1M :b/c "é"} (:body (hk (req "{\"a\":0.1,\"b/c\":\"é\"}" "application/json; charset=UTF-8")))))
+    (is (= [1] (:body (h (req "[1]" "application/vnd.api+json")))) "+json media types")
+    (is (= "é" (:body (h (req "\"é\"" "application/json; charset=ISO-8859-1" "ISO-8859-1")))) "declared charset")
+    (is (nil? (:body (h (req "" "application/json")))) "empty body -> nil")
+    (is (nil? (:body (h (req nil "application/json")))) "no body -> nil")))
+
+(deftest other-content-types-are-left-alone
+  (let [h (mw/wrap-json-body (fn [r] {:status 200 :body (slurp (:body r))}))]
+    (is (= "{not json" (:body (h (req "{not json" "text/plain")))))
+    (is (= "{not json" (:body (h (req "{not json" nil)))))
+    (is (= "{not json" (:body (h (req "{not json" "application/jsonx")))))))
+
+(deftest malformed-json-is-a-400-with-a-json-error
+  (let [called (atom false)
+        h (mw/wrap-json-body (fn [_] (reset! called true) {:status 200}))]
+    (doseq [bad ["{" "{\"a\":1} trailing" "[1,]" "\"\\q\"" (apply str (repeat 2000 "["))]]
+      (let [resp (h (req bad "application/json"))
+            err (get (json/read-json (:body resp)) "error")]
+        (is (= 400 (:status resp)) bad)
+        (is (= "application/json; charset=utf-8" (get-in resp [:headers "Content-Type"])))
+        (is (.startsWith ^String err "malformed JSON: ") err)
+        (is (not (re-find #"Source|StreamReadConstraints|Exception" err)) err)))
+    (is (false? @called) "the handler never sees a malformed body"))
+  (let [h (mw/wrap-json-body body-of {:malformed-response (fn [_ ex] {:status 422 :body (:line (ex-data ex))})})]
+    (is (= {:status 422 :body 2} (h (req "{\n x}" "application/json"))))))
+
+(deftest json-responses-are-encoded
+  (let [h (mw/wrap-json-response (fn [r] (:resp r)))
+        run (fn [resp] (h {:resp resp}))]
+    (let [resp (run {:status 200 :body {:a [1 :b #{"c"}]}})]
+      (is (= "{\"a\":[1,\"b\",[\"c\"]]}" (String. ^bytes (:body resp) "UTF-8")))
+      (is (= "application/json; charset=utf-8" (get-in resp [:headers "Content-Type"]))))
+    (is (= "[1,2]" (String. ^bytes (:body (run {:status 200 :body '(1 2)})) "UTF-8")))
+    (is (= {"content-type" "application/vnd.x+json"}
+           (:headers (run {:status 200 :headers {"content-type" "application/vnd.x+json"} :body [1]})))
+        "a user's Content-Type is kept, whatever its case")
+    (doseq [body ["text" nil (byte-array 2) (ByteArrayInputStream. (byte-array 0))]]
+      (is (identical? body (:body (run {:status 200 :body body})))))
+    (is (= "{\n  \"a\" : 1\n}" (.replace (String. ^bytes (:body ((mw/wrap-json-response (constantly {:status 200 :body {:a 1}})
+                                                                 {:pretty? true}) {})) "UTF-8") "\r" "")))
+    (is (= :herald.http/json-encode-error
+           (:type (ex-data (try (run {:status 200 :body {:a (Object.)}}) (catch Exception e e))))))))
+
+(deftest both-arities
+  (let [h (-> (fn [r respond _] (respond {:status 200 :body {:got (:body r)}}))
+              (mw/wrap-json-body {:keywords? true})
+              mw/wrap-json-response)
+        run (fn [r] (let [p (promise)] (h r p p) (deref p 1000 :timeout)))]
+    (is (= "{\"got\":{\"x\":1}}" (String. ^bytes (:body (run (req "{\"x\":1}" "application/json"))) "UTF-8")))
+    (is (= 400 (:status (run (req "{" "application/json")))))))
+
+(deftest options-are-validated
+  (doseq [[f opts k] [[mw/wrap-json-body {:keywords? "yes"} :keywords?]
+                      [mw/wrap-json-body {:max-depth -1} :max-depth]
+                      [mw/wrap-json-body {:keyword? true} :keyword?]
+                      [mw/wrap-json-response {:pretty true} :pretty]
+                      [mw/wrap-gzip {:level 11} :level]]]
+    (let [d (try (f identity opts) nil (catch clojure.lang.ExceptionInfo e (ex-data e)))]
+      (is (= [:herald.http/invalid-option k] [(:type d) (:key d)]) (pr-str opts)))))
