@@ -41,7 +41,7 @@
                           (if short? (reduced to) (into acc to))
                           acc))
                       #{} normal)]
-      (doseq [i (distinct hit)] (add! i seg)))))
+      (doseq [i hit] (add! i seg)))))
 
 (defn error-segment
   "The default post-transform of a thrown-exception condition: the segment with :flow/error."
