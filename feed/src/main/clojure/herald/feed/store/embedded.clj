@@ -29,13 +29,27 @@
        ~@body
        (finally (.unlock l#)))))
 
-(defn- page [db family owner {:keys [limit before]}]
+(defn- scan-page
+  "[rows more?] of owner's feed in family: up to limit [key value] rows after the cursor."
+  [db family owner {:keys [limit before]}]
   (let [start (if before
                 (let [[ts id] (cursor/decode before)] (c/feed-key owner ts (inc (long id))))
                 (c/long-key owner))
-        rows (rocks/scan db family start #(c/owner-prefix? % owner) (inc (long limit)))
-        items (mapv (fn [[_ v]] (c/decode-post v)) (take limit rows))]
-    {:items items :next (cursor/for-page items (> (count rows) (long limit)))}))
+        rows (rocks/scan db family start #(c/owner-prefix? % owner) (inc (long limit)))]
+    [(take limit rows) (> (count rows) (long limit))]))
+
+(defn- outbound-page [db owner opts]
+  (let [[rows more?] (scan-page db :outbound owner opts)
+        items (mapv (fn [[_ v]] (c/decode-post v)) rows)]
+    {:items items :next (cursor/for-page items more?)}))
+
+(defn- inbound-page
+  "Inbound entries are references (the value is the sender): the posts are read from outbound."
+  [db owner opts]
+  (let [[rows more?] (scan-page db :inbound owner opts)
+        oks (map (fn [[^bytes k v]] (c/feed-key (c/key-long v 0) (c/feed-key-ts k) (c/key-long k 16))) rows)
+        items (into [] (keep #(some-> ^bytes % c/decode-post)) (rocks/multi-get db :outbound oks))]
+    {:items items :next (cursor/for-page items more?)}))
 
 (defn- outbound-post [db ok]
   (some->> (rocks/get-bytes db :outbound ok) c/decode-post))
@@ -102,20 +116,20 @@
                   (assoc post :id (.incrementAndGet ^AtomicLong (:post ids)) :ts (clock/tick! last-ts)))]
        (with-open [wb (publish-batch db post recipients)] (rocks/write! db wb))
        post)))
-  (-outbound [_ sender opts] (guarded (page db :outbound sender opts)))
+  (-outbound [_ sender opts] (guarded (outbound-page db sender opts)))
   (-post [_ id] (guarded (some->> (rocks/get-bytes db :posts (c/long-key id)) (outbound-post db))))
 
   store/InboundStore
   (-deliver! [_ recipient post]
-    (guarded (rocks/put! db :inbound (c/feed-key recipient (:ts post) (:id post)) (c/encode-post post))))
+    (guarded (rocks/put! db :inbound (c/feed-key recipient (:ts post) (:id post)) (c/long-key (:from post)))))
   (-fan-out! [_ post recipients]
     (guarded
-     (let [v (c/encode-post post)]
+     (let [v (c/long-key (:from post))]
        (with-open [wb (WriteBatch.)]
          (doseq [r recipients] (.put wb (cf db :inbound) (c/feed-key r (:ts post) (:id post)) v))
          (.delete wb (cf db :fanout) (c/long-key (:id post)))
          (rocks/write! db wb)))))
-  (-inbound [_ recipient opts] (guarded (page db :inbound recipient opts)))
+  (-inbound [_ recipient opts] (guarded (inbound-page db recipient opts)))
   (-pending-fanouts [_]
     (guarded
      (let [acc (volatile! [])]

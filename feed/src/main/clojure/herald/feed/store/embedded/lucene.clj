@@ -4,9 +4,9 @@
   (:import (java.nio.file Paths)
            (java.util.concurrent ConcurrentLinkedQueue)
            (java.util.concurrent.atomic AtomicLong)
-           (org.apache.lucene.document Document Field$Store NumericDocValuesField StoredField StringField
-                                       TextField)
-           (org.apache.lucene.index IndexWriter IndexWriterConfig IndexWriterConfig$OpenMode Term)
+           (org.apache.lucene.document Document Field Field$Store FieldType NumericDocValuesField StoredField
+                                       StringField)
+           (org.apache.lucene.index IndexOptions IndexWriter IndexWriterConfig IndexWriterConfig$OpenMode Term)
            (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder IndexSearcher ScoreDoc
                                      SearcherFactory SearcherManager Sort SortField SortField$Type TermQuery
                                      TopFieldDocs)
@@ -16,6 +16,14 @@
 
 (def ^:private ^Sort newest-first
   (Sort. (into-array SortField [(SortField. "ts" SortField$Type/LONG true)])))
+
+(def ^:private ^FieldType text-type
+  "Tokenized, documents only: no frequencies, positions or norms (hits are sorted by time, not scored)."
+  (doto (FieldType.)
+    (.setTokenized true)
+    (.setIndexOptions IndexOptions/DOCS)
+    (.setOmitNorms true)
+    (.freeze)))
 
 (defn open-index
   "Opens (creating if needed) the index in dir. ram-mb is IndexWriter's RAM buffer. Returns a map of
@@ -36,7 +44,7 @@
     (.add (StringField. "id" (Long/toString (long id)) Field$Store/NO))
     (.add (NumericDocValuesField. "ts" (long ts)))
     (.add (StoredField. "from" (long from)))
-    (.add (TextField. ^String text/field (text/post-text post) Field$Store/NO))))
+    (.add (Field. ^String text/field ^CharSequence (text/post-text post) text-type))))
 
 (defn index-post!
   "Adds or replaces (by post id) the post's document."

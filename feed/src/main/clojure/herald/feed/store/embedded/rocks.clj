@@ -9,9 +9,11 @@
 (set! *warn-on-reflection* true)
 
 (def families
-  "The column families, one per role. Keys: participants id; friendships id -> (a, b); friends (owner,
-  other) -> friendship id; posts id -> outbound key; outbound and inbound (owner, inverted ts, post id) ->
-  post; fanout post id -> pending fan-out; search-pending post id -> outbound key (not yet in a Lucene commit)."
+  "The column families, one per role. Keys (ids are 8 bytes big-endian): participants id -> name;
+  friendships id -> (a, b); friends (owner, other) -> friendship id; posts id -> outbound key; outbound
+  (sender, inverted ts, post id) -> post; inbound (recipient, inverted ts, post id) -> sender (a reference:
+  the post is read from outbound); fanout post id -> pending fan-out; search-pending post id -> outbound key
+  (a post not yet in a Lucene commit)."
   [:participants :friendships :friends :posts :outbound :inbound :fanout :search-pending])
 
 (def ^:private feed-families #{:outbound :inbound})
@@ -78,6 +80,13 @@
   "The value of key k in family, or nil."
   ^bytes [{:keys [^RocksDB db cfs]} family ^bytes k]
   (.get db ^ColumnFamilyHandle (cfs family) k))
+
+(defn multi-get
+  "The values of keys ks in family, in order (nil where missing)."
+  [{:keys [^RocksDB db cfs]} family ks]
+  (let [h (cfs family)]
+    (vec (.multiGetAsList db ^List (ArrayList. ^java.util.Collection (repeat (count ks) h))
+                          ^List (ArrayList. ^java.util.Collection ks)))))
 
 (defn put!
   "Puts one key (atomic and durable like write!)."
