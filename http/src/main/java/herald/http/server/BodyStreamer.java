@@ -30,7 +30,7 @@ final class BodyStreamer implements Runnable {
     @Override
     public void run() {
         ChannelOutputStream out = new ChannelOutputStream(c.ctx().channel(), chunked,
-            () -> c.eventLoop().execute(() -> c.finished(ex)));
+            () -> c.onLoop(() -> c.finished(ex)));
         try {
             if (body instanceof InputStream in) {
                 try (in) {

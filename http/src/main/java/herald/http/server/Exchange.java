@@ -5,6 +5,7 @@ import clojure.lang.IPersistentMap;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import java.io.InputStream;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
@@ -72,7 +73,11 @@ final class Exchange implements Runnable {
         if (conn.eventLoop().inEventLoop()) {
             conn.complete(this);
         } else {
-            conn.eventLoop().execute(this);
+            try {
+                conn.eventLoop().execute(this);
+            } catch (RejectedExecutionException stopped) {
+                ResponseWriter.discard(resp);
+            }
         }
         return true;
     }

@@ -67,6 +67,15 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         return eventLoop;
     }
 
+    /** Runs {@code r} on this connection's event loop; dropped when the loop has shut down. */
+    void onLoop(Runnable r) {
+        try {
+            eventLoop.execute(r);
+        } catch (java.util.concurrent.RejectedExecutionException stopped) {
+            // the server is gone; so is the connection
+        }
+    }
+
     ChannelHandlerContext ctx() {
         return ctx;
     }

@@ -1,0 +1,69 @@
+(ns herald.http.lifecycle-test
+  "Start and stop: graceful drain, shutdown timeout, idempotent stop, the port released for a restart."
+  (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [herald.http :as http]
+            [herald.http.test-support :as ts])
+  (:import (java.net ConnectException Socket)
+           (java.util.concurrent CountDownLatch TimeUnit)))
+
+(set! *warn-on-reflection* true)
+
+(use-fixtures :once ts/leak-fixture)
+
+(defn- start [handler opts] (http/start-server handler (merge {:port 0 :host "127.0.0.1"} opts)))
+
+(defn- refused? [port]
+  (try (.close (Socket. "127.0.0.1" (int port))) false (catch ConnectException _ true)))
+
+(deftest ^:integration graceful-stop-drains-in-flight-requests
+  (let [entered (CountDownLatch. 1)
+        s (start (fn [_] (.countDown entered) (Thread/sleep 400) {:status 200 :body "finished"}) {})
+        p (ts/port s)
+        in-flight (future (ts/GET p "/"))]
+    (is (.await entered 5 TimeUnit/SECONDS))
+    (let [stopped (http/stop-server s)]
+      (Thread/sleep 50)
+      (is (refused? p) "no new connections once stopping")
+      (let [r @in-flight]
+        (is (= "finished" (:body r)) "the in-flight request completes")
+        (is (= "close" ((:headers r) "connection"))))
+      (is (nil? (deref stopped 5000 ::timeout)))
+      (is (identical? stopped (http/stop-server s)) "stop is idempotent"))))
+
+(deftest ^:integration shutdown-timeout-bounds-the-drain
+  (let [entered (CountDownLatch. 1)
+        s (start (fn [_] (.countDown entered) (Thread/sleep 10000) {:status 200}) {:shutdown-timeout-ms 200})
+        stuck (future (try (ts/GET (ts/port s) "/") (catch Exception e e)))]
+    (is (.await entered 5 TimeUnit/SECONDS))
+    (let [t0 (System/nanoTime)]
+      (is (nil? (deref (http/stop-server s) 8000 ::timeout)))
+      (is (< (- (System/nanoTime) t0) 8e9)))
+    (is (not= ::timeout (deref stuck 5000 ::timeout)) "the stuck client is disconnected")))
+
+(deftest ^:integration idle-connections-close-and-the-port-is-released
+  (let [s (start (fn [_] {:status 200 :body "one"}) {})
+        p (ts/port s)
+        c (ts/open p)]
+    (ts/write! c (ts/request-text "GET" "/"))
+    (is (= "one" (:body (ts/read-response c))))
+    @(http/stop-server s)
+    (is (ts/eof? c) "idle keep-alive connection closed by stop")
+    (ts/close! c)
+    (is (refused? p))
+    (let [s2 (start (fn [_] {:status 200 :body "two"}) {:port p})]
+      (try (is (= "two" (:body (ts/GET p "/"))) "restart on the same port")
+           (finally @(http/stop-server s2))))))
+
+(deftest ^:integration websockets-are-told-the-server-is-going-away
+  (let [s (start (fn [_] {:ring.websocket/listener {}}) {})
+        client (ts/ws-connect (ts/port s) "/")]
+    (let [stopped (http/stop-server s)]
+      (is (= [:close 1001 "server shutting down"] (ts/ws-receive client)))
+      (is (nil? (deref stopped 5000 ::timeout))))))
+
+(deftest ^:integration bind-failure-is-an-ex-info
+  (let [s (start (fn [_] {:status 200}) {})]
+    (try
+      (let [e (try (start (fn [_] {:status 200}) {:port (ts/port s)}) nil (catch clojure.lang.ExceptionInfo e e))]
+        (is (= :herald.http/bind-failed (:type (ex-data e)))))
+      (finally @(http/stop-server s)))))

@@ -1,0 +1,69 @@
+(ns herald.http.limits-test
+  "Limits: body size (413, Expect: 100-continue), backpressure (503), connection cap, deep pipelining."
+  (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [herald.http.test-support :as ts :refer [with-server]])
+  (:import (java.io InputStream)
+           (java.util.concurrent CountDownLatch TimeUnit)))
+
+(set! *warn-on-reflection* true)
+
+(use-fixtures :once ts/leak-fixture)
+
+(deftest ^:integration body-limit-and-expect-continue
+  (with-server [s (fn [req] {:status 200 :body (str (count (slurp ^InputStream (:body req))))}) {:max-body-bytes 1000}]
+    (let [p (ts/port s)]
+      (is (= "1000" (:body (ts/request p (ts/request-text "POST" "/" {} (apply str (repeat 1000 "a"))))))
+          "exactly the limit is fine")
+      (is (= 413 (:status (ts/request p (ts/request-text "POST" "/" {} (apply str (repeat 1001 "a")))))))
+      (testing "Expect: 100-continue within the limit gets 100 then the answer"
+        (let [c (ts/open p)]
+          (try (ts/write! c "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\n\r\n")
+               (is (= 100 (:status (ts/read-response c))))
+               (ts/write! c "hello")
+               (is (= "5" (:body (ts/read-response c))))
+               (finally (ts/close! c)))))
+      (testing "Expect: 100-continue over the limit gets 413 before the body is sent"
+        (let [c (ts/open p)]
+          (try (ts/write! c "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 5000\r\nExpect: 100-continue\r\n\r\n")
+               (is (= 413 (:status (ts/read-response c))))
+               (finally (ts/close! c))))))))
+
+(deftest ^:integration saturation-answers-503-fast
+  (let [gate (CountDownLatch. 1)
+        entered (CountDownLatch. 2)]
+    (with-server [s (fn [_] (.countDown entered) (.await gate 5 TimeUnit/SECONDS) {:status 200 :body "done"})
+                  {:max-pending 2}]
+      (let [p (ts/port s)
+            blocked (doall (for [_ (range 2)] (future (ts/GET p "/"))))]
+        (is (.await entered 5 TimeUnit/SECONDS))
+        (let [t0 (System/nanoTime)
+              r (ts/GET p "/")]
+          (is (= 503 (:status r)))
+          (is (= "1" ((:headers r) "retry-after")))
+          (is (< (- (System/nanoTime) t0) 4e9) "answered without waiting for the gate"))
+        (.countDown gate)
+        (is (= ["done" "done"] (map (comp :body deref) blocked)))
+        (is (= 200 (:status (ts/GET p "/"))) "serves again once drained")))))
+
+(deftest ^:integration max-connections
+  (with-server [s (fn [_] {:status 200 :body "ok"}) {:max-connections 2}]
+    (let [p (ts/port s)
+          a (ts/open p) b (ts/open p)]
+      (try
+        (ts/write! a (ts/request-text "GET" "/"))
+        (ts/write! b (ts/request-text "GET" "/"))
+        (is (= [200 200] [(:status (ts/read-response a)) (:status (ts/read-response b))]))
+        (let [c (ts/open p)]
+          (try (is (= 503 (:status (ts/read-response c))))
+               (is (ts/eof? c))
+               (finally (ts/close! c))))
+        (finally (ts/close! a) (ts/close! b)))
+      (Thread/sleep 100)
+      (is (= 200 (:status (ts/GET p "/"))) "a slot frees when a connection closes"))))
+
+(deftest ^:integration pipelining-beyond-the-buffer-depth
+  (with-server [s (fn [req] {:status 200 :body (:uri req)}) {:max-pipelined 4}]
+    (let [c (ts/open (ts/port s))]
+      (try (ts/write! c (apply str (for [i (range 100)] (ts/request-text "GET" (str "/" i)))))
+           (is (= (map #(str "/" %) (range 100)) (for [_ (range 100)] (:body (ts/read-response c)))))
+           (finally (ts/close! c))))))

@@ -1,0 +1,81 @@
+(ns herald.http.malformed-test
+  "Malformed and hostile requests: 400/414/431 and close, bad chunks, slow clients, idle connections."
+  (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [herald.http.test-support :as ts :refer [with-server]]))
+
+(set! *warn-on-reflection* true)
+
+(use-fixtures :once ts/leak-fixture)
+
+(def ^:private calls (atom 0))
+
+(defn- ok [req]
+  (swap! calls inc)
+  (when (= "/slow" (:uri req)) (Thread/sleep 700))
+  {:status 200 :body "ok"})
+
+(defn- answer-and-eof
+  "Writes `text` on a fresh connection; returns [status closed?]."
+  [port text]
+  (let [c (ts/open port 3000)]
+    (try (ts/write! c text)
+         (let [r (ts/read-response c)] [(:status r) (ts/eof? c)])
+         (finally (ts/close! c)))))
+
+(deftest ^:integration malformed-requests-get-4xx-and-close
+  (with-server [s ok {:max-header-bytes 1024 :max-request-line-bytes 256}]
+    (let [p (ts/port s)]
+      (reset! calls 0)
+      (testing "bad request line"
+        (is (= [400 true] (answer-and-eof p "GARBAGE\r\n\r\n"))))
+      (testing "bad HTTP version"
+        (is (= [400 true] (answer-and-eof p "GET / HTTP/9.x\r\nHost: x\r\n\r\n"))))
+      (testing "request line too long -> 414"
+        (is (= [414 true] (answer-and-eof p (ts/request-text "GET" (str "/" (apply str (repeat 400 "a"))))))))
+      (testing "headers too large -> 431"
+        (is (= [431 true] (answer-and-eof p (ts/request-text "GET" "/" {"X-Big" (apply str (repeat 2000 "b"))})))))
+      (testing "bad chunk size -> 400"
+        (is (= [400 true] (answer-and-eof p (str "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                 "zz\r\nhello\r\n0\r\n\r\n")))))
+      (testing "invalid Content-Length -> 400"
+        (is (= [400 true] (answer-and-eof p "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"))))
+      (testing "a good request pipelined before a bad one is answered first"
+        (let [c (ts/open p)]
+          (try (ts/write! c (str (ts/request-text "GET" "/") "BROKEN LINE\r\n\r\n"))
+               (is (= 200 (:status (ts/read-response c))))
+               (is (= 400 (:status (ts/read-response c))))
+               (is (ts/eof? c))
+               (finally (ts/close! c)))))
+      (is (= 1 @calls) "the handler never saw a malformed request")
+      (testing "the server still serves after all that"
+        (is (= "ok" (:body (ts/GET p "/"))))))))
+
+(deftest ^:integration slow-clients-time-out
+  (with-server [s ok {:request-timeout-ms 300 :idle-timeout-ms 0}]
+    (let [p (ts/port s)]
+      (testing "a request head that never completes gets 408 and close"
+        (let [c (ts/open p 3000)]
+          (try (ts/write! c "GET / HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+               (is (= 408 (:status (ts/read-response c))))
+               (is (ts/eof? c))
+               (finally (ts/close! c)))))
+      (testing "a body that never completes gets 408"
+        (let [c (ts/open p 3000)]
+          (try (ts/write! c "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+               (is (= 408 (:status (ts/read-response c))))
+               (finally (ts/close! c))))))))
+
+(deftest ^:integration idle-timeout-closes-idle-connections-only
+  (with-server [s ok {:idle-timeout-ms 250}]
+    (let [p (ts/port s)]
+      (testing "an idle keep-alive connection is closed"
+        (let [c (ts/open p 3000)]
+          (try (ts/write! c (ts/request-text "GET" "/"))
+               (is (= 200 (:status (ts/read-response c))))
+               (is (ts/eof? c) "closed by the idle timeout within the read timeout")
+               (finally (ts/close! c)))))
+      (testing "an in-flight request longer than the idle timeout is not cut"
+        (let [c (ts/open p 3000)]
+          (try (ts/write! c (ts/request-text "GET" "/slow"))
+               (is (= "ok" (:body (ts/read-response c))))
+               (finally (ts/close! c))))))))

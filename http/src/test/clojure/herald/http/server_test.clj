@@ -1,0 +1,72 @@
+(ns herald.http.server-test
+  "Handler modes, transports, concurrency and large bodies over real sockets."
+  (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [herald.http.test-support :as ts :refer [with-server]])
+  (:import (java.io InputStream)
+           (java.net URI)
+           (java.net.http HttpClient HttpRequest HttpRequest$BodyPublishers HttpResponse$BodyHandlers)))
+
+(set! *warn-on-reflection* true)
+
+(use-fixtures :once ts/leak-fixture)
+
+(defn- echo [req]
+  {:status 200
+   :headers {"Content-Type" "text/plain" "X-Thread" (if (.isVirtual (Thread/currentThread)) "virtual" (.getName (Thread/currentThread)))}
+   :body (if-let [b (:body req)] (.readAllBytes ^InputStream b) (:uri req))})
+
+(defn- http-client ^HttpClient [] (-> (HttpClient/newBuilder) (.version java.net.http.HttpClient$Version/HTTP_1_1) .build))
+
+(defn- post ^java.net.http.HttpResponse [^HttpClient c port path ^bytes body]
+  (.send c (-> (HttpRequest/newBuilder (URI. (str "http://127.0.0.1:" port path)))
+               (.POST (HttpRequest$BodyPublishers/ofByteArray body)) .build)
+         (HttpResponse$BodyHandlers/ofByteArray)))
+
+(deftest ^:integration modes-run-the-handler-where-asked
+  (doseq [[mode expected] [[:virtual-threads "virtual"] [:worker-pool #"herald-http-worker.*"] [:event-loop #"herald-http-io.*"]]]
+    (testing (str mode)
+      (with-server [s echo {:mode mode}]
+        (let [t ((:headers (ts/GET (ts/port s) "/")) "x-thread")]
+          (if (string? expected) (is (= expected t)) (is (re-matches expected t))))))))
+
+(deftest ^:integration concurrent-clients-in-every-mode
+  (doseq [mode [:virtual-threads :worker-pool :event-loop] transport [:nio :auto]]
+    (testing (str mode " " transport)
+      (with-server [s echo {:mode mode :transport transport}]
+        (let [p (ts/port s)
+              results (doall (for [i (range 16)]
+                               (future (let [c (ts/open p)]
+                                         (try (doall (for [j (range 10)]
+                                                       (do (ts/write! c (ts/request-text "GET" (str "/" i "/" j)))
+                                                           (= (str "/" i "/" j) (:body (ts/read-response c))))))
+                                              (finally (ts/close! c)))))))]
+          (is (every? true? (mapcat deref results))))))))
+
+(deftest ^:integration large-bodies-both-ways
+  (let [big (byte-array (* 3 1024 1024) (byte 7))]
+    (with-server [s echo {:max-body-bytes (* 4 1024 1024)}]
+      (let [r (post (http-client) (ts/port s) "/echo" big)]
+        (is (= 200 (.statusCode r)))
+        (is (java.util.Arrays/equals big ^bytes (.body r)))))
+    (with-server [s (fn [_] {:status 200 :body (apply str (repeat 200000 "0123456789"))}) {}]
+      (is (= 2000000 (count (:body (ts/GET (ts/port s) "/"))))))))
+
+(deftest ^:integration streamed-seq-and-stream-bodies-under-load
+  (with-server [s (fn [_] {:status 200 :body (map str (range 2000))}) {}]
+    (let [expected (apply str (map str (range 2000)))]
+      (is (every? #(= expected %) (pmap (fn [_] (:body (ts/GET (ts/port s) "/"))) (range 8)))))))
+
+(deftest ^:integration invalid-responses-are-500
+  (let [errors (atom 0)]
+    (with-server [s (fn [req] (case (:uri req)
+                                "/nil" nil
+                                "/str" "not a map"
+                                "/crlf" {:status 200 :headers {"X-Bad" "a\r\nInjected: 1"} :body ""}
+                                "/type" {:status 200 :body (Object.)}
+                                "/status" {:status "200" :body ""}))
+                  {:error-logger (fn [_ _] (swap! errors inc))}]
+      (doseq [u ["/nil" "/str" "/crlf" "/type" "/status"]]
+        (let [r (ts/GET (ts/port s) u)]
+          (is (= 500 (:status r)) u)
+          (is (nil? ((:headers r) "injected")))))
+      (is (= 5 @errors)))))
