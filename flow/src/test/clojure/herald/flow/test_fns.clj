@@ -21,7 +21,7 @@
 
 (def fired (atom []))
 (defn collect-fired! [f] (swap! fired conj f))
-(defn fired->seg [f] (assoc (:value f) :group (:group f) :lower (:lower f) :event (:event f)))
+(defn fired->seg [f] (let [v (:value f)] (merge (if (map? v) v {:value v}) (select-keys f [:group :lower :event]))))
 
 (def late (atom []))
 (defn on-late [_window seg] (swap! late conj seg))
@@ -41,3 +41,5 @@
   {:aggregation/init (fn [_] 0)
    :aggregation/create-state-update (fn [_ _ seg] (* (:n seg) (:n seg)))
    :aggregation/apply-state-update (fn [_ s v] (+ s v))})
+
+(defn collect-value [f] (select-keys f [:event :value :lower :group]))

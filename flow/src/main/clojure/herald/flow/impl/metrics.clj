@@ -5,11 +5,11 @@
 
 (set! *warn-on-reflection* true)
 
-(defrecord TaskMetrics [^LongAdder in ^LongAdder out ^LongAdder errors ^LongAdder batches
+(defrecord TaskMetrics [^LongAdder in ^LongAdder out ^LongAdder errors ^LongAdder late ^LongAdder batches
                         ^Recorder recorder ^Histogram total rate])
 
 (defn task-metrics []
-  (->TaskMetrics (LongAdder.) (LongAdder.) (LongAdder.) (LongAdder.) (Recorder. 3)
+  (->TaskMetrics (LongAdder.) (LongAdder.) (LongAdder.) (LongAdder.) (LongAdder.) (Recorder. 3)
                  (doto (Histogram. 3) (.setAutoResize true)) (atom {:at (System/nanoTime) :in 0 :sps 0.0})))
 
 (defn record-batch!
@@ -21,6 +21,8 @@
   (.recordValue ^Recorder (:recorder m) (max 0 nanos)))
 
 (defn error! [^TaskMetrics m] (.increment ^LongAdder (:errors m)))
+
+(defn late! [^TaskMetrics m ^long n] (when (pos? n) (.add ^LongAdder (:late m) n)))
 
 (defn sample!
   "Updates the task's throughput (segments in per second since the previous sample)."
@@ -39,6 +41,7 @@
      :segments-out (.sum ^LongAdder (:out m))
      :batches (.sum ^LongAdder (:batches m))
      :errors (.sum ^LongAdder (:errors m))
+     :late (.sum ^LongAdder (:late m))
      :throughput-sps (double (:sps @(:rate m)))
      :batch-latency-us {:p50 (us 50.0) :p90 (us 90.0) :p99 (us 99.0) :p999 (us 99.9)
                         :max (/ (.getMaxValue h) 1000.0) :mean (/ (.getMean h) 1000.0)}}))

@@ -32,7 +32,8 @@
         runner (fn [tname targets]
                  (let [t (tasks tname)
                        out (when (= :output (:task/type t)) ((resolve (:task/plugin t)) t))]
-                   (assoc (task/runner t targets (assoc ctx :output out :event event)) :output out)))
+                   (assoc (task/runner t targets (assoc ctx :output out :event event :worker i :parallelism (:parallelism stage)))
+                          :output out)))
         runners (vec (for [[k tname] (map-indexed vector names)]
                        (runner tname (if (= k (dec (count names))) (:target-tasks stage) [(nth names (inc k))]))))
         p (:parallelism stage)]
@@ -74,7 +75,6 @@
              :restored-windows (restored-windows restored)
              :on-error (or on-error (default-on-error recent))
              :metrics (into {} (map (fn [t] [(:task/name t) (metrics/task-metrics)])) (:catalog job))
-             :clocks (into {} (map (fn [t] [(:task/name t) (window/shared-clocks job (:task/name t))])) (:catalog job))
              :lifecycles (lc/compile-lifecycles job)}
         built (atom [])
         workers (try (doall (for [s stages i (range (:parallelism s))]

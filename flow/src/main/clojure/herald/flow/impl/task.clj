@@ -25,14 +25,15 @@
 
 (defn runner
   "The batch fn of `task` on one thread: `(process ^ArrayList batch) -> object array of ArrayLists, one per
-  target of `targets` (task names)`. `ctx` holds :job, :resolve, :on-error, :metrics, :clocks, :lifecycles, :output."
-  [task targets {:keys [job resolve on-error metrics clocks lifecycles output event]}]
+  target of `targets` (task names)`. `ctx` holds :job, :resolve, :on-error, :metrics, :lifecycles, :output,
+  :event, :worker (this thread's index) and :parallelism."
+  [task targets {:keys [job resolve on-error metrics lifecycles output event worker parallelism]}]
   (let [tname (:task/name task) ttype (:task/type task)
         ntargets (count targets)
         f (caller (resolve (:task/fn task :clojure.core/identity)) (:task/params task))
         identity? (or (= ttype :input) (and (= ttype :reduce) (nil? (:task/fn task))))
         {:keys [normal thrown]} (route/conditions job tname targets resolve)
-        wstate (window/windows-state job tname resolve (get clocks tname))
+        wstate (window/windows-state job tname resolve worker parallelism)
         wgroup (or (route/group-fn task resolve) (constantly nil))
         reduce? (= ttype :reduce)
         m (get metrics tname)
@@ -62,7 +63,7 @@
                    (dotimes [j (.size emitted)]
                      (let [r (.get emitted j)]
                        (when wstate
-                         (try (window/add! wstate r (wgroup r) routed)
+                         (try (metrics/late! m (window/add! wstate r (wgroup r) routed))
                               (catch Exception e
                                 (metrics/error! m)
                                 (on-error {:task tname :segment r :exception e}))))

@@ -24,19 +24,16 @@
                      :last-fire (volatile! (System/currentTimeMillis))}))})
 
 (defn windows-state
-  "The window state of one thread of task `task-name`, or nil when the task has no window.
-  `shared` maps window id to the AtomicLong of the largest event time any thread of the task saw."
-  [job task-name resolve shared]
+  "The window state of thread `worker` (of `parallelism`) of task `task-name`, or nil when the task has no
+  window. Each thread keeps its own watermark (the largest event time it saw, minus the allowed lateness):
+  it depends only on the segments that thread received, so a replay closes the same extents."
+  [job task-name resolve worker parallelism]
   (let [ws (filter #(= task-name (:window/task %)) (:windows job))]
     (when (seq ws)
-      {:windows (mapv #(prepare-window % (:triggers job) resolve (get shared (:window/id %))) ws)
+      {:windows (mapv #(prepare-window % (:triggers job) resolve (AtomicLong. no-time)) ws)
        :extents (volatile! {})
+       :worker worker :parallelism parallelism
        :late (AtomicLong.)})))
-
-(defn shared-clocks
-  "One AtomicLong per window of `task-name`: the task-wide largest event time."
-  [job task-name]
-  (into {} (for [w (:windows job) :when (= task-name (:window/task w))] [(:window/id w) (AtomicLong. no-time)])))
 
 (defn watermark ^long [w]
   (if (= :global (:type w))
@@ -137,16 +134,20 @@
 (defn snapshot
   "A serializable value of the thread's window state."
   [st]
-  {:extents @(:extents st)
+  {:extents @(:extents st) :worker (:worker st) :parallelism (:parallelism st)
    :max-t (into {} (map (fn [w] [(:id w) (.get ^AtomicLong (:max-t w))])) (:windows st))})
 
 (defn restore!
-  "Loads the extents of `snapshots` (of any number of threads) whose group `mine?` accepts."
+  "Loads the extents of `snapshots` (of any number of threads) whose group `mine?` accepts. The watermark
+  is this thread's own when the parallelism is unchanged, else the smallest of all (nothing turns late)."
   [st snapshots mine?]
-  (doseq [{:keys [extents max-t]} snapshots]
-    (vswap! (:extents st) into (filter (fn [[[_ group]]] (mine? group))) extents)
-    (doseq [w (:windows st) :let [m (get max-t (:id w))] :when m]
-      (.accumulateAndGet ^AtomicLong (:max-t w) (long m) (reify java.util.function.LongBinaryOperator (applyAsLong [_ a b] (max a b)))))))
+  (doseq [{:keys [extents]} snapshots]
+    (vswap! (:extents st) into (filter (fn [[[_ group]]] (mine? group))) extents))
+  (let [own (first (filter #(and (= (:worker %) (:worker st)) (= (:parallelism %) (:parallelism st))) snapshots))]
+    (doseq [w (:windows st)
+            :let [ms (keep #(get-in % [:max-t (:id w)]) (if own [own] snapshots))]
+            :when (seq ms)]
+      (.set ^AtomicLong (:max-t w) (long (apply min ms))))))
 
 (defn late-count ^long [st] (.get ^AtomicLong (:late st)))
 
