@@ -31,7 +31,7 @@
 
   | route data key    | type                  | meaning                                                  |
   |-------------------|-----------------------|----------------------------------------------------------|
-  | `:get` `:post` .. | Ring handler          | the handler for that method (also `:put` `:delete` `:patch` `:options` `:head` `:trace` and WebDAV methods) |
+  | `:get` `:post` .. | Ring handler, or `{:handler h :middleware [..]}` | the handler for that method (also `:put` `:delete` `:patch` `:options` `:head` `:trace` and WebDAV methods); the map form adds middleware for this method only, innermost |
   | `:any`            | Ring handler          | every method without a handler of its own                |
   | `:name`           | any                   | put in the request as `:herald.http/route-name`          |
   | `:middleware`     | vector                | wraps this route's (and its children's) handlers; each entry is `(fn [handler] handler)` or `[f & args]` called as `(apply f handler args)`; the first entry is the outermost |

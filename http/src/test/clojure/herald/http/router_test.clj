@@ -82,7 +82,8 @@
                       ["/a" {:get show :middleware [[with-arg :a]]}]
                       ["/b/:id" {:get show}]
                       [["/c" {:get show}] nil (list ["/d" {:get show}])]
-                      ["/v1" ["/e" {:get show}]]]
+                      ["/v1" ["/e" {:get show}]]
+                      ["/m" {:get {:handler show :middleware [(trace :get-only)]} :post show}]]
                      ["/plain" {:get show}]]
                     {:middleware [(trace :global)]})]
     (is (= [:global :api :a] (:body (call h :get "/api/a"))))
@@ -92,8 +93,10 @@
     (is (= [:global :api] (:body (call h :get "/api/d"))))
     (is (= [:global :api] (:body (call h :get "/api/v1/e"))))
     (is (= [:global] (:body (call h :get "/plain"))))
+    (is (= [:global :api :get-only] (:body (call h :get "/api/m"))) "per-method middleware is innermost")
+    (is (= [:global :api] (:body (call h :post "/api/m"))))
     (is (= 404 (:status (call h :get "/api"))))
-    (is (= ["/api/a" "/api/b/:id" "/api/c" "/api/d" "/api/v1/e" "/plain"] (mapv :path (r/routes h))))))
+    (is (= ["/api/a" "/api/b/:id" "/api/c" "/api/d" "/api/v1/e" "/api/m" "/plain"] (mapv :path (r/routes h))))))
 
 (deftest async-arity
   (let [h (r/router [["/a/:id" {:get (fn [req respond _] (future (respond {:status 200 :body (:path-params req)})))}]
@@ -124,6 +127,8 @@
                [["/a/*x/b" {:get identity}]]
                [["/a" {:get identity :middelware []}]]
                [["/a" {:get "not a fn"}]]
+               [["/a" {:get {:handler identity :extra 1}}]]
+               [["/a" {:get {:middleware []}}]]
                [["/a" {:name :only}]]
                [[:not-a-route]]]]
     (is (= :herald.http/malformed-route (:type (thrown-data #(r/router bad)))) (pr-str bad)))

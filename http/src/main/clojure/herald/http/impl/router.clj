@@ -20,7 +20,12 @@
     (cond
       (#{:name :middleware} k) nil
       (or (route-methods k) (= :any k))
-      (when-not (ifn? v) (bad-route (str "route " path " " k " must be a handler function, got " (pr-str v)) path))
+      (when-not (if (map? v)
+                  (and (ifn? (:handler v)) (every? #{:handler :middleware} (keys v))
+                       (sequential? (:middleware v [])))
+                  (ifn? v))
+        (bad-route (str "route " path " " k " must be a handler function or {:handler f :middleware [...]}, got "
+                        (pr-str v)) path))
       :else (bad-route (str "route " path " has an unknown key " k "; expected a method keyword "
                             (sort (conj route-methods :any)) ", :name or :middleware") path)))
   (when-let [mw (:middleware data)]
@@ -67,7 +72,10 @@
 
 (defn- endpoint [{:keys [data middleware]} global-mw]
   (let [mws (into (vec global-mw) middleware)
-        handlers (for [[k v] data :when (or (route-methods k) (= :any k))] [k (apply-middleware v mws)])]
+        handlers (for [[k v] data :when (or (route-methods k) (= :any k))]
+                   [k (if (map? v)
+                        (apply-middleware (:handler v) (into mws (:middleware v)))
+                        (apply-middleware v mws))])]
     (Endpoint. ^java.util.Map (apply array-map (mapcat identity handlers)))))
 
 (defn compile-routes
