@@ -203,3 +203,36 @@
   (prop/for-all [bs (gen/one-of [gen/bytes (gen/fmap #(.getBytes ^String %) gen-json-text)])]
     (let [r (malformed-data bs)]
       (or (= ::no-error r) (= :herald.http/malformed-json (:type r))))))
+
+;; ---------------------------------------------------------------- measurement (not a timed assertion)
+
+(defn- ns-per-op [n f]
+  (dotimes [_ (* 2 n)] (f))
+  (nth (sort (for [_ (range 5)]
+               (let [t0 (System/nanoTime)] (dotimes [_ n] (f)) (/ (double (- (System/nanoTime) t0)) n))))
+       2))
+
+(deftest ^:benchmark json-figures
+  (let [hello {:message "Hello, World!"}
+        doc {:id 12345 :name "participant 12345" :friends (vec (range 50))
+             :posts (vec (for [i (range 10)] {:id i :subject (str "subject " i) :story (apply str (repeat 20 "word "))
+                                              :created "2026-11-22T13:00:00Z" :tags ["a" "b"]}))}
+        doc-bytes (json/write-json-bytes doc)
+        hello-bytes (json/write-json-bytes hello)
+        java-doc (when tree-codec
+                   (.readValue tree-codec (.createParser ^JsonFactory factory ^bytes doc-bytes) java.util.Map))
+        databind-write (fn [] (let [bb (com.fasterxml.jackson.core.util.ByteArrayBuilder.)]
+                                (with-open [g (.createGenerator ^JsonFactory factory bb)]
+                                  (.writeValue tree-codec g java-doc))
+                                (.toByteArray bb)))
+        databind-read (fn [] (with-open [p (.createParser ^JsonFactory factory ^bytes doc-bytes)]
+                               (.readValue tree-codec p java.util.Map)))]
+    (println (format "bench json-write case=hello herald_ns=%.1f" (ns-per-op 500000 #(json/write-json-bytes hello))))
+    (println (format "bench json-write case=doc bytes=%d herald_ns=%.1f" (alength ^bytes doc-bytes)
+                     (ns-per-op 20000 #(json/write-json-bytes doc))))
+    (println (format "bench json-read case=hello herald_ns=%.1f" (ns-per-op 500000 #(json/read-json hello-bytes {:keywords? true}))))
+    (println (format "bench json-read case=doc herald_ns=%.1f" (ns-per-op 20000 #(json/read-json doc-bytes {:keywords? true}))))
+    (when java-doc
+      (println (format "bench json-write case=doc jackson_databind_java_maps_ns=%.1f" (ns-per-op 20000 databind-write)))
+      (println (format "bench json-read case=doc jackson_databind_java_maps_ns=%.1f" (ns-per-op 20000 databind-read))))
+    (is true)))

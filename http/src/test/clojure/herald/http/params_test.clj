@@ -71,3 +71,21 @@
   (doseq [[opts k] [[{:encoding "NOPE-42"} :encoding] [{:max-params 0} :max-params] [{:max-bytes 1} :max-bytes]]]
     (let [d (try (mw/wrap-params identity opts) nil (catch clojure.lang.ExceptionInfo e (ex-data e)))]
       (is (= [:herald.http/invalid-option k] [(:type d) (:key d)])))))
+
+;; ---------------------------------------------------------------- measurement (not a timed assertion)
+
+(defn- ns-per-op [n f]
+  (dotimes [_ (* 2 n)] (f))
+  (nth (sort (for [_ (range 5)]
+               (let [t0 (System/nanoTime)] (dotimes [_ n] (f)) (/ (double (- (System/nanoTime) t0)) n))))
+       2))
+
+(deftest ^:benchmark query-decoding-figures
+  (let [qs "id=12345&name=J%C3%B6rg+Doe&tags=a&tags=b&page=2&size=50&q=hello+world%21"
+        ours (ns-per-op 200000 #(herald.http.codec.FormDecoder/decode qs java.nio.charset.StandardCharsets/UTF_8 1000))
+        ring-decode (when (clojure.java.io/resource "ring/util/codec.clj") (requiring-resolve 'ring.util.codec/form-decode))
+        theirs (when ring-decode (ns-per-op 20000 #(ring-decode qs "UTF-8")))]
+    (when ring-decode (is (= (ring-decode qs "UTF-8") (herald.http.codec.FormDecoder/decode qs java.nio.charset.StandardCharsets/UTF_8 1000))))
+    (println (format "bench query-decode pairs=7 herald_ns=%.1f%s" ours
+                     (if theirs (format " ring_codec_ns=%.1f ratio=%.3f" theirs (/ ours theirs)) "")))
+    (is true)))

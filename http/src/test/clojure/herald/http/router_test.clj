@@ -1,6 +1,7 @@
 (ns herald.http.router-test
   "Router: matching, priority, params decoding, 404/405/Allow, HEAD/OPTIONS, conflicts, nesting, arities."
-  (:require [clojure.test :refer [deftest is testing]]
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
             [herald.http.json :as json]
             [herald.http.router :as r]))
 
@@ -142,3 +143,41 @@
            (r/match h "/participant/5")))
     (is (nil? (r/match h "/missing")))
     (is (= "/files/*path" (:template (r/match routes "/files/x"))) "route data works too")))
+
+;; ---------------------------------------------------------------- measurement (not a timed assertion)
+
+(defn- ns-per-op
+  "Median ns per call of `f` over 5 rounds of `n` calls, after a warm-up."
+  [n f]
+  (dotimes [_ (* 2 n)] (f))
+  (let [rounds (sort (for [_ (range 5)]
+                       (let [t0 (System/nanoTime)]
+                         (dotimes [_ n] (f))
+                         (/ (double (- (System/nanoTime) t0)) n))))]
+    (nth rounds 2)))
+
+(defn- regex-router
+  "A naive router for comparison: one regex per route, tried in order (as clout/compojure do)."
+  [templates]
+  (let [compiled (mapv (fn [t] [(re-pattern (-> t (str/replace #":([a-z]+)" "([^/]+)") (str/replace #"\*([a-z]+)" "(.*)"))) t])
+                       templates)]
+    (fn [^String path] (some (fn [[re t]] (when (re-matches re path) t)) compiled))))
+
+(deftest ^:benchmark router-match-figures
+  (let [templates (concat (for [i (range 50)] (str "/static/route" i))
+                          (for [i (range 25)] (str "/res" i "/:id"))
+                          (for [i (range 25)] (str "/res" i "/:id/sub/:sub"))
+                          ["/participant/:id/friends" "/files/*path"])
+        h (r/router (mapv (fn [t] [t {:get (fn [_] {:status 200})}]) templates))
+        trie (herald.http.impl.router/trie-of h)
+        naive (regex-router templates)
+        cases {"static" "/static/route49" "param" "/res24/12345" "two-params" "/res24/7/sub/x%20y"
+               "wildcard" "/files/a/b/c.txt" "miss" "/nothing/here"}]
+    (doseq [[label path] cases]
+      (let [ours (ns-per-op 200000 #(.match ^herald.http.route.Router trie path))
+            theirs (ns-per-op 20000 #(naive path))]
+        (println (format "bench router-match case=%s routes=%d herald_ns=%.1f regex_list_ns=%.1f ratio=%.3f"
+                         label (count templates) ours theirs (/ ours theirs)))))
+    (let [req {:request-method :get :uri "/res24/12345" :headers {}}]
+      (println (format "bench router-dispatch case=param herald_ns=%.1f" (ns-per-op 200000 #(h req)))))
+    (is true)))
