@@ -230,14 +230,15 @@
   [config]
   (let [opts (validate (merge defaults (select-keys config (keys defaults))))
         dir (io/file (:data-dir opts))
-        db (rocks/open-db (io/file dir "rocksdb") opts)
+        fail (fn [what e] (throw (ex-info (str "cannot open the " what " in " dir ": " (ex-message e))
+                                          {:type :herald.feed.store/io :key :data-dir :value (str dir)} e)))
+        db (try (rocks/open-db (io/file dir "rocksdb") opts) (catch Exception e (fail "RocksDB store" e)))
         idx (try (lucene/open-index (io/file dir "search") (:index-ram-mb opts))
-                 (catch Throwable e (rocks/close-db! db) (throw e)))
+                 (catch Exception e (rocks/close-db! db) (fail "search index" e)))
         state (atom {:open? true})]
     (try
       (catch-up-index! db idx)
-      (catch Throwable e (lucene/close-index! idx) (rocks/close-db! db)
-             (throw (ex-info (str "cannot open the search index in " dir) {:type :herald.feed.store/io} e))))
+      (catch Exception e (lucene/close-index! idx) (rocks/close-db! db) (fail "search index (catch-up)" e)))
     (swap! state assoc :scheduler (start-scheduler db idx state opts))
     (EmbeddedStore. db idx
                     {:participant (AtomicLong. (last-id db :participants))

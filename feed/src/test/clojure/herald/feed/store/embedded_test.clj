@@ -80,6 +80,21 @@
     (is (= ::s/closed (thrown-type #(s/search st "x"))))
     (fx/delete-tree! dir)))
 
+(deftest one-process-per-directory
+  (let [dir (fx/temp-dir "locked") st (open dir)]
+    (try
+      (let [e (try (open dir) nil (catch Exception e e))]
+        (is (= ::s/io (:type (ex-data e))) "a second open of a directory in use fails cleanly")
+        (is (= dir (:value (ex-data e)))))
+      (finally (s/close-store! st) (fx/delete-tree! dir)))))
+
+(deftest sync-writes
+  (let [dir (fx/temp-dir "sync") st (open dir :sync? true)]
+    (try
+      (let [a (s/create-participant! st "a") p (s/publish! st (post-of (:id a) "fsynced") [])]
+        (is (= p (s/post st (:id p)))))
+      (finally (s/close-store! st) (fx/delete-tree! dir)))))
+
 (deftest options-are-validated
   (is (= :sync? (:key (ex-data (try (open "/tmp/x" :sync? "yes") (catch Exception e e))))))
   (is (= :index-ram-mb (:key (ex-data (try (open "/tmp/x" :index-ram-mb 0) (catch Exception e e))))))
