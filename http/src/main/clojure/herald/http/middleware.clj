@@ -9,19 +9,23 @@
 (set! *warn-on-reflection* true)
 
 (defmacro ^:private ring-fn
-  "A 1- and 3-arity Ring handler from `(f req) -> req'-or-response` (request side) and `(g req resp)`
-  (response side). A request-side result with :status short-circuits as the response."
+  "A 1- and 3-arity Ring handler around `handler`: `pre` computes the request passed on (or a `reduced`
+  response that short-circuits), `post` the response from `resp`. In the 3-arity, exceptions thrown by `pre`
+  or `post` go to `raise`."
   [handler [req] pre [resp] post]
   `(fn
      ([~req]
       (let [r# ~pre]
-        (if (params/error-response? r#) r# (let [~req r# ~resp (~handler r#)] ~post))))
+        (if (reduced? r#) (deref r#) (let [~req r# ~resp (~handler r#)] ~post))))
      ([~req respond# raise#]
       (let [r# (try ~pre (catch Throwable t# (raise# t#) ::raised))]
         (cond (identical? ::raised r#) nil
-              (params/error-response? r#) (respond# r#)
-              :else (~handler r# (fn [~resp] (let [~req r#]
-                                               (try (respond# ~post) (catch Throwable t# (raise# t#)))))
+              (reduced? r#) (respond# (deref r#))
+              :else (~handler r#
+                     (fn [~resp]
+                       (let [~req r#
+                             out# (try ~post (catch Throwable t# (raise# t#) ::raised))]
+                         (when-not (identical? ::raised out#) (respond# out#))))
                      raise#))))))
 
 (defn wrap-params
@@ -83,7 +87,7 @@
                (if-not (json-body/json-request? req)
                  req
                  (let [[status v] (json-body/parse-body req reader)]
-                   (if (= :ok status) (assoc req :body v) (malformed req v)))))]
+                   (if (= :ok status) (assoc req :body v) (reduced (malformed req v))))))]
      (ring-fn handler [req] (pre req) [resp] resp))))
 
 (defn wrap-json-response

@@ -66,7 +66,14 @@
               mw/wrap-json-response)
         run (fn [r] (let [p (promise)] (h r p p) (deref p 1000 :timeout)))]
     (is (= "{\"got\":{\"x\":1}}" (String. ^bytes (:body (run (req "{\"x\":1}" "application/json"))) "UTF-8")))
-    (is (= 400 (:status (run (req "{" "application/json")))))))
+    (is (= 400 (:status (run (req "{" "application/json"))))))
+  (testing "an encoding failure goes to raise, and respond is not called"
+    (let [h (mw/wrap-json-response (fn [_ respond _] (respond {:status 200 :body {:a (Object.)}})))
+          responded (atom 0)
+          raised (promise)]
+      (h {} (fn [_] (swap! responded inc)) raised)
+      (is (= :herald.http/json-encode-error (:type (ex-data (deref raised 1000 nil)))))
+      (is (zero? @responded)))))
 
 (deftest options-are-validated
   (doseq [[f opts k] [[mw/wrap-json-body {:keywords? "yes"} :keywords?]

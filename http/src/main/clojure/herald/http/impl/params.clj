@@ -55,20 +55,18 @@
     (not= "application/x-www-form-urlencoded" (content-type req)) (assoc req :form-params {})
     :else (let [bs (body-bytes req max-bytes)]
             (if (= ::too-large bs)
-              (json/error-response 413 (str "form body larger than " max-bytes " bytes"))
+              (reduced (json/error-response 413 (str "form body larger than " max-bytes " bytes")))
               (-> (assoc req :body (ByteArrayInputStream. ^bytes bs))
                   (merge-params :form-params
                                 (FormDecoder/decode ^bytes bs 0 (alength ^bytes bs) (request-charset req cs)
                                                     (int max-params))))))))
 
 (defn params-request
-  "Returns `req` with :query-params, :form-params and :params, or an error response (a map with
-  :status) when the form body is too large (413) or holds too many parameters (400)."
+  "Returns `req` with :query-params, :form-params and :params, or a `reduced` error response when the form
+  body is too large (413) or holds too many parameters (400)."
   [req {:keys [^Charset charset max-form-bytes max-params]}]
   (try
     (let [req (query-params req charset max-params)]
       (form-params req charset max-form-bytes max-params))
     (catch TooManyParamsException e
-      (json/error-response 400 (str "too many parameters (more than " (.limit e) ")")))))
-
-(defn error-response? [x] (contains? x :status))
+      (reduced (json/error-response 400 (str "too many parameters (more than " (.limit e) ")"))))))
