@@ -2,6 +2,9 @@
   "Router: matching, priority, params decoding, 404/405/Allow, HEAD/OPTIONS, conflicts, nesting, arities."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
+            [clojure.test.check.clojure-test :refer [defspec]]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop]
             [herald.http.json :as json]
             [herald.http.router :as r]))
 
@@ -143,6 +146,54 @@
            (r/match h "/participant/5")))
     (is (nil? (r/match h "/missing")))
     (is (= "/files/*path" (:template (r/match routes "/files/x"))) "route data works too")))
+
+;; ---------------------------------------------------------------- the trie against a reference model
+
+(defn- shape [template] (str/replace template #"([:*])[a-z0-9]+" "$1"))
+
+(defn- segments [^String path] (vec (.split (subs path 1) "/" -1)))
+
+(defn- reference-match
+  "The template's params when it matches `path`, else nil; and its rank (static 0, param 1, wildcard 2 per segment)."
+  [template path]
+  (let [ts (segments template) ps (segments path)]
+    (loop [i 0 params {} rank []]
+      (if (= i (count ts))
+        (when (= i (count ps)) [params rank])
+        (let [t (nth ts i) p (get ps i)]
+          (cond
+            (nil? p) nil
+            (str/starts-with? t "*") [(assoc params (keyword (subs t 1)) (str/join "/" (subvec ps i))) (conj rank 2)]
+            (str/starts-with? t ":") (when (seq p) (recur (inc i) (assoc params (keyword (subs t 1)) p) (conj rank 1)))
+            (= t p) (recur (inc i) params (conj rank 0))))))))
+
+(defn- reference-router [templates path]
+  (->> templates
+       (keep (fn [t] (when-let [[params rank] (reference-match t path)] {:template t :path-params params :rank rank})))
+       (sort-by #(vec (take 8 (concat (:rank %) (repeat -1)))))
+       first))
+
+(def gen-template
+  (gen/let [n (gen/choose 1 3)
+            segs (gen/vector (gen/elements ["a" "b" ":p" "*w" ""]) n)]
+    (let [segs (map-indexed (fn [i s] (cond (= s ":p") (str ":p" i) (= s "*w") (str "*w" i) :else s)) segs)
+          cut (or (some (fn [[i s]] (when (str/starts-with? s "*") (inc i))) (map-indexed vector segs)) (count segs))
+          segs (vec (take cut segs))
+          segs (if (and (> (count segs) 1) (some #(= "" %) (pop segs))) (mapv #(if (= "" %) "c" %) segs) segs)]
+      (str "/" (str/join "/" segs)))))
+
+(def gen-path
+  (gen/fmap #(str "/" (str/join "/" %)) (gen/vector (gen/elements ["a" "b" "c" "" "a%20b"]) 1 4)))
+
+(defspec trie-agrees-with-the-priority-model 300
+  (prop/for-all [templates (gen/vector gen-template 1 12) paths (gen/vector gen-path 1 10)]
+    (let [templates (vals (into {} (map (juxt shape identity)) (reverse templates)))
+          h (r/router (mapv (fn [t] [t {:get identity}]) templates))]
+      (every? (fn [path]
+                (let [ours (r/match h path)
+                      ref (reference-router templates (str/replace path "%20" " "))]
+                  (= (some-> ref (dissoc :rank)) (some-> ours (select-keys [:template :path-params])))))
+              paths))))
 
 ;; ---------------------------------------------------------------- measurement (not a timed assertion)
 
