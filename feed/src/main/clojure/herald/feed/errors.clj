@@ -1,5 +1,6 @@
 (ns herald.feed.errors
-  "Client errors as ex-info values and their JSON responses: 400/404/405/413/415 bodies that name the field or value at fault.")
+  "Client errors as ex-info values and their JSON responses: 400/404/405/413/415 bodies that name the field or value at fault."
+  (:require [herald.http :as http]))
 
 (set! *warn-on-reflection* true)
 
@@ -54,7 +55,7 @@
   [status msg & {:keys [field value headers]}]
   {:status status
    :headers (merge {"content-type" "application/json; charset=utf-8"} headers)
-   :body (error-body msg field value)})
+   :body (http/write-json-bytes (error-body msg field value))})
 
 (defn ex->response
   "The Ring response for a client error ex-info (see `statuses`), or nil when `e` is not one."

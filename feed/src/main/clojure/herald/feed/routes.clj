@@ -98,22 +98,15 @@
     :summary "The performance log in the reference format YEAR|MONTH|DAY|HOUR|MINUTE|entity|operation|ms"
     :errors [400]}])
 
-(defn- wrap-json-errors
-  "Gives the router's own 404/405 answers (and any other non-JSON 4xx) a JSON error body."
-  [handler]
-  (fn [req]
-    (let [{:keys [status headers] :as resp} (handler req)
-          ct (or (get headers "content-type") (get headers "Content-Type"))]
-      (if (and (#{404 405} status) (not (and ct (str/starts-with? (str ct) "application/json"))))
-        (let [allow (or (get headers "allow") (get headers "Allow"))]
-          (err/response status
-                        (if (= 404 status)
-                          (str "no route for " (:uri req))
-                          (str "method " (str/upper-case (name (:request-method req))) " is not allowed on "
-                               (:uri req) (when allow (str "; allowed: " allow))))
-                        :field (if (= 404 status) "path" "method")
-                        :headers (when allow {"allow" allow})))
-        resp))))
+(defn- not-found [req]
+  (err/response 404 (str "no route for " (:uri req)) :field "path" :value (:uri req)))
+
+(defn- method-not-allowed [req]
+  (let [allow (:herald.http/allow req)]
+    (err/response 405 (str "method " (str/upper-case (name (:request-method req))) " is not allowed on "
+                           (:uri req) (when allow (str "; allowed: " allow)))
+                  :field "method" :value (str/upper-case (name (:request-method req)))
+                  :headers (when allow {"allow" allow}))))
 
 (defn ring-handler
   "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining?}."
@@ -126,6 +119,6 @@
                             (update m path (fnil assoc (array-map)) method ring)))
                         (array-map) (route-specs))
         paths (distinct (map :path (route-specs)))]
-    (-> (http/router (mapv (fn [p] [p (get by-path p)]) paths) {})
-        wrap-json-errors
+    (-> (http/router (mapv (fn [p] [p (get by-path p)]) paths)
+                     {:not-found not-found :method-not-allowed method-not-allowed})
         http/wrap-params)))

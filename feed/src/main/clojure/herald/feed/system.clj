@@ -32,7 +32,7 @@
     (doseq [k (reverse order)
             :let [entry (get started k)]
             :when entry]
-      (try ((:stop entry (fn [_])) (:value entry))
+      (try ((or (:stop entry) (fn [_])) (:value entry))
            (catch Throwable t (vswap! errors conj [k t]))))
     @errors))
 
