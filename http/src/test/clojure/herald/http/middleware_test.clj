@@ -1,9 +1,16 @@
 (ns herald.http.middleware-test
-  "wrap-json-body and wrap-json-response: content types, keywords, malformed bodies, both arities."
-  (:require [clojure.test :refer [deftest is testing]]
+  "JSON middleware (content types, keywords, malformed bodies, both arities) and the whole stack on a server."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [herald.http :as http]
             [herald.http.json :as json]
-            [herald.http.middleware :as mw])
-  (:import (java.io ByteArrayInputStream)))
+            [herald.http.middleware :as mw]
+            [herald.http.router :as r])
+  (:import (java.io ByteArrayInputStream)
+           (java.net URI)
+           (java.net.http HttpClient HttpRequest HttpRequest$BodyPublishers HttpResponse HttpResponse$BodyHandlers)
+           (java.time Duration)
+           (java.util.zip GZIPInputStream)))
 
 (set! *warn-on-reflection* true)
 
@@ -83,3 +90,60 @@
                       [mw/wrap-gzip {:level 11} :level]]]
     (let [d (try (f identity opts) nil (catch clojure.lang.ExceptionInfo e (ex-data e)))]
       (is (= [:herald.http/invalid-option k] [(:type d) (:key d)]) (pr-str opts)))))
+
+;; ---------------------------------------------------------------- the whole stack on herald's server
+
+(defn- dual [f] (fn ([req] (f req)) ([req respond _] (future (respond (f req))))))
+
+(defn- app []
+  (-> (r/router [["/participant" {:post (dual (fn [req] {:status 201 :body {:created (:body req)}}))}]
+                 ["/participant/:id" {:get (dual
+                                            (fn [req] {:status 200 :body {:id (get-in req [:path-params :id])
+                                                                          :q (:query-params req)
+                                                                          :pad (apply str (repeat 100 "x"))}}))}]
+                 ["/big" {:get (dual (fn [_] {:status 200 :body {:items (vec (range 2000))}}))}]])
+      (mw/wrap-json-body {:keywords? true})
+      mw/wrap-json-response
+      mw/wrap-params
+      mw/wrap-gzip))
+
+(defn- send! ^HttpResponse [port method path headers ^String body]
+  (let [b (-> (HttpRequest/newBuilder (URI/create (str "http://127.0.0.1:" port path)))
+              (.timeout (Duration/ofSeconds 10))
+              (.method method (if body (HttpRequest$BodyPublishers/ofString body) (HttpRequest$BodyPublishers/noBody))))]
+    (doseq [[k v] headers] (.header b k v))
+    (.send (HttpClient/newHttpClient) (.build b) (HttpResponse$BodyHandlers/ofByteArray))))
+
+(defn- text [^HttpResponse r] (String. ^bytes (.body r) "UTF-8"))
+(defn- hdr [^HttpResponse r ^String k] (.orElse (.firstValue (.headers r) k) nil))
+
+(defn- check-stack [port]
+  (let [r (send! port "POST" "/participant" {"Content-Type" "application/json"} "{\"name\":\"Jörg\",\"tags\":[1,2]}")]
+    (is (= 201 (.statusCode r)))
+    (is (= "application/json; charset=utf-8" (hdr r "content-type")))
+    (is (= {"created" {"name" "Jörg" "tags" [1 2]}} (json/read-json (.body r)))))
+  (let [r (send! port "GET" "/participant/caf%C3%A9?x=1&x=2" {} nil)]
+    (is (= {"id" "café" "q" {"x" ["1" "2"]}} (dissoc (json/read-json (.body r)) "pad")))
+    (testing "HEAD: the GET route, no body, the same Content-Length"
+      (let [h (send! port "HEAD" "/participant/caf%C3%A9?x=1&x=2" {} nil)]
+        (is (= 200 (.statusCode h)))
+        (is (zero? (alength ^bytes (.body h))))
+        (is (= (str (alength ^bytes (.body r))) (hdr h "content-length"))))))
+  (let [r (send! port "OPTIONS" "/participant/1" {} nil)]
+    (is (= [204 "GET, HEAD, OPTIONS"] [(.statusCode r) (hdr r "allow")])))
+  (let [r (send! port "PUT" "/participant/1" {} nil)]
+    (is (= [405 "GET, HEAD, OPTIONS"] [(.statusCode r) (hdr r "allow")])))
+  (is (= 404 (.statusCode (send! port "GET" "/nope" {} nil))))
+  (let [r (send! port "POST" "/participant" {"Content-Type" "application/json"} "{\"name\":")]
+    (is (= 400 (.statusCode r)))
+    (is (str/starts-with? (get (json/read-json (.body r)) "error") "malformed JSON: ")))
+  (let [r (send! port "GET" "/big" {"Accept-Encoding" "gzip"} nil)]
+    (is (= "gzip" (hdr r "content-encoding")))
+    (is (= (vec (range 2000)) (get (json/read-json (GZIPInputStream. (ByteArrayInputStream. (.body r)))) "items")))))
+
+(deftest ^:integration the-stack-on-herald
+  (let [srv (http/start-server (app) {:port 0 :host "127.0.0.1"})]
+    (try (check-stack (http/server-port srv)) (finally @(http/stop-server srv))))
+  (testing "async handlers"
+    (let [srv (http/start-server (app) {:port 0 :host "127.0.0.1" :async? true})]
+      (try (check-stack (http/server-port srv)) (finally @(http/stop-server srv))))))
