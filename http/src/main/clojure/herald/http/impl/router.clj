@@ -2,8 +2,8 @@
   "Route data -> flat route list -> Java segment trie; the dispatching Ring handler."
   (:require [clojure.string :as str]
             [herald.http.impl.json :as json])
-  (:import (herald.http.route Endpoint MalformedRouteException Route RouteConflictException RouteMatch
-                              Router)))
+  (:import (herald.http.route Endpoint MalformedRouteException RequestMaps Route RouteConflictException
+                              RouteMatch Router)))
 
 (set! *warn-on-reflection* true)
 
@@ -123,12 +123,10 @@
   [resp allow]
   (if (or (nil? allow) (has-header? (:headers resp) "allow")) resp (assoc-in resp [:headers "Allow"] allow)))
 
-(defn with-match
-  "Adds `:path-params`, `:herald.http/route` and, for named routes, `:herald.http/route-name` to `req`."
-  [req ^RouteMatch m]
-  (let [r (.route m)
-        req (assoc req :path-params (.params m) :herald.http/route (.template r))]
-    (if-let [n (.name r)] (assoc req :herald.http/route-name n) req)))
+(defmacro ^:private with-match
+  "`req` with `:path-params`, `:herald.http/route` and, for named routes, `:herald.http/route-name`."
+  [req m]
+  `(RequestMaps/withMatch ~req ~m))
 
 (defn options-response [^Endpoint ep]
   {:status 204 :headers {"Allow" (.allow ep)}})
