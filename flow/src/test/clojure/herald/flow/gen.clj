@@ -91,11 +91,13 @@
                               (if-let [e (:error r)]
                                 (do (swap! result update :errors inc)
                                     (doseq [fc (:flow-conditions job)
-                                            :when (and (= task (:flow/from fc)) (:flow/thrown-exception? fc))
+                                            :when (and (= task (:flow/from fc)) (:flow/thrown-exception? fc)
+                                                       ((t/resolve-fn (:flow/predicate fc)) seg e))
                                             n (vec (distinct (keep (fn [[a b]] (when (= a task) b)) (:workflow job))))]
                                       (deliver n ((t/resolve-fn (:flow/post-transform fc)) seg e))))
                                 (doseq [s (let [x (:ok r)] (cond (map? x) [x] (nil? x) [] :else x))
-                                        n (route-of job task s)]
+                                        n (try (route-of job task s)
+                                               (catch Exception _ (swap! result update :errors inc) []))]
                                   (deliver n s)))))))]
       (doseq [[in segs] inputs s segs n (route-of job in s)] (deliver n s)))
     @result))

@@ -40,6 +40,7 @@
     (Files/move (.toPath tmp) (.toPath dst) (into-array CopyOption [StandardCopyOption/ATOMIC_MOVE]))
     (fsync! d)
     (doseq [e (drop-last 2 (epochs data-dir))] (.delete (io/file d (str "epoch-" e ".snap"))))
+    (doseq [^File f (.listFiles d) :when (and (.endsWith (.getName f) ".tmp") (not= f tmp))] (.delete f))
     dst))
 
 (defn latest

@@ -21,6 +21,14 @@
         :else (throw (ex-info (str "Task fn returned " (pr-str (type r)) ", not a map, a sequential collection or nil")
                               {:type :herald.flow/bad-result :value r}))))
 
+(defn- route-safely!
+  "Routes `seg` by the flow conditions; a predicate that throws makes the segment an error, not a crash."
+  [normal ntargets seg add! on-error m tname]
+  (try (route/route-normal normal ntargets seg add!)
+       (catch Exception e
+         (metrics/error! m)
+         (on-error {:task tname :segment seg :exception e}))))
+
 (defn- lists ^objects [^long n] (let [a (object-array n)] (dotimes [i n] (aset a i (ArrayList.))) a))
 
 (defn runner
@@ -68,11 +76,11 @@
                                 (metrics/error! m)
                                 (on-error {:task tname :segment r :exception e}))))
                        (when-not reduce? (.add routed r))))
-                   (dotimes [j (.size routed)] (route/route-normal normal ntargets (.get routed j) add!))
+                   (dotimes [j (.size routed)] (route-safely! normal ntargets (.get routed j) add! on-error m tname))
                    (.clear routed))))
              (when wstate
                (window/advance! wstate (System/currentTimeMillis) routed)
-               (dotimes [j (.size routed)] (route/route-normal normal ntargets (.get routed j) add!)))))
+               (dotimes [j (.size routed)] (route-safely! normal ntargets (.get routed j) add! on-error m tname)))))
          (let [^objects outs outs n-out (areduce outs i acc 0 (+ acc (.size ^ArrayList (aget outs i))))]
            (when after (after event {:batch batch :results outs}))
            (metrics/record-batch! m (.size batch) n-out (- (System/nanoTime) t0)))
@@ -84,5 +92,7 @@
            (if final?
              (window/complete! wstate routed)
              (window/advance! wstate (System/currentTimeMillis) routed))
-           (dotimes [j (.size routed)] (route/route-normal normal ntargets (.get routed j) (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg)))))
+           (dotimes [j (.size routed)]
+             (route-safely! normal ntargets (.get routed j) (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg))
+                            on-error m tname)))
          outs))}))

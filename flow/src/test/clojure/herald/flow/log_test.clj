@@ -1,0 +1,79 @@
+(ns herald.flow.log-test
+  "The durable local log: append and read back, segment files, torn tails, seek, retention, and the log input."
+  (:require [clojure.java.io :as io]
+            [clojure.test :refer [deftest is testing]]
+            [herald.flow :as flow]
+            [herald.flow.impl.log :as log])
+  (:import (java.io File RandomAccessFile)
+           (java.nio.file Files)
+           (java.nio.file.attribute FileAttribute)))
+
+(set! *warn-on-reflection* true)
+
+(defn temp-dir ^File [prefix]
+  (.toFile (Files/createTempDirectory prefix (make-array FileAttribute 0))))
+
+(defn- read-all [dir from]
+  (let [r (log/reader dir from)]
+    (try (loop [acc []] (let [b (log/read-batch r 100)] (if (seq b) (recur (into acc b)) acc)))
+         (finally (log/close-reader! r)))))
+
+(deftest append-and-read-across-segments
+  (let [dir (temp-dir "herald-log")
+        l (log/open-log dir {:segment-bytes 1000})
+        recs (for [i (range 500)] {:id i :body (apply str (repeat (mod i 13) "x")) :at #inst "2026-11-22T10:00:00Z"})
+        offs (doall (for [batch (partition-all 7 recs)] (log/append-all! l batch)))]
+    (is (apply < (apply concat offs)) "offsets grow")
+    (is (> (count (.listFiles dir)) 5) "the log rolled to several segment files")
+    (is (= recs (read-all dir 0)))
+    (testing "reading from an offset starts at that record"
+      (let [off (nth (apply concat offs) 123)]
+        (is (= (drop 123 recs) (read-all dir off)))))
+    (testing "delete-before drops whole files only"
+      (let [off (nth (apply concat offs) 300)]
+        (is (pos? (log/delete-before! l off)))
+        (is (= (drop 300 recs) (read-all dir off)))))
+    (log/close-log! l)))
+
+(deftest a-torn-tail-is-truncated-on-open
+  (let [dir (temp-dir "herald-log")
+        l (log/open-log dir {})]
+    (log/append-all! l [{:a 1} {:a 2}])
+    (log/close-log! l)
+    (let [f (first (.listFiles dir))]
+      (with-open [raf (RandomAccessFile. ^File f "rw")]
+        (.seek raf (.length raf))
+        (.write raf (byte-array [0 0 0 50 1 2 3]))))
+    (let [l (log/open-log dir {})]
+      (is (= [{:a 1} {:a 2}] (read-all dir 0)) "readers never see the torn record")
+      (log/append! l {:a 3})
+      (is (= [{:a 1} {:a 2} {:a 3}] (read-all dir 0)) "appends continue after the last whole record")
+      (log/close-log! l))))
+
+(deftest a-reader-waits-for-whole-records
+  (let [dir (temp-dir "herald-log")
+        l (log/open-log dir {})
+        r (log/reader dir 0)]
+    (is (= [] (log/read-batch r 10)))
+    (log/append! l {:x 1})
+    (is (= [{:x 1}] (log/read-batch r 10)))
+    (is (= (log/end-offset l) (log/position r)))
+    (log/close-reader! r)
+    (log/close-log! l)))
+
+(deftest log-input-feeds-a-running-job
+  (let [dir (str (temp-dir "herald-log"))
+        l (flow/open-log dir)
+        out (atom [])
+        _ (flow/append-all! l [{:n 1} {:n 2}])
+        h (flow/submit-job {:workflow [[:in :out]]
+                            :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/log-input :log/dir dir}
+                                      {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]}
+                           {:inject {:out {:sink/atom out}}})]
+    (flow/append-all! l [{:n 3}])
+    (let [deadline (+ (System/currentTimeMillis) 5000)]
+      (while (and (< (count @out) 3) (< (System/currentTimeMillis) deadline)) (Thread/sleep 5)))
+    (is (= [{:n 1} {:n 2} {:n 3}] @out))
+    (is (identical? l (flow/open-log dir)) "one log per directory in a JVM")
+    (flow/kill-job h)
+    (flow/close-log! l)))
