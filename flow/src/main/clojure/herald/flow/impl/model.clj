@@ -36,7 +36,7 @@
       :allowed-when [:task/type #{:input :output}])
    (k :task/batch-size :pos-int "Most segments an input reads into one batch. Downstream tasks process batches as they arrive."
       64 :optional? true :default 64 :allowed-when [:task/type #{:input}])
-   (k :task/batch-timeout-ms :nat-int "Longest an input waits to fill a batch once it has a first segment."
+   (k :task/batch-timeout-ms :nat-int "Longest an input's poll waits for segments before handing on what it has (maybe none, so barriers and timers keep running)."
       5 :optional? true :default 5 :allowed-when [:task/type #{:input}])
    (k :task/parallelism :pos-int "Threads running this task. Inputs run on one thread."
       2 :optional? true :default 1)
@@ -154,7 +154,7 @@
                       (format "| `%s` | %s | %s | %s | %s | %s |\n" key
                               (if one-of (str/join ", " (map cell one-of)) (name type))
                               (cond required-when (str "required when " (cell (first required-when)) " is "
-                                                       (str/join "/" (map cell (second required-when))))
+                                                       (str/join "/" (sort (map cell (second required-when)))))
                                     optional? "yes" :else "no")
                               (if (contains? d :default) (str "`" (cell default) "`") "")
                               (cell doc)
