@@ -43,7 +43,7 @@ public final class JsonReader {
   public static final JsonReader KEYWORDIZING = new JsonReader(Keys.KEYWORDS, null, false, false,
       JsonFactories.DEFAULT_MAX_DEPTH, JsonFactories.DEFAULT_MAX_STRING);
 
-  private final JsonFactory factory;
+  private final JsonFactory[] factories;
   private final Keys keys;
   private final IFn keyFn;
   private final boolean bigDecimals;
@@ -54,7 +54,7 @@ public final class JsonReader {
     if (keys == Keys.FN && keyFn == null) throw new IllegalArgumentException("Keys.FN needs a key fn");
     if (maxDepth < 1) throw new IllegalArgumentException("maxDepth must be >= 1: " + maxDepth);
     if (maxStringLength < 1) throw new IllegalArgumentException("maxStringLength must be >= 1: " + maxStringLength);
-    this.factory = JsonFactories.get(maxDepth, maxStringLength);
+    this.factories = JsonFactories.get(maxDepth, maxStringLength);
     this.keys = keys;
     this.keyFn = keyFn;
     this.bigDecimals = bigDecimals;
@@ -63,7 +63,7 @@ public final class JsonReader {
 
   /** Reads one JSON value from UTF-8 (or UTF-16/32, detected) bytes. */
   public Object read(byte[] b, int off, int len) {
-    try (JsonParser p = factory.createParser(b, off, len)) {
+    try (JsonParser p = JsonFactories.forCurrentThread(factories).createParser(b, off, len)) {
       return readRoot(p);
     } catch (IOException e) {
       throw translate(e, null);
@@ -72,7 +72,7 @@ public final class JsonReader {
 
   /** Reads one JSON value from a String. */
   public Object read(String s) {
-    try (JsonParser p = factory.createParser(s)) {
+    try (JsonParser p = JsonFactories.forCurrentThread(factories).createParser(s)) {
       return readRoot(p);
     } catch (IOException e) {
       throw translate(e, null);
@@ -81,7 +81,7 @@ public final class JsonReader {
 
   /** Reads one JSON value from a stream (encoding detected, UTF-8 by default); closes the stream. */
   public Object read(InputStream in) {
-    try (JsonParser p = factory.createParser(in)) {
+    try (JsonParser p = JsonFactories.forCurrentThread(factories).createParser(in)) {
       return readRoot(p);
     } catch (IOException e) {
       throw translate(e, null);
@@ -90,7 +90,7 @@ public final class JsonReader {
 
   /** Reads one JSON value from a Reader; closes the reader. */
   public Object read(Reader r) {
-    try (JsonParser p = factory.createParser(r)) {
+    try (JsonParser p = JsonFactories.forCurrentThread(factories).createParser(r)) {
       return readRoot(p);
     } catch (IOException e) {
       throw translate(e, null);

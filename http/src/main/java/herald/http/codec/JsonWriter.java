@@ -42,7 +42,7 @@ public final class JsonWriter {
   /** Indented output. */
   public static final JsonWriter PRETTY = new JsonWriter(true);
 
-  private final JsonFactory factory = JsonFactories.DEFAULT;
+  private final JsonFactory factory = JsonFactories.DEFAULT[1];
   private final boolean pretty;
 
   private JsonWriter(boolean pretty) {
@@ -51,7 +51,7 @@ public final class JsonWriter {
 
   /** Returns the UTF-8 JSON bytes of {@code x}. */
   public byte[] writeBytes(Object x) {
-    BufferRecycler br = factory._getBufferRecycler();
+    BufferRecycler br = JsonFactories.recycler();
     try (ByteArrayBuilder bb = new ByteArrayBuilder(br)) {
       try (JsonGenerator g = generator(factory.createGenerator(bb))) {
         write(g, x);
@@ -68,7 +68,7 @@ public final class JsonWriter {
 
   /** Returns the JSON text of {@code x}. */
   public String writeString(Object x) {
-    BufferRecycler br = factory._getBufferRecycler();
+    BufferRecycler br = JsonFactories.recycler();
     try {
       SegmentedStringWriter sw = new SegmentedStringWriter(br);
       try (JsonGenerator g = generator(factory.createGenerator(sw))) {
@@ -86,7 +86,7 @@ public final class JsonWriter {
 
   /** Writes the UTF-8 JSON of {@code x} to {@code out} (not closed). */
   public void write(Object x, OutputStream out) {
-    try (JsonGenerator g = generator(factory.createGenerator(out))) {
+    try (JsonGenerator g = generator(JsonFactories.forCurrentThread(JsonFactories.DEFAULT).createGenerator(out))) {
       g.disable(JsonGenerator.Feature.AUTO_CLOSE_TARGET);
       write(g, x);
     } catch (JsonProcessingException e) {

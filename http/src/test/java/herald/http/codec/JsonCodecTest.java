@@ -89,4 +89,23 @@ class JsonCodecTest {
     assertEquals("\"1970-01-01T00:00:00Z\"", JsonWriter.DEFAULT.writeString(new java.util.Date(0)));
     assertEquals("\"1970-01-01T00:00:00Z\"", JsonWriter.DEFAULT.writeString(new java.sql.Date(0)));
   }
+
+  @Test
+  void concurrentUseFromVirtualAndPlatformThreads() throws Exception {
+    Object doc = JsonReader.DEFAULT.read("{\"a\":[1,2,{\"b\":\"" + "x".repeat(5000) + "\"}],\"c\":null}");
+    String expected = JsonWriter.DEFAULT.writeString(doc);
+    java.util.List<Thread> threads = new java.util.ArrayList<>();
+    java.util.concurrent.atomic.AtomicInteger bad = new java.util.concurrent.atomic.AtomicInteger();
+    Runnable work = () -> {
+      for (int i = 0; i < 300; i++) {
+        byte[] b = JsonWriter.DEFAULT.writeBytes(doc);
+        if (!doc.equals(JsonReader.DEFAULT.read(b, 0, b.length))) bad.incrementAndGet();
+        if (!expected.equals(JsonWriter.DEFAULT.writeString(doc))) bad.incrementAndGet();
+      }
+    };
+    for (int i = 0; i < 8; i++) threads.add(Thread.ofVirtual().start(work));
+    for (int i = 0; i < 2; i++) threads.add(Thread.ofPlatform().start(work));
+    for (Thread t : threads) t.join();
+    assertEquals(0, bad.get());
+  }
 }
