@@ -14,6 +14,9 @@ final class Charsets {
         if (contentType == null) {
             return StandardCharsets.UTF_8;
         }
+        if (contentType.indexOf('=') < 0) {
+            return StandardCharsets.UTF_8;
+        }
         int i = indexOfCharset(contentType);
         if (i < 0) {
             return StandardCharsets.UTF_8;

@@ -6,7 +6,7 @@ import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import java.io.InputStream;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
  * One request/response exchange. It is its own Runnable: first the handler runs (on a worker, a virtual
@@ -24,7 +24,9 @@ final class Exchange implements Runnable {
     Object response;
     Throwable failure;
     private boolean completing;
-    private final AtomicBoolean answered = new AtomicBoolean();
+    private volatile int answered;
+    private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
+        AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
 
     Exchange(HttpConnection conn, HttpRequest request, InputStream body, boolean keepAlive, int reject) {
         this.conn = conn;
@@ -61,7 +63,7 @@ final class Exchange implements Runnable {
 
     /** Records the handler's answer (once) and schedules the completion on the event loop. */
     boolean answer(Object resp, Throwable t) {
-        if (!answered.compareAndSet(false, true)) {
+        if (!ANSWERED.compareAndSet(this, 0, 1)) {
             return false;
         }
         response = resp;

@@ -2,6 +2,7 @@ package herald.http.server;
 
 import herald.http.config.HandlerMode;
 import herald.http.config.ServerConfig;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -54,6 +55,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private boolean draining;
     private boolean readSinceTick;
     private ScheduledFuture<?> tick;
+    /** Fixed responses of the current batch, written as one buffer on flush. */
+    private ByteBuf batch;
 
     private final RequestDecoder decoder;
 
@@ -65,6 +68,39 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     EventLoop eventLoop() {
         return eventLoop;
+    }
+
+    /** The buffer fixed responses are encoded into; written as one message when flushed. */
+    ByteBuf out() {
+        if (batch == null) {
+            batch = ctx.alloc().directBuffer(1024);
+        }
+        return batch;
+    }
+
+    /** Hands the batch buffer to Netty (no flush): call before writing anything else. */
+    void writeBatch() {
+        ByteBuf b = batch;
+        if (b != null) {
+            batch = null;
+            if (b.isReadable()) {
+                ctx.write(b, ctx.voidPromise());
+            } else {
+                b.release();
+            }
+        }
+    }
+
+    /** Writes {@code msg} after the pending batch, without flushing. */
+    void write(Object msg) {
+        writeBatch();
+        ctx.write(msg, ctx.voidPromise());
+    }
+
+    /** Writes the pending batch and flushes. */
+    void flushNow() {
+        writeBatch();
+        ctx.flush();
     }
 
     /** Runs {@code r} on this connection's event loop; dropped when the loop has shut down. */
@@ -119,7 +155,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         reading = false;
         if (needsFlush) {
             needsFlush = false;
-            ctx.flush();
+            flushNow();
         }
     }
 
@@ -139,6 +175,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         if (HttpUtil.is100ContinueExpected(r)) {
+            writeBatch();
             ctx.writeAndFlush(Unpooled.wrappedBuffer(CONTINUE));
         } else if (r.headers().contains(HttpHeaderNames.EXPECT)) {
             reject(r, 417);
@@ -296,8 +333,11 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     void flushLater() {
         if (reading) {
             needsFlush = true;
+            if (batch != null && batch.readableBytes() > 65536) {
+                writeBatch();
+            }
         } else {
-            ctx.flush();
+            flushNow();
         }
     }
 
@@ -305,6 +345,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private void closeAfterFlush(boolean linger) {
         closing = true;
         queue.clear();
+        writeBatch();
         ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener((ChannelFutureListener) f -> {
             if (linger && f.channel() instanceof DuplexChannel d && f.channel().isActive()) {
                 f.channel().config().setAutoRead(true);
@@ -341,7 +382,20 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         queue.clear();
         head = null;
         body = null;
+        releaseBatch();
         ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        releaseBatch();
+    }
+
+    private void releaseBatch() {
+        if (batch != null) {
+            batch.release();
+            batch = null;
+        }
     }
 
     @Override

@@ -2,6 +2,8 @@ package herald.http.server;
 
 import static herald.http.server.RingKeys.*;
 
+import clojure.lang.AFn;
+import clojure.lang.IKVReduce;
 import clojure.lang.ILookup;
 import clojure.lang.ISeq;
 import clojure.lang.Named;
@@ -52,14 +54,12 @@ final class ResponseWriter {
             upgrade(c, ex, resp, listener);
             return;
         }
-        ByteBuf buf = null;
+        ByteBuf buf = c.out();
+        int mark = buf.writerIndex();
         try {
-            buf = c.ctx().alloc().directBuffer(512);
             encode(c, ex, resp, buf);
         } catch (Throwable t) {
-            if (buf != null) {
-                buf.release();
-            }
+            buf.writerIndex(mark);
             server.logError(t, ex.ringRequest);
             writeError(c, ex, 500);
         }
@@ -67,6 +67,7 @@ final class ResponseWriter {
 
     private static void upgrade(HttpConnection c, Exchange ex, Object resp, Object listener) {
         ServerContext server = c.server;
+        c.flushNow();
         boolean ok;
         try {
             ok = WebSocketUpgrade.upgrade(c.ctx(), ex.request, resp, listener, server.hooks, server.config,
@@ -92,10 +93,8 @@ final class ResponseWriter {
         Object body = RT.get(resp, BODY);
         buf.writeBytes(StatusLines.of(status));
         HeaderScan scan = HeaderScan.write(buf, RT.get(resp, HEADERS));
-        if (!scan.server && c.server.config.serverHeader != null && !c.server.config.serverHeader.isEmpty()) {
-            buf.writeCharSequence("Server: ", StandardCharsets.US_ASCII);
-            buf.writeCharSequence(c.server.config.serverHeader, StandardCharsets.US_ASCII);
-            buf.writeShort(CRLF);
+        if (!scan.server && c.server.serverLine != null) {
+            buf.writeBytes(c.server.serverLine);
         }
         if (!scan.date) {
             buf.writeBytes(HttpDate.line());
@@ -119,14 +118,12 @@ final class ResponseWriter {
                     buf.writeBytes(b);
                 }
             }
-            c.ctx().write(buf);
             c.finished(ex);
         } else if (body instanceof byte[] b) {
             head(buf, ex, bodiless ? -1 : b.length, http10);
             if (!noBody) {
                 buf.writeBytes(b);
             }
-            c.ctx().write(buf);
             c.finished(ex);
         } else if (body == null) {
             if (scan.contentLength != null && (ex.head || status == 304)) {
@@ -135,7 +132,6 @@ final class ResponseWriter {
             } else {
                 head(buf, ex, bodiless ? -1 : 0, http10);
             }
-            c.ctx().write(buf);
             c.finished(ex);
         } else if (body instanceof File f) {
             writeFile(c, ex, buf, f, bodiless, noBody, http10);
@@ -155,9 +151,8 @@ final class ResponseWriter {
         }
         long len = f.length();
         head(buf, ex, bodiless ? -1 : len, http10);
-        c.ctx().write(buf);
         if (!noBody && len > 0) {
-            c.ctx().write(new DefaultFileRegion(f, 0, len));
+            c.write(new DefaultFileRegion(f, 0, len));
         }
         c.finished(ex);
     }
@@ -170,7 +165,6 @@ final class ResponseWriter {
             }
             head(buf, ex, -1, http10);
             discard(body);
-            c.ctx().write(buf);
             c.finished(ex);
             return;
         }
@@ -184,7 +178,7 @@ final class ResponseWriter {
             buf.writeBytes(CHUNKED);
         }
         head(buf, ex, -1, http10);
-        c.ctx().writeAndFlush(buf);
+        c.flushNow();
         Charset cs = Charsets.of(scan.contentType);
         c.server.blockingExecutor.execute(new BodyStreamer(c, ex, resp, body, chunked, cs));
     }
@@ -238,10 +232,10 @@ final class ResponseWriter {
         if (ex.reject != 0) {
             ex.keepAlive = false;
         }
-        ByteBuf buf = c.ctx().alloc().directBuffer(256 + body.length);
+        ByteBuf buf = c.out();
         buf.writeBytes(StatusLines.of(status));
-        if (c.server.config.serverHeader != null && !c.server.config.serverHeader.isEmpty()) {
-            line(buf, "Server", c.server.config.serverHeader);
+        if (c.server.serverLine != null) {
+            buf.writeBytes(c.server.serverLine);
         }
         buf.writeBytes(HttpDate.line());
         buf.writeBytes(TEXT_PLAIN);
@@ -253,7 +247,6 @@ final class ResponseWriter {
         if (!ex.head) {
             buf.writeBytes(body);
         }
-        c.ctx().write(buf);
         c.finished(ex);
     }
 
@@ -270,77 +263,75 @@ final class ResponseWriter {
     }
 
     /** Writes the user's headers, noting the ones the server handles itself. */
-    static final class HeaderScan {
+    static final class HeaderScan extends AFn {
+        private final ByteBuf buf;
         boolean date;
         boolean server;
         boolean close;
         String contentType;
         String contentLength;
 
+        private HeaderScan(ByteBuf buf) {
+            this.buf = buf;
+        }
+
         static HeaderScan write(ByteBuf buf, Object headers) {
-            HeaderScan scan = new HeaderScan();
+            HeaderScan scan = new HeaderScan(buf);
             if (headers == null) {
+                return scan;
+            }
+            if (headers instanceof IKVReduce kv) {
+                kv.kvreduce(scan, null);
                 return scan;
             }
             Iterable<?> entries = headers instanceof Map<?, ?> m && !(headers instanceof Iterable<?>)
                 ? m.entrySet() : (Iterable<?>) headers;
             for (Object o : entries) {
                 Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
-                String name = name(e.getKey());
-                Object v = e.getValue();
-                if (v instanceof String s) {
-                    scan.one(buf, name, s);
-                } else if (v instanceof Iterable<?> || v instanceof ISeq) {
-                    for (ISeq s = RT.seq(v); s != null; s = s.next()) {
-                        scan.one(buf, name, value(name, s.first()));
-                    }
-                } else if (v != null) {
-                    scan.one(buf, name, value(name, v));
-                }
+                scan.invoke(null, e.getKey(), e.getValue());
             }
             return scan;
         }
 
-        private void one(ByteBuf buf, String name, String value) {
-            if (value.indexOf('\n') >= 0 || value.indexOf('\r') >= 0) {
-                throw new InvalidResponseException("response header " + name + " contains CR or LF");
+        @Override
+        public Object invoke(Object acc, Object key, Object v) {
+            HeaderCache.Name name = HeaderCache.name(name(key));
+            if (v instanceof String s) {
+                one(name, s);
+            } else if (v instanceof Iterable<?> || v instanceof ISeq) {
+                for (ISeq s = RT.seq(v); s != null; s = s.next()) {
+                    one(name, value(name.name, s.first()));
+                }
+            } else if (v != null) {
+                one(name, value(name.name, v));
             }
-            switch (name.length()) {
-                case 4 -> date |= name.equalsIgnoreCase("date");
-                case 6 -> server |= name.equalsIgnoreCase("server");
-                case 10 -> {
-                    if (name.equalsIgnoreCase("connection")) {
-                        close |= value.toLowerCase(java.util.Locale.ROOT).contains("close");
-                        return;
-                    }
+            return acc;
+        }
+
+        private void one(HeaderCache.Name name, String value) {
+            switch (name.kind) {
+                case HeaderCache.DATE -> date = true;
+                case HeaderCache.SERVER -> server = true;
+                case HeaderCache.CONTENT_TYPE -> contentType = value;
+                case HeaderCache.CONNECTION -> {
+                    close |= value.toLowerCase(java.util.Locale.ROOT).contains("close");
+                    return;
                 }
-                case 12 -> {
-                    if (name.equalsIgnoreCase("content-type")) {
-                        contentType = value;
-                    }
+                case HeaderCache.CONTENT_LENGTH -> {
+                    contentLength = value.trim();
+                    return;
                 }
-                case 14 -> {
-                    if (name.equalsIgnoreCase("content-length")) {
-                        contentLength = value.trim();
-                        return;
-                    }
-                }
-                case 17 -> {
-                    if (name.equalsIgnoreCase("transfer-encoding")) {
-                        return;
-                    }
+                case HeaderCache.TRANSFER_ENCODING -> {
+                    return;
                 }
                 default -> { }
             }
-            line(buf, name, value);
+            buf.writeBytes(name.prefix);
+            buf.writeBytes(HeaderCache.value(name.name, value));
         }
 
         private static String name(Object k) {
-            String n = k instanceof String s ? s : k instanceof Named nm ? nm.getName() : String.valueOf(k);
-            if (n.isEmpty() || n.indexOf('\n') >= 0 || n.indexOf('\r') >= 0 || n.indexOf(':') >= 0) {
-                throw new InvalidResponseException("invalid response header name: " + n);
-            }
-            return n;
+            return k instanceof String s ? s : k instanceof Named nm ? nm.getName() : String.valueOf(k);
         }
 
         private static String value(String name, Object v) {

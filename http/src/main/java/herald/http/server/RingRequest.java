@@ -6,7 +6,9 @@ import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentHashMap;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
+import io.netty.util.AsciiString;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import java.io.InputStream;
@@ -31,6 +33,9 @@ public final class RingRequest {
         }
     }
 
+    private static final AsciiString X_FORWARDED_FOR = AsciiString.cached("x-forwarded-for");
+    private static final AsciiString X_FORWARDED_PROTO = AsciiString.cached("x-forwarded-proto");
+
     private RingRequest() {}
 
     /** Per-connection facts, computed once per channel. */
@@ -52,18 +57,20 @@ public final class RingRequest {
 
     /** The Ring map of {@code req}; {@code body} is null when the request has none (then :body is absent). */
     public static IPersistentMap build(HttpRequest req, InputStream body, Connection conn) {
-        Object[] kv = new Object[20];
-        HeadersResult h = headers(req.headers());
+        HttpHeaders hs = req.headers();
+        String host = hs.get(HttpHeaderNames.HOST);
+        String forwardedFor = conn.proxy ? hs.get(X_FORWARDED_FOR) : null;
         String raw = req.uri();
         int start = pathStart(raw);
         int q = raw.indexOf('?', start);
+        Object[] kv = new Object[16 + (q >= 0 ? 2 : 0) + (body != null ? 2 : 0)];
         int i = 0;
         kv[i++] = SERVER_PORT;
         kv[i++] = conn.serverPort;
         kv[i++] = SERVER_NAME;
-        kv[i++] = serverName(h.host, conn);
+        kv[i++] = serverName(host, conn);
         kv[i++] = REMOTE_ADDR;
-        kv[i++] = conn.proxy && h.forwardedFor != null ? firstForwarded(h.forwardedFor) : conn.remoteAddr;
+        kv[i++] = forwardedFor != null ? firstForwarded(forwardedFor) : conn.remoteAddr;
         kv[i++] = URI;
         kv[i++] = q < 0 ? (start == 0 ? raw : nonEmptyPath(raw.substring(start))) : nonEmptyPath(raw.substring(start, q));
         if (q >= 0) {
@@ -71,20 +78,18 @@ public final class RingRequest {
             kv[i++] = raw.substring(q + 1);
         }
         kv[i++] = SCHEME;
-        kv[i++] = conn.proxy && "https".equalsIgnoreCase(h.forwardedProto) ? HTTPS : HTTP;
+        kv[i++] = conn.proxy && "https".equalsIgnoreCase(hs.get(X_FORWARDED_PROTO)) ? HTTPS : HTTP;
         kv[i++] = REQUEST_METHOD;
         kv[i++] = method(req.method());
         kv[i++] = PROTOCOL;
         kv[i++] = req.protocolVersion().text();
         kv[i++] = HEADERS;
-        kv[i++] = h.map;
+        kv[i++] = hs.isEmpty() ? PersistentArrayMap.EMPTY : new LazyHeaders(hs);
         if (body != null) {
             kv[i++] = BODY;
             kv[i++] = body;
         }
-        Object[] arr = new Object[i];
-        System.arraycopy(kv, 0, arr, 0, i);
-        return new PersistentArrayMap(arr);
+        return new PersistentArrayMap(kv);
     }
 
     /** The lowercase keyword of a method: the standard ones are constants. */
@@ -147,19 +152,11 @@ public final class RingRequest {
         return (comma < 0 ? xff : xff.substring(0, comma)).trim();
     }
 
-    private static final class HeadersResult {
-        IPersistentMap map;
-        String host;
-        String forwardedFor;
-        String forwardedProto;
-    }
-
-    private static HeadersResult headers(HttpHeaders hs) {
-        HeadersResult r = new HeadersResult();
+    /** The lowercased, joined headers as a persistent map (array map up to 16 distinct names). */
+    static IPersistentMap headersMap(HttpHeaders hs) {
         int n = hs.size();
         if (n > 16) {
-            r.map = largeHeaders(hs, r);
-            return r;
+            return largeHeaders(hs);
         }
         Object[] kv = new Object[n * 2];
         int len = 0;
@@ -167,7 +164,6 @@ public final class RingRequest {
             Map.Entry<CharSequence, CharSequence> e = it.next();
             String name = lower(e.getKey());
             String value = e.getValue().toString();
-            note(r, name, value);
             int at = -1;
             for (int j = 0; j < len; j += 2) {
                 if (kv[j].equals(name)) {
@@ -187,30 +183,19 @@ public final class RingRequest {
             System.arraycopy(kv, 0, a, 0, len);
             kv = a;
         }
-        r.map = len == 0 ? PersistentArrayMap.EMPTY : new PersistentArrayMap(kv);
-        return r;
+        return len == 0 ? PersistentArrayMap.EMPTY : new PersistentArrayMap(kv);
     }
 
-    private static IPersistentMap largeHeaders(HttpHeaders hs, HeadersResult r) {
+    private static IPersistentMap largeHeaders(HttpHeaders hs) {
         LinkedHashMap<String, String> m = new LinkedHashMap<>();
         for (Iterator<Map.Entry<CharSequence, CharSequence>> it = hs.iteratorCharSequence(); it.hasNext(); ) {
             Map.Entry<CharSequence, CharSequence> e = it.next();
             String name = lower(e.getKey());
             String value = e.getValue().toString();
-            note(r, name, value);
             String prev = m.get(name);
             m.put(name, prev == null ? value : join(name, prev, value));
         }
         return PersistentHashMap.create(m);
-    }
-
-    private static void note(HeadersResult r, String name, String value) {
-        switch (name) {
-            case "host" -> r.host = r.host == null ? value : r.host;
-            case "x-forwarded-for" -> r.forwardedFor = r.forwardedFor == null ? value : r.forwardedFor;
-            case "x-forwarded-proto" -> r.forwardedProto = r.forwardedProto == null ? value : r.forwardedProto;
-            default -> { }
-        }
     }
 
     private static String join(String name, String prev, String value) {

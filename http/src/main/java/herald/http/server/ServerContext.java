@@ -21,6 +21,8 @@ final class ServerContext {
     final AtomicInteger connections = new AtomicInteger();
     volatile boolean draining;
     volatile int serverPort;
+    /** "Server: ...\r\n", or null when no Server header is sent. */
+    final byte[] serverLine;
 
     ServerContext(ServerConfig config, Hooks hooks, ExecutorService handlerExecutor,
                   ExecutorService blockingExecutor, ChannelGroup channels) {
@@ -29,6 +31,8 @@ final class ServerContext {
         this.handlerExecutor = handlerExecutor;
         this.blockingExecutor = blockingExecutor;
         this.channels = channels;
+        this.serverLine = config.serverHeader == null || config.serverHeader.isEmpty() ? null
+            : ("Server: " + config.serverHeader + "\r\n").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
     }
 
     /** Hands {@code t} to the user's error logger; a failing logger falls back to stderr. */
