@@ -1,7 +1,8 @@
 (ns herald.http.router
   "Data-driven routing: route vectors compiled into a Java segment trie, served as one Ring handler."
   (:require [herald.http.impl.json :as json]
-            [herald.http.impl.router :as impl])
+            [herald.http.impl.router :as impl]
+            [herald.http.impl.router-paths :as paths])
   (:import (herald.http.impl.router RingRouter)
            (herald.http.route Endpoint RouteMatch Router)))
 
@@ -59,14 +60,17 @@
 
   Errors at construction (ex-info): two routes matching exactly the same paths (a duplicate template or
   `/a/:x` beside `/a/:y`) -> `{:type :herald.http/route-conflict :routes [{:path :name} {:path :name}]}`;
-  a malformed template or route -> `{:type :herald.http/malformed-route :route path}`; a bad option ->
+  a malformed template or route -> `{:type :herald.http/malformed-route :route path}`; one `:name` on two
+  routes -> `{:type :herald.http/duplicate-route-name :name n :routes [p1 p2]}`; a bad option ->
   `{:type :herald.http/invalid-option :key k}`."
   ([routes] (router routes {}))
   ([routes opts]
    (json/check-options! "router" router-options opts)
-   (RingRouter. (impl/compile-routes routes (:middleware opts))
-                (:not-found opts impl/default-not-found)
-                (:method-not-allowed opts impl/default-method-not-allowed))))
+   (let [trie (impl/compile-routes routes (:middleware opts))]
+     (RingRouter. trie
+                  (paths/name-index trie)
+                  (:not-found opts impl/default-not-found)
+                  (:method-not-allowed opts impl/default-method-not-allowed)))))
 
 (defn match
   "Matches the raw `path` against `r` (a router built by `router`, or route data) without calling any
@@ -89,3 +93,16 @@
             {:path (.template route) :name (.name route)
              :methods (set (.methods ^Endpoint (.payload route)))})
           (.routes trie))))
+
+(defn path-for
+  "The path of the route named `route-name` in router `r` (built by `router`), with `params` filled in:
+  `(path-for app ::participant {:id 7})` -> `\"/participant/7\"`. Values are `str`-ed and percent-encoded
+  as UTF-8 (a wildcard value keeps its `/`s), so `match` on the result gives the same params back (as
+  Strings). Throws ex-info `{:type :herald.http/unknown-route-name}` or
+  `{:type :herald.http/missing-path-param :param k}`."
+  (^String [r route-name] (path-for r route-name {}))
+  (^String [r route-name params]
+   (if-let [route (get (impl/names-of r) route-name)]
+     (paths/path route params)
+     (throw (ex-info (str "no route named " (pr-str route-name))
+                     {:type :herald.http/unknown-route-name :name route-name})))))

@@ -147,6 +147,21 @@
     (is (nil? (r/match h "/missing")))
     (is (= "/files/*path" (:template (r/match routes "/files/x"))) "route data works too")))
 
+(deftest reverse-routing
+  (let [h (r/router [["/participant/:id" {:get identity :name ::participant}]
+                     ["/files/*path" {:get identity :name ::file}]
+                     ["/about" {:get identity :name ::about}]])]
+    (is (= "/participant/7" (r/path-for h ::participant {:id 7})))
+    (is (= "/participant/J%C3%B6rg%20D%2Fx" (r/path-for h ::participant {:id "Jörg D/x"})))
+    (is (= {:id "Jörg D/x"} (:path-params (r/match h (r/path-for h ::participant {:id "Jörg D/x"})))))
+    (is (= "/files/a/b%20c.txt" (r/path-for h ::file {:path "a/b c.txt"})))
+    (is (= "/about" (r/path-for h ::about)))
+    (is (= {:type :herald.http/missing-path-param :template "/participant/:id" :param :id}
+           (thrown-data #(r/path-for h ::participant {}))))
+    (is (= :herald.http/unknown-route-name (:type (thrown-data #(r/path-for h ::nope))))))
+  (is (= {:type :herald.http/duplicate-route-name :name :x :routes ["/a" "/b"]}
+         (thrown-data #(r/router [["/a" {:get identity :name :x}] ["/b" {:get identity :name :x}]])))))
+
 ;; ---------------------------------------------------------------- the trie against a reference model
 
 (defn- shape [template] (str/replace template #"([:*])[a-z0-9]+" "$1"))

@@ -131,7 +131,7 @@
 (defn options-response [^Endpoint ep]
   {:status 204 :headers {"Allow" (.allow ep)}})
 
-(deftype RingRouter [^Router trie not-found method-not-allowed]
+(deftype RingRouter [^Router trie names not-found method-not-allowed]
   clojure.lang.IFn
   (invoke [_ req]
     (if-let [m (.match trie (:uri req))]
@@ -162,3 +162,8 @@
   "The Java Router of a RingRouter."
   ^Router [^RingRouter r]
   (.-trie r))
+
+(defn names-of
+  "The name -> Route index of a RingRouter."
+  [^RingRouter r]
+  (.-names r))
