@@ -1,0 +1,140 @@
+(ns herald.load
+  "herald.load: constant-rate HTTP load without coordinated omission, closed-loop max load, the wall
+  search, the reference news feed workload, and the analysis of their results (percentile spectra, .hgrm,
+  .hlog, per-minute aggregates, HTML reports with plots, comparisons)."
+  (:require [herald.load.impl.aggregate :as agg]
+            [herald.load.impl.feed-run :as feed-run]
+            [herald.load.impl.output :as output]
+            [herald.load.impl.report :as report]
+            [herald.load.impl.run :as run]
+            [herald.load.impl.sweep :as sweep]))
+
+(set! *warn-on-reflection* true)
+
+(defn rate
+  "Open-loop constant-rate load: `:rate` requests/s spread over `:connections` connections for `:duration`
+  seconds. Each request's latency is measured from its intended send time (start + n/rate), so a stalled
+  server shows in the percentiles for every request it delayed (no coordinated omission); the service time
+  from the actual send is recorded beside it. Returns the result map (see docs/load.md).
+
+  | key                | type              | default        | meaning |
+  |--------------------|-------------------|----------------|---------|
+  | :url               | string            | required       | http://host:port/path?query |
+  | :rate              | number            | required       | target requests per second (fractional allowed) |
+  | :connections       | int               | 16             | connections (at most one request in flight each) |
+  | :threads           | int               | cores          | event loop threads (capped at :connections) |
+  | :duration          | seconds           | 10             | measured time |
+  | :warmup            | seconds           | 0              | load before measuring, same connections, not recorded |
+  | :method            | keyword           | :get           | HTTP method |
+  | :headers           | map               | {}             | request headers |
+  | :body              | string or bytes   | nil            | request body |
+  | :script            | fn                | nil            | (fn [n] request-map) per request (:method :path :headers :body) |
+  | :new-connection?   | boolean           | false          | open a new TCP connection per request |
+  | :timeout           | seconds           | 10             | per-request timeout (also connect timeout) |
+  | :interval          | seconds           | 1.0            | progress / interval histogram period |
+  | :hlog              | path              | nil            | write the interval histogram log (.hlog) there |
+  | :progress          | keyword           | :auto          | :auto (text on a terminal), :text, :json (JSON lines), :quiet |
+  | :on-interval       | fn                | nil            | called with each interval map instead of printing |
+  | :handle-interrupt? | boolean           | false          | Ctrl-C stops the run early and still returns results |"
+  [opts]
+  (run/execute :rate opts))
+
+(defn max-load
+  "Closed-loop load like wrk: every connection sends its next request as soon as the previous response
+  arrives, for `:duration` seconds. Options as `rate` without `:rate`/`:warmup` semantics changing: latency
+  equals service time here. Returns the result map."
+  [opts]
+  (run/execute :max opts))
+
+(defn sweep
+  "Finds the wall: measures the maximum rate (a `max-load` run) unless given, then runs `rate` at fractions
+  of it and reports the highest rate whose p99 and p99.9 stay under their bounds, with the target achieved
+  within 1% and no errors. Takes `rate`'s options (not :rate) plus:
+
+  | key                  | type          | default            | meaning |
+  |----------------------|---------------|--------------------|---------|
+  | :p99-bound           | ms            | required           | p99 latency bound |
+  | :p999-bound          | ms            | 2 x :p99-bound     | p99.9 latency bound |
+  | :max-rate            | number        | measured           | the 100% rate |
+  | :fractions           | [number]      | 0.1 .. 1.5         | fractions of :max-rate to run |
+  | :rates               | [number]      | nil                | explicit rates instead of fractions |
+  | :stop-after-failures | int           | 2                  | stop after this many failing steps in a row |
+  | :on-step             | fn            | nil                | called with each step map |
+
+  Returns {:mode :sweep :max-rate :steps [{:rate :achieved :p99 :p999 :errors :ok?}] :wall :runs}."
+  [opts]
+  (sweep/execute opts))
+
+(defn feed
+  "The reference news feed workload against a herald.feed (or reference) service over HTTP: closed-loop
+  users, each a broadcaster (participants, friendships, outbound posts), a searcher or a reader. Records
+  every request as (entity, operation, status, latency). Returns the result map with :operations and
+  :per-minute.
+
+  | key                | type     | default     | meaning |
+  |--------------------|----------|-------------|---------|
+  | :host              | string   | 127.0.0.1   | service host |
+  | :port              | int      | 8080        | service port |
+  | :users             | int      | 3           | concurrent simulated users |
+  | :search-share      | 0..1     | 0.1         | probability a user is a searcher |
+  | :reader-share      | 0..1     | 0.0         | probability a user is a reader (inbound/outbound/friends GETs) |
+  | :batch-size        | int      | 10          | participants created per broadcaster iteration |
+  | :min-friends       | int      | 2           | fewest invitees per batch |
+  | :max-friends       | int      | 3           | most invitees per batch |
+  | :subject-words     | int      | 5           | words per subject |
+  | :story-words       | int      | 150         | words per story |
+  | :posts-per-user    | int      | 10          | outbound posts per invitee |
+  | :searches-per-user | int      | 5           | searches per searcher iteration |
+  | :body-format       | keyword  | :json       | :json or :form (application/x-www-form-urlencoded) |
+  | :new-connection?   | boolean  | false       | new TCP connection per request (the reference tester's way) |
+  | :rate-cap          | number   | nil         | at most this many requests/s over all users |
+  | :duration          | seconds  | 60          | run time |
+  | :timeout           | seconds  | 10          | per-request timeout |
+  | :seed              | int      | 1           | random seed (roles, words, picks) |
+  | :log-file          | path     | nil         | write the reference performance log there |
+  | :threads           | int      | 1           | event loop threads |
+  | :progress, :interval, :on-interval, :handle-interrupt? | | | as in `rate` |"
+  [opts]
+  (feed-run/execute opts))
+
+(defn write-result!
+  "Writes result `r` into directory `dir` (result.edn, summary.json, .hgrm, per-minute CSV/EDN,
+  report.html, PNG plots). Returns the paths written."
+  [dir r]
+  (output/write-result! dir r))
+
+(defn read-result
+  "Reads a result.edn written by `write-result!`."
+  [path]
+  (output/read-result path))
+
+(defn report!
+  "Writes report.html (inline SVG) and PNG plots of one or more results, overlaid, into `dir`."
+  [dir results]
+  (output/write-plots! dir results))
+
+(defn summary-text
+  "The wrk2-style text summary of a result."
+  [r]
+  (output/summary-text r))
+
+(defn compare-table
+  "The side-by-side table of several results, as aligned text."
+  [results]
+  (report/table-text results))
+
+(defn aggregate
+  "Per-minute aggregates of records (maps of :time-ms :entity :operation :latency-us): count, median, p95,
+  p99, max (ms) per minute and entity x operation."
+  [records]
+  (agg/aggregate records))
+
+(defn aggregate-log
+  "Per-minute aggregates of a reference performance log (YEAR|MONTH|DAY|HOUR|MINUTE|entity|operation|ms)."
+  [source]
+  (agg/aggregate-log source))
+
+(defn per-minute-csv
+  "Per-minute aggregate rows as CSV text."
+  [rows]
+  (agg/rows->csv rows))

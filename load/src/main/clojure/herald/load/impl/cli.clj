@@ -1,0 +1,140 @@
+(ns herald.load.impl.cli
+  "Option specs of each herald-load subcommand and their translation into herald.load calls."
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [herald.load :as load]
+            [herald.load.impl.aggregate :as agg]
+            [herald.load.impl.output :as output]))
+
+(set! *warn-on-reflection* true)
+
+(def commands #{:rate :max :sweep :feed :report :compare :aggregate})
+
+(defn parse-seconds
+  "\"10s\", \"500ms\", \"2m\", \"1h\" or a plain number of seconds, as seconds (a double)."
+  [s]
+  (let [[_ n unit] (re-matches #"([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?" (str/trim (str s)))]
+    (when-not n (throw (ex-info (str "bad duration: " s) {:type :herald.load/bad-option :value s})))
+    (* (parse-double n) (case unit "ms" 0.001 "m" 60.0 "h" 3600.0 1.0))))
+
+(defn- header [m _ v]
+  (let [[k val] (str/split v #":\s*" 2)]
+    (when-not val (throw (ex-info (str "bad header (want 'Name: value'): " v) {:type :herald.load/bad-option :key :headers})))
+    (assoc-in m [:headers k] val)))
+
+(def ^:private common
+  [["-o" "--out DIR" "write result files into DIR"]
+   ["-q" "--quiet" "no progress" :id :quiet]
+   [nil "--progress MODE" "auto | text | json | quiet" :default :auto :parse-fn keyword]
+   [nil "--interval SECS" "progress and .hlog interval" :default 1.0 :parse-fn parse-seconds]
+   [nil "--label NAME" "name of this run in reports"]
+   ["-h" "--help"]])
+
+(def ^:private engine-specs
+  [["-c" "--connections N" "connections" :default 16 :parse-fn parse-long]
+   ["-t" "--threads N" "event loop threads (default: cores)" :parse-fn parse-long]
+   ["-d" "--duration TIME" "measured time: 30s, 2m" :default 10.0 :parse-fn parse-seconds]
+   ["-w" "--warmup TIME" "unrecorded load before measuring" :default 0.0 :parse-fn parse-seconds]
+   ["-m" "--method METHOD" "HTTP method" :default :get :parse-fn (comp keyword str/lower-case)]
+   ["-H" "--header 'NAME: VALUE'" "request header (repeatable)" :id :headers :default {} :assoc-fn header]
+   ["-b" "--body BODY" "request body; @FILE reads a file"]
+   [nil "--script FILE" "Clojure file evaluating to (fn [n] request-map)"]
+   [nil "--new-connection" "new TCP connection per request" :id :new-connection?]
+   [nil "--timeout TIME" "request timeout" :default 10.0 :parse-fn parse-seconds]
+   [nil "--hlog FILE" "write the interval histogram log (.hlog)"]])
+
+(defn option-specs
+  "The tools.cli specs of subcommand `cmd`."
+  [cmd]
+  (case cmd
+    :rate (concat [["-R" "--rate N" "target requests/s" :parse-fn parse-double]] engine-specs common)
+    :max (concat engine-specs common)
+    :sweep (concat [[nil "--p99 MS" "p99 bound in ms" :id :p99-bound :parse-fn parse-double]
+                    [nil "--p999 MS" "p99.9 bound in ms (default 2 x p99)" :id :p999-bound :parse-fn parse-double]
+                    [nil "--max-rate N" "the 100% rate (default: measured by a max run)" :parse-fn parse-double]
+                    [nil "--fractions LIST" "fractions of the max, e.g. 0.5,0.8,1.0" :parse-fn #(mapv parse-double (str/split % #","))]
+                    [nil "--rates LIST" "explicit rates, e.g. 1000,2000" :parse-fn #(mapv parse-double (str/split % #","))]]
+                   engine-specs common)
+    :feed (concat [[nil "--host HOST" "service host" :default "127.0.0.1"]
+                   ["-p" "--port PORT" "service port" :default 8080 :parse-fn parse-long]
+                   ["-u" "--users N" "simulated users" :default 3 :parse-fn parse-long]
+                   [nil "--search-share X" "share of searchers (0..1)" :default 0.1 :parse-fn parse-double]
+                   [nil "--reader-share X" "share of readers (0..1)" :default 0.0 :parse-fn parse-double]
+                   [nil "--batch-size N" "participants per batch" :default 10 :parse-fn parse-long]
+                   [nil "--min-friends N" "fewest invitees" :default 2 :parse-fn parse-long]
+                   [nil "--max-friends N" "most invitees" :default 3 :parse-fn parse-long]
+                   [nil "--subject-words N" "" :default 5 :parse-fn parse-long]
+                   [nil "--story-words N" "" :default 150 :parse-fn parse-long]
+                   [nil "--posts-per-user N" "" :default 10 :parse-fn parse-long]
+                   [nil "--searches-per-user N" "" :default 5 :parse-fn parse-long]
+                   [nil "--form" "form-encoded bodies instead of JSON"]
+                   [nil "--new-connection" "new TCP connection per request" :id :new-connection?]
+                   [nil "--rate-cap N" "at most N requests/s" :parse-fn parse-double]
+                   ["-d" "--duration TIME" "run time" :default 60.0 :parse-fn parse-seconds]
+                   [nil "--timeout TIME" "request timeout" :default 10.0 :parse-fn parse-seconds]
+                   [nil "--seed N" "random seed" :default 1 :parse-fn parse-long]
+                   [nil "--log FILE" "write the reference performance log" :id :log-file]]
+                  common)
+    (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"] ["-h" "--help"]]
+    :aggregate [[nil "--csv FILE" "write CSV there (default: stdout)"] [nil "--edn FILE" "also write EDN"] ["-h" "--help"]]))
+
+(defn arg-help
+  "The positional arguments of `cmd`, for usage lines."
+  [cmd]
+  (case cmd (:rate :max :sweep) "URL [options]" :feed "[options]" (:report :compare) "RESULT.edn... [options]" :aggregate "LOGFILE|- [options]"))
+
+(defn- engine-opts [options [url]]
+  (when-not url (throw (ex-info "missing URL argument" {:type :herald.load/bad-option :key :url})))
+  (let [body (:body options)]
+    (cond-> (-> options (dissoc :out :quiet :label :help) (assoc :url url :handle-interrupt? true))
+      (:quiet options) (assoc :progress :quiet)
+      (and body (str/starts-with? body "@")) (assoc :body (slurp (subs body 1)))
+      (:script options) (assoc :script (load-file (:script options))))))
+
+(defn summary-line
+  "The machine-readable last line of a run: key=value pairs."
+  [r]
+  (let [l (:latency r)]
+    (str "herald-load mode=" (name (:mode r)) " requests=" (:requests r)
+         " target_rps=" (or (some->> r :rate :target (format "%.1f")) "-")
+         " achieved_rps=" (format "%.1f" (double (or (get-in r [:rate :achieved]) 0)))
+         " p50_ms=" (:p50 l) " p99_ms=" (:p99 l) " p999_ms=" (:p999 l) " max_ms=" (:max l)
+         " errors=" (reduce + (vals (:errors r))))))
+
+(defn- sweep! [options args]
+  (let [r (load/sweep (assoc (engine-opts options args) :on-step #(binding [*out* *err*] (prn %))))]
+    (when-let [dir (:out options)]
+      (spit (io/file dir "sweep.edn") (pr-str (update r :runs #(mapv :label %))))
+      (doseq [run (:runs r)] (load/write-result! (io/file dir (str/replace (:label run) #"[^A-Za-z0-9.]+" "-")) run))
+      (load/report! dir (:runs r)))
+    (println (load/compare-table (:runs r)))
+    (println (str "herald-load mode=sweep max_rps=" (some->> (:max-rate r) double (format "%.1f"))
+                  " wall_rps=" (or (:wall r) "none") " p99_bound_ms=" (:p99-bound r)))
+    0))
+
+(defn dispatch
+  "Runs subcommand `cmd` with parsed `options` and `args`; `finish!` prints and writes a run result."
+  [cmd options args finish!]
+  (case cmd
+    :rate (do (when-not (:rate options) (throw (ex-info "--rate is required" {:type :herald.load/bad-option :key :rate})))
+              (finish! (load/rate (engine-opts options args)) options) 0)
+    :max (do (finish! (load/max-load (engine-opts options args)) options) 0)
+    :sweep (sweep! options args)
+    :feed (let [o (cond-> (-> options (dissoc :out :quiet :label :help :form) (assoc :handle-interrupt? true))
+                    (:form options) (assoc :body-format :form)
+                    (:quiet options) (assoc :progress :quiet))]
+            (finish! (load/feed o) options) 0)
+    (:report :compare)
+    (let [results (mapv output/read-result args)]
+      (when (empty? results) (throw (ex-info "no result files given" {:type :herald.load/bad-option :key :results})))
+      (println (load/compare-table results))
+      (when-let [dir (:out options)] (doseq [p (load/report! dir results)] (println "wrote" p)))
+      0)
+    :aggregate
+    (let [src (first args)
+          rows (load/aggregate-log (if (or (nil? src) (= "-" src)) *in* src))
+          csv (str (agg/rows->csv rows) "\n")]
+      (if-let [f (:csv options)] (spit f csv) (print csv))
+      (when-let [f (:edn options)] (spit f (pr-str rows)))
+      (flush)
+      0)))

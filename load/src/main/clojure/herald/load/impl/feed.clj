@@ -1,0 +1,142 @@
+(ns herald.load.impl.feed
+  "The reference news feed workload: closed-loop simulated users over HTTP, each a broadcaster (creates
+  participants, befriends them, posts outbound items), a searcher (keyword searches) or, herald's addition,
+  a reader (inbound/outbound/friends GETs); optional global rate cap. Every request is recorded as
+  (entity, operation, status, latency)."
+  (:require [clojure.string :as str]
+            [herald.load.impl.feed-record :as rec]
+            [herald.load.impl.json :as json]
+            [herald.load.impl.request :as request]
+            [herald.load.impl.words :as words])
+  (:import (herald.load.client RequestFailure Response SessionClient)
+           (io.netty.channel EventLoopGroup)
+           (java.net URLEncoder)
+           (java.nio.charset StandardCharsets)
+           (java.time LocalDate)
+           (java.util Random)
+           (java.util.concurrent ExecutionException)
+           (java.util.concurrent.atomic AtomicLong)))
+
+(set! *warn-on-reflection* true)
+
+(defn- form-encode [m]
+  (str/join "&" (for [[k v] m] (str (name k) "=" (URLEncoder/encode (str v) StandardCharsets/UTF_8)))))
+
+(defn- body-of [{:keys [body-format]} m]
+  (if (= body-format :form)
+    {:headers {"Content-Type" "application/x-www-form-urlencoded"} :body (form-encode m)}
+    {:headers {"Content-Type" "application/json"} :body (json/write-str m)}))
+
+(defn- pace!
+  "Waits for the next slot of the global rate cap, if there is one."
+  [{:keys [^AtomicLong next-slot cap-interval]}]
+  (when next-slot
+    (let [now (System/nanoTime)
+          slot (.getAndUpdate next-slot (reify java.util.function.LongUnaryOperator
+                                          (applyAsLong [_ prev] (+ (max prev now) (long cap-interval)))))
+          slot (max slot now)]
+      (when (> slot now) (Thread/sleep (java.time.Duration/ofNanos (- slot now)))))))
+
+(defn- call!
+  "Sends one request on the user's session and records it; returns the parsed JSON body of a 200, else nil."
+  [{:keys [^SessionClient session host-header recorder stop] :as ctx} entity operation req]
+  (when-not @stop
+    (pace! ctx)
+    (let [started (System/currentTimeMillis)
+          t0 (System/nanoTime)
+          bytes (request/encode req host-header)]
+      (try
+        (let [^Response r (.get (.send session bytes false))]
+          (rec/record! recorder started entity operation (.status r) (quot (.latencyNanos r) 1000) nil)
+          (when (= 200 (.status r))
+            (try (json/read-bytes (.body r)) (catch Exception _ {}))))
+        (catch ExecutionException e
+          (let [kind (if (instance? RequestFailure (.getCause e)) (.label (.kind ^RequestFailure (.getCause e))) "read")]
+            (rec/record! recorder started entity operation 0 (quot (- (System/nanoTime) t0) 1000) kind)
+            nil))))))
+
+(defn- link [id] (str "/participant/" id))
+
+(defn- broadcast-once!
+  "One broadcaster iteration: a batch of participants, friendships, then posts by the invitees."
+  [{:keys [^Random rnd opts dict known] :as ctx}]
+  (let [{:keys [batch-size min-friends max-friends subject-words story-words posts-per-user]} opts
+        ids (vec (keep (fn [_] (:id (call! ctx "participant" "post"
+                                            (merge {:method :post :path "/participant"}
+                                                   (body-of opts {:name (words/sentence rnd dict 1)})))))
+                       (range batch-size)))]
+    (when (seq ids)
+      (swap! known into ids)
+      (let [pick (fn [k] (vec (take k (distinct (repeatedly (* 4 (count ids)) #(nth ids (.nextInt rnd (count ids))))))))
+            inviters (pick (min 3 (count ids)))
+            invitees (pick (+ min-friends (.nextInt rnd (inc (- max-friends min-friends)))))]
+        (doseq [a inviters b invitees :when (not= a b)]
+          (call! ctx "friends" "post" (merge {:method :post :path (str (link a) "/friends")}
+                                             (body-of opts {:from (link a) :to (link b)}))))
+        (doseq [b invitees _ (range posts-per-user)]
+          (call! ctx "outbound" "post"
+                 (merge {:method :post :path (str (link b) "/outbound")}
+                        (body-of opts {:from (link b) :occurred (str (LocalDate/now))
+                                       :subject (words/sentence rnd dict subject-words)
+                                       :story (words/sentence rnd dict story-words)}))))))))
+
+(defn- search-once! [{:keys [^Random rnd opts dict] :as ctx}]
+  (dotimes [_ (:searches-per-user opts)]
+    (call! ctx "outbound" "search"
+           {:method :get :path (str "/outbound?keywords=" (URLEncoder/encode ^String (nth dict (.nextInt rnd (count dict))) StandardCharsets/UTF_8))})))
+
+(defn- read-once! [{:keys [^Random rnd known stop] :as ctx}]
+  (let [ids @known]
+    (if (empty? ids)
+      (when-not @stop (Thread/sleep 10))
+      (let [id (nth ids (.nextInt rnd (count ids)))]
+        (doseq [[entity path] [["inbound" "/inbound"] ["outbound" "/outbound"] ["friends" "/friends"]]]
+          (call! ctx entity "get" {:method :get :path (str (link id) path)}))))))
+
+(defn role
+  "The role of a user drawn with `rnd`: :searcher, :reader or :broadcaster, by the options' shares."
+  [^Random rnd {:keys [search-share reader-share]}]
+  (let [x (.nextDouble rnd)]
+    (cond (< x search-share) :searcher
+          (< x (+ search-share reader-share)) :reader
+          :else :broadcaster)))
+
+(defn user-loop!
+  "Runs one user until `stop` is set."
+  [ctx user-role]
+  (let [step (case user-role :searcher search-once! :reader read-once! :broadcaster broadcast-once!)]
+    (while (not @(:stop ctx)) (step ctx))))
+
+(defn start-users!
+  "Starts one virtual thread per user; returns {:threads :roles :sessions}."
+  [opts ^EventLoopGroup group recorder stop]
+  (let [dict (words/dictionary 40000 (:seed opts))
+        known (atom [])
+        seed-rnd (Random. (long (:seed opts)))
+        cap (when-let [r (:rate-cap opts)] (long (/ 1e9 (double r))))
+        next-slot (when cap (AtomicLong. (System/nanoTime)))
+        host-header (str (:host opts) ":" (:port opts))
+        users (for [i (range (:users opts))]
+                (let [rnd (Random. (.nextLong seed-rnd))
+                      session (SessionClient. (.next group) (:host opts) (int (:port opts)) (boolean (:new-connection? opts))
+                                              (long (* 1e9 (double (:timeout opts)))))]
+                  {:role (role rnd opts)
+                   :ctx {:session session :host-header host-header :recorder recorder :stop stop :rnd rnd :opts opts
+                         :dict dict :known known :next-slot next-slot :cap-interval cap :user i}}))
+        users (vec users)]
+    {:roles (frequencies (map :role users))
+     :sessions (mapv (comp :session :ctx) users)
+     :threads (mapv (fn [{:keys [role ctx]}]
+                      (.start (Thread/ofVirtual) ^Runnable (fn [] (try (user-loop! ctx role)
+                                                                       (catch InterruptedException _ nil)))))
+                    users)}))
+
+(defn join-users!
+  "Waits for the user threads to finish their current request (at most `timeout-s`), then closes sessions."
+  [{:keys [threads sessions]} timeout-s]
+  (let [deadline (+ (System/nanoTime) (long (* 1e9 (+ 1.0 (double timeout-s)))))]
+    (doseq [^Thread t threads]
+      (let [left (- deadline (System/nanoTime))]
+        (when (pos? left) (.join t (java.time.Duration/ofNanos left)))
+        (.interrupt t)))
+    (doseq [^SessionClient s sessions] (.close s))))

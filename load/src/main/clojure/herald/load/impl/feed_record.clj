@@ -1,0 +1,72 @@
+(ns herald.load.impl.feed-record
+  "Thread-safe recording of feed requests as (entity, operation, status, latency): per-operation
+  histograms, statuses, errors by kind, per-minute aggregates, an interval recorder for progress, and
+  optionally the reference performance log."
+  (:require [clojure.java.io :as io]
+            [herald.load.impl.aggregate :as agg]
+            [herald.load.impl.histogram :as hist])
+  (:import (java.io Writer)
+           (java.util HashMap Map)
+           (org.HdrHistogram Histogram Recorder)))
+
+(set! *warn-on-reflection* true)
+
+(defn recorder
+  "A new recorder; `log-file` (optional) receives one reference log line per answered request."
+  [log-file]
+  {:lock (Object.)
+   :ops (HashMap.)
+   :status (HashMap.)
+   :errors (HashMap.)
+   :minutes (agg/aggregator)
+   :interval (Recorder. 3)
+   :interval-errors (java.util.concurrent.atomic.AtomicLong.)
+   :log (when log-file (io/make-parents (io/file log-file)) (io/writer (io/file log-file)))})
+
+(defn- bump! [^Map m k] (.merge m k 1 (reify java.util.function.BiFunction (apply [_ a b] (+ (long a) (long b))))))
+
+(defn record!
+  "Records one request started at epoch ms `time-ms`. `status` 0 with an `error-kind` (\"connect\",
+  \"timeout\", ...) means no response; any status but 200 counts as a status error."
+  [{:keys [lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
+   time-ms entity operation code latency-us error-kind]
+  (let [k (str entity " " operation)]
+    (when (or error-kind (not= 200 code)) (.incrementAndGet interval-errors))
+    (if error-kind
+      (locking lock (bump! errors [k error-kind]))
+      (do (.recordValue interval (max 0 (long latency-us)))
+          (agg/add! minutes time-ms entity operation latency-us)
+          (locking lock
+            (let [^Histogram h (or (.get ops k) (let [h (hist/histogram)] (.put ops k h) h))]
+              (.recordValue h (max 0 (long latency-us))))
+            (bump! status [k code])
+            (when (not= 200 code) (bump! errors [k "status"]))
+            (when log (.write log (str (agg/format-log-line time-ms entity operation latency-us) "\n"))))))))
+
+(defn close!
+  "Flushes and closes the log, if any."
+  [{:keys [^Writer log]}]
+  (when log (.close log)))
+
+(defn operations
+  "Per entity x operation: latency summary (ms), statuses and errors by kind, keyed \"entity operation\"."
+  [{:keys [lock ^Map ops ^Map status ^Map errors]}]
+  (locking lock
+    (let [ks (into (sorted-set) (concat (keys ops) (map first (keys errors))))]
+      (into (sorted-map)
+            (for [k ks]
+              [k {:latency (if-let [h (.get ops k)] (hist/summary h) {:count 0})
+                  :status (into (sorted-map) (for [[[k2 code] n] status :when (= k k2)] [code n]))
+                  :errors (into (sorted-map) (for [[[k2 kind] n] errors :when (= k k2)] [(keyword kind) n]))}])))))
+
+(defn total-histogram
+  "Every answered request's latency in one histogram."
+  ^Histogram [{:keys [lock ^Map ops]}]
+  (locking lock (hist/merge-histograms (vals ops))))
+
+(defn error-counts
+  "Errors by kind over all operations."
+  [{:keys [lock ^Map errors]}]
+  (locking lock
+    (reduce (fn [m [[_ kind] n]] (update m (keyword kind) (fnil + 0) n))
+            {:connect 0 :read 0 :write 0 :timeout 0 :parse 0 :status 0} errors)))

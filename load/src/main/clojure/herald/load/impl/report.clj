@@ -1,0 +1,131 @@
+(ns herald.load.impl.report
+  "Charts of one or more results (percentile spectrum, latency over time, throughput per second and per
+  minute), the self-contained HTML report with inline SVG, PNG files, and the comparison table."
+  (:require [clojure.string :as str]
+            [herald.load.impl.histogram :as hist]
+            [herald.load.impl.plot :as plot])
+  (:import (org.HdrHistogram Histogram HistogramIterationValue)))
+
+(set! *warn-on-reflection* true)
+
+(defn label
+  "The display name of result `r` (its :label, else its mode and target)."
+  [r]
+  (or (:label r) (str (name (or (:mode r) :run)) (when-let [t (get-in r [:rate :target])] (format " @%.0f/s" (double t))))))
+
+(defn spectrum-points
+  "[x y] points of a histogram's percentile spectrum: x on the percentile axis, y in ms."
+  [^Histogram h]
+  (when (pos? (.getTotalCount h))
+    (->> (iterator-seq (.iterator (.percentiles h 5)))
+         (map (fn [^HistogramIterationValue v]
+                [(min 6.0 (plot/percentile->x (.getPercentileLevelIteratedTo v)))
+                 (hist/us->ms (.getValueIteratedTo v))]))
+         (partition-by first) (map last) vec)))
+
+(defn- histogram-of [r k] (some-> (get-in r [:histograms k]) hist/decode))
+
+(defn spectrum-chart
+  "The latency percentile spectrum of `results`, overlaid (with service time when there is one result)."
+  [results]
+  {:title "Latency by percentile (log scale)" :x-label "percentile" :y-label "latency (ms)" :x-scale :percentile
+   :series (concat (for [r results :let [h (histogram-of r :latency)] :when h]
+                     {:name (label r) :points (spectrum-points h)})
+                   (when (= 1 (count results))
+                     (when-let [h (histogram-of (first results) :service)]
+                       [{:name "service time" :points (spectrum-points h)}])))})
+
+(defn over-time-chart
+  "Latency over time: p50/p99/max of one run, or the p99 of each run."
+  [results]
+  {:title "Latency over time" :x-label "time (s)" :y-label "latency (ms)"
+   :series (if (= 1 (count results))
+             (for [[k n] [[:p50 "p50"] [:p99 "p99"] [:max "max"]]]
+               {:name n :points (vec (for [i (:intervals (first results)) :when (get-in i [:latency k])]
+                                       [(:t i) (get-in i [:latency k])]))})
+             (for [r results]
+               {:name (str (label r) " p99")
+                :points (vec (for [i (:intervals r) :when (get-in i [:latency :p99])] [(:t i) (get-in i [:latency :p99])]))}))})
+
+(defn rate-chart
+  "Requests per second per interval, one line per run."
+  [results]
+  {:title "Throughput per interval" :x-label "time (s)" :y-label "requests/s"
+   :series (for [r results] {:name (label r) :points (mapv (juxt :t :rate) (:intervals r))})})
+
+(defn per-minute-chart
+  "Requests per minute as bars: per entity x operation for one run, per run otherwise."
+  [results]
+  (let [series-of (fn [nm rows]
+                    (let [t0 (apply min (map :minute-ms rows))]
+                      {:name nm :points (->> (group-by :minute-ms rows)
+                                             (map (fn [[m rs]] [(/ (- m t0) 60000.0) (reduce + (map :count rs))]))
+                                             (sort-by first) vec)}))]
+    {:title "Throughput per minute" :x-label "minute" :y-label "requests/min" :kind :bar
+     :series (if (= 1 (count results))
+               (for [[[e o] rows] (sort-by key (group-by (juxt :entity :operation) (:per-minute (first results))))]
+                 (series-of (str e " " o) rows))
+               (for [r results :when (seq (:per-minute r))] (series-of (label r) (:per-minute r))))}))
+
+(defn charts
+  "Every chart of `results` keyed by file stem."
+  [results]
+  (cond-> {"spectrum" (spectrum-chart results)
+           "latency-over-time" (over-time-chart results)
+           "throughput" (rate-chart results)}
+    (some (comp seq :per-minute) results) (assoc "per-minute" (per-minute-chart results))))
+
+(def ^:private table-columns
+  [["run" label] ["mode" #(some-> % :mode name)] ["target/s" #(some->> % :rate :target (format "%.1f"))]
+   ["achieved/s" #(some->> % :rate :achieved (format "%.1f"))] ["requests" :requests]
+   ["errors" #(reduce + (vals (:errors %)))] ["p50" #(get-in % [:latency :p50])] ["p90" #(get-in % [:latency :p90])]
+   ["p99" #(get-in % [:latency :p99])] ["p99.9" #(get-in % [:latency :p999])]
+   ["p99.99" #(get-in % [:latency :p9999])] ["max" #(get-in % [:latency :max])]
+   ["svc p99" #(get-in % [:service :p99])] ["gc" #(str/join "+" (get-in % [:meta :gc]))]
+   ["commit" #(get-in % [:meta :commit])]])
+
+(defn table-rows
+  "The comparison table: a header row then one row of strings per result (latencies in ms)."
+  [results]
+  (cons (mapv first table-columns)
+        (for [r results] (mapv (fn [[_ f]] (str (f r))) table-columns))))
+
+(defn table-text
+  "The comparison table as aligned text."
+  [results]
+  (let [rows (table-rows results)
+        widths (apply map (fn [& cells] (apply max (map count cells))) rows)]
+    (str/join "\n" (for [row rows] (str/join "  " (map (fn [w c] (format (str "%-" w "s") c)) widths row))))))
+
+(defn- esc [s] (-> (str s) (str/replace "&" "&amp;") (str/replace "<" "&lt;") (str/replace ">" "&gt;")))
+
+(defn- html-table [rows]
+  (str "<table>\n<tr>" (str/join (map #(str "<th>" (esc %) "</th>") (first rows))) "</tr>\n"
+       (str/join (for [row (rest rows)] (str "<tr>" (str/join (map #(str "<td>" (esc %) "</td>") row)) "</tr>\n")))
+       "</table>"))
+
+(defn- meta-rows [r]
+  (let [m (:meta r)]
+    (cons ["run" "url" "commit" "jvm" "gc" "cores" "transport" "started" "connections"]
+          [[(label r) (:url r) (:commit m) (:jvm m) (str/join ", " (:gc m)) (:cores m) (some-> (:transport m) name)
+            (:started-at m) (:connections r)]])))
+
+(defn html
+  "A self-contained HTML report of `results` (one or more result maps), every plot inline as SVG."
+  [results]
+  (let [cs (charts results)]
+    (str "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>herald-load report</title>\n"
+         "<style>body{font-family:sans-serif;margin:24px;color:#222}table{border-collapse:collapse;margin:8px 0 20px}"
+         "td,th{border:1px solid #ccc;padding:3px 8px;font-size:13px;text-align:right}th{background:#f2f2f2}"
+         "pre{background:#f7f7f7;padding:8px;font-size:12px;overflow:auto;max-height:360px}.warn{color:#b00}</style>\n"
+         "</head><body>\n<h1>herald-load report</h1>\n"
+         "<p>Latencies in milliseconds. In rate mode latency is measured from each request's intended send time "
+         "(no coordinated omission); service time is measured from the actual send.</p>\n"
+         (html-table (table-rows results))
+         (str/join (for [r results w (:warnings r)] (str "<p class=\"warn\">" (esc (label r)) ": " (esc w) "</p>\n")))
+         (str/join (for [k ["spectrum" "latency-over-time" "throughput" "per-minute"] :when (cs k)]
+                     (str "<h2>" (esc (:title (cs k))) "</h2>\n" (plot/svg (cs k)) "\n")))
+         "<h2>Runs</h2>\n" (str/join (for [r results] (html-table (meta-rows r))))
+         (str/join (for [r results :let [h (histogram-of r :latency)] :when h]
+                     (str "<h3>" (esc (label r)) "</h3><pre>" (esc (hist/spectrum-text "Recorded Latency" h)) "</pre>\n")))
+         "</body></html>\n")))

@@ -1,0 +1,70 @@
+(ns herald.load.impl.request
+  "Request maps and URLs turned into encoded HTTP/1.1 requests and engine request sources."
+  (:require [clojure.string :as str])
+  (:import (herald.load.client RequestEncoder)
+           (herald.load.engine RequestSource)
+           (java.net URI)
+           (java.nio.charset StandardCharsets)))
+
+(set! *warn-on-reflection* true)
+
+(defn parse-url
+  "Splits an http:// URL into {:host :port :path}; the path keeps its query string."
+  [url]
+  (let [^URI u (try (URI. (str url))
+               (catch Exception e
+                 (throw (ex-info (str "bad URL: " url) {:type :herald.load/bad-option :key :url :value url} e))))]
+    (when-not (= "http" (.getScheme u))
+      (throw (ex-info (str "only http:// URLs are supported: " url)
+                      {:type :herald.load/bad-option :key :url :value url})))
+    (when-not (.getHost u)
+      (throw (ex-info (str "URL without a host: " url) {:type :herald.load/bad-option :key :url :value url})))
+    {:host (.getHost u)
+     :port (if (neg? (.getPort u)) 80 (.getPort u))
+     :path (str (if (str/blank? (.getRawPath u)) "/" (.getRawPath u))
+                (when-let [q (.getRawQuery u)] (str "?" q)))}))
+
+(defn- body-bytes ^bytes [body]
+  (cond (nil? body) nil
+        (bytes? body) body
+        (string? body) (.getBytes ^String body StandardCharsets/UTF_8)
+        :else (throw (ex-info (str "request :body must be a string or bytes, not " (type body))
+                              {:type :herald.load/bad-request :key :body}))))
+
+(defn method-name
+  "The upper-case method name of a keyword or string (default GET)."
+  ^String [m]
+  (str/upper-case (name (or m :get))))
+
+(defn encode
+  "Encodes request map `req` (:method, :path, :headers map, :body string or bytes) for `host-header`."
+  ^bytes [req host-header]
+  (let [headers (mapcat (fn [[k v]] [(name k) (str v)]) (:headers req))]
+    (try (RequestEncoder/encode (method-name (:method req)) (or (:path req) "/") host-header
+                                (java.util.ArrayList. ^java.util.Collection headers) (body-bytes (:body req)))
+         (catch IllegalArgumentException e
+           (throw (ex-info (str "bad request " (pr-str (select-keys req [:method :path])) ": " (.getMessage e))
+                           {:type :herald.load/bad-request :request req} e))))))
+
+(defn constant-source
+  "A RequestSource that sends the same request every time."
+  ^RequestSource [req host-header]
+  (let [bytes (encode req host-header)
+        head? (= "HEAD" (method-name (:method req)))]
+    (reify RequestSource
+      (request [_ _ _] bytes)
+      (head [_ _ _] head?)
+      (constant [_] true))))
+
+(defn script-source
+  "A RequestSource calling `script`, a fn of the request number (a long, counted per worker thread) that
+  returns a request map; its :path defaults to `default-req`'s."
+  ^RequestSource [script default-req host-header]
+  (let [last-head (long-array 4096)]
+    (reify RequestSource
+      (request [_ w n]
+        (let [req (merge default-req (script n))]
+          (aset last-head w (if (= "HEAD" (method-name (:method req))) 1 0))
+          (encode req host-header)))
+      (head [_ w _] (= 1 (aget last-head w)))
+      (constant [_] false))))

@@ -1,0 +1,65 @@
+(ns herald.load.main
+  "The herald-load command line: rate, max, sweep, feed, report, compare and aggregate subcommands."
+  (:require [clojure.string :as str]
+            [clojure.tools.cli :as cli]
+            [herald.load :as load]
+            [herald.load.impl.cli :as c]
+            [herald.load.impl.json :as json])
+  (:gen-class))
+
+(set! *warn-on-reflection* true)
+
+(def usage-head
+  "herald-load: constant-rate HTTP load without coordinated omission, and its analysis.
+
+Usage: herald-load COMMAND [options] [args]
+
+Commands:
+  rate URL      open-loop constant rate (--rate N): latency from the intended send time
+  max URL       closed-loop, as fast as possible (like wrk)
+  sweep URL     rate runs at fractions of the max; finds the highest rate under --p99
+  feed          the reference news feed workload against a feed service (--host, --port)
+  report R...   HTML report with inline SVG and PNG plots of result files (overlaid) into --out
+  compare R...  side-by-side table of result files (and an overlaid report with --out)
+  aggregate LOG per-minute count/median/p95/p99/max of a reference performance log (- for stdin)
+
+Run `herald-load COMMAND --help` for a command's options. Results go to --out DIR: result.edn,
+summary.json, latency.hgrm, service.hgrm, per-minute.csv/.edn, report.html, *.png.")
+
+(defn- finish! [r opts]
+  (let [r (cond-> r (:label opts) (assoc :label (:label opts)))]
+    (when-let [dir (:out opts)]
+      (doseq [p (load/write-result! dir r)] (binding [*out* *err*] (println "wrote" p))))
+    (if (= :json (:progress opts))
+      (println (json/write-str (assoc (dissoc r :histograms) :type "summary")))
+      (println (load/summary-text r)))
+    (println (c/summary-line r))
+    (flush)))
+
+(defn- run-command [cmd args]
+  (let [{:keys [options arguments errors summary]} (cli/parse-opts args (c/option-specs cmd))]
+    (cond
+      (:help options) (do (println (str "Usage: herald-load " (name cmd) " " (c/arg-help cmd) "\n\nOptions:\n" summary)) 0)
+      errors (do (binding [*out* *err*] (run! println errors) (println "see: herald-load" (name cmd) "--help")) 1)
+      :else (c/dispatch cmd options arguments finish!))))
+
+(defn run-cli
+  "Runs the command line `args`; returns the exit code (0 ok, 1 usage error, 2 failure)."
+  [args]
+  (let [[cmd & more] args
+        cmd (some-> cmd keyword)]
+    (cond
+      (or (nil? cmd) (#{:-h :--help :help} cmd)) (do (println usage-head) (if cmd 0 1))
+      (not (c/commands cmd)) (do (binding [*out* *err*] (println "unknown command:" (name cmd)) (println usage-head)) 1)
+      :else
+      (try (run-command cmd more)
+           (catch clojure.lang.ExceptionInfo e
+             (binding [*out* *err*] (println "herald-load:" (ex-message e)))
+             (if (= :herald.load/bad-option (:type (ex-data e))) 1 2))))))
+
+(defn -main
+  "Entry point of bin/herald-load and java -jar herald-load.jar."
+  [& args]
+  (let [code (run-cli args)]
+    (shutdown-agents)
+    (System/exit code)))

@@ -1,0 +1,113 @@
+package herald.load.engine;
+
+import herald.load.client.ErrorKind;
+import herald.load.client.Transport;
+import io.netty.channel.EventLoopGroup;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import org.HdrHistogram.Histogram;
+
+/**
+ * Runs one load test: spreads connections and rate over worker event loops, connects, starts every worker
+ * on one shared schedule, and exposes interval histograms (microseconds) and counters while it runs.
+ */
+public final class LoadEngine implements AutoCloseable {
+  private final EngineConfig cfg;
+  private final EventLoopGroup group;
+  private final Worker[] workers;
+  private volatile long startNanos, measureFromNanos, endNanos;
+
+  public LoadEngine(EngineConfig cfg) {
+    this.cfg = cfg;
+    this.group = Transport.group(cfg.threads);
+    this.workers = new Worker[cfg.threads];
+    int base = cfg.connections / cfg.threads, extra = cfg.connections % cfg.threads;
+    for (int i = 0; i < cfg.threads; i++) {
+      int conns = base + (i < extra ? 1 : 0);
+      workers[i] = new Worker(i, cfg.threads, group.next(), cfg, conns);
+    }
+  }
+
+  /**
+   * Connects (waiting at most the request timeout), then starts the schedule. The returned future completes
+   * when every worker has stopped issuing and drained (or timed out) its requests in flight.
+   */
+  public CompletableFuture<Void> start() {
+    CompletableFuture<?>[] conns = new CompletableFuture<?>[workers.length];
+    for (int i = 0; i < workers.length; i++) conns[i] = workers[i].connect();
+    try {
+      CompletableFuture.allOf(conns).get(Math.max(1, cfg.timeoutNanos / 1_000_000), TimeUnit.MILLISECONDS);
+    } catch (Exception e) {
+      // some connections still pending: start anyway, their requests queue and show as latency or errors
+    }
+    long now = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(1);
+    startNanos = now;
+    measureFromNanos = now + cfg.warmupNanos;
+    endNanos = measureFromNanos + cfg.durationNanos;
+    for (Worker w : workers) w.begin(startNanos, measureFromNanos, endNanos);
+    CompletableFuture<?>[] done = new CompletableFuture<?>[workers.length];
+    for (int i = 0; i < workers.length; i++) done[i] = workers[i].done;
+    return CompletableFuture.allOf(done);
+  }
+
+  /** Stops issuing requests now; the future from {@link #start()} completes once in-flight ones are done. */
+  public void stop() {
+    long now = System.nanoTime();
+    if (now < endNanos) endNanos = Math.max(now, measureFromNanos);
+    for (Worker w : workers) w.stop();
+  }
+
+  /** System.nanoTime() of the first intended send. */
+  public long startNanos() { return startNanos; }
+
+  /** System.nanoTime() from which requests are recorded (after warm-up). */
+  public long measureFromNanos() { return measureFromNanos; }
+
+  /** System.nanoTime() at which issuing stops (earlier after {@link #stop()}). */
+  public long endNanos() { return endNanos; }
+
+  /** Adds every worker's latency and service-time histograms recorded since the previous call. */
+  public void collect(Histogram latencyInto, Histogram serviceInto) {
+    for (Worker w : workers) w.collect(latencyInto, serviceInto);
+  }
+
+  /** Responses recorded so far. */
+  public long completed() {
+    long n = 0;
+    for (Worker w : workers) n += w.completed;
+    return n;
+  }
+
+  /** Requests issued so far (including warm-up). */
+  public long issued() {
+    long n = 0;
+    for (Worker w : workers) n += w.issued;
+    return n;
+  }
+
+  /** Requests that were due by the end but never sent for want of a free connection. */
+  public long backlog() {
+    long n = 0;
+    for (Worker w : workers) n += w.backlog;
+    return n;
+  }
+
+  /** Errors of one kind so far. */
+  public long errors(ErrorKind kind) {
+    long n = 0;
+    for (Worker w : workers) n += w.errors[kind.ordinal()];
+    return n;
+  }
+
+  /** Response counts by status code (index = status), summed over workers. */
+  public long[] statusCounts() {
+    long[] all = new long[600];
+    for (Worker w : workers) for (int i = 0; i < all.length; i++) all[i] += w.statusCounts[i];
+    return all;
+  }
+
+  @Override
+  public void close() {
+    group.shutdownGracefully(0, 200, TimeUnit.MILLISECONDS).syncUninterruptibly();
+  }
+}

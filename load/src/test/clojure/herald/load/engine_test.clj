@@ -1,0 +1,83 @@
+(ns herald.load.engine-test
+  "The rate and max modes against loopback servers: coordinated omission, rate accuracy, errors."
+  (:require [clojure.test :refer [deftest is testing]]
+            [herald.load :as load]
+            [herald.load.impl.histogram :as hist]
+            [herald.load.test-server :as ts]))
+
+(set! *warn-on-reflection* true)
+
+(deftest ^:integration coordinated-omission-stall-shows-at-the-right-share
+  ;; 200 req/s for 5 s = 1000 requests; the server stalls 1000 ms once at ~1 s. Requests intended during
+  ;; the stall wait 1000..0 ms, so 20% are delayed, linearly: p90 ~ 1000 - 0.10 x 5000 = 500 ms,
+  ;; p95 ~ 750 ms, p99 ~ 950 ms, and p75 is unaffected.
+  (ts/with-server [s (ts/stall-once 1000 1000) 1]
+    (let [r (load/rate {:url (:url s) :rate 200 :duration 5 :connections 16 :progress :quiet})
+          l (:latency r)]
+      (is (= 1000 (:requests r)) (pr-str (:errors r) (:warnings r)))
+      (is (< 850 (:p99 l) 1100) (str "p99 " (:p99 l)))
+      (is (< 650 (:p95 l) 860) (str "p95 " (:p95 l)))
+      (is (< 380 (:p90 l) 620) (str "p90 " (:p90 l)))
+      (is (< (:p75 l) 100) (str "p75 " (:p75 l)))
+      (testing "service time alone hides the stall (that is coordinated omission)"
+        (is (< (get-in r [:service :p95]) 200) (str "service p95 " (get-in r [:service :p95])))))))
+
+(deftest ^:integration rate-is-accurate
+  (ts/with-server [s ts/hello 4]
+    (let [r (load/rate {:url (:url s) :rate 1000 :duration 3 :connections 8 :threads 2 :progress :quiet})]
+      (is (<= 0.99 (/ (get-in r [:rate :achieved]) 1000.0) 1.01) (str "achieved " (:rate r)))
+      (is (= 3000 (:requests r)))
+      (is (= {200 3000} (:status r)))
+      (is (zero? (reduce + (vals (:errors r)))))
+      (is (empty? (:warnings r)))
+      (is (seq (:intervals r))))))
+
+(deftest ^:integration fractional-and-low-rates-send-exactly-rate-times-duration
+  (ts/with-server [s ts/hello 2]
+    (doseq [[rate threads conns duration] [[1.5 2 4 2] [7.5 1 1 2] [10 3 3 1]]]
+      (let [r (load/rate {:url (:url s) :rate rate :threads threads :connections conns :duration duration
+                          :progress :quiet})]
+        (is (= (long (Math/ceil (- (* rate duration) 1e-6))) (:requests r)) (pr-str [rate threads conns duration]))))))
+
+(deftest ^:integration max-mode-posts-with-a-body-and-counts-statuses
+  (let [seen (atom #{})]
+    (ts/with-server [s (fn [^com.sun.net.httpserver.HttpExchange ex]
+                         (swap! seen conj (.getRequestMethod ex))
+                         (ts/respond! ex (if (= "/fail" (.getPath (.getRequestURI ex))) 503 200) "x"))]
+      (let [r (load/max-load {:url (str (:url s) "fail") :method :post :body "{\"a\":1}" :duration 1
+                              :connections 2 :progress :quiet})]
+        (is (pos? (:requests r)))
+        (is (= (:requests r) (get-in r [:errors :status])))
+        (is (= #{503} (set (keys (:status r)))))
+        (is (= #{"POST"} @seen))))))
+
+(deftest ^:integration script-and-new-connection-per-request
+  (let [paths (atom [])]
+    (ts/with-server [s (fn [^com.sun.net.httpserver.HttpExchange ex]
+                         (swap! paths conj (str (.getRequestURI ex)))
+                         (ts/respond! ex 200 "{}"))]
+      (let [r (load/rate {:url (:url s) :rate 50 :duration 1 :connections 4 :new-connection? true
+                          :script (fn [n] {:path (str "/item/" n)}) :progress :quiet})]
+        (is (= 50 (:requests r)) (pr-str (:errors r) (:warnings r)))
+        (is (= 50 (count (distinct @paths))))
+        (is (every? #(re-matches #"/item/\d+" %) @paths))))))
+
+(deftest ^:integration connection-refused-counts-connect-errors
+  (let [port (with-open [ss (java.net.ServerSocket. 0)] (.getLocalPort ss))
+        r (load/rate {:url (str "http://127.0.0.1:" port "/") :rate 20 :duration 1 :connections 2 :progress :quiet})]
+    (is (zero? (:requests r)))
+    (is (pos? (get-in r [:errors :connect])))
+    (is (seq (:warnings r)))))
+
+(deftest ^:integration timeouts-are-errors
+  (ts/with-server [s (fn [ex] (Thread/sleep 1500) (ts/respond! ex 200 "late")) 4]
+    (let [r (load/rate {:url (:url s) :rate 4 :duration 1 :connections 4 :timeout 0.3 :progress :quiet})]
+      (is (= 4 (get-in r [:errors :timeout])))
+      (is (zero? (:requests r))))))
+
+(deftest ^:integration histograms-round-trip-through-the-result
+  (ts/with-server [s ts/hello]
+    (let [r (load/rate {:url (:url s) :rate 100 :duration 1 :connections 2 :progress :quiet})
+          h (hist/decode (get-in r [:histograms :latency]))]
+      (is (= (:requests r) (.getTotalCount h)))
+      (is (= (get-in r [:latency :p99]) (hist/value-at h 99))))))

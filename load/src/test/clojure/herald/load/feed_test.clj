@@ -1,0 +1,79 @@
+(ns herald.load.feed-test
+  "The news feed workload against a small fake feed service on loopback: request mix, bodies, roles, log."
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [herald.load :as load]
+            [herald.load.impl.aggregate :as agg]
+            [herald.load.impl.json :as json]
+            [herald.load.test-server :as ts])
+  (:import (com.sun.net.httpserver HttpExchange)))
+
+(set! *warn-on-reflection* true)
+
+(defn- fake-feed
+  "A handler answering the feed contract's shapes; counts [method route] in `seen`, bodies in `bodies`."
+  [seen bodies]
+  (let [ids (atom 0)]
+    (fn [^HttpExchange ex]
+      (let [method (.getRequestMethod ex)
+            path (.getPath (.getRequestURI ex))
+            ctype (.getFirst (.getRequestHeaders ex) "Content-Type")
+            route (cond (= path "/participant") :participant
+                        (re-matches #"/participant/\d+/friends" path) :friends
+                        (re-matches #"/participant/\d+/outbound" path) :outbound
+                        (re-matches #"/participant/\d+/inbound" path) :inbound
+                        (= path "/outbound") :search
+                        :else :other)]
+        (swap! seen update [method route] (fnil inc 0))
+        (swap! bodies update ctype (fnil inc 0))
+        (if (and (= method "POST") (= route :participant))
+          (let [id (swap! ids inc)]
+            (ts/respond! ex 200 (json/write-str {:id id :name "n" :link (str "/participant/" id)})))
+          (ts/respond! ex (if (= route :other) 404 200) (if (= method "GET") "[]" "{}")))))))
+
+(deftest ^:integration broadcaster-mix-matches-the-reference-ratios
+  ;; per batch: 10 participants, 3 inviters x 2-3 invitees minus self-pairs (~6.75 friendships),
+  ;; 10 posts per invitee (~25): participant : friends : outbound ~ 1 : 0.68 : 2.5
+  (let [seen (atom {}) bodies (atom {})
+        log (java.io.File/createTempFile "feed" ".log")]
+    (ts/with-server [s (fake-feed seen bodies) 4]
+      (let [r (load/feed {:port (:port s) :users 4 :search-share 0.0 :duration 4 :progress :quiet
+                          :story-words 20 :log-file (str log)})
+            n (fn [route] (get @seen ["POST" route] 0))
+            p (n :participant)]
+        (is (> p 200) (str "participants created: " p))
+        (is (< 0.55 (/ (n :friends) (double p)) 0.8) (str "friends/participant " (/ (n :friends) (double p))))
+        (is (< 2.1 (/ (n :outbound) (double p)) 2.9) (str "outbound/participant " (/ (n :outbound) (double p))))
+        (is (= {:broadcaster 4} (:roles r)))
+        (is (= #{"application/json"} (set (keys @bodies))))
+        (is (zero? (reduce + (vals (:errors r)))) (pr-str (:errors r)))
+        (testing "every request recorded as entity x operation"
+          (is (= #{"participant post" "friends post" "outbound post"} (set (keys (:operations r)))))
+          (is (= (+ p (n :friends) (n :outbound)) (:requests r)))
+          (is (= (:requests r) (reduce + (map :count (:per-minute r))))))
+        (testing "the reference performance log holds one line per request"
+          (let [lines (str/split-lines (slurp log))]
+            (is (= (:requests r) (count lines)))
+            (is (every? #(re-matches #"\d{4}\|\d{1,2}\|\d{1,2}\|\d{1,2}\|\d{1,2}\|(participant|friends|outbound)\|post\|\d+" %) lines))
+            (is (= (set (map (juxt :entity :operation :count) (:per-minute r)))
+                   (set (map (juxt :entity :operation :count) (load/aggregate-log log)))))))))
+    (io/delete-file log true)))
+
+(deftest ^:integration searchers-readers-and-form-bodies
+  (let [seen (atom {}) bodies (atom {})]
+    (ts/with-server [s (fake-feed seen bodies) 4]
+      (let [r (load/feed {:port (:port s) :users 12 :search-share 0.34 :reader-share 0.33 :duration 2
+                          :body-format :form :new-connection? true :rate-cap 300 :progress :quiet :seed 7})]
+        (is (= 12 (reduce + (vals (:roles r)))))
+        (is (every? pos? (map #(get (:roles r) % 0) [:searcher :reader :broadcaster])) (pr-str (:roles r)))
+        (is (pos? (get @seen ["GET" :search] 0)))
+        (is (pos? (get @seen ["GET" :inbound] 0)))
+        (is (= #{"application/x-www-form-urlencoded"} (disj (set (keys @bodies)) nil)))
+        (testing "the rate cap holds"
+          (is (<= (get-in r [:rate :achieved]) 320) (pr-str (:rate r))))))))
+
+(deftest bad-feed-options-name-the-key
+  (is (thrown-with-msg? clojure.lang.ExceptionInfo #":search-share"
+                        (load/feed {:search-share 1.5})))
+  (is (= :max-friends (:key (ex-data (try (load/feed {:min-friends 3 :max-friends 2}) (catch Exception e e)))))))

@@ -1,0 +1,76 @@
+(ns herald.load.report-test
+  "Result files, the HTML report with inline SVG, PNG plots, .hgrm/.hlog formats, compare, and the CLI."
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [herald.load :as load]
+            [herald.load.main :as main]
+            [herald.load.test-server :as ts])
+  (:import (javax.imageio ImageIO)
+           (org.HdrHistogram HistogramLogReader Histogram)))
+
+(set! *warn-on-reflection* true)
+
+(defn- temp-dir ^java.io.File []
+  (.toFile (java.nio.file.Files/createTempDirectory "herald-load" (make-array java.nio.file.attribute.FileAttribute 0))))
+
+(deftest ^:integration results-reports-and-plots
+  (ts/with-server [s ts/hello]
+    (let [dir (temp-dir)
+          hlog (io/file dir "latency.hlog")
+          a (assoc (load/rate {:url (:url s) :rate 200 :duration 2 :connections 4 :progress :quiet :hlog (str hlog)}) :label "a")
+          b (assoc (load/max-load {:url (:url s) :duration 1 :connections 2 :progress :quiet}) :label "b")
+          paths (set (map #(.getName (io/file %)) (load/write-result! (io/file dir "a") a)))]
+      (is (every? paths ["result.edn" "summary.json" "latency.hgrm" "service.hgrm" "per-minute.csv"
+                         "per-minute.edn" "report.html" "spectrum.png" "latency-over-time.png" "throughput.png"]))
+      (testing "the result file reads back with metadata"
+        (let [r (load/read-result (io/file dir "a" "result.edn"))]
+          (is (= (:requests a) (:requests r)))
+          (is (every? #(contains? (:meta r) %) [:commit :jvm :gc :cores :options]))
+          (is (= 200 (get-in r [:meta :options :rate])))))
+      (testing ".hgrm is HdrHistogram's percentile distribution format"
+        (let [text (slurp (io/file dir "a" "latency.hgrm"))]
+          (is (re-find #"Value\s+Percentile\s+TotalCount 1/\(1-Percentile\)" text))
+          (is (str/includes? text (str "Total count    =" (format "%13d" (:requests a)))))))
+      (testing ".hlog holds the interval histograms"
+        (let [reader (HistogramLogReader. (str hlog))
+              hs (take-while some? (repeatedly #(.nextIntervalHistogram reader)))]
+          (is (seq hs))
+          (is (= (:requests a) (reduce + (map #(.getTotalCount ^Histogram %) hs))))))
+      (testing "the HTML report is self-contained with inline SVG plots"
+        (let [html (slurp (io/file dir "a" "report.html"))]
+          (is (>= (count (re-seq #"<svg " html)) 4))
+          (is (str/includes? html "Latency by percentile"))
+          (is (not (re-find #"(?i)<script|<link|(src|href)=\"https?:" html)))))
+      (testing "PNGs decode"
+        (doseq [f ["spectrum.png" "latency-over-time.png" "throughput.png" "per-minute.png"]]
+          (let [img (ImageIO/read (io/file dir "a" f))]
+            (is (some? img) f)
+            (is (= 860 (.getWidth img))))))
+      (testing "compare overlays several runs"
+        (let [table (load/compare-table [a b])]
+          (is (str/includes? table "p99.9"))
+          (is (= 3 (count (str/split-lines table)))))
+        (load/report! (io/file dir "cmp") [a b])
+        (let [html (slurp (io/file dir "cmp" "report.html"))]
+          (is (str/includes? html ">a</text>"))
+          (is (str/includes? html ">b</text>")))))))
+
+(deftest ^:integration cli-runs-and-writes
+  (ts/with-server [s ts/hello]
+    (let [dir (temp-dir)
+          out (with-out-str (is (zero? (main/run-cli ["rate" (:url s) "-R" "100" "-d" "1s" "-c" "2" "-q" "-o" (str dir "/r")]))))]
+      (is (str/includes? out "Latency Distribution (HdrHistogram - Recorded Latency"))
+      (is (re-find #"herald-load mode=rate requests=100 target_rps=100.0 achieved_rps=100.0" out))
+      (is (.exists (io/file dir "r" "result.edn")))
+      (let [cmp (with-out-str (main/run-cli ["compare" (str dir "/r/result.edn") (str dir "/r/result.edn")]))]
+        (is (str/includes? cmp "achieved/s"))))))
+
+(deftest cli-help-and-errors
+  (is (str/includes? (with-out-str (is (zero? (main/run-cli ["--help"])))) "Commands:"))
+  (doseq [cmd ["rate" "max" "sweep" "feed" "report" "compare" "aggregate"]]
+    (is (str/includes? (with-out-str (is (zero? (main/run-cli [cmd "--help"])))) "Options:") cmd))
+  (binding [*err* (java.io.StringWriter.)]
+    (is (= 1 (main/run-cli ["bogus"])))
+    (is (= 1 (main/run-cli ["rate" "http://127.0.0.1:1/"])))
+    (is (= 1 (main/run-cli ["rate" "http://127.0.0.1:1/" "-R" "10" "-c" "0"])))))
