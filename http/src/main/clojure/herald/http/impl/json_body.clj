@@ -40,8 +40,9 @@
   [_request ex]
   (json/error-response 400 (str "malformed JSON: " (:message (ex-data ex)))))
 
-(defn- has-header? [headers ^String name]
-  (some #(.equalsIgnoreCase name (str %)) (keys headers)))
+(defn- has-content-type? [headers]
+  (or (contains? headers "Content-Type") (contains? headers "content-type")
+      (boolean (some #(.equalsIgnoreCase "content-type" (str %)) (keys headers)))))
 
 (def ^:private json-type "application/json; charset=utf-8")
 
@@ -54,7 +55,7 @@
             resp (assoc resp :body (try (.writeBytes writer body)
                                         (catch herald.http.codec.JsonEncodeException e
                                           (throw (json/encode-error e)))))]
-        (if (has-header? headers "content-type")
+        (if (has-content-type? headers)
           resp
           (assoc resp :headers (assoc headers "Content-Type" json-type))))
       resp)))
