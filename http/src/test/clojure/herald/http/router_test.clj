@@ -213,14 +213,12 @@
 ;; ---------------------------------------------------------------- measurement (not a timed assertion)
 
 (defn- ns-per-op
-  "Median ns per call of `f` over 5 rounds of `n` calls, after a warm-up."
+  "Best ns per call of `f` over 9 rounds of `n` calls, after a warm-up (the minimum resists noise from
+  other processes on a shared machine)."
   [n f]
   (dotimes [_ (* 2 n)] (f))
-  (let [rounds (sort (for [_ (range 5)]
-                       (let [t0 (System/nanoTime)]
-                         (dotimes [_ n] (f))
-                         (/ (double (- (System/nanoTime) t0)) n))))]
-    (nth rounds 2)))
+  (apply min (for [_ (range 9)]
+               (let [t0 (System/nanoTime)] (dotimes [_ n] (f)) (/ (double (- (System/nanoTime) t0)) n)))))
 
 (defn- regex-router
   "A naive router for comparison: one regex per route, tried in order (as clout/compojure do)."
