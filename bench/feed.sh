@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# bench/feed.sh: the news feed service under the reference workload. Starts a fresh embedded service
+# (feed/target/herald-feed.jar on a new temporary data directory), warms it up, drives it with the reference
+# mix (closed-loop users, no think time, connection reuse: wrk with bench/feed.lua, one connection per user),
+# then reads the service's own per-minute figures (GET /perf) for the outbound posts. Appends one row to
+# bench/results/feed.csv and prints, last:
+#   feed users=<n> posts_per_s=<n> participants_per_s=<n> searches_per_s=<n> p50_ms=<x> p99_ms=<x>
+# p50/p99 are the client-side latencies of every request of the mix (wrk, non-pipelined, so its percentiles
+# are valid); the CSV row adds the server-side outbound-post median/p99 from /perf.
+# The load generator and the service share this machine's cores (pin them with SERVER_CPU / WRK_CPU).
+# Environment (defaults in brackets): USERS [32], DURATION [30] measured seconds, WARMUP [10] seconds,
+# SEARCH_SHARE [0.1], FORM [0] (1 = form-encoded bodies), JVM_OPTS [-XX:+UseZGC -Xmx2g], SERVER_CPU [""],
+# WRK_CPU [""], SKIP_BUILD [0], RESULTS [bench/results/feed.csv], PORT [18090], KEEP_DATA [0].
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+USERS=${USERS:-32}
+DURATION=${DURATION:-30}
+WARMUP=${WARMUP:-10}
+SEARCH_SHARE=${SEARCH_SHARE:-0.1}
+FORM=${FORM:-0}
+JVM_OPTS=${JVM_OPTS:--XX:+UseZGC -Xmx2g}
+SERVER_CPU=${SERVER_CPU:-}
+WRK_CPU=${WRK_CPU:-}
+SKIP_BUILD=${SKIP_BUILD:-0}
+RESULTS=${RESULTS:-$ROOT/bench/results/feed.csv}
+PORT=${PORT:-18090}
+KEEP_DATA=${KEEP_DATA:-0}
+export SEARCH_SHARE FORM
+
+log() { echo "bench/feed: $*" >&2; }
+die() { log "$*"; exit 1; }
+
+WORK=$(mktemp -d /tmp/herald-bench-feed.XXXXXX)
+SERVER_PID=""
+cleanup() {
+  local rc=$?
+  if [ -n "$SERVER_PID" ]; then kill -TERM "$SERVER_PID" 2>/dev/null || true; wait "$SERVER_PID" 2>/dev/null || true; fi
+  if [ $rc -eq 0 ] && [ "$KEEP_DATA" != 1 ]; then rm -rf "$WORK"; else log "logs and data kept in $WORK"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+JAVA_HOME=$("$ROOT/build/find-jdk.sh") || die "no JDK >= 21"
+export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
+JAVA_MAJOR=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
+if [ "$JAVA_MAJOR" -ge 23 ]; then export MAVEN_OPTS=--sun-misc-unsafe-memory-access=allow; fi
+command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || true
+command -v wrk >/dev/null || die "wrk is missing: apt-get install wrk"
+command -v curl >/dev/null || die "curl is missing"
+
+JAR="$ROOT/feed/target/herald-feed.jar"
+if [ "$SKIP_BUILD" != 1 ] || [ ! -f "$JAR" ]; then
+  log "building $JAR"
+  (cd "$ROOT" && mvn -B -q -o -ntp -DskipTests install >"$WORK/build.log" 2>&1) \
+    || (cd "$ROOT" && mvn -B -q -ntp -DskipTests install >"$WORK/build.log" 2>&1) \
+    || die "build failed, see $WORK/build.log"
+fi
+
+pin() { local cpu=$1; shift; if [ -n "$cpu" ] && command -v taskset >/dev/null; then taskset -c "$cpu" "$@"; else "$@"; fi; }
+read -r -a JVM_ARGS <<<"$JVM_OPTS"
+SERVER_CMD=(java "${JVM_ARGS[@]}" -jar "$JAR")
+if [ -n "$SERVER_CPU" ] && command -v taskset >/dev/null; then SERVER_CMD=(taskset -c "$SERVER_CPU" "${SERVER_CMD[@]}"); fi
+
+# --- the service --------------------------------------------------------------------------------------------
+log "starting the service on 127.0.0.1:$PORT, data in $WORK/data ($JVM_OPTS)"
+# taskset execs java: $! is the service's own pid (for its CPU time and the graceful SIGTERM at the end)
+PORT=$PORT HOST=127.0.0.1 DATA_DIR="$WORK/data" "${SERVER_CMD[@]}" >"$WORK/server.out" 2>"$WORK/server.err" &
+SERVER_PID=$!
+for _ in $(seq 1 120); do
+  grep -q "listening on" "$WORK/server.out" 2>/dev/null && break
+  kill -0 "$SERVER_PID" 2>/dev/null || die "the service exited; see $WORK/server.err"
+  sleep 0.5
+done
+grep -q "listening on" "$WORK/server.out" || die "the service did not start in 60 s"
+BASE="http://127.0.0.1:$PORT"
+
+run_wrk() { # seconds -> output file
+  pin "$WRK_CPU" wrk -t "$USERS" -c "$USERS" -d "${1}s" --timeout 10s -s "$ROOT/bench/feed.lua" "$BASE" >"$2" 2>&1
+}
+
+log "warm-up ${WARMUP}s, $USERS users"
+run_wrk "$WARMUP" "$WORK/warmup.txt" || die "wrk failed: $(tail -3 "$WORK/warmup.txt")"
+sleep 1
+log "measuring ${DURATION}s, $USERS users"
+FROM_MS=$(date +%s%3N)
+read -r CPU0 < <(awk '{print $14+$15}' "/proc/$SERVER_PID/stat")
+run_wrk "$DURATION" "$WORK/run.txt" || die "wrk failed: $(tail -3 "$WORK/run.txt")"
+read -r CPU1 < <(awk '{print $14+$15}' "/proc/$SERVER_PID/stat")
+TO_MS=$(date +%s%3N)
+LINE=$(grep '^WRKFEED' "$WORK/run.txt") || die "no summary from wrk: $(cat "$WORK/run.txt")"
+get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $LINE"; }
+SECS=$(get seconds)
+rate() { awk -v n="$1" -v s="$SECS" 'BEGIN { printf "%.0f", n / s }'; }
+POSTS_S=$(rate "$(get posts)"); PART_S=$(rate "$(get participants)"); FRIENDS_S=$(rate "$(get friends)")
+SEARCH_S=$(rate "$(get searches)"); P50=$(get p50_ms); P99=$(get p99_ms)
+FAILURES=$(get failures); ERRORS=$(get errors); REQS=$(get requests)
+CLK=$(getconf CLK_TCK)
+CPU_US_PER_REQ=$(awk -v a="$CPU0" -v b="$CPU1" -v n="$REQS" -v c="$CLK" 'BEGIN { printf "%.1f", (b - a) / c * 1e6 / (n > 0 ? n : 1) }')
+
+# server-side outbound-post figures of the measured minutes (the service's own /perf)
+PERF=$(curl -s "$BASE/perf?from=$FROM_MS&to=$TO_MS")
+SERVER_POST=$(python3 - "$PERF" <<'PY' 2>/dev/null || echo "na na"
+import json, sys
+rows = [r for r in json.loads(sys.argv[1])["minutes"] if r["entity"] == "outbound" and r["operation"] == "post"]
+big = max(rows, key=lambda r: r["count"]) if rows else None
+print(f'{big["median_ms"]} {big["p99_ms"]}' if big else "na na")
+PY
+)
+read -r SRV_P50 SRV_P99 <<<"$SERVER_POST"
+
+# --- record -------------------------------------------------------------------------------------------------
+COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+JVM=$(java -version 2>&1 | head -1 | tr -d '",')
+GC=$(sed -n 's/.*-XX:+Use\([A-Za-z]*GC\).*/\1/p' <<<"$JVM_OPTS"); GC=${GC:-default}
+mkdir -p "$(dirname "$RESULTS")"
+[ -f "$RESULTS" ] || echo "date,commit,cores,jvm,gc,jvm_opts,server_cpu,wrk_cpu,users,search_share,form,duration_s,posts_per_s,participants_per_s,friends_per_s,searches_per_s,p50_ms,p99_ms,server_post_p50_ms,server_post_p99_ms,server_cpu_us_per_req,failures,socket_errors,load_generator,note" >"$RESULTS"
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$(nproc),$JVM,$GC,$JVM_OPTS,${SERVER_CPU:-any},${WRK_CPU:-any},$USERS,$SEARCH_SHARE,$FORM,$SECS,$POSTS_S,$PART_S,$FRIENDS_S,$SEARCH_S,$P50,$P99,$SRV_P50,$SRV_P99,$CPU_US_PER_REQ,$FAILURES,$ERRORS,wrk+bench/feed.lua,load generator and service share the machine's $(nproc) cores" >>"$RESULTS"
+
+log "friends_per_s=$FRIENDS_S failures=$FAILURES socket_errors=$ERRORS server_post_p50_ms=$SRV_P50 server_post_p99_ms=$SRV_P99 server_cpu_us_per_req=$CPU_US_PER_REQ (row appended to $RESULTS)"
+echo "feed users=$USERS posts_per_s=$POSTS_S participants_per_s=$PART_S searches_per_s=$SEARCH_S p50_ms=$P50 p99_ms=$P99"
