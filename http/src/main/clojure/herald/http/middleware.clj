@@ -62,7 +62,8 @@
 
 (defn wrap-json-body
   "Parses the body of requests whose Content-Type is application/json or application/*+json into Clojure
-  data at `:body` (see `herald.http.json/read-json` for the conversions). An empty body gives `:body nil`.
+  data at `:body` (see `herald.http.json/read-json` for the conversions). An empty body gives `:body nil`;
+  a body that is not raw (not an InputStream, byte[] or String: parsed already) is left as it is.
   Other requests pass unchanged. Bodies in a non-UTF charset (Content-Type `charset=`) are decoded with it.
   Malformed JSON (or a limit exceeded) does not reach the handler: the response is
   `(malformed-response request ex-info)`, by default 400 with `{\"error\":\"malformed JSON: <detail>\"}`.
@@ -87,7 +88,10 @@
                (if-not (json-body/json-request? req)
                  req
                  (let [[status v] (json-body/parse-body req reader)]
-                   (if (= :ok status) (assoc req :body v) (reduced (malformed req v))))))]
+                   (case status
+                     :ok (assoc req :body v)
+                     :as-is req
+                     :malformed (reduced (malformed req v))))))]
      (ring-fn handler [req] (pre req) [resp] resp))))
 
 (defn wrap-json-response

@@ -28,7 +28,10 @@
     (is (= [1] (:body (h (req "[1]" "application/vnd.api+json")))) "+json media types")
     (is (= "é" (:body (h (req "\"é\"" "application/json; charset=ISO-8859-1" "ISO-8859-1")))) "declared charset")
     (is (nil? (:body (h (req "" "application/json")))) "empty body -> nil")
-    (is (nil? (:body (h (req nil "application/json")))) "no body -> nil")))
+    (is (nil? (:body (h (req nil "application/json")))) "no body -> nil")
+    (is (= {:parsed 1} (:body (h (assoc (req nil "application/json") :body {:parsed 1}))))
+        "a body parsed by an outer middleware is left alone")
+    (is (= {"b" 1} (:body (h (assoc (req nil "application/json") :body (.getBytes "{\"b\":1}"))))))))
 
 (deftest other-content-types-are-left-alone
   (let [h (mw/wrap-json-body (fn [r] {:status 200 :body (slurp (:body r))}))]

@@ -18,14 +18,15 @@
 (defn- utf? [^Charset cs] (.startsWith (.name cs) "UTF-"))
 
 (defn parse-body
-  "Parses the body of `req` with `reader`. Returns [:ok value] (value nil for an empty body) or
-  [:malformed ex-info]."
+  "Parses the body of `req` with `reader`. Returns [:ok value] (value nil for an empty body),
+  [:malformed ex-info], or [:as-is] when the body is not raw (an outer middleware parsed it already)."
   [req ^JsonReader reader]
   (let [b (:body req)]
     (try
       (cond
         (nil? b) [:ok nil]
         (string? b) [:ok (when-not (.isBlank ^String b) (.read reader ^String b))]
+        (not (or (bytes? b) (instance? InputStream b))) [:as-is]
         :else
         (let [^bytes bs (if (bytes? b) b (.readAllBytes ^InputStream b))
               cs (params/request-charset req StandardCharsets/UTF_8)]
