@@ -59,7 +59,7 @@
 (defn -main
   "Runs each batch size `rounds` times (after a warm-up) and prints one summary line per batch size."
   [& [n-str rounds-str fuse-str]]
-  (let [n (parse-long (or n-str "3000000")) rounds (parse-long (or rounds-str "3"))
+  (let [n (parse-long (or n-str "3000000")) rounds (parse-long (or rounds-str "5"))
         opts {:fuse? (not= "false" fuse-str)}]
     (dotimes [_ 2] (herald-sps 64 n opts) (herald-sps 1 (quot n 4) opts) (fused-sps n))
     (doseq [b [1 64]]

@@ -1,33 +1,48 @@
 (ns herald.flow.impl.metrics
   "Per-task metrics: segments in and out, errors, late segments, batch latency quantiles and throughput."
-  (:import (java.util.concurrent.atomic LongAdder)
-           (org.HdrHistogram Histogram Recorder)))
+  (:import (org.HdrHistogram Histogram SingleWriterRecorder)))
 
 (set! *warn-on-reflection* true)
 
-(defrecord TaskMetrics [^LongAdder in ^LongAdder out ^LongAdder errors ^LongAdder late ^LongAdder batches
-                        ^Recorder recorder ^Histogram total rate])
+(deftype Part [^longs counts ^SingleWriterRecorder recorder])
+
+(def ^:private ^:const in-i 0)
+(def ^:private ^:const out-i 1)
+(def ^:private ^:const errors-i 2)
+(def ^:private ^:const late-i 3)
+(def ^:private ^:const batches-i 4)
+
+(defrecord TaskMetrics [parts ^Histogram total rate])
 
 (defn task-metrics []
-  (->TaskMetrics (LongAdder.) (LongAdder.) (LongAdder.) (LongAdder.) (LongAdder.) (Recorder. 3)
-                 (doto (Histogram. 3) (.setAutoResize true)) (atom {:at (System/nanoTime) :in 0 :sps 0.0})))
+  (->TaskMetrics (atom []) (doto (Histogram. 3) (.setAutoResize true)) (atom {:at (System/nanoTime) :in 0 :sps 0.0})))
+
+(defn part
+  "A new part of task metrics `m` for one thread: written by that thread only, summed by readers."
+  ^Part [^TaskMetrics m]
+  (let [p (Part. (long-array 5) (SingleWriterRecorder. 3))]
+    (swap! (:parts m) conj p)
+    p))
 
 (defn record-batch!
   "Counts a batch of `n-in` segments in and `n-out` out that took `nanos`."
-  [^TaskMetrics m ^long n-in ^long n-out ^long nanos]
-  (.add ^LongAdder (:in m) n-in)
-  (.add ^LongAdder (:out m) n-out)
-  (.increment ^LongAdder (:batches m))
-  (.recordValue ^Recorder (:recorder m) (max 0 nanos)))
+  [^Part p ^long n-in ^long n-out ^long nanos]
+  (let [^longs c (.counts p)]
+    (aset c in-i (+ (aget c in-i) n-in))
+    (aset c out-i (+ (aget c out-i) n-out))
+    (aset c batches-i (inc (aget c batches-i))))
+  (.recordValue ^SingleWriterRecorder (.recorder p) (max 0 nanos)))
 
-(defn error! [^TaskMetrics m] (.increment ^LongAdder (:errors m)))
+(defn error! [^Part p] (let [^longs c (.counts p)] (aset c errors-i (inc (aget c errors-i)))))
 
-(defn late! [^TaskMetrics m ^long n] (when (pos? n) (.add ^LongAdder (:late m) n)))
+(defn late! [^Part p ^long n] (when (pos? n) (let [^longs c (.counts p)] (aset c late-i (+ (aget c late-i) n)))))
+
+(defn- total ^long [^TaskMetrics m ^long i] (reduce (fn [^long acc ^Part p] (+ acc (aget ^longs (.counts p) i))) 0 @(:parts m)))
 
 (defn sample!
   "Updates the task's throughput (segments in per second since the previous sample)."
   [^TaskMetrics m]
-  (let [now (System/nanoTime) in (.sum ^LongAdder (:in m))]
+  (let [now (System/nanoTime) in (total m in-i)]
     (swap! (:rate m) (fn [{:keys [at] :as r}]
                        (let [dt (/ (- now (long at)) 1e9)]
                          (if (< dt 0.2) r {:at now :in in :sps (/ (- in (long (:in r))) dt)}))))))
@@ -35,13 +50,16 @@
 (defn report
   "A map of the task's figures; latency quantiles are of batch processing time, in microseconds."
   [^TaskMetrics m]
-  (let [^Histogram h (locking m (doto ^Histogram (:total m) (.add (.getIntervalHistogram ^Recorder (:recorder m)))))
+  (let [^Histogram h (locking m
+                       (let [^Histogram h (:total m)]
+                         (doseq [^Part p @(:parts m)] (.add h (.getIntervalHistogram ^SingleWriterRecorder (.recorder p))))
+                         h))
         us (fn [q] (/ (.getValueAtPercentile h q) 1000.0))]
-    {:segments-in (.sum ^LongAdder (:in m))
-     :segments-out (.sum ^LongAdder (:out m))
-     :batches (.sum ^LongAdder (:batches m))
-     :errors (.sum ^LongAdder (:errors m))
-     :late (.sum ^LongAdder (:late m))
+    {:segments-in (total m in-i)
+     :segments-out (total m out-i)
+     :batches (total m batches-i)
+     :errors (total m errors-i)
+     :late (total m late-i)
      :throughput-sps (double (:sps @(:rate m)))
      :batch-latency-us {:p50 (us 50.0) :p90 (us 90.0) :p99 (us 99.0) :p999 (us 99.9)
                         :max (/ (.getMaxValue h) 1000.0) :mean (/ (.getMean h) 1000.0)}}))

@@ -34,7 +34,9 @@
                        out (when (= :output (:task/type t)) ((resolve (:task/plugin t)) t))]
                    (assoc (task/runner t targets (assoc ctx :output out :event event :worker i :parallelism (:parallelism stage)))
                           :output out)))
-        runners (vec (for [[k tname] (map-indexed vector names)]
+        ;; an input without flow conditions hands its batches straight to the next task (no pass-through copy)
+        direct? (and input (not-any? #(= (:task/name head) (:flow/from %)) (:flow-conditions job)))
+        runners (vec (for [[k tname] (map-indexed vector names) :when (not (and direct? (zero? k)))]
                        (runner tname (if (= k (dec (count names))) (:target-tasks stage) [(nth names (inc k))]))))
         p (:parallelism stage)]
     (when (and input restored)
@@ -43,7 +45,8 @@
       (window/restore! (:windows r) (get-in ctx [:restored-windows (:name r)])
                        (fn [g] (= i (route/partition-of g p)))))
     {:me (nth (:worker-ids stage) i) :stage (:id stage) :task-names names
-     :input input :batch-size (:task/batch-size head) :batch-timeout (:task/batch-timeout-ms head)
+     :input input :input-metrics (when direct? (metrics/part (get-in ctx [:metrics (:task/name head)])))
+     :batch-size (:task/batch-size head) :batch-timeout (:task/batch-timeout-ms head)
      :runners runners :outputs (keep :output runners)
      :senders (mapv (fn [sid tname] (worker/sender (nth stages sid) (tasks tname) resolve))
                     (:targets stage) (:target-tasks stage))

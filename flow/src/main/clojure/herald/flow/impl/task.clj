@@ -44,17 +44,18 @@
         wstate (window/windows-state job tname resolve worker parallelism)
         wgroup (or (route/group-fn task resolve) (constantly nil))
         reduce? (= ttype :reduce)
-        m (get metrics tname)
+        m (metrics/part (get metrics tname))
+        emitted (ArrayList.)
+        routed (ArrayList.)
         before (lc/hook lifecycles tname :lifecycle/before-batch)
         after (lc/hook lifecycles tname :lifecycle/after-batch)]
     {:name tname :type ttype :windows wstate
      :process
      (fn process [^ArrayList batch]
+       (.clear routed)
        (let [t0 (System/nanoTime)
              outs (lists ntargets)
-             add! (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg))
-             emitted (ArrayList.)
-             routed (ArrayList.)]
+             add! (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg))]
          (when before (before event {:batch batch}))
          (if (= ttype :output)
            (spi/-write! output (vec batch))
@@ -80,14 +81,16 @@
                    (.clear routed))))
              (when wstate
                (window/advance! wstate (System/currentTimeMillis) routed)
-               (dotimes [j (.size routed)] (route-safely! normal ntargets (.get routed j) add! on-error m tname)))))
+               (dotimes [j (.size routed)] (route-safely! normal ntargets (.get routed j) add! on-error m tname))
+               (.clear routed))))
          (let [^objects outs outs n-out (areduce outs i acc 0 (+ acc (.size ^ArrayList (aget outs i))))]
            (when after (after event {:batch batch :results outs}))
            (metrics/record-batch! m (.size batch) n-out (- (System/nanoTime) t0)))
          outs))
      :tick
      (fn tick [final?]
-       (let [outs (lists ntargets) routed (ArrayList.)]
+       (let [outs (lists ntargets)]
+         (.clear routed)
          (when wstate
            (if final?
              (window/complete! wstate routed)

@@ -2,6 +2,7 @@
   "The thread loop of one stage worker: read (an input or its queue), run the fused tasks, send batches on,
   align epoch barriers and snapshot window state."
   (:require [herald.flow.impl.lifecycle :as lc]
+            [herald.flow.impl.metrics :as metrics]
             [herald.flow.impl.route :as route]
             [herald.flow.impl.snapshot :as snap]
             [herald.flow.impl.window :as window]
@@ -45,12 +46,14 @@
   "Runs `batch` through runners k.. and sends what the last emits."
   [{:keys [runners senders me]} ^long k ^ArrayList batch]
   (let [n (count runners)]
-    (loop [k k batch batch]
-      (when (and (< k n) (pos? (.size batch)))
-        (let [^objects outs ((:process (nth runners k)) batch)]
-          (if (< k (dec n))
-            (recur (inc k) (aget outs 0))
-            (dotimes [j (alength outs)] (send! (nth senders j) me (aget outs j)))))))))
+    (if (= k n)
+      (doseq [s senders] (send! s me batch))
+      (loop [k k batch batch]
+        (when (and (< k n) (pos? (.size batch)))
+          (let [^objects outs ((:process (nth runners k)) batch)]
+            (if (< k (dec n))
+              (recur (inc k) (aget outs 0))
+              (dotimes [j (alength outs)] (send! (nth senders j) me (aget outs j))))))))))
 
 (defn- tick! [{:keys [runners senders me] :as w} final?]
   (doseq [[k r] (map-indexed vector runners) :when (:windows r)]
@@ -67,7 +70,7 @@
    {:position (when input (spi/-position input))
     :windows (snap/serialize (into {} (for [r runners :when (:windows r)] [(:name r) (window/snapshot (:windows r))])))}))
 
-(defn- input-loop [{:keys [input batch-size batch-timeout coord senders me running] :as w}]
+(defn- input-loop [{:keys [input batch-size batch-timeout coord senders me running input-metrics] :as w}]
   (let [epoch (volatile! (long ((:current-epoch coord))))]
     (loop [last-tick (System/currentTimeMillis)]
       (when @running
@@ -76,8 +79,11 @@
             (vreset! epoch req)
             (snapshot-and-ack! w req)
             (broadcast! senders (Barrier. me req))))
-        (let [b (spi/-poll! input batch-size batch-timeout)
+        (let [t0 (System/nanoTime)
+              b (spi/-poll! input batch-size batch-timeout)
               now (System/currentTimeMillis)]
+          (when (and input-metrics (seq b))
+            (metrics/record-batch! input-metrics (count b) (count b) (- (System/nanoTime) t0)))
           (if (nil? b)
             (do (tick! w true)
                 ((:input-done! coord) me (spi/-position input))
