@@ -9,10 +9,18 @@
 # ROUNDS [3], CONNECTIONS [256], PIPELINE [16], IO_THREADS [1] event loops per server, SERVER_CPU [0],
 # WRK_CPU [1], RESULTS [bench/results/http.csv], PROFILE [""] (comma list of async-profiler
 # events, e.g. cpu,alloc: one extra profiled run per server and test after the measured rounds), PROFILE_DIR
-# [/tmp/herald-http-profiles], SERVERS ["netty herald herald_vt"] (a subset for partial runs), EXTRA_CP
+# [/tmp/herald-http-profiles], SERVERS ["netty herald herald_vt"] (a subset, or more:
+# netty_validating = the ceiling with Netty's header validation on, herald_wp = herald's worker pool), EXTRA_CP
 # [""] (prepended to the servers' classpath), NICE [""] (a nice level for servers and wrk, e.g. -10 on a
 # machine busy with other work). See bench/README.md for the methodology.
 set -euo pipefail
+
+# With NICE, run in a session of our own: under the kernel's autogroup scheduling, nice(1) only weighs processes
+# of one session against each other, so the session's autogroup gets the nice level too (set below).
+if [ -n "${NICE:-}" ] && [ -z "${HERALD_BENCH_SESSION:-}" ] && command -v setsid >/dev/null; then
+  export HERALD_BENCH_SESSION=1
+  exec setsid -w "$0" "$@"
+fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${DURATION:-5}
@@ -27,18 +35,11 @@ RESULTS=${RESULTS:-$ROOT/bench/results/http.csv}
 PROFILE=${PROFILE:-}
 PROFILE_DIR=${PROFILE_DIR:-/tmp/herald-http-profiles}
 NICE=${NICE:-}
-read -r -a SERVERS <<<"${SERVERS:-netty herald herald_vt}"
+read -r -a SERVER_LIST <<<"${SERVERS:-netty herald herald_vt}"
 TESTS=(plaintext json)
 
 log() { echo "bench/http: $*" >&2; }
 die() { log "$*"; exit 1; }
-
-# With NICE, run in a session of our own: under the kernel's autogroup scheduling, nice(1) only weighs processes
-# of one session against each other, so the session's autogroup gets the nice level too.
-if [ -n "$NICE" ] && [ -z "${HERALD_BENCH_SESSION:-}" ] && command -v setsid >/dev/null; then
-  export HERALD_BENCH_SESSION=1
-  exec setsid -w "$0" "$@"
-fi
 if [ -n "$NICE" ] && [ -w /proc/self/autogroup ]; then
   echo "$NICE" >/proc/self/autogroup 2>/dev/null || log "cannot set the autogroup's nice level to $NICE"
 fi
@@ -115,8 +116,11 @@ EOF
 server_main() {
   case $1 in
     netty) echo "herald.http.bench.RawNettyServer --port 0 --threads $IO_THREADS" ;;
+    netty_validating) echo "herald.http.bench.RawNettyServer --port 0 --threads $IO_THREADS --validate-headers true" ;;
+    herald_wp) echo "clojure.main -m herald.http.bench-app --port 0 --mode worker-pool --io-threads $IO_THREADS" ;;
     herald) echo "clojure.main -m herald.http.bench-app --port 0 --mode event-loop --io-threads $IO_THREADS" ;;
     herald_vt) echo "clojure.main -m herald.http.bench-app --port 0 --mode virtual-threads --io-threads $IO_THREADS" ;;
+    *) die "unknown server $1 (netty, netty_validating, herald, herald_vt, herald_wp)" ;;
   esac
 }
 
@@ -232,7 +236,7 @@ profile_runs() {
   lib=$(profiler_lib)
   mkdir -p "$PROFILE_DIR"
   for ev in ${PROFILE//,/ }; do
-    for s in "${SERVERS[@]}"; do
+    for s in "${SERVER_LIST[@]}"; do
       for t in "${TESTS[@]}"; do
         base="$PROFILE_DIR/$s-$t-$ev"
         agent_cmd "${PID[$s]}" "$lib" "start,event=$ev$([ "$ev" = cpu ] && echo ,interval=1ms)"
@@ -247,16 +251,18 @@ profile_runs() {
   done
 }
 
+for s in "${SERVER_LIST[@]}"; do server_main "$s" >/dev/null; done  # unknown names fail here, before any work
+
 # --- the run -----------------------------------------------------------------------------------------------
 log "JDK $JVM_NAME, $CORES cores ($PINNING), ${ROUNDS} rounds x ${DURATION}s, warm-up ${WARMUP}s, commit $COMMIT"
-for s in "${SERVERS[@]}"; do
+for s in "${SERVER_LIST[@]}"; do
   start_server "$s"
   for t in "${TESTS[@]}"; do run_wrk "$s" "$t" "$WARMUP"; done
   log "$s warmed up"
 done
 for r in $(seq 1 "$ROUNDS"); do
-  order=("${SERVERS[@]}")
-  if [ $((r % 2)) -eq 0 ]; then order=(); for s in "${SERVERS[@]}"; do order=("$s" "${order[@]}"); done; fi
+  order=("${SERVER_LIST[@]}")
+  if [ $((r % 2)) -eq 0 ]; then order=(); for s in "${SERVER_LIST[@]}"; do order=("$s" "${order[@]}"); done; fi
   for t in "${TESTS[@]}"; do
     for s in "${order[@]}"; do
       run_wrk "$s" "$t" "$DURATION"
@@ -267,6 +273,11 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 [ -n "$PROFILE" ] && profile_runs
 
+for s in "${SERVER_LIST[@]}"; do
+  for t in "${TESTS[@]}"; do
+    echo "info $s $t rps=$(median "$WORK/rps.$s.$t") cpu_us_per_req=$(median "$WORK/cpu.$s.$t" %.2f) (medians of $ROUNDS)"
+  done
+done
 ratio() { awk -v h="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", h / n; else print "nan" }'; }
 for t in "${TESTS[@]}"; do
   per_round=""

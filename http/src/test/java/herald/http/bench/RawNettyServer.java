@@ -39,7 +39,9 @@ import java.util.concurrent.TimeUnit;
  * <p>Command line (stable: other tools start this class as their reference target):
  * {@code --port N} (default 8080; 0 picks a free port), {@code --host H} (default 127.0.0.1),
  * {@code --threads N} (event-loop threads, default: available processors),
- * {@code --transport auto|epoll|nio} (default auto). Prints {@code READY <port>} on stdout once bound.
+ * {@code --transport auto|epoll|nio} (default auto), {@code --validate-headers true|false} (default false: Netty's
+ * request header validation off, the fastest way; true measures the ceiling with it on, as herald runs).
+ * Prints {@code READY <port>} on stdout once bound.
  */
 public final class RawNettyServer implements AutoCloseable {
   private final EventLoopGroup group;
@@ -53,6 +55,12 @@ public final class RawNettyServer implements AutoCloseable {
   /** Binds a server on {@code host:port} with {@code threads} event loops; {@code transport} is auto, epoll or nio. */
   public static RawNettyServer start(String host, int port, int threads, String transport)
       throws InterruptedException {
+    return start(host, port, threads, transport, false);
+  }
+
+  /** As {@link #start(String, int, int, String)}, with Netty's request header validation on or off. */
+  public static RawNettyServer start(String host, int port, int threads, String transport,
+      boolean validateHeaders) throws InterruptedException {
     boolean epoll = switch (transport) {
       case "epoll" -> {
         Epoll.ensureAvailability();
@@ -70,7 +78,7 @@ public final class RawNettyServer implements AutoCloseable {
     HttpDecoderConfig decoder = new HttpDecoderConfig()
         .setMaxInitialLineLength(4096)
         .setMaxHeaderSize(8192)
-        .setHeadersFactory(DefaultHttpHeadersFactory.headersFactory().withValidation(false));
+        .setHeadersFactory(DefaultHttpHeadersFactory.headersFactory().withValidation(validateHeaders));
     try {
       Channel ch = new ServerBootstrap()
           .group(group)
@@ -109,6 +117,7 @@ public final class RawNettyServer implements AutoCloseable {
     String host = "127.0.0.1";
     int threads = Runtime.getRuntime().availableProcessors();
     String transport = "auto";
+    boolean validateHeaders = false;
     for (int i = 0; i < args.length; i++) {
       String a = args[i];
       if (i + 1 >= args.length) {
@@ -120,11 +129,12 @@ public final class RawNettyServer implements AutoCloseable {
         case "--host" -> host = v;
         case "--threads" -> threads = Integer.parseInt(v);
         case "--transport" -> transport = v;
+        case "--validate-headers" -> validateHeaders = Boolean.parseBoolean(v);
         default -> throw new IllegalArgumentException("unknown argument " + a
-            + " (expected --port N, --host H, --threads N, --transport auto|epoll|nio)");
+            + " (expected --port N, --host H, --threads N, --transport auto|epoll|nio, --validate-headers B)");
       }
     }
-    RawNettyServer server = start(host, port, threads, transport);
+    RawNettyServer server = start(host, port, threads, transport, validateHeaders);
     Runtime.getRuntime().addShutdownHook(new Thread(server::close, "raw-netty-shutdown"));
     System.out.println("READY " + server.port());
     System.out.flush();
