@@ -17,7 +17,8 @@
             [herald.flow.impl.model :as model]
             [herald.flow.impl.runtime :as runtime]
             [herald.flow.impl.types :as t]
-            [herald.flow.impl.validate :as validate]))
+            [herald.flow.impl.validate :as validate]
+            [herald.flow.spi :as spi]))
 
 (set! *warn-on-reflection* true)
 
@@ -80,7 +81,7 @@
    (let [job (cond-> job
                (:inject opts) (update :catalog (fn [c] (mapv #(merge % (get-in opts [:inject (:task/name %)])) c))))
          job (validate job)]
-     (runtime/start! job opts))))
+     (assoc (runtime/start! job opts) :opts opts))))
 
 (defn await-job
   "Blocks until the job ends (or `timeout-ms` passes: then nil); returns its status map:
@@ -89,25 +90,38 @@
   ([handle timeout-ms] (deref (get-in handle [:coord :done]) timeout-ms nil)))
 
 (defn kill-job
-  "Stops the job now (threads interrupted, plugins closed); its last snapshot stays for a resubmit to resume.
-  Returns the status map."
-  [handle]
-  ((get-in handle [:coord :kill!]))
-  (await-job handle))
+  "Stops the job (threads interrupted, plugins closed); its last snapshot stays for a resubmit to resume.
+  Returns the status map.
+
+  | option | type | default | meaning |
+  |---|---|---|---|
+  | `:snapshot?` | boolean | false | first take one more snapshot (flushing outputs), so a resubmit replays nothing; needs `:data-dir` |
+  | `:timeout-ms` | pos-int | 10000 | longest to wait for that snapshot before stopping anyway |"
+  ([handle] (kill-job handle {}))
+  ([handle {:keys [snapshot? timeout-ms] :or {timeout-ms 10000} :as opts}]
+   (doseq [[k v] opts :when (not (#{:snapshot? :timeout-ms} k))]
+     (t/invalid! [:opts k] k v "is not an option of kill-job" "use :snapshot? or :timeout-ms"))
+   (when (and snapshot? (:data-dir (:opts handle)))
+     ((get-in handle [:coord :checkpoint!]) timeout-ms))
+   ((get-in handle [:coord :kill!]))
+   (await-job handle)))
 
 (defn job-metrics
   "A live view of the job: `{:status ... :last-snapshot {:epoch :at} :tasks {name {...}} :recent-errors [...]}`;
   per task: `:segments-in`, `:segments-out`, `:batches`, `:errors`, `:throughput-sps` (over the last second),
-  `:batch-latency-us` quantiles, `:parallelism`, `:stage` (tasks fused in one loop share it)."
+  `:late`, `:batch-latency-us` quantiles (for an input: of its polls), `:parallelism`, `:stage` (tasks fused in
+  one loop share it) and, for inputs that can tell, `:lag` (the log input: bytes not yet read)."
   [handle]
   (let [stage-of (into {} (for [s (:stages handle) t (:tasks s)] [t s]))]
     (assoc @(get-in handle [:coord :status])
            :job/name (get-in handle [:job :job/name])
            :recent-errors @(:recent-errors handle)
            :tasks (into {} (for [[tname m] (:metrics handle)]
-                             [tname (assoc (metrics/report m)
-                                           :parallelism (:parallelism (stage-of tname))
-                                           :stage (:tasks (stage-of tname)))])))))
+                             [tname (cond-> (assoc (metrics/report m)
+                                                   :parallelism (:parallelism (stage-of tname))
+                                                   :stage (:tasks (stage-of tname)))
+                                      (satisfies? spi/Lag (get-in handle [:inputs tname]))
+                                      (assoc :lag (spi/-lag (get-in handle [:inputs tname]))))])))))
 
 (defn open-log
   "The durable local log in directory `dir` (shared by every caller in this JVM), for a service to append to

@@ -74,9 +74,13 @@
   (let [dir (spi/option task :log/dir string? "a directory path string")
         from (spi/option task :log/start-from #(contains? #{nil :earliest :latest} %) ":earliest or :latest")
         poll-ns (* 1000000 (long (or (:log/poll-ms task) 1)))
-        r (log/reader dir 0)]
-    (when (= from :latest) (log/seek! r (log/end-offset (log/shared-log dir {}))))
-    (reify spi/Input
+        r (log/reader dir 0)
+        shared (log/shared-log dir {})]
+    (when (= from :latest) (log/seek! r (log/end-offset shared)))
+    (reify
+      spi/Lag
+      (-lag [_] (max 0 (- (log/end-offset shared) (log/position r))))
+      spi/Input
       (-poll! [_ max-n timeout-ms]
         (let [deadline (+ (System/nanoTime) (* 1000000 (long timeout-ms)))]
           (loop []

@@ -27,6 +27,10 @@
     `-poll!` when a job resumes from a snapshot.")
   (-close-input! [in] "Releases what the input holds. Called once, on completion, kill or failure."))
 
+(defprotocol Lag
+  "Optional, for inputs: how far behind the end of its source an input is (shown by `herald.flow/job-metrics`)."
+  (-lag [in] "A number in the source's unit (the log input: bytes), or nil when unknown. Any thread may call it."))
+
 (defprotocol Output
   "A sink of segments."
   (-write! [out segments]

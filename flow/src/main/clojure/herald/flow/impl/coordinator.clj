@@ -33,7 +33,7 @@
 
 (defn coordinator
   "The coordinator of a job: a map of fns the workers call and the state `herald.flow` reads."
-  [{:keys [workers restored running data-dir] :as opts}]
+  [{:keys [workers restored running data-dir on-end] :as opts}]
   (let [nworkers (count workers)
         base (long (or (:epoch restored) 0))
         requested (AtomicLong. base)
@@ -71,11 +71,20 @@
                                (try (write-snapshot! c (inc (.get requested)) {} @final-positions)
                                     (catch Exception e (swap! status assoc :snapshot-error (.toString e)))))
                              (swap! status (fn [s] (if (= :running (:status s)) (assoc s :status :completed) s)))
+                             (when on-end (on-end))
                              (deliver done @status)))
            :start! (fn [ts]
                      (reset! threads ts)
                      (doto (Thread. ^Runnable (fn [] (loop! c)) "herald-flow-coordinator") (.setDaemon true) (.start)))
+           :checkpoint! (fn [^long timeout-ms]
+                          (let [e (.incrementAndGet requested)
+                                deadline (+ (System/currentTimeMillis) timeout-ms)]
+                            (loop []
+                              (cond (>= (long (get-in @status [:last-snapshot :epoch] 0)) e) true
+                                    (or (realized? done) (> (System/currentTimeMillis) deadline)) false
+                                    :else (do (Thread/sleep 5) (recur))))))
            :kill! (fn []
                     (stop! {:status :killed})
                     (doseq [^Thread t @threads] (.join t 5000))
+                    (when (and on-end (not (realized? done))) (on-end))
                     (deliver done @status)))))

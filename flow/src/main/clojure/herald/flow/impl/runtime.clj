@@ -72,6 +72,7 @@
   (let [resolve (route/resolver)
         tasks (into {} (map (juxt :task/name identity)) (:catalog job))
         stages (plan/wire job (plan/stages job {:fuse? fuse?}) queue-capacity)
+        lock (when data-dir (snap/lock! data-dir))
         restored (when data-dir (snap/latest data-dir))
         recent (atom [])
         ctx {:job job :tasks tasks :stages stages :resolve resolve :restored restored
@@ -82,11 +83,11 @@
         built (atom [])
         workers (try (doall (for [s stages i (range (:parallelism s))]
                               (let [w (build-worker ctx s i)] (swap! built conj w) w)))
-                     (catch Throwable e (close-all! @built) (throw e)))
+                     (catch Throwable e (close-all! @built) (some-> lock snap/unlock!) (throw e)))
         running (volatile! true)
         coord (coordinator/coordinator {:job job :data-dir data-dir :interval-ms checkpoint-interval-ms
                                         :workers workers :restored restored :metrics (:metrics ctx)
-                                        :running running})
+                                        :running running :on-end #(some-> lock snap/unlock!)})
         threads (mapv (fn [w]
                         (doto (Thread. ^Runnable (fn [] (worker/run-worker (assoc w :coord coord :running running)))
                                        (str "herald-flow-" (name (:job/name job)) "-" (name (first (:task-names w))) "-" (:me w)))
@@ -95,4 +96,5 @@
     (run! #(.start ^Thread %) threads)
     ((:start! coord) threads)
     {:job job :stages stages :coord coord :running running :threads threads :metrics (:metrics ctx)
-     :recent-errors recent :restored-epoch (:epoch restored)}))
+     :recent-errors recent :restored-epoch (:epoch restored)
+     :inputs (into {} (for [w workers :when (:input w)] [(first (:task-names w)) (:input w)]))}))

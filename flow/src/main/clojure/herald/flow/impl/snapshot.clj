@@ -49,3 +49,21 @@
   (some (fn [e] (try (deserialize (Files/readAllBytes (.toPath (io/file (snap-dir data-dir) (str "epoch-" e ".snap")))))
                      (catch Exception _ nil)))
         (reverse (epochs data-dir))))
+
+(defn lock!
+  "Locks `data-dir` for one running job (a file lock, so across processes too); returns the lock to release."
+  [data-dir]
+  (let [d (doto (io/file data-dir) (.mkdirs))
+        ch (FileChannel/open (.toPath (io/file d "job.lock"))
+                             (into-array OpenOption [StandardOpenOption/CREATE StandardOpenOption/WRITE]))
+        l (try (.tryLock ch) (catch java.nio.channels.OverlappingFileLockException _ nil))]
+    (when-not l
+      (.close ch)
+      (throw (ex-info (str "Data directory " d " is in use by another running job")
+                      {:type :herald.flow/data-dir-in-use :data-dir (str d)})))
+    ch))
+
+(defn unlock!
+  "Releases a lock `lock!` returned."
+  [^FileChannel ch]
+  (when (.isOpen ch) (.close ch)))

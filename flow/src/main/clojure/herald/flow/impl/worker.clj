@@ -68,7 +68,12 @@
   (doseq [o outputs] (spi/-flush! o))
   ((:ack! coord) epoch me
    {:position (when input (spi/-position input))
-    :windows (snap/serialize (into {} (for [r runners :when (:windows r)] [(:name r) (window/snapshot (:windows r))])))}))
+    :windows (let [state (into {} (for [r runners :when (:windows r)] [(:name r) (window/snapshot (:windows r))]))]
+               (try (snap/serialize state)
+                    (catch java.io.NotSerializableException e
+                      (throw (ex-info (str "Window state of " (vec (keys state)) " cannot be snapshotted: "
+                                           (.getMessage e) " is not java.io.Serializable")
+                                      {:type :herald.flow/unserializable-state :tasks (vec (keys state))} e)))))}))
 
 (defn- input-loop [{:keys [input batch-size batch-timeout coord senders me running input-metrics] :as w}]
   (let [epoch (volatile! (long ((:current-epoch coord))))]
@@ -120,18 +125,26 @@
       (tick! w true)
       (broadcast! senders (Done. me)))))
 
+(defn- stop-hooks! [{:keys [lifecycles event task-names]}]
+  (doseq [t task-names] (when-let [h (lc/hook lifecycles t :lifecycle/after-task-stop)] (h event {}))))
+
 (defn run-worker
   "The body of a worker thread `w` (see `herald.flow.impl.runtime`); reports its end to the coordinator."
   [{:keys [input outputs coord me lifecycles event task-names] :as w}]
-  (try
-    (doseq [t task-names] (when-let [h (lc/hook lifecycles t :lifecycle/before-task-start)] (h event {})))
-    (if input (input-loop w) (queue-loop w))
-    (doseq [o outputs] (spi/-close-output! o))
-    (doseq [t task-names] (when-let [h (lc/hook lifecycles t :lifecycle/after-task-stop)] (h event {})))
-    ((:worker-done! coord) me nil)
-    (catch InterruptedException _ ((:worker-done! coord) me nil))
-    (catch Throwable e
-      (lc/handle-exception lifecycles (first task-names) event :task e)
-      ((:worker-done! coord) me e))
-    (finally
-      (when input (try (spi/-close-input! input) (catch Exception _ nil))))))
+  (let [closed (volatile! false)]
+    (try
+      (doseq [t task-names] (when-let [h (lc/hook lifecycles t :lifecycle/before-task-start)] (h event {})))
+      (if input (input-loop w) (queue-loop w))
+      (vreset! closed true)
+      (doseq [o outputs] (spi/-close-output! o))
+      (stop-hooks! w)
+      ((:worker-done! coord) me nil)
+      (catch InterruptedException _ ((:worker-done! coord) me nil))
+      (catch Throwable e
+        (lc/handle-exception lifecycles (first task-names) event :task e)
+        ((:worker-done! coord) me e))
+      (finally
+        (when-not @closed
+          (doseq [o outputs] (try (spi/-close-output! o) (catch Exception _ nil)))
+          (try (stop-hooks! w) (catch Exception _ nil)))
+        (when input (try (spi/-close-input! input) (catch Exception _ nil)))))))

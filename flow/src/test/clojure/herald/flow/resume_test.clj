@@ -1,0 +1,72 @@
+(ns herald.flow.resume-test
+  "Snapshots and resume in one JVM: kill with and without a last snapshot, a completed job resubmitted, the data-dir lock, lag."
+  (:require [clojure.test :refer [deftest is testing]]
+            [herald.flow :as flow]
+            [herald.flow.log-test :refer [temp-dir]]))
+
+(set! *warn-on-reflection* true)
+
+(defn- job [log-dir]
+  {:workflow [[:in :out]]
+   :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/log-input :log/dir log-dir :task/batch-size 8}
+             {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/fn-output}]})
+
+(defn- wait-for [pred]
+  (let [deadline (+ (System/currentTimeMillis) 10000)]
+    (while (and (not (pred)) (< (System/currentTimeMillis) deadline)) (Thread/sleep 5))
+    (pred)))
+
+(defn- start [log-dir data-dir sink]
+  (flow/submit-job (job log-dir) {:data-dir data-dir :checkpoint-interval-ms 50
+                                  :inject {:out {:sink/fn #(swap! sink into (map :id %))}}}))
+
+(deftest kill-with-a-last-snapshot-replays-nothing
+  (let [root (temp-dir "herald-resume")
+        log-dir (str root "/log") data-dir (str root "/data")
+        l (flow/open-log log-dir)
+        seen (atom [])]
+    (flow/append-all! l (for [i (range 100)] {:id i}))
+    (let [h (start log-dir data-dir seen)]
+      (is (wait-for #(= 100 (count @seen))))
+      (testing "lag: the log input reports how far it is behind"
+        (is (wait-for #(= 0 (get-in (flow/job-metrics h) [:tasks :in :lag])))))
+      (testing "a second job on the same data directory is refused"
+        (let [e (try (start log-dir data-dir (atom [])) nil (catch clojure.lang.ExceptionInfo e (ex-data e)))]
+          (is (= :herald.flow/data-dir-in-use (:type e)))))
+      (is (= :killed (:status (flow/kill-job h {:snapshot? true})))))
+    (flow/append-all! l (for [i (range 100 150)] {:id i}))
+    (let [h (start log-dir data-dir seen)]
+      (is (pos? (:restored-epoch h)))
+      (is (wait-for #(= 150 (count @seen))))
+      (Thread/sleep 100)
+      (is (= (range 150) @seen) "every record once, in order: nothing replayed")
+      (flow/kill-job h))
+    (flow/close-log! l)))
+
+(deftest kill-without-snapshot-replays-from-the-last-one
+  (let [root (temp-dir "herald-resume")
+        log-dir (str root "/log") data-dir (str root "/data")
+        l (flow/open-log log-dir)
+        seen (atom [])]
+    (flow/append-all! l (for [i (range 50)] {:id i}))
+    (let [h (start log-dir data-dir seen)]
+      (is (wait-for #(= 50 (count @seen))))
+      (is (wait-for #(pos? (get-in (flow/job-metrics h) [:last-snapshot :epoch] 0))))
+      (flow/kill-job h))
+    (flow/append-all! l (for [i (range 50 80)] {:id i}))
+    (let [h (start log-dir data-dir seen)]
+      (is (wait-for #(= (set (range 80)) (set @seen))) "at least once")
+      (flow/kill-job h))
+    (flow/close-log! l)))
+
+(deftest a-completed-job-resubmitted-does-not-replay
+  (let [data-dir (str (temp-dir "herald-resume"))
+        j {:workflow [[:in :out]]
+           :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}
+                     {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]}
+        run (fn [] (let [out (atom [])
+                         h (flow/submit-job j {:data-dir data-dir :inject {:in {:seq/segments (map #(hash-map :n %) (range 10))}
+                                                                          :out {:sink/atom out}}})]
+                     [(:status (flow/await-job h 5000)) @out]))]
+    (is (= [:completed (map #(hash-map :n %) (range 10))] (run)))
+    (is (= [:completed []] (run)) "the final snapshot holds the input's end")))
