@@ -12,14 +12,22 @@
 # [/tmp/herald-http-profiles], SERVERS ["netty herald herald_vt"] (a subset, or more:
 # netty_validating = the ceiling with Netty's header validation on, herald_wp = herald's worker pool), EXTRA_CP
 # [""] (prepended to the servers' classpath), NICE [""] (a nice level for servers and wrk, e.g. -10 on a
-# machine busy with other work). See bench/README.md for the methodology.
+# machine busy with other work), SOURCE [head] (head: the committed http sources; worktree: the files on disk).
+# See bench/README.md for the methodology.
 set -euo pipefail
 
 # With NICE, run in a session of our own: under the kernel's autogroup scheduling, nice(1) only weighs processes
 # of one session against each other, so the session's autogroup gets the nice level too (set below).
+# Ctrl-C and TERM reach this parent, which passes them on to the new session (whose trap stops the servers).
 if [ -n "${NICE:-}" ] && [ -z "${HERALD_BENCH_SESSION:-}" ] && command -v setsid >/dev/null; then
   export HERALD_BENCH_SESSION=1
-  exec setsid -w "$0" "$@"
+  setsid -w "$0" "$@" &
+  child=$!
+  trap 'kill -TERM -- "-$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null' INT TERM
+  rc=0
+  wait "$child" || rc=$?
+  while kill -0 "$child" 2>/dev/null; do wait "$child" || rc=$?; done
+  exit "$rc"
 fi
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -35,6 +43,7 @@ RESULTS=${RESULTS:-$ROOT/bench/results/http.csv}
 PROFILE=${PROFILE:-}
 PROFILE_DIR=${PROFILE_DIR:-/tmp/herald-http-profiles}
 NICE=${NICE:-}
+SOURCE=${SOURCE:-head}
 read -r -a SERVER_LIST <<<"${SERVERS:-netty herald herald_vt}"
 TESTS=(plaintext json)
 
@@ -84,11 +93,23 @@ cd "$ROOT"
 mvn -o -q -B -pl http dependency:build-classpath -Dmdep.outputFile="$WORK/deps.txt" -Dmdep.includeScope=test \
   >/dev/null || mvn -q -B -pl http dependency:build-classpath -Dmdep.outputFile="$WORK/deps.txt" \
   -Dmdep.includeScope=test >/dev/null || die "cannot resolve the http module's test classpath"
-log "compiling http/src/main/java and the bench servers"
-find http/src/main/java http/src/test/java/herald/http/bench -name '*.java' >"$WORK/sources.txt"
+log "compiling http/src/main/java and the bench servers ($SOURCE)"
+# SOURCE=head (the default) benchmarks the committed http sources, so that the commit column says exactly what
+# ran and other people's edits in progress cannot break the build; SOURCE=worktree takes the files on disk.
+if [ "$SOURCE" = head ] && git rev-parse --verify -q HEAD >/dev/null 2>&1; then
+  mkdir -p "$WORK/src"
+  git archive HEAD http/src | tar -x -C "$WORK/src"
+  SRC="$WORK/src/http/src"
+  COMMIT=$(git rev-parse --short HEAD)
+else
+  SRC="$ROOT/http/src"
+  COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+  [ -n "$(git status --porcelain -- http/src 2>/dev/null)" ] && COMMIT="$COMMIT+worktree"
+fi
+find "$SRC/main/java" "$SRC/test/java/herald/http/bench" -name '*.java' >"$WORK/sources.txt"
 "$JAVA_HOME/bin/javac" --release 21 -nowarn -d "$WORK/classes" -cp "$(cat "$WORK/deps.txt")" @"$WORK/sources.txt" \
   || die "javac failed"
-CP="${EXTRA_CP:+$EXTRA_CP:}$ROOT/http/src/test/clojure:$ROOT/http/src/main/clojure:$ROOT/http/src/main/resources"
+CP="${EXTRA_CP:+$EXTRA_CP:}$SRC/test/clojure:$SRC/main/clojure:$SRC/main/resources"
 CP="$CP:$WORK/classes:$(cat "$WORK/deps.txt")"
 
 JVM_FLAGS=(-Xmx1g -Xms1g -XX:+UseParallelGC)
@@ -98,8 +119,6 @@ if [ -n "$PROFILE" ]; then
   JVM_FLAGS+=(-XX:+EnableDynamicAgentLoading -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints)
 fi
 JVM_NAME=$("$JAVA_HOME/bin/java" -version 2>&1 | sed -n 's/.*Runtime Environment \([^ ]*\).*/\1/p' | head -1)
-COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-[ -n "$(git status --porcelain -- http/src bench 2>/dev/null)" ] && COMMIT="$COMMIT+dirty"
 OPTIONS="${JVM_FLAGS[*]}; io_threads=$IO_THREADS; conns=$CONNECTIONS; depth=$PIPELINE; duration=${DURATION}s; $PINNING"
 
 cat >"$WORK/pipeline.lua" <<'EOF'
