@@ -80,14 +80,23 @@
     (when (seq recipients) (.put wb (cf db :fanout) (c/long-key id) (c/encode-fanout ok recipients)))
     wb))
 
+(defn- delete-markers! [db ids]
+  (when (seq ids)
+    (with-open [wb (WriteBatch.)]
+      (doseq [id ids] (.delete wb (cf db :search-pending) (c/long-key id)))
+      (rocks/write! db wb))))
+
 (defn- commit-index!
-  "Commits Lucene, then drops the search-pending markers of the posts in that commit."
+  "Commits Lucene, then drops the search-pending markers (and the claims) of the posts in that commit."
   [db idx]
   (let [ids (lucene/commit! idx)]
-    (when (seq ids)
-      (with-open [wb (WriteBatch.)]
-        (doseq [id ids] (.delete wb (cf db :search-pending) (c/long-key id)))
-        (rocks/write! db wb)))))
+    (delete-markers! db ids)
+    (lucene/release-claims! idx ids)))
+
+(defn- index! [db idx {:keys [id] :as post}]
+  ;; a post without a marker is already in a commit; a claimed one is indexed (or being indexed) already
+  (when (and (rocks/get-bytes db :search-pending (c/long-key id)) (lucene/claim! idx id))
+    (lucene/index-post! idx post)))
 
 (deftype EmbeddedStore [db idx ids ^AtomicLong last-ts post-lock ^objects locks rw state]
   store/ParticipantStore
@@ -140,8 +149,9 @@
   (-complete-fanout! [_ post-id] (guarded (rocks/delete! db :fanout (c/long-key post-id))))
 
   store/SearchIndex
-  (-index! [_ post] (guarded (lucene/index-post! idx post) nil))
-  (-search [_ keywords {:keys [limit]}] (guarded (lucene/search idx (text/terms keywords) limit)))
+  (-index! [_ post] (guarded (index! db idx post) nil))
+  (-search [_ keywords {:keys [limit]}]
+    (guarded (lucene/search idx (text/terms keywords) limit)))
 
   store/Lifecycle
   (-close! [_]
@@ -177,14 +187,19 @@
     (if (zero? id) 0 (c/feed-key-ts (rocks/get-bytes db :posts (c/long-key id))))))
 
 (defn- catch-up-index!
-  "Indexes the posts not in the last Lucene commit: those with a search-pending marker, or every post when
-  the index is empty (deleted or never built). Then commits."
+  "Indexes the posts missing from the last Lucene commit: those with a search-pending marker whose
+  document is not in the index (a crash can fall between a commit and the deletion of its markers), or
+  every post when the index is empty (deleted or never built). Then commits and clears every marker."
   [db idx]
-  (let [reindex! (fn [_ v] (lucene/index-post! idx (c/decode-post v)))]
+  (let [markers (volatile! [])]
+    (rocks/each! db :search-pending (fn [k ok] (vswap! markers conj [(c/key-long k 0) ok])))
     (if (and (zero? (lucene/doc-count idx)) (pos? (last-id db :posts)))
-      (rocks/each! db :outbound reindex!)
-      (rocks/each! db :search-pending (fn [_ ok] (some->> (outbound-post db ok) (lucene/index-post! idx)))))
-    (commit-index! db idx)))
+      (rocks/each! db :outbound (fn [_ v] (lucene/index-post! idx (c/decode-post v))))
+      (let [present (lucene/present-ids idx (map first @markers))]
+        (doseq [[id ok] @markers :when (not (present id))]
+          (some->> (outbound-post db ok) (lucene/index-post! idx)))))
+    (commit-index! db idx)
+    (delete-markers! db (map first @markers))))
 
 (defn- run-safely [state f]
   (fn []
@@ -203,7 +218,7 @@
 
 (def ^:private defaults
   {:data-dir "data" :sync? false :block-cache-mb 64 :write-buffer-mb 32 :index-ram-mb 64
-   :index-commit-ms 5000 :index-refresh-ms 1000})
+   :index-commit-ms 5000 :index-refresh-ms 100 :search-max-lag-ms 0})
 
 (defn- validate [opts]
   (let [bad (fn [k what] (throw (ex-info (str k " must be " what ", got " (pr-str (get opts k)))
@@ -212,6 +227,8 @@
     (when-not (boolean? (:sync? opts)) (bad :sync? "a boolean"))
     (doseq [k [:block-cache-mb :write-buffer-mb :index-ram-mb :index-commit-ms :index-refresh-ms]]
       (when-not (and (int? (get opts k)) (pos? (long (get opts k)))) (bad k "a positive integer")))
+    (when-not (and (int? (:search-max-lag-ms opts)) (<= 0 (long (:search-max-lag-ms opts)) 60000))
+      (bad :search-max-lag-ms "an integer in 0..60000"))
     opts))
 
 (defn embedded-store
@@ -226,14 +243,15 @@
   | :write-buffer-mb  | int     | 32      | memtable size of each feed column family                      |
   | :index-ram-mb     | int     | 64      | Lucene IndexWriter RAM buffer                                  |
   | :index-commit-ms  | int     | 5000    | period of Lucene commits (search-pending markers cleared then) |
-  | :index-refresh-ms | int     | 1000    | period of background searcher refreshes (searches also refresh when behind) |"
+  | :index-refresh-ms | int     | 100     | period of background searcher refreshes (when posts were indexed) |
+  | :search-max-lag-ms | int    | 0       | a search sees every post indexed this long before it: 0 is read-your-writes (a search refreshes the searcher when it is behind); larger values let searches use a slightly stale searcher and leave refreshing to the background |"
   [config]
   (let [opts (validate (merge defaults (select-keys config (keys defaults))))
         dir (io/file (:data-dir opts))
         fail (fn [what e] (throw (ex-info (str "cannot open the " what " in " dir ": " (ex-message e))
                                           {:type :herald.feed.store/io :key :data-dir :value (str dir)} e)))
         db (try (rocks/open-db (io/file dir "rocksdb") opts) (catch Exception e (fail "RocksDB store" e)))
-        idx (try (lucene/open-index (io/file dir "search") (:index-ram-mb opts))
+        idx (try (lucene/open-index (io/file dir "search") (:index-ram-mb opts) (:search-max-lag-ms opts))
                  (catch Exception e (rocks/close-db! db) (fail "search index" e)))
         state (atom {:open? true})]
     (try

@@ -1,5 +1,8 @@
 (ns herald.feed.store.bench-test
-  "A store-level write benchmark (not a timed test): publish + fan-out to 3 friends + index, many threads,\n  after a 3 s warm-up. Run: mvn -o -q -pl feed test -Dherald.test.ns='.*store.bench.*' -Dherald.test.include=benchmark"
+  "A store-level benchmark (not a timed test): writer threads publish + index + fan out to 3 friends while
+  searcher threads search one dictionary word each, after a 3 s warm-up. Run:
+  mvn -o -q -pl feed test -Dherald.test.ns='.*store.bench.*' -Dherald.test.include=benchmark
+  (-Dherald.bench.threads=2 -Dherald.bench.searchers=1 -Dherald.bench.seconds=10 -Dherald.bench.max-lag-ms=20)"
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.store :as s]
@@ -21,44 +24,51 @@
   (.getProcessCpuTime ^com.sun.management.OperatingSystemMXBean
                       (java.lang.management.ManagementFactory/getOperatingSystemMXBean)))
 
-(defn- run [st threads seconds]
+(defn- timed [^ConcurrentHistogram h f]
+  (let [t0 (System/nanoTime)] (f) (.recordValue h (quot (- (System/nanoTime) t0) 1000))))
+
+(defn- in-threads [n ^CountDownLatch gate f]
+  (doall (repeatedly n #(future (.await gate) (f)))))
+
+(defn- run [st {:keys [threads searchers seconds]}]
   (let [senders (mapv :id (repeatedly 200 #(s/create-participant! st "sender")))
         stories (vec (repeatedly 500 #(sentence 150)))
         subjects (vec (repeatedly 500 #(sentence 5)))
-        hist (ConcurrentHistogram. 3)
-        n (AtomicLong.)
+        posts (ConcurrentHistogram. 3) searches (ConcurrentHistogram. 3)
         stop (+ (System/nanoTime) (* seconds 1000000000))
         gate (CountDownLatch. 1)
-        worker (fn [] (.await gate)
-                 (while (< (System/nanoTime) stop)
-                   (let [t0 (System/nanoTime)
-                         from (rand-nth senders)
-                         rs (vec (take 3 (shuffle senders)))
-                         p (s/publish! st {:from from :occurred "2026-11-22" :subject (rand-nth subjects)
-                                           :story (rand-nth stories)} rs)]
-                     (s/index! st p)
-                     (s/fan-out! st p rs)
-                     (.recordValue hist (quot (- (System/nanoTime) t0) 1000))
-                     (.incrementAndGet n))))
+        write (fn [] (let [from (rand-nth senders) rs (mapv #(senders (mod (+ (long from) (long %)) 200)) [1 7 13])
+                           p (s/publish! st {:from from :occurred "2026-11-22" :subject (rand-nth subjects)
+                                             :story (rand-nth stories)} rs)]
+                       (s/index! st p)
+                       (s/fan-out! st p rs)))
         cpu0 (cpu-nanos)
-        futs (doall (repeatedly threads #(future (worker))))]
+        futs (concat (in-threads threads gate #(while (< (System/nanoTime) stop) (timed posts write)))
+                     (in-threads searchers gate #(while (< (System/nanoTime) stop)
+                                                   (timed searches (fn [] (s/search st (rand-nth words)))))))]
     (.countDown gate)
     (run! deref futs)
-    (let [cpu (- (cpu-nanos) cpu0)]
-    (let [searches (AtomicLong.) t0 (System/nanoTime)]
-      (dotimes [_ 2000] (s/search st (rand-nth words)) (.incrementAndGet searches))
-      {:posts-per-s (quot (.get n) seconds) :cpu-us-per-post (quot cpu (* 1000 (max 1 (.get n)))) :p50-us (.getValueAtPercentile hist 50.0)
-       :p99-us (.getValueAtPercentile hist 99.0)
-       :searches-per-s (long (/ 2000 (/ (- (System/nanoTime) t0) 1e9)))}))))
+    (let [cpu (- (cpu-nanos) cpu0) n (.getTotalCount posts)]
+      {:posts-per-s (quot n seconds) :cpu-us-per-post (quot cpu (* 1000 (max 1 n)))
+       :p50-us (.getValueAtPercentile posts 50.0) :p99-us (.getValueAtPercentile posts 99.0)
+       :searches-per-s (quot (.getTotalCount searches) seconds)
+       :search-p99-us (.getValueAtPercentile searches 99.0)})))
 
 (deftest ^:benchmark embedded-store-write-throughput
-  (let [threads (Long/getLong "herald.bench.threads" 4) seconds (Long/getLong "herald.bench.seconds" 10)
-        st (fx/open-embedded {:block-cache-mb 64 :write-buffer-mb 32 :index-ram-mb 64})]
+  (let [opts {:threads (Long/getLong "herald.bench.threads" 2) :searchers (Long/getLong "herald.bench.searchers" 1)
+              :seconds (Long/getLong "herald.bench.seconds" 10)}
+        lag (Long/getLong "herald.bench.max-lag-ms" 0)
+        st (fx/open-embedded {:block-cache-mb 64 :write-buffer-mb 32 :index-ram-mb 64 :search-max-lag-ms lag})]
     (try
-      (run st threads 3)
-      (let [r (run st threads seconds)]
-        (println (format "store-bench threads=%d seconds=%d story_words=150 friends=3 posts_per_s=%d cpu_us_per_post=%d p50_us=%d p99_us=%d searches_per_s=%d cores=%d jvm=%s"
-                         threads seconds (:posts-per-s r) (:cpu-us-per-post r) (:p50-us r) (:p99-us r) (:searches-per-s r)
-                         (.availableProcessors (Runtime/getRuntime)) (System/getProperty "java.version")))
+      (run st (assoc opts :seconds 3))
+      (let [r (run st opts)]
+        (println (format (str "store-bench writers=%d searchers=%d seconds=%d max_lag_ms=%d story_words=150 friends=3"
+                              " posts_per_s=%d cpu_us_per_post=%d p50_us=%d p99_us=%d searches_per_s=%d search_p99_us=%d"
+                              " cores=%d jvm=%s gc=%s")
+                         (:threads opts) (:searchers opts) (:seconds opts) lag (:posts-per-s r) (:cpu-us-per-post r)
+                         (:p50-us r) (:p99-us r) (:searches-per-s r) (:search-p99-us r)
+                         (.availableProcessors (Runtime/getRuntime)) (System/getProperty "java.version")
+                         (str/join "+" (map #(.getName ^java.lang.management.GarbageCollectorMXBean %)
+                                            (java.lang.management.ManagementFactory/getGarbageCollectorMXBeans)))))
         (is (pos? (:posts-per-s r))))
       (finally (fx/close-embedded! st)))))

@@ -4,7 +4,12 @@
             [clojure.test :refer [deftest is testing]]
             [herald.feed.store :as s]
             [herald.feed.store.contract :as contract :refer [post-of thrown-type]]
-            [herald.feed.store.fixtures :as fx]))
+            [herald.feed.store.cache]
+            [herald.feed.store.embedded]
+            [herald.feed.store.embedded.lucene :as lucene]
+            [herald.feed.store.fixtures :as fx])
+  (:import (herald.feed.store.cache CachedStore)
+           (herald.feed.store.embedded EmbeddedStore)))
 
 (set! *warn-on-reflection* true)
 
@@ -58,6 +63,33 @@
             (is (= [b a] (s/search st "story")))
             (finally (s/close-store! st)))))
       (finally (fx/delete-tree! dir)))))
+
+(deftest no-duplicate-after-a-crash-between-commit-and-marker-deletion
+  (let [dir (fx/temp-dir "dup")]
+    (try
+      (let [a (let [st (open dir)]
+                (try
+                  (let [a (:id (s/create-participant! st "a"))]
+                    (dotimes [_ 3] (s/index! st (s/publish! st (post-of a "walrus") [])))
+                    ;; commit Lucene but keep the markers, as a crash right after the commit would
+                    (lucene/commit! (.-idx ^EmbeddedStore (.-inner ^CachedStore st)))
+                    a)
+                  (finally (s/close-store! st))))
+            st (open dir)]
+        (try
+          (is (= [a a a] (s/search st "walrus")) "catch-up skips posts already in the index")
+          (is (zero? (:search-pending (s/stats st))))
+          (finally (s/close-store! st))))
+      (finally (fx/delete-tree! dir)))))
+
+(deftest concurrent-index-calls-add-one-document
+  (let [st (fx/open-embedded)]
+    (try
+      (let [a (:id (s/create-participant! st "a"))
+            ps (vec (repeatedly 20 #(s/publish! st (post-of a "narwhal") [])))]
+        (run! deref (doall (for [_ (range 4)] (future (doseq [p (shuffle ps)] (s/index! st p))))))
+        (is (= 20 (count (s/search st "narwhal" {:limit 100})))))
+      (finally (fx/close-embedded! st)))))
 
 (deftest search-sees-writes-at-once-and-commits-in-background
   (let [dir (fx/temp-dir "commit")

@@ -2,7 +2,7 @@
   "Lucene for the embedded store's search: one NRT index of subject+story, sorted newest first."
   (:require [herald.feed.store.text :as text])
   (:import (java.nio.file Paths)
-           (java.util.concurrent ConcurrentLinkedQueue)
+           (java.util.concurrent ConcurrentHashMap ConcurrentLinkedQueue)
            (java.util.concurrent.atomic AtomicLong)
            (org.apache.lucene.document Document Field Field$Store FieldType NumericDocValuesField StoredField
                                        StringField)
@@ -10,7 +10,7 @@
            (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder IndexSearcher ScoreDoc
                                      SearcherFactory SearcherManager Sort SortField SortField$Type TermQuery
                                      TopFieldDocs)
-           (org.apache.lucene.store Directory FSDirectory)))
+           (org.apache.lucene.store Directory NIOFSDirectory NRTCachingDirectory)))
 
 (set! *warn-on-reflection* true)
 
@@ -26,18 +26,24 @@
     (.freeze)))
 
 (defn open-index
-  "Opens (creating if needed) the index in dir. ram-mb is IndexWriter's RAM buffer. Returns a map of
-  :dir :writer :manager and the counters used for read-your-writes refreshes and marker clean-up."
-  [dir ram-mb]
-  (let [^Directory d (FSDirectory/open (Paths/get (str dir) (make-array String 0)))
+  "Opens (creating if needed) the index in dir. ram-mb is IndexWriter's RAM buffer; max-lag-ms bounds how
+  stale a search may be (see search). Returns a map of :dir :writer :manager and the counters used for
+  refreshes and marker clean-up."
+  [dir ram-mb max-lag-ms]
+  (let [;; NIOFS, not MMap: closing a reader of an mmapped segment closes a shared Arena, a handshake with
+        ;; every JVM thread that took seconds on a loaded 2-core machine at each NRT reopen.
+        ;; NRTCaching: small flushed segments stay in RAM until merged or committed.
+        ^Directory d (NRTCachingDirectory. (NIOFSDirectory. (Paths/get (str dir) (make-array String 0))) 8.0 64.0)
         cfg (doto (IndexWriterConfig. text/analyzer)
               (.setOpenMode IndexWriterConfig$OpenMode/CREATE_OR_APPEND)
               (.setRAMBufferSizeMB (double ram-mb))
-              (.setIndexSort newest-first))
+              (.setIndexSort newest-first)
+              ;; no merge-on-refresh: a reopen must not wait (up to 500 ms by default) for merges
+              (.setMaxFullFlushMergeWaitMillis 0))
         w (IndexWriter. d cfg)]
-    {:dir d :writer w :manager (SearcherManager. w (SearcherFactory.))
-     :write-gen (AtomicLong.) :refreshed-gen (AtomicLong.)
-     :uncommitted (ConcurrentLinkedQueue.)}))
+    {:dir d :writer w :manager (SearcherManager. w (SearcherFactory.)) :max-lag-ms (long max-lag-ms)
+     :write-gen (AtomicLong.) :refreshed-gen (AtomicLong.) :dirty-since (AtomicLong.) :refresh-lock (Object.)
+     :uncommitted (ConcurrentLinkedQueue.) :claimed (ConcurrentHashMap.)}))
 
 (defn- document ^Document [{:keys [id from ts] :as post}]
   (doto (Document.)
@@ -46,22 +52,59 @@
     (.add (StoredField. "from" (long from)))
     (.add (Field. ^String text/field ^CharSequence (text/post-text post) text-type))))
 
+(defn claim!
+  "True for the one caller that claims post id for indexing until its claim is released (after a commit)."
+  [{:keys [^ConcurrentHashMap claimed]} id]
+  (nil? (.putIfAbsent claimed id Boolean/TRUE)))
+
+(defn release-claims!
+  "Drops the claims of ids (their documents are committed)."
+  [{:keys [^ConcurrentHashMap claimed]} ids]
+  (doseq [id ids] (.remove claimed id)))
+
 (defn index-post!
-  "Adds or replaces (by post id) the post's document."
-  [{:keys [^IndexWriter writer ^AtomicLong write-gen ^ConcurrentLinkedQueue uncommitted]} post]
-  (.updateDocument writer (Term. "id" (Long/toString (long (:id post)))) (document post))
+  "Adds the post's document. Plain addDocument (no delete term per document to resolve at every reopen):
+  callers make it idempotent by claiming the id first (see claim!) and by present-ids on recovery."
+  [{:keys [^IndexWriter writer ^AtomicLong write-gen ^AtomicLong dirty-since ^ConcurrentLinkedQueue uncommitted]}
+   post]
+  (.addDocument writer (document post))
   (.incrementAndGet write-gen)
+  (when (zero? (.get dirty-since)) (.compareAndSet dirty-since 0 (System/currentTimeMillis)))
   (.add uncommitted (:id post)))
 
+(defn present-ids
+  "The subset of post ids that have a document in the index as of the last refresh."
+  [{:keys [^SearcherManager manager]} ids]
+  (let [^IndexSearcher s (.acquire manager)]
+    (try
+      (into #{} (filter #(pos? (.count s (TermQuery. (Term. "id" (Long/toString (long %))))))) ids)
+      (finally (.release manager s)))))
+
 (defn refresh!
-  "Reopens the searcher if documents were added since the last refresh; returns nil."
-  [{:keys [^SearcherManager manager ^AtomicLong write-gen ^AtomicLong refreshed-gen]}]
+  "Makes every document added before generation g (default: now) visible to searches. Concurrent callers
+  share one reopen. Returns nil."
+  ([idx] (refresh! idx (.get ^AtomicLong (:write-gen idx))))
+  ([{:keys [^SearcherManager manager ^AtomicLong write-gen ^AtomicLong refreshed-gen ^AtomicLong dirty-since
+            refresh-lock]} g]
+   (when (> (long g) (.get refreshed-gen))
+     (locking refresh-lock
+       (when (> (long g) (.get refreshed-gen))
+         (let [g2 (.get write-gen)]
+           (.set dirty-since 0)
+           (.maybeRefreshBlocking manager)
+           (.set refreshed-gen g2)))))
+   nil))
+
+(defn- catch-up!
+  "Before a search: refreshes when the searcher misses a document indexed max-lag-ms or more ago (any
+  document when max-lag-ms is 0: read-your-writes)."
+  [{:keys [^AtomicLong write-gen ^AtomicLong refreshed-gen ^AtomicLong dirty-since ^long max-lag-ms] :as idx}]
   (let [g (.get write-gen)]
-    (when (> g (.get refreshed-gen))
-      (.maybeRefreshBlocking manager)
-      (.accumulateAndGet refreshed-gen g (reify java.util.function.LongBinaryOperator
-                                           (applyAsLong [_ a b] (max a b)))))
-    nil))
+    (when (and (> g (.get refreshed-gen))
+               (or (zero? max-lag-ms)
+                   (let [since (.get dirty-since)]
+                     (and (pos? since) (>= (- (System/currentTimeMillis) since) max-lag-ms)))))
+      (refresh! idx g))))
 
 (defn- query [terms]
   (let [b (BooleanQuery$Builder.)]
@@ -69,12 +112,13 @@
     (.build b)))
 
 (defn search
-  "Sender ids of the newest limit posts containing every term (after a read-your-writes refresh)."
+  "Sender ids of the newest limit posts containing every term. Sees every document indexed max-lag-ms or
+  more before the call (every document when max-lag-ms is 0)."
   [{:keys [^SearcherManager manager] :as idx} terms limit]
   (if (empty? terms)
     []
     (do
-      (refresh! idx)
+      (catch-up! idx)
       (let [^IndexSearcher s (.acquire manager)]
         (try
           (let [^TopFieldDocs top (.search s (query terms) (int limit) newest-first)
