@@ -62,11 +62,11 @@
   requests, rate (target beside achieved), errors by kind, warnings."
   [r]
   (let [lat (some-> (get-in r [:histograms :latency]) hist/decode)
-        svc (some-> (get-in r [:histograms :service]) hist/decode)
+        ^org.HdrHistogram.Histogram svc (some-> (get-in r [:histograms :service]) hist/decode)
         {:keys [target achieved]} (:rate r)]
     (str (format "herald-load %s %s, %d connections, %.2fs\n" (name (:mode r)) (:url r) (long (or (:connections r) 0)) (double (:duration-s r)))
          (when lat (hist/spectrum-text (if (= :rate (:mode r)) "Recorded Latency, corrected from intended send time" "Recorded Latency") lat))
-         (when (and svc (= :rate (:mode r)))
+         (when (and svc (pos? (.getTotalCount svc)) (= :rate (:mode r)))
            (str "\n  Service time (from actual send):"
                 (str/join (for [p [50.0 90.0 99.0 99.9 100.0]] (format "  %s %s" (if (= p 100.0) "max" (str "p" p)) (hist/format-ms (hist/value-at svc p)))))
                 "\n"))
