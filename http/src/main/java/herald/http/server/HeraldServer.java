@@ -118,11 +118,6 @@ public final class HeraldServer implements Closeable {
         return context.connections.get();
     }
 
-    /** Requests received and not yet fully answered. */
-    public int inFlight() {
-        return context.inFlight.get();
-    }
-
     /** Handler invocations waiting for or running on the handler executor. */
     public int pending() {
         return context.pending.get();
@@ -157,7 +152,7 @@ public final class HeraldServer implements Closeable {
                 ch.eventLoop().execute(() -> ch.pipeline().fireUserEventTriggered(SHUTDOWN_EVENT));
             }
             long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(context.config.shutdownTimeoutMs);
-            while ((context.inFlight.get() > 0 || !context.channels.isEmpty()) && System.nanoTime() < deadline) {
+            while (!context.channels.isEmpty() && System.nanoTime() < deadline) {
                 Thread.sleep(5);
             }
             context.channels.close().awaitUninterruptibly();

@@ -2,7 +2,6 @@ package herald.http.server;
 
 import herald.http.config.HandlerMode;
 import herald.http.config.ServerConfig;
-import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
@@ -10,17 +9,14 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoop;
 import io.netty.channel.socket.DuplexChannel;
 import io.netty.handler.codec.DecoderResult;
-import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
-import io.netty.handler.codec.http.TooLongHttpHeaderException;
-import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.util.ReferenceCountUtil;
-import java.net.InetSocketAddress;
-import java.net.SocketAddress;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.concurrent.ScheduledFuture;
@@ -55,8 +51,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private boolean draining;
     private boolean readSinceTick;
     private ScheduledFuture<?> tick;
-    /** Fixed responses of the current batch, written as one buffer on flush. */
-    private ByteBuf batch;
+    /** Fixed responses of the current read batch, written as one buffer on flush. */
+    OutputBatch output;
 
     private final RequestDecoder decoder;
 
@@ -68,39 +64,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     EventLoop eventLoop() {
         return eventLoop;
-    }
-
-    /** The buffer fixed responses are encoded into; written as one message when flushed. */
-    ByteBuf out() {
-        if (batch == null) {
-            batch = ctx.alloc().directBuffer(1024);
-        }
-        return batch;
-    }
-
-    /** Hands the batch buffer to Netty (no flush): call before writing anything else. */
-    void writeBatch() {
-        ByteBuf b = batch;
-        if (b != null) {
-            batch = null;
-            if (b.isReadable()) {
-                ctx.write(b, ctx.voidPromise());
-            } else {
-                b.release();
-            }
-        }
-    }
-
-    /** Writes {@code msg} after the pending batch, without flushing. */
-    void write(Object msg) {
-        writeBatch();
-        ctx.write(msg, ctx.voidPromise());
-    }
-
-    /** Writes the pending batch and flushes. */
-    void flushNow() {
-        writeBatch();
-        ctx.flush();
     }
 
     /** Runs {@code r} on this connection's event loop; dropped when the loop has shut down. */
@@ -120,18 +83,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
         this.eventLoop = ctx.channel().eventLoop();
-        SocketAddress local = ctx.channel().localAddress();
-        int port = local instanceof InetSocketAddress isa ? isa.getPort() : server.serverPort;
-        info = new RingRequest.Connection(port, ip(ctx.channel().remoteAddress()),
-            ip(ctx.channel().localAddress()), config.proxy);
+        this.output = new OutputBatch(ctx);
+        info = RingRequest.Connection.of(ctx.channel(), server.serverPort, config.proxy);
         scheduleTick();
-    }
-
-    private static String ip(SocketAddress a) {
-        if (a instanceof InetSocketAddress isa) {
-            return isa.getAddress() != null ? isa.getAddress().getHostAddress() : isa.getHostString();
-        }
-        return a == null ? "" : a.toString();
     }
 
     @Override
@@ -155,7 +109,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         reading = false;
         if (needsFlush) {
             needsFlush = false;
-            flushNow();
+            output.flushNow();
         }
     }
 
@@ -165,38 +119,36 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
         DecoderResult dr = r.decoderResult();
         if (dr.isFailure()) {
-            reject(r, statusOf(dr.cause()));
+            reject(r, RequestDecoder.statusOf(dr.cause()));
             return;
         }
-        long length = HttpUtil.getContentLength(r, -1L);
-        boolean chunked = length < 0 && HttpUtil.isTransferEncodingChunked(r);
-        if (length > config.maxBodyBytes) {
-            reject(r, 413);
-            return;
-        }
-        if (HttpUtil.is100ContinueExpected(r)) {
-            writeBatch();
+        HttpHeaders hs = r.headers();
+        String expect = hs.get(HttpHeaderNames.EXPECT);
+        if (expect != null && r.protocolVersion() == HttpVersion.HTTP_1_1) {
+            if (!expect.equalsIgnoreCase("100-continue")) {
+                reject(r, 417);
+                return;
+            }
+            if (HttpUtil.getContentLength(r, -1L) > config.maxBodyBytes) {
+                reject(r, 413);
+                return;
+            }
+            output.writeBatch();
             ctx.writeAndFlush(Unpooled.wrappedBuffer(CONTINUE));
-        } else if (r.headers().contains(HttpHeaderNames.EXPECT)) {
-            reject(r, 417);
-            return;
         }
         head = r;
-        headKeepAlive = HttpUtil.isKeepAlive(r);
-        body = length > 0 || chunked ? new BodyBuffer(length > 0 ? (int) length : 1024) : null;
-        if (config.requestTimeoutMs > 0) {
-            headNanos = System.nanoTime();
-        }
+        headKeepAlive = KeepAlive.of(r.protocolVersion(), hs.get(HttpHeaderNames.CONNECTION));
+        headNanos = 0;
     }
 
-    private static int statusOf(Throwable cause) {
-        if (cause instanceof TooLongHttpLineException) {
-            return 414;
+    /** First body bytes of the current request: check the declared length once, then collect. */
+    private boolean startBody() {
+        long length = HttpUtil.getContentLength(head, -1L);
+        if (length > config.maxBodyBytes) {
+            return false;
         }
-        if (cause instanceof TooLongHttpHeaderException || cause instanceof TooLongFrameException) {
-            return 431;
-        }
-        return 400;
+        body = new BodyBuffer(length > 0 ? (int) length : 1024);
+        return true;
     }
 
     private void onContent(HttpContent c) {
@@ -207,8 +159,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             reject(head, 400);
             return;
         }
-        if (body != null && c.content().isReadable()) {
-            if (body.size() + (long) c.content().readableBytes() > config.maxBodyBytes) {
+        if (c.content().isReadable()) {
+            if (body == null && !startBody()
+                || body.size() + (long) c.content().readableBytes() > config.maxBodyBytes) {
                 reject(head, 413);
                 return;
             }
@@ -264,7 +217,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     private void start(Exchange ex) {
         active = ex;
-        server.inFlight.incrementAndGet();
         if (ex.reject != 0) {
             ResponseWriter.writeError(this, ex, ex.reject);
             return;
@@ -306,7 +258,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         active = null;
-        server.inFlight.decrementAndGet();
         if (!ctx.channel().isActive()) {
             return;
         }
@@ -323,7 +274,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         active = null;
         closing = true;
         queue.clear();
-        server.inFlight.decrementAndGet();
         if (tick != null) {
             tick.cancel(false);
         }
@@ -333,11 +283,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     void flushLater() {
         if (reading) {
             needsFlush = true;
-            if (batch != null && batch.readableBytes() > 65536) {
-                writeBatch();
-            }
+            output.writeIfLarge();
         } else {
-            flushNow();
+            output.flushNow();
         }
     }
 
@@ -345,7 +293,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private void closeAfterFlush(boolean linger) {
         closing = true;
         queue.clear();
-        writeBatch();
+        output.writeBatch();
         ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener((ChannelFutureListener) f -> {
             if (linger && f.channel() instanceof DuplexChannel d && f.channel().isActive()) {
                 f.channel().config().setAutoRead(true);
@@ -382,20 +330,13 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         queue.clear();
         head = null;
         body = null;
-        releaseBatch();
+        output.release();
         ctx.fireChannelInactive();
     }
 
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
-        releaseBatch();
-    }
-
-    private void releaseBatch() {
-        if (batch != null) {
-            batch.release();
-            batch = null;
-        }
+        output.release();
     }
 
     @Override
@@ -416,6 +357,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     private long idleSince = System.nanoTime();
 
+
     /** Closes idle connections (never one with an exchange in progress) and times out slow requests. */
     private void onTick() {
         long now = System.nanoTime();
@@ -423,6 +365,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         long limit = TimeUnit.MILLISECONDS.toNanos(config.requestTimeoutMs);
+        if (head != null && headNanos == 0) {
+            headNanos = now;
+        }
         if (config.requestTimeoutMs > 0 && active == null && queue.isEmpty()) {
             if (head != null && now - headNanos > limit) {
                 reject(head, 408);

@@ -54,7 +54,7 @@ final class ResponseWriter {
             upgrade(c, ex, resp, listener);
             return;
         }
-        ByteBuf buf = c.out();
+        ByteBuf buf = c.output.out();
         int mark = buf.writerIndex();
         try {
             encode(c, ex, resp, buf);
@@ -67,7 +67,7 @@ final class ResponseWriter {
 
     private static void upgrade(HttpConnection c, Exchange ex, Object resp, Object listener) {
         ServerContext server = c.server;
-        c.flushNow();
+        c.output.flushNow();
         boolean ok;
         try {
             ok = WebSocketUpgrade.upgrade(c.ctx(), ex.request, resp, listener, server.hooks, server.config,
@@ -152,7 +152,7 @@ final class ResponseWriter {
         long len = f.length();
         head(buf, ex, bodiless ? -1 : len, http10);
         if (!noBody && len > 0) {
-            c.write(new DefaultFileRegion(f, 0, len));
+            c.output.write(new DefaultFileRegion(f, 0, len));
         }
         c.finished(ex);
     }
@@ -178,7 +178,7 @@ final class ResponseWriter {
             buf.writeBytes(CHUNKED);
         }
         head(buf, ex, -1, http10);
-        c.flushNow();
+        c.output.flushNow();
         Charset cs = Charsets.of(scan.contentType);
         c.server.blockingExecutor.execute(new BodyStreamer(c, ex, resp, body, chunked, cs));
     }
@@ -232,7 +232,7 @@ final class ResponseWriter {
         if (ex.reject != 0) {
             ex.keepAlive = false;
         }
-        ByteBuf buf = c.out();
+        ByteBuf buf = c.output.out();
         buf.writeBytes(StatusLines.of(status));
         if (c.server.serverLine != null) {
             buf.writeBytes(c.server.serverLine);

@@ -11,7 +11,10 @@ import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.util.AsciiString;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
+import io.netty.channel.Channel;
 import java.io.InputStream;
+import java.net.InetSocketAddress;
+import java.net.SocketAddress;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
@@ -46,6 +49,20 @@ public final class RingRequest {
         final boolean proxy;
         String lastHost;
         String lastServerName;
+
+        /** The facts of {@code ch}; {@code fallbackPort} when its local address is not an inet address. */
+        static Connection of(Channel ch, int fallbackPort, boolean proxy) {
+            SocketAddress local = ch.localAddress();
+            int port = local instanceof InetSocketAddress isa ? isa.getPort() : fallbackPort;
+            return new Connection(port, ip(ch.remoteAddress()), ip(local), proxy);
+        }
+
+        private static String ip(SocketAddress a) {
+            if (a instanceof InetSocketAddress isa) {
+                return isa.getAddress() != null ? isa.getAddress().getHostAddress() : isa.getHostString();
+            }
+            return a == null ? "" : a.toString();
+        }
 
         public Connection(int serverPort, String remoteAddr, String localAddr, boolean proxy) {
             this.serverPort = serverPort;

@@ -16,8 +16,6 @@ final class ServerContext {
     final ChannelGroup channels;
     /** Handler invocations dispatched to the executor and not yet answered (backpressure). */
     final AtomicInteger pending = new AtomicInteger();
-    /** Requests fully received and not yet fully answered (graceful shutdown waits for zero). */
-    final AtomicInteger inFlight = new AtomicInteger();
     final AtomicInteger connections = new AtomicInteger();
     volatile boolean draining;
     volatile int serverPort;
