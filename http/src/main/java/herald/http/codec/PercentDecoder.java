@@ -30,6 +30,8 @@ public final class PercentDecoder {
       if (c == '%' || (plusIsSpace && c == '+')) break;
     }
     if (i == end) return (start == 0 && end == s.length()) ? s : s.substring(start, end);
+    String ascii = decodeAscii(s, start, end, cs, plusIsSpace);
+    if (ascii != null) return ascii;
     StringBuilder sb = new StringBuilder(end - start);
     sb.append(s, start, i);
     byte[] buf = null;
@@ -49,6 +51,23 @@ public final class PercentDecoder {
       }
     }
     return sb.toString();
+  }
+
+  /** The common case, input all ASCII: decode into one byte[] and make one String; null otherwise. */
+  private static String decodeAscii(String s, int start, int end, Charset cs, boolean plusIsSpace) {
+    byte[] buf = new byte[end - start];
+    int n = 0;
+    for (int i = start; i < end; i++) {
+      char c = s.charAt(i);
+      if (c >= 0x80) return null;
+      if (c == '%' && isHexPair(s, i + 1, end)) {
+        buf[n++] = (byte) ((hex(s.charAt(i + 1)) << 4) | hex(s.charAt(i + 2)));
+        i += 2;
+      } else {
+        buf[n++] = (byte) (plusIsSpace && c == '+' ? ' ' : c);
+      }
+    }
+    return new String(buf, 0, n, cs);
   }
 
   /** True when {@code s[i, end)} contains a '%' or, with {@code plusIsSpace}, a '+'. */
