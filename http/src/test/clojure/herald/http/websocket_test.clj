@@ -66,6 +66,17 @@
   (with-server [s (fn [_] {:ring.websocket/listener {}}) {}]
     (is (= 400 (:status (ts/GET (ts/port s) "/"))))))
 
+(deftest ^:integration upgrade-with-a-connection-token-list
+  (with-server [s (fn [_] {:ring.websocket/listener {}}) {}]
+    (let [c (ts/open (ts/port s))]
+      (try (ts/write! c (ts/request-text "GET" "/" {"Connection" "keep-alive, Upgrade" "Upgrade" "WebSocket"
+                                                    "Sec-WebSocket-Key" "dGhlIHNhbXBsZSBub25jZQ=="
+                                                    "Sec-WebSocket-Version" "13"}))
+           (let [r (ts/read-response c true)]
+             (is (= 101 (:status r)))
+             (is (= "s3pPLMBiTxaQ9kYGzzhZRbK+xOo=" ((:headers r) "sec-websocket-accept"))))
+           (finally (ts/close! c))))))
+
 (deftest ^:integration subprotocol-is-selected
   (with-server [s (fn [_] {:ring.websocket/listener {:on-open (fn [sock] (http/ws-send sock "hi"))}
                            :ring.websocket/protocol "chat.v2"})

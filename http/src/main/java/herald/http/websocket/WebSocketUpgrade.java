@@ -12,7 +12,6 @@ import io.netty.handler.codec.http.DefaultFullHttpRequest;
 import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponseEncoder;
@@ -29,9 +28,22 @@ public final class WebSocketUpgrade {
     /** True when {@code req} asks for a WebSocket upgrade (GET, Upgrade: websocket, Connection: upgrade, a key). */
     public static boolean isUpgradeRequest(HttpRequest req) {
         return req != null && req.method() == HttpMethod.GET
-            && req.headers().containsValue(HttpHeaderNames.UPGRADE, HttpHeaderValues.WEBSOCKET, true)
-            && req.headers().containsValue(HttpHeaderNames.CONNECTION, HttpHeaderValues.UPGRADE, true)
+            && hasToken(req.headers().get(HttpHeaderNames.UPGRADE), "websocket")
+            && hasToken(req.headers().get(HttpHeaderNames.CONNECTION), "upgrade")
             && req.headers().contains(HttpHeaderNames.SEC_WEBSOCKET_KEY);
+    }
+
+    /** True when the comma-separated header value holds {@code token} (case-insensitive). */
+    static boolean hasToken(String header, String token) {
+        if (header == null) {
+            return false;
+        }
+        for (String part : header.split(",")) {
+            if (part.trim().equalsIgnoreCase(token)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**
