@@ -46,11 +46,10 @@
 
 (defn- perf-log [{:keys [recorder]}]
   (fn [req]
-    (let [[from to] (time-bounds req)
-          sb (StringBuilder.)]
-      (doseq [^String line (perf/log-lines recorder from to)]
-        (.append sb line) (.append sb \newline))
-      (text-response "text/plain; charset=utf-8" (str sb)))))
+    (let [[from to] (time-bounds req)]
+      ;; a lazy ISeq body streamed in chunks of lines: a day of figures never sits in memory as one string
+      {:status 200 :headers {"content-type" "text/plain; charset=utf-8"}
+       :body (map #(str (str/join "\n" %) "\n") (partition-all 4096 (perf/log-lines recorder from to)))})))
 
 (declare route-specs)
 
