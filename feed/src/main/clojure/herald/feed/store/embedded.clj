@@ -171,8 +171,8 @@
     (guarded
      {:participants (.get ^AtomicLong (:participant ids)) :friendships (.get ^AtomicLong (:friendship ids))
       :posts (.get ^AtomicLong (:post ids))
-      :pending-fanouts (rocks/estimate-keys db :fanout)
-      :search-pending (rocks/estimate-keys db :search-pending)
+      :pending-fanouts (rocks/count-keys db :fanout 100000)
+      :search-pending (rocks/count-keys db :search-pending 100000)
       :indexed-posts (lucene/doc-count idx)
       :index-errors (:index-errors @state 0)})))
 
