@@ -24,7 +24,9 @@
 (defn- route-safely!
   "Routes `seg` by the flow conditions; a predicate that throws makes the segment an error, not a crash."
   [normal ntargets seg add! on-error m tname]
-  (try (route/route-normal normal ntargets seg add!)
+  (try (if (zero? (count normal))
+         (let [n (long ntargets)] (loop [i 0] (when (< i n) (add! i seg) (recur (inc i)))))
+         (route/route-normal normal ntargets seg add!))
        (catch Exception e
          (metrics/error! m)
          (on-error {:task tname :segment seg :exception e}))))
@@ -44,6 +46,7 @@
         wstate (window/windows-state job tname resolve worker parallelism)
         wgroup (or (route/group-fn task resolve) (constantly nil))
         reduce? (= ttype :reduce)
+        output? (= ttype :output)
         m (metrics/part (get metrics tname))
         emitted (ArrayList.)
         routed (ArrayList.)
@@ -57,7 +60,7 @@
              outs (lists ntargets)
              add! (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg))]
          (when before (before event {:batch batch}))
-         (if (= ttype :output)
+         (if output?
            (spi/-write! output (vec batch))
            (let [n (.size batch)]
              (dotimes [i n]

@@ -27,7 +27,7 @@
 
 (defn- put! [^BlockingQueue q msg] (.put q msg))
 
-(defn- send! [{:keys [^objects queues group rr]} ^long me ^ArrayList segs]
+(defn- send! [{:keys [^objects queues group rr]} me ^ArrayList segs]
   (let [p (alength queues)]
     (cond (zero? (.size segs)) nil
           (= 1 p) (put! (aget queues 0) (Batch. me segs))
@@ -44,16 +44,16 @@
 
 (defn- run-from
   "Runs `batch` through runners k.. and sends what the last emits."
-  [{:keys [runners senders me]} ^long k ^ArrayList batch]
-  (let [n (count runners)]
+  [{:keys [^objects procs ^objects sends me]} ^long k ^ArrayList batch]
+  (let [n (alength procs)]
     (if (= k n)
-      (doseq [s senders] (send! s me batch))
+      (dotimes [j (alength sends)] (send! (aget sends j) me batch))
       (loop [k k batch batch]
         (when (and (< k n) (pos? (.size batch)))
-          (let [^objects outs ((:process (nth runners k)) batch)]
+          (let [^objects outs ((aget procs k) batch)]
             (if (< k (dec n))
               (recur (inc k) (aget outs 0))
-              (dotimes [j (alength outs)] (send! (nth senders j) me (aget outs j))))))))))
+              (dotimes [j (alength outs)] (send! (aget sends j) me (aget outs j))))))))))
 
 (defn- tick! [{:keys [runners senders me] :as w} final?]
   (doseq [[k r] (map-indexed vector runners) :when (:windows r)]
@@ -87,13 +87,13 @@
         (let [t0 (System/nanoTime)
               b (spi/-poll! input batch-size batch-timeout)
               now (System/currentTimeMillis)]
-          (when (and input-metrics (seq b))
+          (when (and input-metrics b (pos? (count b)))
             (metrics/record-batch! input-metrics (count b) (count b) (- (System/nanoTime) t0)))
           (if (nil? b)
             (do (tick! w true)
                 ((:input-done! coord) me (spi/-position input))
                 (broadcast! senders (Done. me)))
-            (do (when (seq b) (run-from w 0 (ArrayList. ^java.util.Collection b)))
+            (do (when (pos? (count b)) (run-from w 0 (ArrayList. ^java.util.Collection b)))
                 (if (>= (- now last-tick) tick-ms) (do (tick! w false) (recur now)) (recur last-tick)))))))))
 
 (defn- queue-loop [{:keys [^BlockingQueue queue producers coord senders me running] :as w}]
@@ -130,8 +130,9 @@
 
 (defn run-worker
   "The body of a worker thread `w` (see `herald.flow.impl.runtime`); reports its end to the coordinator."
-  [{:keys [input outputs coord me lifecycles event task-names] :as w}]
-  (let [closed (volatile! false)]
+  [{:keys [input outputs coord me lifecycles event task-names runners senders] :as w}]
+  (let [closed (volatile! false)
+        w (assoc w :procs (object-array (map :process runners)) :sends (object-array senders))]
     (try
       (doseq [t task-names] (when-let [h (lc/hook lifecycles t :lifecycle/before-task-start)] (h event {})))
       (if input (input-loop w) (queue-loop w))
