@@ -2,10 +2,11 @@ package herald.http.codec;
 
 import clojure.lang.BigInt;
 import clojure.lang.IFn;
-import clojure.lang.ITransientCollection;
 import clojure.lang.ITransientMap;
 import clojure.lang.Keyword;
+import clojure.lang.LazilyPersistentVector;
 import clojure.lang.PersistentArrayMap;
+import clojure.lang.PersistentHashMap;
 import clojure.lang.PersistentVector;
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonParser;
@@ -16,6 +17,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.Reader;
 import java.io.UncheckedIOException;
+import java.util.Arrays;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
@@ -137,25 +139,52 @@ public final class JsonReader {
   }
 
   private Object readObject(JsonParser p) throws IOException {
-    ITransientMap m = PersistentArrayMap.EMPTY.asTransient();
-    String name;
-    while ((name = p.nextFieldName()) != null) {
+    String name = p.nextFieldName();
+    if (name == null) return PersistentArrayMap.EMPTY;
+    if (rejectDuplicateKeys) return readObjectStrict(p, name);
+    Object[] kv = new Object[8];
+    int n = 0;
+    do {
       Object k = key(name);
       Object v = readValue(p, p.nextToken());
-      if (rejectDuplicateKeys && m.valAt(k, MISSING) != MISSING) {
+      if (n == kv.length) kv = Arrays.copyOf(kv, n * 2);
+      kv[n++] = k;
+      kv[n++] = v;
+    } while ((name = p.nextFieldName()) != null);
+    if (n <= 16) {
+      // an array map, built the way map literals are: a repeated key keeps its last value
+      return PersistentArrayMap.createAsIfByAssoc(n == kv.length ? kv : Arrays.copyOf(kv, n));
+    }
+    ITransientMap m = PersistentHashMap.EMPTY.asTransient();
+    for (int i = 0; i < n; i += 2) m = m.assoc(kv[i], kv[i + 1]);
+    return m.persistent();
+  }
+
+  private Object readObjectStrict(JsonParser p, String first) throws IOException {
+    ITransientMap m = PersistentArrayMap.EMPTY.asTransient();
+    String name = first;
+    do {
+      Object k = key(name);
+      Object v = readValue(p, p.nextToken());
+      if (m.valAt(k, MISSING) != MISSING) {
         var loc = p.currentTokenLocation();
         throw new MalformedJsonException("duplicate key \"" + name + "\"", loc.getLineNr(), loc.getColumnNr(), null);
       }
       m = m.assoc(k, v);
-    }
+    } while ((name = p.nextFieldName()) != null);
     return m.persistent();
   }
 
   private Object readArray(JsonParser p) throws IOException {
-    ITransientCollection v = PersistentVector.EMPTY.asTransient();
-    JsonToken t;
-    while ((t = p.nextToken()) != JsonToken.END_ARRAY) v = v.conj(readValue(p, t));
-    return v.persistent();
+    JsonToken t = p.nextToken();
+    if (t == JsonToken.END_ARRAY) return PersistentVector.EMPTY;
+    Object[] items = new Object[8];
+    int n = 0;
+    do {
+      if (n == items.length) items = Arrays.copyOf(items, n * 2);
+      items[n++] = readValue(p, t);
+    } while ((t = p.nextToken()) != JsonToken.END_ARRAY);
+    return LazilyPersistentVector.createOwning(n == items.length ? items : Arrays.copyOf(items, n));
   }
 
   private Object key(String name) {
