@@ -26,6 +26,7 @@
      (.createContext s "/" (reify HttpHandler
                              (handle [_ ex]
                                (try (slurp (.getRequestBody ex)) (handler ex)
+                                    (catch InterruptedException _ nil)
                                     (catch Throwable t (.printStackTrace t))
                                     (finally (.close ex))))))
      (.setExecutor s (Executors/newFixedThreadPool (int threads)))

@@ -2,7 +2,6 @@ package herald.load.client;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import java.io.IOException;
@@ -17,6 +16,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
   private ResponseParser parser;
   private Channel channel;
   private boolean inFlight;
+  private boolean writing;
   private boolean closedReported;
   private ErrorKind failure;
   private Throwable cause;
@@ -47,9 +47,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
     }
     inFlight = true;
     parser.expectNoBody(headRequest);
-    channel.writeAndFlush(request).addListener((ChannelFutureListener) f -> {
-      if (!f.isSuccess()) fail(ErrorKind.WRITE, f.cause());
-    });
+    writing = true;
+    channel.writeAndFlush(request, channel.voidPromise());  // a failed write fires exceptionCaught
+    writing = false;
   }
 
   /** Closes the connection, reporting {@code kind} for a request in flight (e.g. a timeout). */
@@ -99,7 +99,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
 
   @Override
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable e) {
-    fail(ErrorKind.READ, e);
+    fail(writing ? ErrorKind.WRITE : ErrorKind.READ, e);
   }
 
   @Override
