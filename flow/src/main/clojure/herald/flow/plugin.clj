@@ -9,8 +9,7 @@
             [herald.flow.impl.types :as t]
             [herald.flow.spi :as spi])
   (:import (java.util ArrayList)
-           (java.util.concurrent BlockingQueue TimeUnit)
-           (java.util.concurrent.locks LockSupport)))
+           (java.util.concurrent BlockingQueue TimeUnit)))
 
 (set! *warn-on-reflection* true)
 
@@ -69,11 +68,11 @@
   |---|---|---|---|
   | `:log/dir` | string | required | the log's directory |
   | `:log/start-from` | `:earliest` or `:latest` | `:earliest` | where a job with no snapshot starts |
-  | `:log/poll-ms` | pos-int | 1 | pause between looks at the log's end while waiting |"
+  | `:log/poll-ms` | pos-int | 100 | longest wait for an append within one poll (appends in this JVM wake it at once; the task's `:task/batch-timeout-ms` bounds it too) |"
   [task]
   (let [dir (spi/option task :log/dir string? "a directory path string")
         from (spi/option task :log/start-from #(contains? #{nil :earliest :latest} %) ":earliest or :latest")
-        poll-ns (* 1000000 (long (or (:log/poll-ms task) 1)))
+        poll-ms (long (or (:log/poll-ms task) 100))
         r (log/reader dir 0)
         shared (log/shared-log dir {})]
     (when (= from :latest) (log/seek! r (log/end-offset shared)))
@@ -82,12 +81,11 @@
       (-lag [_] (max 0 (- (log/end-offset shared) (log/position r))))
       spi/Input
       (-poll! [_ max-n timeout-ms]
-        (let [deadline (+ (System/nanoTime) (* 1000000 (long timeout-ms)))]
-          (loop []
-            (let [b (log/read-batch r max-n)]
-              (if (or (seq b) (>= (System/nanoTime) deadline))
-                b
-                (do (LockSupport/parkNanos poll-ns) (recur)))))))
+        (let [b (log/read-batch r max-n)]
+          (if (or (seq b) (zero? (long timeout-ms)))
+            b
+            (do (log/await-append shared (min (long timeout-ms) (long poll-ms)))
+                (log/read-batch r max-n)))))
       (-position [_] (log/position r))
       (-seek! [_ p] (log/seek! r (long p)))
       (-close-input! [_] (log/close-reader! r)))))

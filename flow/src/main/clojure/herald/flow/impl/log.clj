@@ -42,7 +42,7 @@
                   (.read ch body (+ pos header-bytes))
                   (if (= c (crc (.array body) 0 len)) (recur (+ pos header-bytes (long len))) pos)))))))))
 
-(defrecord Log [^File dir lock state segment-bytes fsync?])
+(defrecord Log [^File dir lock state segment-bytes fsync? ^Object signal])
 
 (defn open-log
   "Opens (creating) the log in directory `dir`, truncating a torn last record. Options: `:segment-bytes`, `:fsync?`."
@@ -54,7 +54,7 @@
           vend (valid-end ch)]
       (.truncate ch vend)
       (.position ch vend)
-      (->Log d (Object.) (atom {:ch ch :base base :end (+ base vend)}) (long segment-bytes) (boolean fsync?)))))
+      (->Log d (Object.) (atom {:ch ch :base base :end (+ base vend)}) (long segment-bytes) (boolean fsync?) (Object.)))))
 
 (defonce ^:private registry (atom {}))
 
@@ -98,8 +98,15 @@
         (while (.hasRemaining buf) (.write ch buf))
         (when (:fsync? log) (.force ch false))
         (swap! (:state log) assoc :end (+ (long end) total))
+        (let [^Object sig (:signal log)] (locking sig (.notifyAll sig)))
         (first (reduce (fn [[offs ^long pos] ^bytes b] [(conj offs pos) (+ pos header-bytes (alength b))])
                        [[] (long end)] bodies))))))
+
+(defn await-append
+  "Waits up to `ms` for an append to `log` in this JVM (appends from other processes are not signalled)."
+  [^Log log ^long ms]
+  (when (pos? ms)
+    (let [^Object sig (:signal log)] (locking sig (.wait sig ms)))))
 
 (defn append!
   "Appends one record; returns its offset."
