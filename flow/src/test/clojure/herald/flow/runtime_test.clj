@@ -148,3 +148,30 @@
         st (flow/await-job h 5000)]
     (is (= :failed (:status st)))
     (is (= "disk full" (.getMessage ^Throwable (:error st))))))
+
+(deftest input-flow-conditions-and-windowed-function-tasks
+  (testing "an input's own flow conditions route its segments"
+    (let [job {:workflow [[:in :a] [:in :b]]
+               :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}
+                         {:task/name :a :task/type :output :task/plugin :herald.flow.plugin/collecting-output}
+                         {:task/name :b :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]
+               :flow-conditions [{:flow/from :in :flow/to [:a] :flow/predicate :herald.flow.test-fns/even-n?}
+                                 {:flow/from :in :flow/to [:b] :flow/predicate [:not :herald.flow.test-fns/even-n?]}]}
+          r (run-job job (map #(hash-map :n %) (range 10)) {})]
+      (is (= [0 2 4 6 8] (map :n (get-in r [:outputs :a]))))
+      (is (= [1 3 5 7 9] (map :n (get-in r [:outputs :b]))))))
+  (testing "a windowed :function task passes its segments on and emits fired extents too"
+    (let [job {:workflow [[:in :f] [:f :out]]
+               :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}
+                         {:task/name :f :task/type :function :task/fn :herald.flow.test-fns/inc-n}
+                         {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]
+               :windows [{:window/id :w :window/task :f :window/type :global :window/aggregation [:herald.flow/sum :n]}]
+               :triggers [{:trigger/window-id :w :trigger/on :watermark :trigger/emit :herald.flow.test-fns/collect-value}]}
+          r (run-job job (map #(hash-map :n %) (range 4)) {})]
+      (is (= [{:n 1} {:n 2} {:n 3} {:n 4} {:event :job-completed :value 10 :lower Long/MIN_VALUE :group nil}]
+             (get-in r [:outputs :out]))))))
+
+(deftest describe-the-model
+  (is (= [:job :task :flow-condition :lifecycle :lifecycle-calls :window :trigger :aggregation :fired] (flow/describe)))
+  (is (= 64 (:default (flow/describe :task :task/batch-size))))
+  (is (contains? (flow/describe :window) :window/allowed-lateness)))
