@@ -1,7 +1,9 @@
 package herald.http.codec;
 
 import clojure.lang.BigInt;
+import clojure.lang.IMapIterable;
 import clojure.lang.IPersistentMap;
+import clojure.lang.IPersistentVector;
 import clojure.lang.Keyword;
 import clojure.lang.Named;
 import clojure.lang.Ratio;
@@ -21,6 +23,7 @@ import java.time.ZonedDateTime;
 import java.time.format.DateTimeFormatter;
 import java.time.temporal.TemporalAccessor;
 import java.util.Date;
+import java.util.Iterator;
 import java.util.Map;
 import java.util.UUID;
 
@@ -106,6 +109,7 @@ public final class JsonWriter {
     else if (x instanceof Keyword k) g.writeString(k.sym.toString());
     else if (x instanceof Long l) g.writeNumber(l);
     else if (x instanceof Map<?, ?> m) writeMap(g, m);
+    else if (x instanceof IPersistentVector v) writeVector(g, v);
     else if (x instanceof Iterable<?> it) writeArray(g, it);
     else if (x == null) g.writeNull();
     else if (x instanceof Boolean b) g.writeBoolean(b);
@@ -142,6 +146,13 @@ public final class JsonWriter {
     g.writeNumber(d);
   }
 
+  private static void writeVector(JsonGenerator g, IPersistentVector v) throws IOException {
+    int n = v.count();
+    g.writeStartArray(v, n);
+    for (int i = 0; i < n; i++) write(g, v.nth(i));
+    g.writeEndArray();
+  }
+
   private static void writeArray(JsonGenerator g, Iterable<?> it) throws IOException {
     g.writeStartArray();
     for (Object o : it) write(g, o);
@@ -150,7 +161,14 @@ public final class JsonWriter {
 
   private static void writeMap(JsonGenerator g, Map<?, ?> m) throws IOException {
     g.writeStartObject(m);
-    if (m instanceof IPersistentMap pm) {
+    if (m instanceof IMapIterable mi) {
+      Iterator<?> ks = mi.keyIterator();
+      Iterator<?> vs = mi.valIterator();
+      while (ks.hasNext()) {
+        g.writeFieldName(key(ks.next()));
+        write(g, vs.next());
+      }
+    } else if (m instanceof IPersistentMap pm) {
       for (Object o : pm) {
         Map.Entry<?, ?> e = (Map.Entry<?, ?>) o;
         g.writeFieldName(key(e.getKey()));
