@@ -100,10 +100,18 @@ CPU_US_PER_REQ=$(awk -v a="$CPU0" -v b="$CPU1" -v n="$REQS" -v c="$CLK" 'BEGIN {
 
 # server-side outbound-post figures of the measured minutes (the service's own /perf)
 PERF=$(curl -s "$BASE/perf?from=$FROM_MS&to=$TO_MS")
-SERVER_POST=$(python3 - "$PERF" <<'PY' 2>/dev/null || echo "na na"
+echo "$PERF" >"$WORK/perf.json"
+SERVER_POST=$(python3 - "$WORK/perf.json" <<'PY' || echo "na na"
 import json, sys
-rows = [r for r in json.loads(sys.argv[1])["minutes"] if r["entity"] == "outbound" and r["operation"] == "post"]
-big = max(rows, key=lambda r: r["count"]) if rows else None
+from collections import defaultdict
+rows = json.load(open(sys.argv[1]))["minutes"]
+ops = defaultdict(list)
+for r in rows: ops[(r["entity"], r["operation"])].append(r)
+for (e, o), rs in sorted(ops.items()):
+    big = max(rs, key=lambda r: r["count"])
+    print(f'bench/feed: server {e} {o}: busiest minute count={big["count"]} median_ms={big["median_ms"]} p95_ms={big["p95_ms"]} p99_ms={big["p99_ms"]} max_ms={big["max_ms"]} errors={big["errors"]}', file=sys.stderr)
+posts = ops.get(("outbound", "post"))
+big = max(posts, key=lambda r: r["count"]) if posts else None
 print(f'{big["median_ms"]} {big["p99_ms"]}' if big else "na na")
 PY
 )

@@ -99,10 +99,12 @@
       :search
       (let [_ (settle)
             w (tag nonce a)
-            r (req (str "/outbound?keywords=" (java.net.URLEncoder/encode ^String w "UTF-8")))
             expect (for [p (:posts model)
                          :when (some #{w} (concat [(:subject p)] (str/split (:story p) #" ")))]
-                     (:from p))]
+                     (:from p))
+            ;; search is eventually consistent (indexing runs after the 200): poll briefly
+            r (u/eventually 5000 #(= expect (:json %))
+                            #(req (str "/outbound?keywords=" (java.net.URLEncoder/encode ^String w "UTF-8"))))]
         [model (and (= 200 (:status r)) (= expect (:json r)))])
       :unknown
       [model (= 404 (:status (req "/participant/999999999/inbound")))])))

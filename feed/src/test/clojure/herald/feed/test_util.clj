@@ -82,3 +82,14 @@
      :json (when (and (str/starts-with? (str (get headers "content-type")) "application/json")
                       (not (str/blank? text)))
              (http/read-json text {:keywords? false}))}))
+
+(defn eventually
+  "Calls (f) every 50 ms until (ok? result) or `timeout-ms` passed; returns the last result. For views
+  the service documents as eventually consistent (inbound feeds after fan-out, search after indexing)."
+  [timeout-ms ok? f]
+  (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))]
+    (loop []
+      (let [v (f)]
+        (if (or (ok? v) (> (System/currentTimeMillis) deadline))
+          v
+          (do (Thread/sleep 50) (recur)))))))
