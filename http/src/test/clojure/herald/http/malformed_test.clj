@@ -37,6 +37,9 @@
       (testing "bad chunk size -> 400"
         (is (= [400 true] (answer-and-eof p (str "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
                                                  "zz\r\nhello\r\n0\r\n\r\n")))))
+      (testing "bare LF line endings and invalid header names -> 400"
+        (is (= [400 true] (answer-and-eof p "GET / HTTP/1.1\nHost: x\n\n")))
+        (is (= [400 true] (answer-and-eof p "GET / HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n"))))
       (testing "invalid Content-Length -> 400"
         (is (= [400 true] (answer-and-eof p "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"))))
       (testing "a good request pipelined before a bad one is answered first"

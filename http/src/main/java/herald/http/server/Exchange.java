@@ -55,7 +55,15 @@ final class Exchange implements Runnable {
                 server.hooks.handler.invoke(ringRequest, new Respond(this), new Raise(this));
                 return;
             }
-            answer(server.hooks.handler.invoke(ringRequest), null);
+            Object resp = server.hooks.handler.invoke(ringRequest);
+            if (server.handlerExecutor == null) {
+                answered = 1;
+                response = resp;
+                completing = true;
+                conn.complete(this);
+                return;
+            }
+            answer(resp, null);
         } catch (Throwable t) {
             answer(null, t);
         }

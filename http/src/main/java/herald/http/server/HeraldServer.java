@@ -25,6 +25,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
 
@@ -41,6 +42,7 @@ public final class HeraldServer implements Closeable {
     private final EventLoopGroup group;
     private final Channel serverChannel;
     private final String transport;
+    private final ScheduledFuture<?> dateTask;
     private CompletableFuture<Void> stopped;
 
     private HeraldServer(ServerContext context, EventLoopGroup group, Channel serverChannel, String transport) {
@@ -48,6 +50,7 @@ public final class HeraldServer implements Closeable {
         this.group = group;
         this.serverChannel = serverChannel;
         this.transport = transport;
+        this.dateTask = HttpDate.start(group);
     }
 
     /** Binds {@code config.host:config.port} and starts serving {@code hooks.handler}. */
@@ -156,6 +159,7 @@ public final class HeraldServer implements Closeable {
                 Thread.sleep(5);
             }
             context.channels.close().awaitUninterruptibly();
+            HttpDate.stop(dateTask);
             group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
             shutdownExecutors(context);
             stopped.complete(null);

@@ -53,6 +53,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private ScheduledFuture<?> tick;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
     OutputBatch output;
+    /** Scratch space for response heads, and the last header scan (reused for the same header map). */
+    final HeadBuffer headBuffer = new HeadBuffer();
+    HeaderScan lastScan;
 
     private final RequestDecoder decoder;
 

@@ -18,7 +18,7 @@ final class OutputBatch {
 
     ByteBuf out() {
         if (batch == null) {
-            batch = ctx.alloc().directBuffer(1024);
+            batch = ctx.alloc().directBuffer(4096);
         }
         return batch;
     }
