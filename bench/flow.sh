@@ -21,7 +21,8 @@ mkdir -p bench/results/tmp
 cpfile=bench/results/tmp/flow-cp.txt
 mvn -o -q -pl flow dependency:build-classpath -Dmdep.outputFile="$PWD/$cpfile" -Dmdep.includeScope=test >/dev/null \
   || mvn -q -pl flow dependency:build-classpath -Dmdep.outputFile="$PWD/$cpfile" -Dmdep.includeScope=test >/dev/null
-cp="flow/src/main/clojure:flow/src/test/clojure:$(cat "$cpfile")"
+mvn -o -q -pl flow compile >/dev/null || mvn -q -pl flow compile >/dev/null
+cp="flow/src/main/clojure:flow/src/test/clojure:flow/target/classes:$(cat "$cpfile")"
 out=bench/results/tmp/flow-last.txt
 # shellcheck disable=SC2086
 timeout 170 java $FLOW_JVM_OPTS -cp "$cp" clojure.main -m herald.flow.bench "$SEGMENTS" "$ROUNDS" "$FUSE" | tee "$out"
