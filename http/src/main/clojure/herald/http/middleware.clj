@@ -111,27 +111,31 @@
      (ring-fn handler [req] req [resp] (json-body/json-response resp writer)))))
 
 (def ^:private gzip-options
-  {:min-bytes [#(and (int? %) (not (neg? %))) "a non-negative integer (bytes)"]
+  {:streams?  [boolean? "a boolean"]
+   :min-bytes [#(and (int? %) (not (neg? %))) "a non-negative integer (bytes)"]
    :level     [#(and (int? %) (<= 1 % 9)) "an integer from 1 to 9"]
    :compress? [ifn? "a predicate of the Content-Type value (String or nil)"]})
 
 (defn wrap-gzip
   "gzip-compresses response bodies for clients whose Accept-Encoding accepts gzip (q > 0, or `*`).
 
-  A response is compressed when its body is a String or byte[] (streamed bodies, files and seqs are left
-  alone) of at least `:min-bytes`, it has no Content-Encoding, its status carries a body (not 1xx, 204,
-  206, 304) and `(compress? content-type)` holds. Then the body becomes the gzip bytes,
-  `Content-Encoding: gzip` is set, Content-Length is removed (the server computes it), a strong ETag is
-  made weak. Every response that would be compressed for a client accepting gzip gets
+  A response is compressed when its body is a String or byte[] of at least `:min-bytes`, a File of at
+  least `:min-bytes` or an InputStream (with `:streams?`; seqs are left alone), it has no
+  Content-Encoding, its status carries a body (not 1xx, 204, 206, 304) and `(compress? content-type)`
+  holds. Then a String/byte[] body becomes the gzip bytes and a File/InputStream body a stream that
+  compresses as the server reads it (flushing whenever the source has nothing more available, so a slow
+  stream still arrives piece by piece; closing it closes the source), `Content-Encoding: gzip` is set,
+  Content-Length is removed (the server computes it or sends chunks), a strong ETag is made weak. Every response that would be compressed for a client accepting gzip gets
   `Vary: Accept-Encoding`, whether this client accepts gzip or not.
 
   | option       | type | default | meaning                                                         |
   |--------------|------|---------|-----------------------------------------------------------------|
-  | `:min-bytes` | int  | 860     | smaller bodies are sent as they are                             |
+  | `:min-bytes` | int  | 860     | smaller String/byte[]/File bodies are sent as they are          |
+  | `:streams?`  | bool | true    | also compress File and InputStream bodies                       |
   | `:level`     | int  | 6       | deflate level, 1 (fast) to 9 (small)                            |
-  | `:compress?` | fn   | text/*, JSON, XML, JavaScript, SVG | predicate on the Content-Type value (nil when absent) |"
+  | `:compress?` | fn   | text/* (not event-stream), JSON, XML, JavaScript, SVG | predicate on the Content-Type value (nil when absent) |"
   ([handler] (wrap-gzip handler {}))
   ([handler opts]
    (json/check-options! "wrap-gzip" gzip-options opts)
-   (let [o (merge {:min-bytes 860 :level 6 :compress? gzip/compressible-type?} opts)]
+   (let [o (merge {:min-bytes 860 :level 6 :compress? gzip/compressible-type? :streams? true} opts)]
      (ring-fn handler [req] req [resp] (gzip/gzip-response req resp o)))))

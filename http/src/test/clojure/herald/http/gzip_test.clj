@@ -45,11 +45,31 @@
                   {:status 204 :headers text :body big}
                   {:status 304 :headers text :body big}
                   {:status 206 :headers text :body big}
-                  {:status 200 :headers text :body (ByteArrayInputStream. (.getBytes ^String big))}
                   {:status 200 :headers text :body (list big)}
+                  {:status 200 :headers {"Content-Type" "text/event-stream"} :body (ByteArrayInputStream. (.getBytes ^String big))}
                   {:status 200 :headers text :body nil}]]
       (is (= resp (run resp "gzip")) (pr-str (:status resp) (:headers resp) (type (:body resp))))))
   (is (nil? (run nil "gzip")) "a nil response passes"))
+
+(deftest streams-and-files
+  (let [resp (run {:status 200 :headers (assoc text "Content-Length" "2600") :body (ByteArrayInputStream. (.getBytes big "UTF-8"))} "gzip")]
+    (is (= "gzip" (get-in resp [:headers "Content-Encoding"])))
+    (is (nil? (get-in resp [:headers "Content-Length"])))
+    (is (instance? java.io.InputStream (:body resp)) "compressed as the server reads it")
+    (is (= big (slurp (GZIPInputStream. ^java.io.InputStream (:body resp)) :encoding "UTF-8"))))
+  (let [f (java.io.File/createTempFile "herald-gzip" ".txt")]
+    (try
+      (spit f big)
+      (let [resp (run {:status 200 :headers {"Content-Type" "text/html"} :body f} "gzip")]
+        (is (= "gzip" (get-in resp [:headers "Content-Encoding"])))
+        (with-open [in (GZIPInputStream. ^java.io.InputStream (:body resp))] (is (= big (slurp in)))))
+      (spit f "tiny")
+      (is (= f (:body (run {:status 200 :headers {"Content-Type" "text/html"} :body f} "gzip"))) "small files stay")
+      (finally (.delete f))))
+  (let [s (ByteArrayInputStream. (.getBytes big "UTF-8"))
+        resp {:status 200 :headers text :body s}]
+    (is (= resp (run resp "gzip" {:streams? false})) "streams? false leaves streams alone")
+    (is (= big (:body (run {:status 200 :headers text :body big} "identity"))))))
 
 (deftest options
   (is (= "gzip" (get-in (run {:status 200 :headers text :body "small"} "gzip" {:min-bytes 0}) [:headers "Content-Encoding"])))

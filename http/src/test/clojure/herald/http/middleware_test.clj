@@ -104,7 +104,9 @@
                                             (fn [req] {:status 200 :body {:id (get-in req [:path-params :id])
                                                                           :q (:query-params req)
                                                                           :pad (apply str (repeat 100 "x"))}}))}]
-                 ["/big" {:get (dual (fn [_] {:status 200 :body {:items (vec (range 2000))}}))}]])
+                 ["/big" {:get (dual (fn [_] {:status 200 :body {:items (vec (range 2000))}}))}]
+                 ["/stream" {:get (dual (fn [_] {:status 200 :headers {"Content-Type" "text/plain"}
+                                                 :body (ByteArrayInputStream. (.getBytes ^String (apply str (repeat 5000 "stream ")) "UTF-8"))}))}]])
       (mw/wrap-json-body {:keywords? true})
       mw/wrap-json-response
       mw/wrap-params
@@ -142,7 +144,10 @@
     (is (str/starts-with? (get (json/read-json (.body r)) "error") "malformed JSON: ")))
   (let [r (send! port "GET" "/big" {"Accept-Encoding" "gzip"} nil)]
     (is (= "gzip" (hdr r "content-encoding")))
-    (is (= (vec (range 2000)) (get (json/read-json (GZIPInputStream. (ByteArrayInputStream. (.body r)))) "items")))))
+    (is (= (vec (range 2000)) (get (json/read-json (GZIPInputStream. (ByteArrayInputStream. (.body r)))) "items"))))
+  (let [r (send! port "GET" "/stream" {"Accept-Encoding" "gzip"} nil)]
+    (is (= "gzip" (hdr r "content-encoding")) "an InputStream body is compressed as it is sent")
+    (is (= (apply str (repeat 5000 "stream ")) (slurp (GZIPInputStream. (ByteArrayInputStream. (.body r))))))))
 
 (deftest ^:integration the-stack-on-herald
   (let [srv (http/start-server (app) {:port 0 :host "127.0.0.1"})]
