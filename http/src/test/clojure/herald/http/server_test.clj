@@ -1,6 +1,7 @@
 (ns herald.http.server-test
   "Handler modes, transports, concurrency and large bodies over real sockets."
   (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [herald.http :as http]
             [herald.http.test-support :as ts :refer [with-server]])
   (:import (java.io InputStream)
            (java.net URI)
@@ -55,6 +56,28 @@
   (with-server [s (fn [_] {:status 200 :body (map str (range 2000))}) {}]
     (let [expected (apply str (map str (range 2000)))]
       (is (every? #(= expected %) (pmap (fn [_] (:body (ts/GET (ts/port s) "/"))) (range 8)))))))
+
+(defrecord Events [n])
+
+(extend-protocol http/StreamableResponseBody
+  Events
+  (write-body-to-stream [{:keys [n]} _ ^java.io.OutputStream out]
+    ;; returns at once; another thread writes one event per flush and ends the response by closing
+    (future (with-open [out out]
+              (dotimes [i n]
+                (.write out (.getBytes (str "data: " i "\n\n")))
+                (.flush out)
+                (Thread/sleep 5))))))
+
+(deftest ^:integration streamable-body-may-finish-later-from-another-thread
+  (with-server [s (fn [_] {:status 200 :headers {"Content-Type" "text/event-stream"} :body (->Events 5)}) {}]
+    (let [c (ts/open (ts/port s))]
+      (try (ts/write! c (str (ts/request-text "GET" "/") (ts/request-text "GET" "/")))
+           (let [a (ts/read-response c) b (ts/read-response c)]
+             (is (= 5 (count (:chunks a))) "one chunk per flush")
+             (is (= (apply str (for [i (range 5)] (str "data: " i "\n\n"))) (:body a) (:body b))
+                 "the connection stays usable after the stream closes"))
+           (finally (ts/close! c))))))
 
 (deftest ^:integration invalid-responses-are-500
   (let [errors (atom 0)]
