@@ -1,9 +1,16 @@
 (ns herald.http.params-test
   "wrap-params: query strings and urlencoded forms decoded in Java, Ring-compatible keys, limits."
-  (:require [clojure.test :refer [deftest is testing]]
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [clojure.test.check.clojure-test :refer [defspec]]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop]
             [herald.http.json :as json]
             [herald.http.middleware :as mw])
-  (:import (java.io ByteArrayInputStream InputStream)))
+  (:import (herald.http.codec FormDecoder)
+           (java.io ByteArrayInputStream InputStream)
+           (java.net URLEncoder)
+           (java.nio.charset StandardCharsets)))
 
 (set! *warn-on-reflection* true)
 
@@ -71,6 +78,36 @@
   (doseq [[opts k] [[{:encoding "NOPE-42"} :encoding] [{:max-params 0} :max-params] [{:max-bytes 1} :max-bytes]]]
     (let [d (try (mw/wrap-params identity opts) nil (catch clojure.lang.ExceptionInfo e (ex-data e)))]
       (is (= [:herald.http/invalid-option k] [(:type d) (:key d)])))))
+
+;; ---------------------------------------------------------------- round trips
+
+(def ^:private gen-text
+  (gen/fmap str/join (gen/vector (gen/one-of [gen/char-ascii gen/char (gen/elements ["é" "€" "😀" " " "+" "&" "=" "%"])]) 0 8)))
+
+(defn- expected-params
+  "What decoding gives for `pairs`: keys in order, repeated keys as vectors, empty keys dropped."
+  [pairs]
+  (reduce (fn [m [k v]]
+            (cond (= "" k) m
+                  (not (contains? m k)) (assoc m k v)
+                  (vector? (m k)) (update m k conj v)
+                  :else (assoc m k [(m k) v])))
+          {} pairs))
+
+(defspec url-encoded-pairs-round-trip 300
+  (prop/for-all [pairs (gen/vector (gen/tuple (gen/one-of [gen-text (gen/elements ["a" "b"])]) gen-text) 0 8)]
+    (let [enc #(URLEncoder/encode ^String % StandardCharsets/UTF_8)
+          qs (str/join "&" (for [[k v] pairs] (str (enc k) "=" (enc v))))
+          bs (.getBytes qs StandardCharsets/US_ASCII)]
+      (= (expected-params pairs)
+         (FormDecoder/decode qs StandardCharsets/UTF_8 1000)
+         (FormDecoder/decode bs 0 (alength bs) StandardCharsets/UTF_8 1000)))))
+
+(defspec arbitrary-text-never-throws 300
+  (prop/for-all [s (gen/fmap str/join (gen/vector (gen/one-of [gen-text (gen/elements ["%" "%2" "%zz" "%C3" "&&" "=="])]) 0 10))]
+    (let [bs (.getBytes ^String s StandardCharsets/UTF_8)]
+      (and (map? (FormDecoder/decode ^String s StandardCharsets/UTF_8 1000))
+           (map? (FormDecoder/decode bs 0 (alength bs) StandardCharsets/UTF_8 1000))))))
 
 ;; ---------------------------------------------------------------- measurement (not a timed assertion)
 
