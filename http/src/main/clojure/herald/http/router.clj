@@ -62,7 +62,10 @@
   `/a/:x` beside `/a/:y`) -> `{:type :herald.http/route-conflict :routes [{:path :name} {:path :name}]}`;
   a malformed template or route -> `{:type :herald.http/malformed-route :route path}`; one `:name` on two
   routes -> `{:type :herald.http/duplicate-route-name :name n :routes [p1 p2]}`; a bad option ->
-  `{:type :herald.http/invalid-option :key k}`."
+  `{:type :herald.http/invalid-option :key k}`.
+
+  See also `match` and `routes` (introspection) and `path-for` (paths from route names). Reference:
+  docs/http-routing.md."
   ([routes] (router routes {}))
   ([routes opts]
    (json/check-options! "router" router-options opts)
