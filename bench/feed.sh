@@ -1,16 +1,19 @@
 #!/usr/bin/env bash
 # bench/feed.sh: the news feed service under the reference workload. Starts a fresh embedded service
 # (feed/target/herald-feed.jar on a new temporary data directory), warms it up, drives it with the reference
-# mix (closed-loop users, no think time, connection reuse: wrk with bench/feed.lua, one connection per user),
-# then reads the service's own per-minute figures (GET /perf) for the outbound posts. Appends one row to
+# mix (closed-loop users, no think time, connection reuse: herald-load's feed mode, bin/herald-load, or wrk with
+# bench/feed.lua, one connection per user, with LOADGEN=wrk), then reads the service's own per-minute figures
+# (GET /perf) for every operation. Appends one row to
 # bench/results/feed.csv and prints, last:
 #   feed users=<n> posts_per_s=<n> participants_per_s=<n> searches_per_s=<n> p50_ms=<x> p99_ms=<x>
-# p50/p99 are the client-side latencies of every request of the mix (wrk, non-pipelined, so its percentiles
-# are valid); the CSV row adds the server-side outbound-post median/p99 from /perf.
-# The load generator and the service share this machine's cores (pin them with SERVER_CPU / WRK_CPU).
+# p50/p99 are the client-side latencies of every request of the mix (both generators are closed-loop and
+# non-pipelined, so wrk's percentiles are valid too); the CSV row adds the client-side outbound-post p99 (herald-load
+# only) and the server-side outbound-post median/p99 from /perf.
+# The load generator and the service share this machine's cores (pin them with SERVER_CPU / LOADGEN_CPU).
 # Environment (defaults in brackets): USERS [32], DURATION [30] measured seconds, WARMUP [10] seconds,
-# SEARCH_SHARE [0.1], FORM [0] (1 = form-encoded bodies), JVM_OPTS [-XX:+UseZGC -Xmx2g], SERVER_CPU [""],
-# WRK_CPU [""], SKIP_BUILD [0], RESULTS [bench/results/feed.csv], PORT [18090], KEEP_DATA [0].
+# SEARCH_SHARE [0.1], FORM [0] (1 = form-encoded bodies), LOADGEN [auto: herald-load if bin/herald-load
+# exists, else wrk], JVM_OPTS [-XX:+UseZGC -Xmx2g], SERVER_CPU [""],
+# LOADGEN_CPU [""], SKIP_BUILD [0], RESULTS [bench/results/feed.csv], PORT [18090], KEEP_DATA [0].
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -21,11 +24,13 @@ SEARCH_SHARE=${SEARCH_SHARE:-0.1}
 FORM=${FORM:-0}
 JVM_OPTS=${JVM_OPTS:--XX:+UseZGC -Xmx2g}
 SERVER_CPU=${SERVER_CPU:-}
-WRK_CPU=${WRK_CPU:-}
+LOADGEN_CPU=${LOADGEN_CPU:-${WRK_CPU:-}}
 SKIP_BUILD=${SKIP_BUILD:-0}
 RESULTS=${RESULTS:-$ROOT/bench/results/feed.csv}
 PORT=${PORT:-18090}
 KEEP_DATA=${KEEP_DATA:-0}
+LOADGEN=${LOADGEN:-auto}
+if [ "$LOADGEN" = auto ]; then if [ -x "$ROOT/bin/herald-load" ]; then LOADGEN=herald-load; else LOADGEN=wrk; fi; fi
 export SEARCH_SHARE FORM
 
 log() { echo "bench/feed: $*" >&2; }
@@ -45,15 +50,17 @@ JAVA_HOME=$("$ROOT/build/find-jdk.sh") || die "no JDK >= 21"
 export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
 JAVA_MAJOR=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
 if [ "$JAVA_MAJOR" -ge 23 ]; then export MAVEN_OPTS=--sun-misc-unsafe-memory-access=allow; fi
-command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || true
-command -v wrk >/dev/null || die "wrk is missing: apt-get install wrk"
+if [ "$LOADGEN" = wrk ]; then
+  command -v wrk >/dev/null || { [ "$(id -u)" = 0 ] && apt-get install -y -qq wrk >/dev/null 2>&1; } || true
+  command -v wrk >/dev/null || die "wrk is missing: apt-get install wrk"
+fi
 command -v curl >/dev/null || die "curl is missing"
 
 JAR="$ROOT/feed/target/herald-feed.jar"
 if [ "$SKIP_BUILD" != 1 ] || [ ! -f "$JAR" ]; then
   log "building $JAR"
-  (cd "$ROOT" && mvn -B -q -o -ntp -DskipTests install >"$WORK/build.log" 2>&1) \
-    || (cd "$ROOT" && mvn -B -q -ntp -DskipTests install >"$WORK/build.log" 2>&1) \
+  (cd "$ROOT" && mvn -B -q -o -ntp -pl feed -am -DskipTests -Dmaven.test.skip=true package >"$WORK/build.log" 2>&1) \
+    || (cd "$ROOT" && mvn -B -q -ntp -pl feed -am -DskipTests -Dmaven.test.skip=true package >"$WORK/build.log" 2>&1) \
     || die "build failed, see $WORK/build.log"
 fi
 
@@ -75,28 +82,57 @@ done
 grep -q "listening on" "$WORK/server.out" || die "the service did not start in 60 s"
 BASE="http://127.0.0.1:$PORT"
 
-run_wrk() { # seconds -> output file
-  pin "$WRK_CPU" wrk -t "$USERS" -c "$USERS" -d "${1}s" --timeout 10s -s "$ROOT/bench/feed.lua" "$BASE" >"$2" 2>&1
+run_load() { # seconds output-file
+  if [ "$LOADGEN" = wrk ]; then
+    pin "$LOADGEN_CPU" wrk -t "$USERS" -c "$USERS" -d "${1}s" --timeout 10s -s "$ROOT/bench/feed.lua" "$BASE" >"$2" 2>&1
+  else
+    local form=(); [ "$FORM" = 1 ] && form=(--form)
+    pin "$LOADGEN_CPU" "$ROOT/bin/herald-load" feed --host 127.0.0.1 --port "$PORT" --users "$USERS" \
+      --search-share "$SEARCH_SHARE" --duration "$1" --progress json "${form[@]}" >"$2" 2>"$2.err"
+  fi
 }
 
-log "warm-up ${WARMUP}s, $USERS users"
-run_wrk "$WARMUP" "$WORK/warmup.txt" || die "wrk failed: $(tail -3 "$WORK/warmup.txt")"
+# the measured run's figures as shell assignments: SECS POSTS PARTS FRIENDS SEARCHES P50 P99 POST_P99 FAILURES REQS
+figures() {
+  if [ "$LOADGEN" = wrk ]; then
+    local line; line=$(grep '^WRKFEED' "$1") || die "no summary from wrk: $(cat "$1")"
+    sed 's/^WRKFEED //' <<<"$line" | tr ' ' '\n' | awk -F= '
+      $1=="seconds"{print "SECS="$2} $1=="posts"{print "POSTS="$2} $1=="participants"{print "PARTS="$2}
+      $1=="friends"{print "FRIENDS="$2} $1=="searches"{print "SEARCHES="$2} $1=="p50_ms"{print "P50="$2}
+      $1=="p99_ms"{print "P99="$2} $1=="failures"{f+=$2} $1=="errors"{f+=$2} $1=="requests"{print "REQS="$2}
+      END{print "FAILURES="f; print "POST_P99=na"}'
+  else
+    python3 - "$1" <<'PY'
+import json, sys
+s = next(json.loads(l) for l in open(sys.argv[1]) if '"type":"summary"' in l)
+ops = s["operations"]
+n = lambda k: ops.get(k, {}).get("latency", {}).get("count", 0)
+print(f'SECS={s["duration-s"]:.3f}')
+print(f'POSTS={n("outbound post")}'); print(f'PARTS={n("participant post")}')
+print(f'FRIENDS={n("friends post")}'); print(f'SEARCHES={n("outbound search")}')
+print(f'P50={s["latency"]["p50"]}'); print(f'P99={s["latency"]["p99"]}')
+print(f'POST_P99={ops.get("outbound post", {}).get("latency", {}).get("p99", "na")}')
+print(f'FAILURES={sum(s["errors"].values())}'); print(f'REQS={s["requests"]}')
+PY
+  fi
+}
+
+log "warm-up ${WARMUP}s, $USERS users, load generator $LOADGEN"
+run_load "$WARMUP" "$WORK/warmup.txt" || die "load generator failed: $(tail -3 "$WORK/warmup.txt"*)"
 sleep 1
-log "measuring ${DURATION}s, $USERS users"
+LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
+log "measuring ${DURATION}s, $USERS users (load average before: $LOAD_BEFORE)"
 FROM_MS=$(date +%s%3N)
 read -r CPU0 < <(awk '{print $14+$15}' "/proc/$SERVER_PID/stat")
-run_wrk "$DURATION" "$WORK/run.txt" || die "wrk failed: $(tail -3 "$WORK/run.txt")"
+run_load "$DURATION" "$WORK/run.txt" || die "load generator failed: $(tail -3 "$WORK/run.txt"*)"
 read -r CPU1 < <(awk '{print $14+$15}' "/proc/$SERVER_PID/stat")
 TO_MS=$(date +%s%3N)
-LINE=$(grep '^WRKFEED' "$WORK/run.txt") || die "no summary from wrk: $(cat "$WORK/run.txt")"
-get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<" $LINE"; }
-SECS=$(get seconds)
+eval "$(figures "$WORK/run.txt")"
 rate() { awk -v n="$1" -v s="$SECS" 'BEGIN { printf "%.0f", n / s }'; }
-POSTS_S=$(rate "$(get posts)"); PART_S=$(rate "$(get participants)"); FRIENDS_S=$(rate "$(get friends)")
-SEARCH_S=$(rate "$(get searches)"); P50=$(get p50_ms); P99=$(get p99_ms)
-FAILURES=$(get failures); ERRORS=$(get errors); REQS=$(get requests)
+POSTS_S=$(rate "$POSTS"); PART_S=$(rate "$PARTS"); FRIENDS_S=$(rate "$FRIENDS"); SEARCH_S=$(rate "$SEARCHES")
 CLK=$(getconf CLK_TCK)
 CPU_US_PER_REQ=$(awk -v a="$CPU0" -v b="$CPU1" -v n="$REQS" -v c="$CLK" 'BEGIN { printf "%.1f", (b - a) / c * 1e6 / (n > 0 ? n : 1) }')
+ERRORS=0
 
 # server-side outbound-post figures of the measured minutes (the service's own /perf)
 PERF=$(curl -s "$BASE/perf?from=$FROM_MS&to=$TO_MS")
@@ -122,8 +158,10 @@ COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
 JVM=$(java -version 2>&1 | head -1 | tr -d '",')
 GC=$(sed -n 's/.*-XX:+Use\([A-Za-z]*GC\).*/\1/p' <<<"$JVM_OPTS"); GC=${GC:-default}
 mkdir -p "$(dirname "$RESULTS")"
-[ -f "$RESULTS" ] || echo "date,commit,cores,jvm,gc,jvm_opts,server_cpu,wrk_cpu,users,search_share,form,duration_s,posts_per_s,participants_per_s,friends_per_s,searches_per_s,p50_ms,p99_ms,server_post_p50_ms,server_post_p99_ms,server_cpu_us_per_req,failures,socket_errors,load_generator,note" >"$RESULTS"
-echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$(nproc),$JVM,$GC,$JVM_OPTS,${SERVER_CPU:-any},${WRK_CPU:-any},$USERS,$SEARCH_SHARE,$FORM,$SECS,$POSTS_S,$PART_S,$FRIENDS_S,$SEARCH_S,$P50,$P99,$SRV_P50,$SRV_P99,$CPU_US_PER_REQ,$FAILURES,$ERRORS,wrk+bench/feed.lua,load generator and service share the machine's $(nproc) cores" >>"$RESULTS"
+[ -f "$RESULTS" ] || echo "date,commit,cores,jvm,gc,jvm_opts,server_cpu,loadgen_cpu,users,search_share,form,duration_s,posts_per_s,participants_per_s,friends_per_s,searches_per_s,p50_ms,p99_ms,client_post_p99_ms,server_post_p50_ms,server_post_p99_ms,server_cpu_us_per_req,failures,load_generator,loadavg_before,note" >"$RESULTS"
+NOTE=${NOTE:-"load generator and service shared the $(nproc) cores of this machine"}
+GEN=$([ "$LOADGEN" = wrk ] && echo "wrk+bench/feed.lua" || echo "herald-load feed")
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$(nproc),$JVM,$GC,$JVM_OPTS,${SERVER_CPU:-any},${LOADGEN_CPU:-any},$USERS,$SEARCH_SHARE,$FORM,$SECS,$POSTS_S,$PART_S,$FRIENDS_S,$SEARCH_S,$P50,$P99,$POST_P99,$SRV_P50,$SRV_P99,$CPU_US_PER_REQ,$FAILURES,$GEN,$LOAD_BEFORE,$NOTE" >>"$RESULTS"
 
-log "friends_per_s=$FRIENDS_S failures=$FAILURES socket_errors=$ERRORS server_post_p50_ms=$SRV_P50 server_post_p99_ms=$SRV_P99 server_cpu_us_per_req=$CPU_US_PER_REQ (row appended to $RESULTS)"
+log "friends_per_s=$FRIENDS_S failures=$FAILURES client_post_p99_ms=$POST_P99 server_post_p50_ms=$SRV_P50 server_post_p99_ms=$SRV_P99 server_cpu_us_per_req=$CPU_US_PER_REQ (row appended to $RESULTS)"
 echo "feed users=$USERS posts_per_s=$POSTS_S participants_per_s=$PART_S searches_per_s=$SEARCH_S p50_ms=$P50 p99_ms=$P99"
