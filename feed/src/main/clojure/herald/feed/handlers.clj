@@ -48,7 +48,9 @@
 ;; request parsing
 
 (defn- media-type [req]
-  (some-> (get-in req [:headers "content-type"]) (str/split #";" 2) first str/trim str/lower-case))
+  (when-let [^String ct (get (:headers req) "content-type")]
+    (let [i (.indexOf ct ";")]
+      (str/lower-case (str/trim (if (neg? i) ct (subs ct 0 i)))))))
 
 (defn body-params
   "The request body as a map with keyword keys: JSON objects (application/json or any +json type)

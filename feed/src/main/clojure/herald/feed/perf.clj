@@ -17,6 +17,7 @@
 
 (def ^:private cell-fn (reify Function (apply [_ _] (new-cell))))
 (def ^:private minute-fn (reify Function (apply [_ _] (ConcurrentHashMap.))))
+(def ^:private adder-fn (reify Function (apply [_ _] (LongAdder.))))
 
 (defn recorder
   "Creates a per-minute performance recorder.
@@ -63,8 +64,7 @@
      (when (>= status 400)
        (.increment ^LongAdder (.errors cell))
        (.increment ^LongAdder (.errors total)))
-     (.increment ^LongAdder (.computeIfAbsent ^ConcurrentHashMap (:statuses r) [entity op status]
-                                              (reify Function (apply [_ _] (LongAdder.))))))))
+     (.increment ^LongAdder (.computeIfAbsent ^ConcurrentHashMap (:statuses r) [entity op status] adder-fn)))))
 
 (defn- ms [micros] (/ (double micros) 1000.0))
 

@@ -16,10 +16,34 @@
   {:default-limit 50 :max-limit 1000 :default-search-limit 100 :max-search-limit 1000
    :max-name-chars 200 :max-subject-chars 1000 :max-story-chars 100000})
 
+(defn- check-limits [limits]
+  (doseq [[k v] limits]
+    (when-not (contains? default-limits k)
+      (throw (ex-info (str "unknown :feed option " k ", expected one of " (sort (keys default-limits)))
+                      {:type :herald.feed/config :key k})))
+    (when-not (and (integer? v) (pos? (long v)))
+      (throw (ex-info (str ":feed option " k " must be a positive integer, got " (pr-str v))
+                      {:type :herald.feed/config :key k :value v}))))
+  (doseq [[d m] [[:default-limit :max-limit] [:default-search-limit :max-search-limit]]]
+    (when (> (long (get limits d)) (long (get limits m)))
+      (throw (ex-info (str ":feed option " d " (" (get limits d) ") exceeds " m " (" (get limits m) ")")
+                      {:type :herald.feed/config :key d :value (get limits d)}))))
+  limits)
+
 (defn context
-  "The service context over `store` and `fanout` with `limits` (a map as `default-limits`)."
+  "The service context over `store` and `fanout` with `limits`; validated, naming the key at fault.
+
+  | key                     | type | default | meaning |
+  |-------------------------|------|---------|---------|
+  | `:default-limit`        | int  | 50      | feed page size without ?limit= |
+  | `:max-limit`            | int  | 1000    | largest feed ?limit= |
+  | `:default-search-limit` | int  | 100     | search results without ?limit= |
+  | `:max-search-limit`     | int  | 1000    | largest search ?limit= |
+  | `:max-name-chars`       | int  | 200     | longest participant name |
+  | `:max-subject-chars`    | int  | 1000    | longest subject |
+  | `:max-story-chars`      | int  | 100000  | longest story |"
   [store fanout limits]
-  {:store store :fanout fanout :limits (merge default-limits limits)})
+  {:store store :fanout fanout :limits (check-limits (merge default-limits limits))})
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; parsing and validation

@@ -92,3 +92,12 @@
     (is (= {:limit 7 :before "c"} (svc/page-opts limits {"limit" "7" "before" "c"} :default-limit :max-limit)))
     (doseq [bad ["0" "-1" "x" "1001" "1.5"]]
       (is (= "limit" (:field (err #(svc/page-opts limits {"limit" bad} :default-limit :max-limit)))) bad))))
+
+(deftest limits-are-validated-naming-the-key
+  (let [s (store/open-store {:type :memory})
+        e #(try (svc/context s nil %) nil (catch clojure.lang.ExceptionInfo e (ex-data e)))]
+    (is (nil? (e {:default-limit 10})))
+    (is (= :default-limit (:key (e {:default-limit 0}))))
+    (is (= :max-limit (:key (e {:max-limit "many"}))))
+    (is (= :default-limit (:key (e {:default-limit 2000}))) "default above max")
+    (is (= :page-size (:key (e {:page-size 5}))) "unknown key")))
