@@ -65,8 +65,9 @@
   Map keys may be keywords, Strings, symbols, numbers, UUIDs, chars or booleans (written as strings).
   Any other value throws `(ex-info msg {:type :herald.http/json-encode-error :value-class c})`.
 
-  | option    | type    | default | meaning          |
-  |-----------|---------|---------|------------------|
-  | `:pretty?`| boolean | false   | indented output  |"
+  | option     | type    | default | meaning                                                        |
+  |------------|---------|---------|----------------------------------------------------------------|
+  | `:pretty?` | boolean | false   | indented output                                                |
+  | `:key-fn`  | fn      | nil     | map key -> the String written, e.g. `#(str/upper-case (name %))`; replaces the default key conversion; a non-String result is an encode error |"
   (^String [x] (write-with #(.writeString JsonWriter/DEFAULT x)))
   (^String [x opts] (let [w (impl/json-writer opts)] (write-with #(.writeString w x)))))

@@ -102,9 +102,10 @@
   element, becomes one JSON array here. A value that cannot be encoded throws
   `{:type :herald.http/json-encode-error}` (a 500 from the server).
 
-  | option     | type    | default | meaning         |
-  |------------|---------|---------|-----------------|
-  | `:pretty?` | boolean | false   | indented output |"
+  | option     | type    | default | meaning                                        |
+  |------------|---------|---------|------------------------------------------------|
+  | `:pretty?` | boolean | false   | indented output                                |
+  | `:key-fn`  | fn      | nil     | map key -> the String written (see write-json) |"
   ([handler] (wrap-json-response handler {}))
   ([handler opts]
    (let [writer (json/json-writer opts)]

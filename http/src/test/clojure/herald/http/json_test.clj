@@ -81,6 +81,9 @@
   (is (= 18446744073709551616N (json/read-json "18446744073709551616")))
   (is (instance? Long (json/read-json "-9223372036854775808")))
   (is (= "{\n  \"a\" : 1\n}" (str/replace (json/write-json {:a 1} {:pretty? true}) "\r" "")))
+  (is (= "{\"A\":{\"B_C\":1}}" (json/write-json {:a {:b-c 1}} {:key-fn #(-> % name str/upper-case (str/replace "-" "_"))})))
+  (is (= :herald.http/json-encode-error
+         (:type (ex-data (try (json/write-json {:a 1} {:key-fn (constantly 1)}) (catch Exception e e))))))
   (testing "what JSON cannot hold"
     (doseq [bad [##NaN ##Inf (Object.) {[1] 2} (atom 1)]]
       (is (= :herald.http/json-encode-error (:type (ex-data (try (json/write-json bad) (catch Exception e e))))) (pr-str bad)))))

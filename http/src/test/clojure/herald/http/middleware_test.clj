@@ -68,7 +68,10 @@
     (is (= "{\n  \"a\" : 1\n}" (.replace (String. ^bytes (:body ((mw/wrap-json-response (constantly {:status 200 :body {:a 1}})
                                                                  {:pretty? true}) {})) "UTF-8") "\r" "")))
     (is (= :herald.http/json-encode-error
-           (:type (ex-data (try (run {:status 200 :body {:a (Object.)}}) (catch Exception e e))))))))
+           (:type (ex-data (try (run {:status 200 :body {:a (Object.)}}) (catch Exception e e))))))
+    (is (= "{\"userId\":1}" (String. ^bytes (:body ((mw/wrap-json-response (constantly {:status 200 :body {:user-id 1}})
+                                                                        {:key-fn (fn [k] (if (= k :user-id) "userId" (name k)))}) {}))
+                                         "UTF-8")))))
 
 (deftest both-arities
   (let [h (-> (fn [r respond _] (respond {:status 200 :body {:got (:body r)}}))

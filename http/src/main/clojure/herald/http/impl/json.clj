@@ -36,7 +36,8 @@
 
 (def write-options
   "Option spec of write-json and write-json-bytes."
-  {:pretty? [boolean? "a boolean"]})
+  {:pretty? [boolean? "a boolean"]
+   :key-fn  [ifn? "a function of a map key returning a String"]})
 
 (defn- build-reader ^JsonReader [opts]
   (let [{:keys [keywords? key-fn bigdecimals? reject-duplicate-keys? max-depth max-string-length]
@@ -81,9 +82,14 @@
                             {:type :herald.http/invalid-argument :value-class (class x)})))
     (catch MalformedJsonException e (throw (malformed e)))))
 
-(defn json-writer ^JsonWriter [opts]
+(defn json-writer
+  "The JsonWriter for write options (shared instances unless a :key-fn is given)."
+  ^JsonWriter [opts]
   (check-options! "write-json" write-options opts)
-  (if (:pretty? opts) JsonWriter/PRETTY JsonWriter/DEFAULT))
+  (let [{:keys [pretty? key-fn]} opts]
+    (cond key-fn (JsonWriter. (boolean pretty?) key-fn)
+          pretty? JsonWriter/PRETTY
+          :else JsonWriter/DEFAULT)))
 
 (defn encode-error [^JsonEncodeException e]
   (let [v (.value e)]

@@ -1,6 +1,7 @@
 package herald.http.codec;
 
 import clojure.lang.BigInt;
+import clojure.lang.IFn;
 import clojure.lang.IMapIterable;
 import clojure.lang.IPersistentMap;
 import clojure.lang.IPersistentVector;
@@ -41,15 +42,21 @@ import java.util.UUID;
  */
 public final class JsonWriter {
   /** Compact output. */
-  public static final JsonWriter DEFAULT = new JsonWriter(false);
+  public static final JsonWriter DEFAULT = new JsonWriter(false, null);
   /** Indented output. */
-  public static final JsonWriter PRETTY = new JsonWriter(true);
+  public static final JsonWriter PRETTY = new JsonWriter(true, null);
 
   private final JsonFactory factory = JsonFactories.DEFAULT[1];
   private final boolean pretty;
+  private final IFn keyFn;
 
-  private JsonWriter(boolean pretty) {
+  /**
+   * A writer; {@code keyFn}, when not null, turns every map key into the String written (it must return
+   * a String), e.g. to camelCase keyword keys.
+   */
+  public JsonWriter(boolean pretty, IFn keyFn) {
     this.pretty = pretty;
+    this.keyFn = keyFn;
   }
 
   /** Returns the UTF-8 JSON bytes of {@code x}. */
@@ -104,7 +111,7 @@ public final class JsonWriter {
   }
 
   /** Writes {@code x} as one JSON value to {@code g}. */
-  public static void write(JsonGenerator g, Object x) throws IOException {
+  public void write(JsonGenerator g, Object x) throws IOException {
     if (x instanceof String s) g.writeString(s);
     else if (x instanceof Keyword k) g.writeString(k.sym.toString());
     else if (x instanceof Long l) g.writeNumber(l);
@@ -118,7 +125,7 @@ public final class JsonWriter {
     else writeOther(g, x);
   }
 
-  private static void writeOther(JsonGenerator g, Object x) throws IOException {
+  private void writeOther(JsonGenerator g, Object x) throws IOException {
     if (x instanceof BigInt b) {
       if (b.bipart == null) g.writeNumber(b.lpart); else g.writeNumber(b.bipart);
     } else if (x instanceof BigDecimal d) g.writeNumber(d);
@@ -146,20 +153,20 @@ public final class JsonWriter {
     g.writeNumber(d);
   }
 
-  private static void writeVector(JsonGenerator g, IPersistentVector v) throws IOException {
+  private void writeVector(JsonGenerator g, IPersistentVector v) throws IOException {
     int n = v.count();
     g.writeStartArray(v, n);
     for (int i = 0; i < n; i++) write(g, v.nth(i));
     g.writeEndArray();
   }
 
-  private static void writeArray(JsonGenerator g, Iterable<?> it) throws IOException {
+  private void writeArray(JsonGenerator g, Iterable<?> it) throws IOException {
     g.writeStartArray();
     for (Object o : it) write(g, o);
     g.writeEndArray();
   }
 
-  private static void writeMap(JsonGenerator g, Map<?, ?> m) throws IOException {
+  private void writeMap(JsonGenerator g, Map<?, ?> m) throws IOException {
     g.writeStartObject(m);
     if (m instanceof IMapIterable mi) {
       Iterator<?> ks = mi.keyIterator();
@@ -183,7 +190,13 @@ public final class JsonWriter {
     g.writeEndObject();
   }
 
-  private static String key(Object k) {
+  private String key(Object k) {
+    if (keyFn != null) {
+      Object s = keyFn.invoke(k);
+      if (s instanceof String str) return str;
+      throw new JsonEncodeException("the key fn returned a " + (s == null ? "nil" : s.getClass().getName())
+          + " for the key " + k + "; it must return a String", k, null);
+    }
     if (k instanceof Keyword kw) return kw.sym.toString();
     if (k instanceof String s) return s;
     if (k instanceof Named n) return name(n);
