@@ -4,6 +4,7 @@
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.load :as load]
+            [herald.load.impl.report :as report]
             [herald.load.main :as main]
             [herald.load.test-server :as ts])
   (:import (javax.imageio ImageIO)
@@ -65,6 +66,16 @@
       (is (.exists (io/file dir "r" "result.edn")))
       (let [cmp (with-out-str (main/run-cli ["compare" (str dir "/r/result.edn") (str dir "/r/result.edn")]))]
         (is (str/includes? cmp "achieved/s"))))))
+
+(deftest spectrum-points-follow-the-histogram
+  (let [h (Histogram. 3)]
+    (doseq [v (range 1 10001)] (.recordValue h (* 1000 v)))   ; 1..10000 ms, uniform
+    (let [pts (report/spectrum-points h)
+          near (fn [x] (second (first (sort-by #(Math/abs (double (- (first %) x))) pts))))]
+      (is (> (count pts) 30))
+      (is (apply < (map first pts)) "x strictly increasing")
+      (is (< 4900 (near (Math/log10 2)) 5100) "p50 ~ 5000 ms")
+      (is (< 9800 (near 2.0) 10100) "p99 ~ 9900 ms"))))
 
 (deftest cli-help-and-errors
   (is (str/includes? (with-out-str (is (zero? (main/run-cli ["--help"])))) "Commands:"))

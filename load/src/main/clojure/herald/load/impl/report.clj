@@ -17,11 +17,14 @@
   "[x y] points of a histogram's percentile spectrum: x on the percentile axis, y in ms."
   [^Histogram h]
   (when (pos? (.getTotalCount h))
-    (->> (iterator-seq (.iterator (.percentiles h 5)))
-         (map (fn [^HistogramIterationValue v]
-                [(min 6.0 (plot/percentile->x (.getPercentileLevelIteratedTo v)))
-                 (hist/us->ms (.getValueIteratedTo v))]))
-         (partition-by first) (map last) vec)))
+    ;; the iterator reuses one mutable value object: read it before advancing (no iterator-seq, it chunks)
+    (let [it (.iterator (.percentiles h 5))]
+      (loop [out (transient [])]
+        (if (.hasNext it)
+          (let [^HistogramIterationValue v (.next it)]
+            (recur (conj! out [(min 6.0 (plot/percentile->x (.getPercentileLevelIteratedTo v)))
+                               (hist/us->ms (.getValueIteratedTo v))])))
+          (->> (persistent! out) (partition-by first) (map last) vec))))))
 
 (defn- histogram-of [r k] (some-> (get-in r [:histograms k]) hist/decode))
 

@@ -17,6 +17,12 @@
 
 (defn- nanos ^long [seconds] (long (* 1e9 (double seconds))))
 
+(defn process-cpu-nanos
+  "CPU time used by this JVM so far (all threads: event loops, JIT, GC), in nanoseconds."
+  ^long []
+  (.getProcessCpuTime ^com.sun.management.OperatingSystemMXBean
+                      (java.lang.management.ManagementFactory/getOperatingSystemMXBean)))
+
 (defn engine-config
   "The EngineConfig for `mode` (:rate or :max) and validated options."
   ^EngineConfig [mode {:keys [url connections threads rate warmup duration timeout new-connection? script] :as opts}]
@@ -82,11 +88,13 @@
         report (or (:on-interval opts) (progress/reporter (:progress opts)))
         started (System/currentTimeMillis)]
     (try
-      (let [done (.start engine)
+      (let [cpu0 (process-cpu-nanos)
+            done (.start engine)
             hlog (when-let [p (:hlog opts)] (hist/hlog-writer p (+ started (long (* 1000 (:warmup opts))))))
             body #(collect-loop engine done opts total-l total-s hlog report minutes)
             intervals (if (:handle-interrupt? opts) (progress/with-interrupt #(.stop engine) body) (body))
             _ (when hlog (hist/hlog-close! hlog))
+            cpu (- (process-cpu-nanos) cpu0)
             seconds (/ (- (.endNanos engine) (.measureFromNanos engine)) 1e9)
             status (status-map engine)
             errors (error-counts engine status)
@@ -102,6 +110,8 @@
          :errors errors
          :status status
          :backlog (.backlog engine)
+         :generator {:threads (:threads opts) :cpu-s (/ cpu 1e9)
+                     :cpu-us-per-request (when (pos? (.issued engine)) (/ (Math/round (/ cpu (.issued engine) 10.0)) 100.0))}
          :latency (hist/summary total-l)
          :service (hist/summary total-s)
          :histograms {:latency (hist/encode total-l) :service (hist/encode total-s)}

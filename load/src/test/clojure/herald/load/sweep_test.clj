@@ -1,0 +1,29 @@
+(ns herald.load.sweep-test
+  "The wall search: step verdicts and a short sweep against a server that slows down past a rate."
+  (:require [clojure.test :refer [deftest is]]
+            [herald.load :as load]
+            [herald.load.impl.sweep :as sweep]
+            [herald.load.test-server :as ts]))
+
+(set! *warn-on-reflection* true)
+
+(deftest step-verdicts
+  (let [r {:rate {:target 100.0 :achieved 99.5} :latency {:p99 4.0 :p999 8.0} :errors {:connect 0 :status 0}}]
+    (is (sweep/step-ok? r 5 10))
+    (is (not (sweep/step-ok? r 3 10)) "p99 over the bound")
+    (is (not (sweep/step-ok? r 5 7)) "p99.9 over the bound")
+    (is (not (sweep/step-ok? (assoc-in r [:rate :achieved] 90.0) 5 10)) "rate not achieved")
+    (is (not (sweep/step-ok? (assoc-in r [:errors :status] 1) 5 10)) "errors")
+    (is (= 300 (sweep/wall [{:rate 100 :ok? true} {:rate 300 :ok? true} {:rate 400 :ok? false}])))
+    (is (nil? (sweep/wall [{:rate 100 :ok? false}])))))
+
+(deftest ^:integration sweep-finds-the-wall-of-a-one-thread-server
+  ;; one server thread taking 10 ms per request saturates at 100 requests/s: 50/s passes, 200/s cannot
+  (ts/with-server [s (fn [ex] (Thread/sleep 10) (ts/respond! ex 200 "ok")) 1]
+    (let [steps (atom [])
+          r (load/sweep {:url (:url s) :rates [20 50 200 400 800] :duration 1.5 :connections 8 :p99-bound 200
+                         :progress :quiet :on-step #(swap! steps conj %)})]
+      (is (= [20 50 200 400] (map :rate (:steps r))) "stops after two failing steps in a row")
+      (is (= [true true false false] (map :ok? (:steps r))))
+      (is (= 50 (:wall r)))
+      (is (= 4 (count @steps) (count (:runs r)))))))
