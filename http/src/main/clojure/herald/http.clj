@@ -56,6 +56,14 @@
   ^long [^HeraldServer server]
   (.port server))
 
+(defn server-stats
+  "A snapshot of `server`'s load: `{:connections n :pending n :transport \"epoll\"|\"nio\"}`, where `:pending` counts
+  handler invocations waiting for or running on a thread (the figure `:max-pending` bounds)."
+  [^HeraldServer server]
+  {:connections (.connections server)
+   :pending (.pending server)
+   :transport (.transport server)})
+
 (def StreamableResponseBody
   "The protocol herald uses for response body types beyond String, byte[], ISeq, File, InputStream and nil.
   Extend it with `(extend-protocol herald.http/StreamableResponseBody MyType (write-body-to-stream [body response

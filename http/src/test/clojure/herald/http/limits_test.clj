@@ -1,6 +1,7 @@
 (ns herald.http.limits-test
   "Limits: body size (413, Expect: 100-continue), backpressure (503), connection cap, deep pipelining."
   (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [herald.http :as http]
             [herald.http.test-support :as ts :refer [with-server]])
   (:import (java.io InputStream)
            (java.util.concurrent CountDownLatch TimeUnit)))
@@ -36,6 +37,7 @@
       (let [p (ts/port s)
             blocked (doall (for [_ (range 2)] (future (ts/GET p "/"))))]
         (is (.await entered 5 TimeUnit/SECONDS))
+        (is (= 2 (:pending (http/server-stats s))))
         (let [t0 (System/nanoTime)
               r (ts/GET p "/")]
           (is (= 503 (:status r)))

@@ -308,9 +308,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         });
     }
 
-    /** Graceful shutdown: close now when idle, else after the current exchange. */
+    /** Graceful shutdown: close now when idle, else after the current exchange (or the one being received). */
     void shutdown() {
-        if (active == null && queue.isEmpty()) {
+        if (active == null && queue.isEmpty() && head == null) {
             closing = true;
             ctx.close();
         }

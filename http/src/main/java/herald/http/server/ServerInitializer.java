@@ -43,7 +43,7 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> {
         }
         ch.closeFuture().addListener(f -> server.connections.decrementAndGet());
         server.channels.add(ch);
-        RequestDecoder decoder = new RequestDecoder(decoderConfig.clone());
+        RequestDecoder decoder = new RequestDecoder(decoderConfig);
         ch.pipeline().addLast(DECODER, decoder).addLast(HANDLER, new HttpConnection(server, decoder));
     }
 }
