@@ -1,6 +1,9 @@
 (ns herald.load.engine-test
   "The rate and max modes against loopback servers: coordinated omission, rate accuracy, errors."
-  (:require [clojure.test :refer [deftest is testing]]
+  (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [clojure.test.check.clojure-test :refer [defspec]]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop]
             [herald.load :as load]
             [herald.load.impl.histogram :as hist]
             [herald.load.test-server :as ts]))
@@ -33,12 +36,20 @@
       (is (empty? (:warnings r)))
       (is (seq (:intervals r))))))
 
-(deftest ^:integration fractional-and-low-rates-send-exactly-rate-times-duration
-  (ts/with-server [s ts/hello 2]
-    (doseq [[rate threads conns duration] [[1.5 2 4 2] [7.5 1 1 2] [10 3 3 1]]]
-      (let [r (load/rate {:url (:url s) :rate rate :threads threads :connections conns :duration duration
-                          :progress :quiet})]
-        (is (= (long (Math/ceil (- (* rate duration) 1e-6))) (:requests r)) (pr-str [rate threads conns duration]))))))
+(def ^:private hello-server (delay (ts/start ts/hello 2)))
+
+(use-fixtures :once (fn [f] (try (f) (finally (when (realized? hello-server) (ts/stop @hello-server))))))
+
+(defspec ^:integration any-rate-threads-and-connections-send-exactly-rate-times-duration 8
+  ;; request k is due at k/rate for k/rate < duration: ceil(rate x duration) requests in all, whatever
+  ;; the split over threads and connections (rates below the thread count and fractional rates included)
+  (prop/for-all [rate (gen/elements [0.5 1.5 7.5 10 33.3 120 250])
+                 threads (gen/choose 1 4)
+                 extra (gen/choose 0 4)
+                 duration (gen/elements [0.4 0.7 1.0])]
+    (let [r (load/rate {:url (:url @hello-server) :rate rate :threads threads :connections (+ threads extra)
+                        :duration duration :progress :quiet})]
+      (= (long (Math/ceil (- (* rate duration) 1e-6))) (:requests r)))))
 
 (deftest ^:integration max-mode-posts-with-a-body-and-counts-statuses
   (let [seen (atom #{})]

@@ -60,7 +60,7 @@
 (deftest ^:integration cli-runs-and-writes
   (ts/with-server [s ts/hello]
     (let [dir (temp-dir)
-          out (with-out-str (is (zero? (main/run-cli ["rate" (:url s) "-R" "100" "-d" "1s" "-c" "2" "-q" "-o" (str dir "/r")]))))]
+          out (with-out-str (binding [*err* (java.io.StringWriter.)] (is (zero? (main/run-cli ["rate" (:url s) "-R" "100" "-d" "1s" "-c" "2" "-q" "-o" (str dir "/r")])))))]
       (is (str/includes? out "Latency Distribution (HdrHistogram - Recorded Latency"))
       (is (re-find #"herald-load mode=rate requests=100 target_rps=100.0 achieved_rps=100.0" out))
       (is (.exists (io/file dir "r" "result.edn")))
