@@ -31,6 +31,19 @@
          (metrics/error! m)
          (on-error {:task tname :segment seg :exception e}))))
 
+(defn- direct!
+  "The batch loop of a task with one target, no flow conditions and no window: results go straight to `out`."
+  [f identity? thrown tname on-error m ^ArrayList batch ^ArrayList out add!]
+  (dotimes [i (.size batch)]
+    (let [seg (.get batch i)]
+      (if identity?
+        (.add out seg)
+        (try (add-results! (f seg) out)
+             (catch Exception e
+               (metrics/error! m)
+               (when-not (route/route-thrown tname thrown seg e add!)
+                 (on-error {:task tname :segment seg :exception e}))))))))
+
 (defn- lists ^objects [^long n] (let [a (object-array n)] (dotimes [i n] (aset a i (ArrayList.))) a))
 
 (defn runner
@@ -47,6 +60,7 @@
         wgroup (or (route/group-fn task resolve) (constantly nil))
         reduce? (= ttype :reduce)
         output? (= ttype :output)
+        direct? (and (nil? wstate) (empty? normal) (= 1 ntargets) (not output?))
         m (metrics/part (get metrics tname))
         emitted (ArrayList.)
         routed (ArrayList.)
@@ -60,8 +74,10 @@
              outs (lists ntargets)
              add! (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg))]
          (when before (before event {:batch batch}))
-         (if output?
-           (spi/-write! output (vec batch))
+         (cond
+           output? (spi/-write! output (vec batch))
+           direct? (direct! f identity? thrown tname on-error m batch (aget ^objects outs 0) add!)
+           :else
            (let [n (.size batch)]
              (dotimes [i n]
                (let [seg (.get batch i)]
