@@ -8,6 +8,10 @@ public final class Main {
   private Main() {}
 
   public static void main(String[] args) {
+    // the generator must not pay for leak tracking on its hot path (tests set their own level)
+    if (System.getProperty("io.netty.leakDetection.level") == null) {
+      System.setProperty("io.netty.leakDetection.level", "disabled");
+    }
     IFn require = Clojure.var("clojure.core", "require");
     require.invoke(Clojure.read("herald.load.main"));
     IFn main = Clojure.var("herald.load.main", "-main");

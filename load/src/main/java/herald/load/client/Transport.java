@@ -1,6 +1,7 @@
 package herald.load.client;
 
 import io.netty.bootstrap.Bootstrap;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
@@ -39,6 +40,8 @@ public final class Transport {
     return new Bootstrap()
         .channel(epoll() ? EpollSocketChannel.class : NioSocketChannel.class)
         .option(ChannelOption.TCP_NODELAY, true)
+        // the pooled allocator: Netty 4.2's default adaptive allocator cost ~14% of the event loop here
+        .option(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
         .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis);
   }
 }
