@@ -93,3 +93,17 @@
           (is (= 500 (:status r)) u)
           (is (nil? ((:headers r) "injected")))))
       (is (= 5 @errors)))))
+
+(deftest ^:stress many-connections-many-requests-every-mode
+  (doseq [mode [:event-loop :virtual-threads :worker-pool]]
+    (testing (str mode)
+      (with-server [s echo {:mode mode}]
+        (let [p (ts/port s)
+              results (doall (for [i (range 200)]
+                               (future (let [c (ts/open p 20000)]
+                                         (try (every? true?
+                                                      (for [batch (partition 10 (range 200))]
+                                                        (do (ts/write! c (apply str (for [j batch] (ts/request-text "GET" (str "/" i "/" j)))))
+                                                            (every? (fn [j] (= (str "/" i "/" j) (:body (ts/read-response c)))) batch))))
+                                              (finally (ts/close! c)))))))]
+          (is (every? true? (map deref results))))))))
