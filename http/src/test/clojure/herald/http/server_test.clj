@@ -79,6 +79,17 @@
                  "the connection stays usable after the stream closes"))
            (finally (ts/close! c))))))
 
+(defrecord RingBody [text])
+
+(deftest ^:integration bodies-implementing-rings-own-protocol
+  (if-let [proto (try (requiring-resolve 'ring.core.protocols/StreamableResponseBody) (catch Exception _ nil))]
+    (do (extend RingBody @proto
+                {:write-body-to-stream (fn [b _ ^java.io.OutputStream out]
+                                         (with-open [out out] (.write out (.getBytes ^String (:text b)))))})
+        (with-server [s (fn [_] {:status 200 :body (->RingBody "via ring")}) {}]
+          (is (= "via ring" (:body (ts/GET (ts/port s) "/"))))))
+    (clojure.test/do-report {:type :skip :message "ring-core is not on the test classpath (Debian libring-core-clojure)"})))
+
 (deftest ^:integration invalid-responses-are-500
   (let [errors (atom 0)]
     (with-server [s (fn [req] (case (:uri req)
