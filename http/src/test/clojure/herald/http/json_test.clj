@@ -2,6 +2,7 @@
   "herald.http.json: round-trip properties, agreement with Jackson's tree model, malformed input."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
+            [clojure.test.check :as tc]
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop]
@@ -35,7 +36,7 @@
         (vector? x) (mapv canonical x)
         :else (normalize-number x)))
 
-(defspec string-keyed-data-round-trips 300
+(defspec string-keyed-data-round-trips 200
   (prop/for-all [x (gen-json-data gen-text)]
     (= (canonical x) (json/read-json (json/write-json x)) (json/read-json (json/write-json-bytes x)))))
 
@@ -159,15 +160,15 @@
 (deftest agrees-with-jacksons-tree-model-on-random-json-text
   (if-not tree-codec
     (skip-without-databind)
-    (let [r (clojure.test.check/quick-check 400 (prop/for-all [s gen-json-text ws gen-ws]
+    (let [r (tc/quick-check 300 (prop/for-all [s gen-json-text ws gen-ws]
                                                   (let [s (str ws s ws)] (= (reference-read s) (ours s)))))]
       (is (:pass? r) (pr-str (get-in r [:shrunk :smallest]))))))
 
 (deftest agrees-with-jackson-on-which-prefixes-and-corruptions-are-valid
   (if-not tree-codec
     (skip-without-databind)
-    (let [r (clojure.test.check/quick-check
-             400 (prop/for-all [s gen-json-text cut gen/nat junk (gen/elements ["" "x" "}" "]" "," "\"" "\\" "1" "{" "["])]
+    (let [r (tc/quick-check
+             300 (prop/for-all [s gen-json-text cut gen/nat junk (gen/elements ["" "x" "}" "]" "," "\"" "\\" "1" "{" "["])]
                    (let [t (str (subs s 0 (min cut (count s))) junk)]
                      (= (reference-read t) (ours t)))))]
       (is (:pass? r) (pr-str (get-in r [:shrunk :smallest]))))))
@@ -202,7 +203,7 @@
     (is (= {:type :herald.http/invalid-option :key :keywords :value true} (malformed-data "1" {:keywords true})))
     (is (= :herald.http/invalid-argument (:type (malformed-data 42))))))
 
-(defspec random-bytes-never-throw-anything-but-malformed-json 300
+(defspec random-bytes-never-throw-anything-but-malformed-json 200
   (prop/for-all [bs (gen/one-of [gen/bytes (gen/fmap #(.getBytes ^String %) gen-json-text)])]
     (let [r (malformed-data bs)]
       (or (= ::no-error r) (= :herald.http/malformed-json (:type r))))))

@@ -200,7 +200,7 @@
 (def gen-path
   (gen/fmap #(str "/" (str/join "/" %)) (gen/vector (gen/elements ["a" "b" "c" "" "a%20b"]) 1 4)))
 
-(defspec trie-agrees-with-the-priority-model 300
+(defspec trie-agrees-with-the-priority-model 200
   (prop/for-all [templates (gen/vector gen-template 1 12) paths (gen/vector gen-path 1 10)]
     (let [templates (vals (into {} (map (juxt shape identity)) (reverse templates)))
           h (r/router (mapv (fn [t] [t {:get identity}]) templates))]
