@@ -44,7 +44,8 @@
                (when-not (route/route-thrown tname thrown seg e add!)
                  (on-error {:task tname :segment seg :exception e}))))))))
 
-(defn- lists ^objects [^long n] (let [a (object-array n)] (dotimes [i n] (aset a i (ArrayList.))) a))
+(defn- lists ^objects [^long n ^long capacity]
+  (let [a (object-array n)] (dotimes [i n] (aset a i (ArrayList. (int capacity)))) a))
 
 (defn runner
   "The batch fn of `task` on one thread: `(process ^ArrayList batch) -> object array of ArrayLists, one per
@@ -71,7 +72,7 @@
      (fn process [^ArrayList batch]
        (.clear routed)
        (let [t0 (System/nanoTime)
-             outs (lists ntargets)
+             outs (lists ntargets (.size batch))
              add! (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg))]
          (when before (before event {:batch batch}))
          (cond
@@ -108,7 +109,7 @@
          outs))
      :tick
      (fn tick [final?]
-       (let [outs (lists ntargets)]
+       (let [outs (lists ntargets 4)]
          (.clear routed)
          (when wstate
            (if final?

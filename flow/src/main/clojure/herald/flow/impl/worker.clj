@@ -42,10 +42,10 @@
 (defn- broadcast! [senders msg]
   (doseq [{:keys [^objects queues]} senders, q queues] (put! q msg)))
 
-(defn- run-from
-  "Runs `batch` through runners k.. and sends what the last emits."
-  [{:keys [^objects procs ^objects sends me]} ^long k ^ArrayList batch]
-  (let [n (alength procs)]
+(defn- run-from*
+  "Runs `batch` through the runner fns `procs` from index `k0` on and sends what the last emits."
+  [^objects procs ^objects sends me k0 ^ArrayList batch]
+  (let [n (alength procs) k (long k0)]
     (if (= k n)
       (dotimes [j (alength sends)] (send! (aget sends j) me batch))
       (loop [k k batch batch]
@@ -54,6 +54,18 @@
             (if (< k (dec n))
               (recur (inc k) (aget outs 0))
               (dotimes [j (alength outs)] (send! (aget sends j) me (aget outs j))))))))))
+
+(defn- run-from [{:keys [procs sends me]} k batch] (run-from* procs sends me k batch))
+
+(defn- chain
+  "`(f batch)` running `batch` through all of the worker's runners: `run-from` 0 with the lookups done once."
+  [w]
+  (let [{:keys [^objects procs ^objects sends me]} w
+        n (alength procs)]
+    (if (and (= 1 n) (= 1 (alength sends)))
+      (let [p (aget procs 0) s (aget sends 0)]
+        (fn [^ArrayList batch] (let [^objects outs (p batch)] (send! s me (aget outs 0)))))
+      (fn [batch] (run-from* procs sends me 0 batch)))))
 
 (defn- tick! [{:keys [runners senders me] :as w} final?]
   (doseq [[k r] (map-indexed vector runners) :when (:windows r)]
@@ -76,10 +88,12 @@
                                       {:type :herald.flow/unserializable-state :tasks (vec (keys state))} e)))))}))
 
 (defn- input-loop [{:keys [input batch-size batch-timeout coord senders me running input-metrics] :as w}]
-  (let [epoch (volatile! (long ((:current-epoch coord))))]
+  (let [epoch (volatile! (long ((:current-epoch coord))))
+        requested-epoch (:requested-epoch coord)
+        run-batch (chain w)]
     (loop [last-tick (System/currentTimeMillis)]
       (when @running
-        (let [req (long ((:requested-epoch coord)))]
+        (let [req (long (requested-epoch))]
           (when (> req (long @epoch))
             (vreset! epoch req)
             (snapshot-and-ack! w req)
@@ -93,11 +107,12 @@
             (do (tick! w true)
                 ((:input-done! coord) me (spi/-position input))
                 (broadcast! senders (Done. me)))
-            (do (when (pos? (count b)) (run-from w 0 (ArrayList. ^java.util.Collection b)))
+            (do (when (pos? (count b)) (run-batch (ArrayList. ^java.util.Collection b)))
                 (if (>= (- now last-tick) tick-ms) (do (tick! w false) (recur now)) (recur last-tick)))))))))
 
 (defn- queue-loop [{:keys [^BlockingQueue queue producers coord senders me running] :as w}]
-  (let [blocked (HashSet.) done (HashSet.) held (ArrayDeque.) pending (ArrayDeque.)
+  (let [run-batch (chain w)
+        blocked (HashSet.) done (HashSet.) held (ArrayDeque.) pending (ArrayDeque.)
         nprod (count producers) epoch (volatile! 0)
         aligned! (fn []
                    (when (and (pos? (.size blocked)) (>= (+ (.size blocked) (.size done)) nprod))
@@ -111,7 +126,7 @@
               now (System/currentTimeMillis)]
           (cond (nil? msg) nil
                 (instance? Batch msg) (let [^Batch b msg]
-                                        (if (.contains blocked (.src b)) (.addLast held b) (run-from w 0 (.segs b))))
+                                        (if (.contains blocked (.src b)) (.addLast held b) (run-batch (.segs b))))
                 (instance? Barrier msg) (let [^Barrier b msg]
                                           (if (.contains blocked (.src b))
                                             (.addLast held b)
