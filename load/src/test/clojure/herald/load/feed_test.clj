@@ -48,6 +48,7 @@
         (is (= {:broadcaster 4} (:roles r)))
         (is (= #{"application/json"} (set (keys @bodies))))
         (is (zero? (reduce + (vals (:errors r)))) (pr-str (:errors r)))
+        (is (re-find #"outbound post\s+\d+" (load/summary-text r)))
         (testing "every request recorded as entity x operation"
           (is (= #{"participant post" "friends post" "outbound post"} (set (keys (:operations r)))))
           (is (= (+ p (n :friends) (n :outbound)) (:requests r)))

@@ -4,6 +4,7 @@
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.load :as load]
+            [herald.load.impl.json :as json]
             [herald.load.impl.report :as report]
             [herald.load.main :as main]
             [herald.load.test-server :as ts])
@@ -66,6 +67,14 @@
       (is (.exists (io/file dir "r" "result.edn")))
       (let [cmp (with-out-str (main/run-cli ["compare" (str dir "/r/result.edn") (str dir "/r/result.edn")]))]
         (is (str/includes? cmp "achieved/s"))))))
+
+(deftest ^:integration progress-as-json-lines
+  (ts/with-server [s ts/hello]
+    (let [out (with-out-str (load/rate {:url (:url s) :rate 100 :duration 1.2 :interval 0.5 :connections 2 :progress :json}))
+          lines (map #(json/read-bytes (.getBytes ^String % "UTF-8")) (str/split-lines out))]
+      (is (>= (count lines) 2))
+      (is (every? #(= "interval" (:type %)) lines))
+      (is (every? #(and (number? (:rate %)) (= 100.0 (:target %)) (map? (:latency %))) lines)))))
 
 (deftest spectrum-points-follow-the-histogram
   (let [h (Histogram. 3)]

@@ -57,6 +57,14 @@
          (spit-file dir "per-minute.edn" (with-out-str (pp/pprint (:per-minute r))))])
       (write-plots! dir [r])))))
 
+(defn- operations-text [ops]
+  (str (format "\n  %-20s %8s %10s %10s %10s %10s %7s\n" "operation" "count" "p50" "p95" "p99" "max" "errors")
+       (str/join (for [[k {:keys [latency errors]}] ops]
+                   (format "  %-20s %8d %10s %10s %10s %10s %7d\n" k (long (:count latency 0))
+                           (or (some-> (:p50 latency) hist/format-ms) "-") (or (some-> (:p95 latency) hist/format-ms) "-")
+                           (or (some-> (:p99 latency) hist/format-ms) "-") (or (some-> (:max latency) hist/format-ms) "-")
+                           (long (reduce + 0 (vals errors))))))))
+
 (defn summary-text
   "The text summary of result `r`: wrk2's latency distribution, the detailed spectrum, service time,
   requests, rate (target beside achieved), errors by kind, warnings."
@@ -70,6 +78,8 @@
            (str "\n  Service time (from actual send):"
                 (str/join (for [p [50.0 90.0 99.0 99.9 100.0]] (format "  %s %s" (if (= p 100.0) "max" (str "p" p)) (hist/format-ms (hist/value-at svc p)))))
                 "\n"))
+         (when (seq (:operations r)) (operations-text (:operations r)))
+         (when (seq (:roles r)) (format "  users: %s\n" (str/join ", " (for [[k n] (:roles r)] (str n " " (name k))))))
          "----------------------------------------------------------\n"
          (format "  %d requests in %.2fs\n" (long (:requests r)) (double (:duration-s r)))
          (format "Requests/sec: %10.2f%s\n" (double achieved) (if target (format "   (target %.2f)" (double target)) ""))
