@@ -78,6 +78,9 @@
   ([job] (submit-job job {}))
   ([job opts]
    (check-opts! opts)
+   (let [names (set (map :task/name (:catalog job)))]
+     (doseq [n (keys (:inject opts)) :when (not (names n))]
+       (t/invalid! [:opts :inject n] :inject n "names no task of the catalog" (str "inject into one of " (vec (sort names))))))
    (let [job (cond-> job
                (:inject opts) (update :catalog (fn [c] (mapv #(merge % (get-in opts [:inject (:task/name %)])) c))))
          job (validate job)]

@@ -91,6 +91,9 @@
     (let [e (try (flow/submit-job ok-job {:inject {:in {:seq/segments 5} :out {:sink/atom (atom [])}}}) nil
                  (catch clojure.lang.ExceptionInfo e (ex-data e)))]
       (is (= [:herald.flow/invalid-job :seq/segments] [(:type e) (:key e)]))))
+  (testing "an injection into a task that does not exist is refused"
+    (let [e (try (flow/submit-job ok-job {:inject {:inn {:seq/segments []}}}) nil (catch clojure.lang.ExceptionInfo e (ex-data e)))]
+      (is (= [:inject :inn] [(:key e) (:value e)]))))
   (testing "submit options are checked too"
     (let [e (try (flow/submit-job ok-job {:checkpoint-interval 5}) nil (catch clojure.lang.ExceptionInfo e (ex-data e)))]
       (is (= :checkpoint-interval (:key e))))))
