@@ -10,7 +10,8 @@
 # WRK_CPU [1], RESULTS [bench/results/http.csv], PROFILE [""] (comma list of async-profiler
 # events, e.g. cpu,alloc: one extra profiled run per server and test after the measured rounds), PROFILE_DIR
 # [/tmp/herald-http-profiles], SERVERS ["netty herald herald_vt"] (a subset, or more:
-# netty_validating = the ceiling with Netty's header validation on, herald_wp = herald's worker pool), EXTRA_CP
+# netty_validating = the ceiling with Netty's header validation on, herald_wp = herald's worker pool,
+# herald_router = herald with herald.http/router), EXTRA_CP
 # [""] (prepended to the servers' classpath), NICE [""] (a nice level for servers and wrk, e.g. -10 on a
 # machine busy with other work), SOURCE [head] (head: the committed http sources; worktree: the files on disk).
 # See bench/README.md for the methodology.
@@ -137,9 +138,10 @@ server_main() {
     netty) echo "herald.http.bench.RawNettyServer --port 0 --threads $IO_THREADS" ;;
     netty_validating) echo "herald.http.bench.RawNettyServer --port 0 --threads $IO_THREADS --validate-headers true" ;;
     herald_wp) echo "clojure.main -m herald.http.bench-app --port 0 --mode worker-pool --io-threads $IO_THREADS" ;;
+    herald_router) echo "clojure.main -m herald.http.bench-app --port 0 --mode event-loop --io-threads $IO_THREADS --router true" ;;
     herald) echo "clojure.main -m herald.http.bench-app --port 0 --mode event-loop --io-threads $IO_THREADS" ;;
     herald_vt) echo "clojure.main -m herald.http.bench-app --port 0 --mode virtual-threads --io-threads $IO_THREADS" ;;
-    *) die "unknown server $1 (netty, netty_validating, herald, herald_vt, herald_wp)" ;;
+    *) die "unknown server $1 (netty, netty_validating, herald, herald_vt, herald_wp, herald_router)" ;;
   esac
 }
 
