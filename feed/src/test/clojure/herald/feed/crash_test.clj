@@ -44,10 +44,10 @@
      :friends-of (fn [x] (set (for [[a b] pairs :when (or (= a x) (= b x))] (if (= a x) b a))))}))
 
 (defn- load-thread
-  "Writes until `stop` is set; returns the acknowledged writes."
-  [base ids t ^AtomicBoolean stop]
+  "Writes until `stop` is set, counting acknowledged posts in `acked-posts`; returns the acknowledged writes."
+  [base ids t ^AtomicBoolean stop ^java.util.concurrent.atomic.AtomicLong acked-posts]
   (loop [i 0 acked {:posts [] :participants [] :friendships []}]
-    (if (or (.get stop) (> i 400))
+    (if (or (.get stop) (> i 2000))
       acked
       (let [x (nth ids (mod (+ t i) (count ids)))
             subject (str "crash" t "x" i)
@@ -56,7 +56,7 @@
             acked (case (int (mod i 5))
                     (0 1 2) (if (ok (str (link x) "/outbound") :method :post
                                     :json {:from (link x) :occurred "2026-11-22" :subject subject :story (str "story of " subject)})
-                              (update acked :posts conj [x subject]) acked)
+                              (do (.incrementAndGet acked-posts) (update acked :posts conj [x subject])) acked)
                     3 (if-let [p (ok "/participant" :method :post :form {:name subject})]
                         (update acked :participants conj [(get p "id") subject]) acked)
                     4 (let [ps (:participants acked)]
@@ -76,8 +76,10 @@
     (try
       (let [{:keys [ids friends-of]} (setup! (:base first-run))
             stop (AtomicBoolean. false)
-            loads (mapv #(future (load-thread (:base first-run) ids % stop)) (range 4))]
-        (Thread/sleep 1500)
+            acked-posts (java.util.concurrent.atomic.AtomicLong.)
+            loads (mapv #(future (load-thread (:base first-run) ids % stop acked-posts)) (range 4))]
+        ;; kill once the load is well under way: some posts acknowledged, more in flight
+        (u/eventually 30000 #(>= (long %) 100) #(.get acked-posts))
         (.destroyForcibly ^Process (:process first-run))      ; SIGKILL mid-load
         (.waitFor ^Process (:process first-run) 30 TimeUnit/SECONDS)
         (.set stop true)
@@ -106,6 +108,7 @@
                                              (when (every? (set in) expected) in)))]
                   (is (some? inbound) (str "inbound of " x " got every acknowledged post of its friends"))
                   (is (= (count inbound) (count (set inbound))) "no duplicate inbound item"))))
+            (some->> (slurp (io/file dir "child-stderr.log")) (re-find #"resuming \d+ pending fan-outs") (println "crash test:"))
             (testing "acknowledged posts are searchable after the restart"
               (let [[_ subject] (last (:posts acked))]
                 (is (seq (eventually 10000 #(not-empty (:json (req (str "/outbound?keywords=" subject)))))))))
