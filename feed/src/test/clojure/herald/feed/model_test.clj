@@ -40,83 +40,95 @@
 
 (defn- tag [nonce w] (str w nonce))
 
-(defn- run-op
-  "Runs op against the service and the model; returns [model' ok?]."
-  [base nonce model [kind a b c d :as op]]
-  (let [req (fn [path & opts] (apply u/request base path opts))
-        settle #(feed/await-fanout *sys* 10000)]
-    (case kind
-      :create
-      (let [r (req "/participant" :method :post :json {:name a})
-            id (get-in r [:json "id"])]
-        [(-> model (update :ids conj id) (assoc-in [:names id] a))
-         (and (= 200 (:status r)) (= {"id" id "name" a "link" (link id)} (:json r)))])
-      :befriend
-      (if-let [x (pick model a)]
-        (let [y (pick model b)
-              r (if c
-                  (req (str (link x) "/friends") :method :post :json {:from (link x) :to (link y)})
-                  (req (str (link x) "/friends") :method :post :form {:from (link x) :to (link y)}))]
-          (if (= x y)
-            [model (= 400 (:status r))]
-            [(update model :friends conj #{x y})
-             (and (= 200 (:status r)) (= {"from" (link x) "to" (link y)} (dissoc (:json r) "id")))]))
-        [model true])
-      :post
-      (if-let [x (pick model a)]
-        (let [item {:from (link x) :occurred "2026-11-22" :subject (tag nonce b) :story (str/join " " (map #(tag nonce %) c))}
-              r (if d (req (str (link x) "/outbound") :method :post :json item)
-                    (req (str (link x) "/outbound") :method :post :form item))
-              stored (assoc item :sender x)
-              friends (for [f (:friends model) :when (f x)] (first (disj f x)))]
-          [(-> (reduce (fn [m f] (update-in m [:inbound f] #(cons stored %))) model friends)
-               (update-in [:outbound x] #(cons stored %))
-               (update :posts #(cons stored %)))
-           (and (= 200 (:status r)) (= (into {} (map (fn [[k v]] [(name k) v])) item) (:json r)))])
-        [model true])
-      (:inbound :outbound)
-      (if-let [x (pick model a)]
-        (let [_ (settle)
-              r (req (str (link x) "/" (name kind)))
-              expect (for [p (get-in model [kind x])]
-                       (cond-> {"from" (:from p) "occurred" (:occurred p) "subject" (:subject p) "story" (:story p)}
-                         (= kind :inbound) (assoc "to" (link x))))]
-          [model (and (= 200 (:status r)) (= expect (:json r)))])
-        [model true])
-      :friends
-      (if-let [x (pick model a)]
-        (let [r (req (str (link x) "/friends"))
-              others (sort (for [f (:friends model) :when (f x)] (first (disj f x))))]
-          [model (and (= 200 (:status r))
-                      (= (map #(vector (link x) (link %)) others)
-                         (map #(vector (get % "from") (get % "to")) (:json r))))])
-        [model true])
-      :get
-      (if-let [x (pick model a)]
-        (let [r (req (link x))]
-          [model (= {"id" x "name" (get-in model [:names x]) "link" (link x)} (:json r))])
-        [model true])
-      :search
-      (let [_ (settle)
-            w (tag nonce a)
-            expect (for [p (:posts model)
-                         :when (some #{w} (concat [(:subject p)] (str/split (:story p) #" ")))]
-                     (:from p))
-            ;; search is eventually consistent (indexing runs after the 200): poll briefly
-            r (u/eventually 5000 #(= expect (:json %))
-                            #(req (str "/outbound?keywords=" (java.net.URLEncoder/encode ^String w "UTF-8"))))]
-        [model (and (= 200 (:status r)) (= expect (:json r)))])
-      :unknown
-      [model (= 404 (:status (req "/participant/999999999/inbound")))])))
+(def ^:private ^:dynamic *base* nil)
+(def ^:private ^:dynamic *nonce* nil)
+
+(defn- req [path & opts] (apply u/request *base* path opts))
+(defn- settle [] (feed/await-fanout *sys* 10000))
+(defn- post-body [path body json?]
+  (if json? (req path :method :post :json body) (req path :method :post :form body)))
+
+(defmulti ^:private run-op
+  "Runs one operation against the service and the model: returns [model' ok?]. Operations naming a
+  participant before any exists are no-ops."
+  (fn [_model [kind]] kind))
+
+(defmethod run-op :create [model [_ name]]
+  (let [r (req "/participant" :method :post :json {:name name})
+        id (get-in r [:json "id"])]
+    [(-> model (update :ids conj id) (assoc-in [:names id] name))
+     (and (= 200 (:status r)) (= {"id" id "name" name "link" (link id)} (:json r)))]))
+
+(defmethod run-op :befriend [model [_ a b json?]]
+  (if-let [x (pick model a)]
+    (let [y (pick model b)
+          r (post-body (str (link x) "/friends") {:from (link x) :to (link y)} json?)]
+      (if (= x y)
+        [model (= 400 (:status r))]
+        [(update model :friends conj #{x y})
+         (and (= 200 (:status r)) (= {"from" (link x) "to" (link y)} (dissoc (:json r) "id")))]))
+    [model true]))
+
+(defmethod run-op :post [model [_ a subject story json?]]
+  (if-let [x (pick model a)]
+    (let [item {:from (link x) :occurred "2026-11-22" :subject (tag *nonce* subject)
+                :story (str/join " " (map #(tag *nonce* %) story))}
+          r (post-body (str (link x) "/outbound") item json?)
+          friends (for [f (:friends model) :when (f x)] (first (disj f x)))]
+      [(-> (reduce (fn [m f] (update-in m [:inbound f] #(cons item %))) model friends)
+           (update-in [:outbound x] #(cons item %))
+           (update :posts #(cons item %)))
+       (and (= 200 (:status r)) (= (update-keys item name) (:json r)))])
+    [model true]))
+
+(defn- read-feed [model [kind a]]
+  (if-let [x (pick model a)]
+    (let [_ (settle)
+          r (req (str (link x) "/" (name kind)))
+          expect (for [p (get-in model [kind x])]
+                   (cond-> (update-keys p name) (= kind :inbound) (assoc "to" (link x))))]
+      [model (and (= 200 (:status r)) (= expect (:json r)))])
+    [model true]))
+
+(defmethod run-op :inbound [model op] (read-feed model op))
+(defmethod run-op :outbound [model op] (read-feed model op))
+
+(defmethod run-op :friends [model [_ a]]
+  (if-let [x (pick model a)]
+    (let [r (req (str (link x) "/friends"))
+          others (sort (for [f (:friends model) :when (f x)] (first (disj f x))))]
+      [model (and (= 200 (:status r))
+                  (= (map #(vector (link x) (link %)) others)
+                     (map #(vector (get % "from") (get % "to")) (:json r))))])
+    [model true]))
+
+(defmethod run-op :get [model [_ a]]
+  (if-let [x (pick model a)]
+    [model (= {"id" x "name" (get-in model [:names x]) "link" (link x)} (:json (req (link x))))]
+    [model true]))
+
+(defmethod run-op :search [model [_ word]]
+  (settle)
+  (let [w (tag *nonce* word)
+        expect (for [p (:posts model)
+                     :when (some #{w} (cons (:subject p) (str/split (:story p) #" ")))]
+                 (:from p))
+        ;; search is eventually consistent (indexing runs after the 200): poll briefly
+        r (u/eventually 5000 #(= expect (:json %))
+                        #(req (str "/outbound?keywords=" (java.net.URLEncoder/encode ^String w "UTF-8"))))]
+    [model (and (= 200 (:status r)) (= expect (:json r)))]))
+
+(defmethod run-op :unknown [model _]
+  [model (= 404 (:status (req "/participant/999999999/inbound")))])
 
 (defn- run-sequence [ops]
-  (let [base (feed/url *sys*)
-        nonce (apply str (repeatedly 8 #(char (+ 97 (rand-int 26)))))]
+  (binding [*base* (feed/url *sys*)
+            *nonce* (apply str (repeatedly 8 #(char (+ 97 (rand-int 26)))))]
     (loop [model {:ids [] :names {} :friends #{} :inbound {} :outbound {} :posts ()}
            [op & more] ops]
       (if-not op
         true
-        (let [[model' ok?] (run-op base nonce model op)]
+        (let [[model' ok?] (run-op model op)]
           (if ok? (recur model' more) (do (println "model mismatch at" (pr-str op)) false)))))))
 
 (deftest ^:integration service-matches-the-model
