@@ -2,7 +2,8 @@
   "Snapshots and resume in one JVM: kill with and without a last snapshot, a completed job resubmitted, the data-dir lock, lag."
   (:require [clojure.test :refer [deftest is testing]]
             [herald.flow :as flow]
-            [herald.flow.log-test :refer [temp-dir]]))
+            [herald.flow.log-test :refer [temp-dir]]
+            [herald.flow.test-fns :as fns]))
 
 (set! *warn-on-reflection* true)
 
@@ -70,3 +71,30 @@
                      [(:status (flow/await-job h 5000)) @out]))]
     (is (= [:completed (map #(hash-map :n %) (range 10))] (run)))
     (is (= [:completed []] (run)) "the final snapshot holds the input's end")))
+
+(defn- windowed-job [log-dir parallelism]
+  {:workflow [[:in :agg]]
+   :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/log-input :log/dir log-dir}
+             {:task/name :agg :task/type :reduce :task/group-by-key :g :task/parallelism parallelism}]
+   :windows [{:window/id :sum :window/task :agg :window/type :fixed :window/range 100 :window/time-key :at
+              :window/aggregation [:herald.flow/sum :v]}]
+   :triggers [{:trigger/window-id :sum :trigger/on :watermark :trigger/sync :herald.flow.test-fns/collect-fired!}]})
+
+(deftest window-state-is-regrouped-when-the-parallelism-changes
+  (reset! fns/fired [])
+  (let [root (temp-dir "herald-regroup")
+        log-dir (str root "/log") data-dir (str root "/data")
+        l (flow/open-log log-dir)
+        recs (for [i (range 600)] {:g (mod i 5) :at i :v i})
+        want (into {} (for [[[g lo] rs] (group-by (juxt :g #(* 100 (quot (:at %) 100))) recs)] [[g lo] (reduce + (map :v rs))]))]
+    (flow/append-all! l (take 250 recs))
+    (let [h (flow/submit-job (windowed-job log-dir 2) {:data-dir data-dir})]
+      (is (wait-for #(= 250 (get-in (flow/job-metrics h) [:tasks :agg :segments-in]))))
+      (flow/kill-job h {:snapshot? true}))
+    (flow/append-all! l (concat (drop 250 recs) (for [g (range 5)] {:g g :at 100000 :v 0})))
+    (let [h (flow/submit-job (windowed-job log-dir 3) {:data-dir data-dir})]
+      (is (wait-for #(every? (set (map (juxt :group :lower) @fns/fired)) (keys want))))
+      (flow/kill-job h))
+    (is (= want (into {} (map (juxt (juxt :group :lower) :value)) @fns/fired))
+        "every window exact, open extents carried over from 2 threads to 3")
+    (flow/close-log! l)))

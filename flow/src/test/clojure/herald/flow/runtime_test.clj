@@ -175,3 +175,12 @@
   (is (= [:job :task :flow-condition :lifecycle :lifecycle-calls :window :trigger :aggregation :fired] (flow/describe)))
   (is (= 64 (:default (flow/describe :task :task/batch-size))))
   (is (contains? (flow/describe :window) :window/allowed-lateness)))
+
+(deftest hook-failures-fail-the-job-after-handle-exception
+  (reset! fns/hook-log [])
+  (let [h (flow/submit-job (assoc base2 :lifecycles [{:lifecycle/task :f :lifecycle/calls :herald.flow.test-fns/failing-calls}])
+                           {:inject {:in {:seq/segments [{:n 1}]} :a {:sink/atom (atom [])}}})
+        st (flow/await-job h 5000)]
+    (is (= :failed (:status st)))
+    (is (= "hook broke" (.getMessage ^Throwable (:error st))))
+    (is (= [[:handled :task "hook broke"]] @fns/hook-log))))

@@ -43,3 +43,7 @@
    :aggregation/apply-state-update (fn [_ s v] (+ s v))})
 
 (defn collect-value [f] (select-keys f [:event :value :lower :group]))
+
+(def failing-calls
+  {:lifecycle/before-batch (fn [_ _] (throw (ex-info "hook broke" {})))
+   :lifecycle/handle-exception (fn [_ _ phase e] (swap! hook-log conj [:handled phase (.getMessage ^Throwable e)]) :kill)})

@@ -32,7 +32,7 @@
               {:at 126000 :v 5}                                   ; watermark 121000 closes minute 1
               {:at 70000 :v 6}                                    ; late: minute 1 closed
               {:at 130000 :v 7}]
-        {:keys [out]} (run (job {:window/type :fixed :window/range [1 :minute] :window/time-key :at
+        {:keys [out metrics]} (run (job {:window/type :fixed :window/range [1 :minute] :window/time-key :at
                                  :window/allowed-lateness [5 :seconds] :window/aggregation [:herald.flow/collect]
                                  :window/on-late :herald.flow.test-fns/on-late}
                                 {:trigger/on :watermark :trigger/emit :herald.flow.test-fns/fired->seg})
@@ -41,6 +41,7 @@
         by-lower (group-by :lower out)]
     (is (= #{0 minute (* 2 minute)} (set (keys by-lower))))
     (is (= [{:at 70000 :v 6}] @fns/late) "the late segment went to :window/on-late")
+    (is (= 1 (get-in metrics [:tasks :agg :late])))
     (testing "minute 1 closed on the watermark, minute 2 at job completion"
       (is (= :watermark (:event (first (by-lower minute)))))
       (is (= :job-completed (:event (first (by-lower (* 2 minute)))))))))

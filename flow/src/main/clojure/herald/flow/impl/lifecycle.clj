@@ -24,10 +24,12 @@
             (when (map? r) (vswap! ev merge r))))))))
 
 (defn handle-exception
-  "The action the task's :lifecycle/handle-exception hooks choose for exception `e` in `phase` (:kill when none)."
-  [lifecycles tname ev phase e]
+  "The action the :lifecycle/handle-exception hooks of the tasks `tnames` (one thread's fused tasks) choose
+  for exception `e` in `phase` (:kill when none)."
+  [lifecycles tnames ev phase e]
   (or (some (fn [[lc calls]]
-              (when-let [f (and (#{tname :all} (:lifecycle/task lc)) (:lifecycle/handle-exception calls))]
+              (when-let [f (and (or (= :all (:lifecycle/task lc)) (some #{(:lifecycle/task lc)} tnames))
+                                (:lifecycle/handle-exception calls))]
                 (let [a (f @ev lc phase e)] (when (not= a :defer) a))))
             lifecycles)
       :kill))

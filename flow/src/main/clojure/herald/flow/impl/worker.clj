@@ -157,7 +157,7 @@
       ((:worker-done! coord) me nil)
       (catch InterruptedException _ ((:worker-done! coord) me nil))
       (catch Throwable e
-        (lc/handle-exception lifecycles (first task-names) event :task e)
+        (lc/handle-exception lifecycles task-names event :task e)
         ((:worker-done! coord) me e))
       (finally
         (when-not @closed
