@@ -39,7 +39,7 @@ taskset -c "$CC" wrk -t1 -c"$C" -d5s "$url" >/dev/null
 wrk_runs=(); hl_runs=()
 for r in $(seq 1 "$ROUNDS"); do
   w=$(taskset -c "$CC" wrk -t1 -c"$C" -d"${D}s" "$url" | sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
-  h=$(hl max "$url" -c "$C" -t 1 -w 3s -d "${D}s" -q | sed -n 's/^herald-load mode=max .*achieved_rps=\([0-9.]*\).*/\1/p')
+  h=$(hl max "$url" -c "$C" -t 1 -w 5s -d "${D}s" -q | sed -n 's/^herald-load mode=max .*achieved_rps=\([0-9.]*\).*/\1/p')
   echo "round $r: wrk_rps=$w herald_rps=$h" >&2
   wrk_runs+=("$w"); hl_runs+=("$h")
 done

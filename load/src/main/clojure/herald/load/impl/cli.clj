@@ -104,6 +104,7 @@
 (defn- sweep! [options args]
   (let [r (load/sweep (assoc (engine-opts options args) :on-step #(binding [*out* *err*] (prn %))))]
     (when-let [dir (:out options)]
+      (io/make-parents (io/file dir "sweep.edn"))
       (spit (io/file dir "sweep.edn") (pr-str (update r :runs #(mapv :label %))))
       (doseq [run (:runs r)] (load/write-result! (io/file dir (str/replace (:label run) #"[^A-Za-z0-9.]+" "-")) run))
       (load/report! dir (:runs r)))
