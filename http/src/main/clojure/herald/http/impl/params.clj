@@ -2,6 +2,7 @@
   "Query-string and urlencoded-form decoding for wrap-params, over herald.http.codec.FormDecoder."
   (:require [herald.http.impl.json :as json])
   (:import (herald.http.codec FormDecoder TooManyParamsException)
+           (herald.http.route RequestMaps)
            (java.io ByteArrayInputStream InputStream)
            (java.nio.charset Charset IllegalCharsetNameException StandardCharsets UnsupportedCharsetException)))
 
@@ -41,32 +42,41 @@
                                   (if (> (alength bs) (long max)) ::too-large bs))
       :else (byte-array 0))))
 
-(defn- merge-params [req k m]
-  (assoc req k m :params (let [p (:params req)] (if (seq p) (merge p m) m))))
+(defn- merge-into [p m] (if (seq p) (merge p m) m))
 
-(defn- query-params [req ^Charset cs max-params]
-  (if (contains? req :query-params)
-    req
-    (merge-params req :query-params (FormDecoder/decode ^String (:query-string req) cs (int max-params)))))
+(defn- query-params
+  "The decoded query string, or nil when the request has :query-params already."
+  [req ^Charset cs max-params]
+  (when-not (contains? req :query-params)
+    (FormDecoder/decode ^String (:query-string req) cs (int max-params))))
 
-(defn- form-params [req ^Charset cs max-bytes max-params]
+(defn- form-params
+  "[form-params body] for urlencoded requests (body: a fresh stream over the bytes read), [{} nil] for
+  others, nil when the request has :form-params already, or a reduced 413."
+  [req ^Charset cs max-bytes max-params]
   (cond
-    (contains? req :form-params) req
-    (not= "application/x-www-form-urlencoded" (content-type req)) (assoc req :form-params {})
+    (contains? req :form-params) nil
+    (not= "application/x-www-form-urlencoded" (content-type req)) [{} nil]
     :else (let [bs (body-bytes req max-bytes)]
             (if (= ::too-large bs)
               (reduced (json/error-response 413 (str "form body larger than " max-bytes " bytes")))
-              (-> (assoc req :body (ByteArrayInputStream. ^bytes bs))
-                  (merge-params :form-params
-                                (FormDecoder/decode ^bytes bs 0 (alength ^bytes bs) (request-charset req cs)
-                                                    (int max-params))))))))
+              [(FormDecoder/decode ^bytes bs 0 (alength ^bytes bs) (request-charset req cs) (int max-params))
+               (ByteArrayInputStream. ^bytes bs)]))))
+
+(defn- with-params [req qp [fp body]]
+  (if (or qp fp)
+    (let [params (cond-> (:params req) qp (merge-into qp) fp (merge-into fp))
+          kvs (cond-> [:params params] qp (conj :query-params qp) fp (conj :form-params fp) body (conj :body body))]
+      (RequestMaps/with req (object-array kvs)))
+    req))
 
 (defn params-request
   "Returns `req` with :query-params, :form-params and :params, or a `reduced` error response when the form
   body is too large (413) or holds too many parameters (400)."
   [req {:keys [^Charset charset max-form-bytes max-params]}]
   (try
-    (let [req (query-params req charset max-params)]
-      (form-params req charset max-form-bytes max-params))
+    (let [qp (query-params req charset max-params)
+          form (form-params req charset max-form-bytes max-params)]
+      (if (reduced? form) form (with-params req qp form)))
     (catch TooManyParamsException e
       (reduced (json/error-response 400 (str "too many parameters (more than " (.limit e) ")"))))))

@@ -7,9 +7,9 @@ import clojure.lang.PersistentArrayMap;
 import java.util.Iterator;
 
 /**
- * Adds the router's keys to a Ring request map in one step: a request that is a small
- * {@link PersistentArrayMap} (as herald's server builds it) gets one new array map with the keys appended,
- * instead of one copy per {@code assoc} and a conversion to a hash map past eight entries.
+ * Adds keys to a Ring request map in one step (the router's match keys, wrap-params' maps): a request that
+ * is a small {@link PersistentArrayMap} (as herald's server builds it) gets one new array map with the keys
+ * set, instead of one copy per {@code assoc} and a conversion to a hash map past eight entries.
  */
 public final class RequestMaps {
   private RequestMaps() {}
@@ -22,6 +22,39 @@ public final class RequestMaps {
   public static final Keyword ROUTE_NAME = Keyword.intern("herald.http", "route-name");
 
   private static final int MAX_ARRAY_ENTRIES = 24;
+
+  /**
+   * {@code req} with the keys and values of {@code kvs} set (k1 v1 k2 v2 ...; distinct keys). A
+   * {@link PersistentArrayMap} request of at most 24 entries stays one array map, built in one copy;
+   * anything else goes through {@code assoc}.
+   */
+  public static IPersistentMap with(IPersistentMap req, Object... kvs) {
+    if (req instanceof PersistentArrayMap am && am.count() + kvs.length / 2 <= MAX_ARRAY_ENTRIES) {
+      Object[] kv = new Object[2 * am.count() + kvs.length];
+      Iterator<?> ks = ((IMapIterable) am).keyIterator();
+      Iterator<?> vs = ((IMapIterable) am).valIterator();
+      int i = 0;
+      while (ks.hasNext()) {
+        Object k = ks.next();
+        Object v = vs.next();
+        if (!setBy(kvs, k)) {
+          kv[i++] = k;
+          kv[i++] = v;
+        }
+      }
+      System.arraycopy(kvs, 0, kv, i, kvs.length);
+      i += kvs.length;
+      return new PersistentArrayMap(i == kv.length ? kv : java.util.Arrays.copyOf(kv, i));
+    }
+    IPersistentMap out = req;
+    for (int i = 0; i < kvs.length; i += 2) out = out.assoc(kvs[i], kvs[i + 1]);
+    return out;
+  }
+
+  private static boolean setBy(Object[] kvs, Object k) {
+    for (int i = 0; i < kvs.length; i += 2) if (kvs[i] == k || kvs[i].equals(k)) return true;
+    return false;
+  }
 
   /** {@code req} with :path-params, :herald.http/route and (for named routes) :herald.http/route-name. */
   public static IPersistentMap withMatch(IPersistentMap req, RouteMatch m) {

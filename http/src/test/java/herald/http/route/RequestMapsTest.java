@@ -49,4 +49,20 @@ class RequestMapsTest {
     assertTrue(hashed.containsKey(RequestMaps.ROUTE_NAME));
     assertEquals(4, hashed.count());
   }
+
+  @Test
+  void withSetsAndReplacesKeysInOneArrayMap() {
+    Keyword a = Keyword.intern("k1");
+    Keyword fresh = Keyword.intern("fresh");
+    IPersistentMap req = request(10);
+    IPersistentMap out = RequestMaps.with(req, a, "replaced", fresh, "new");
+    assertTrue(out instanceof PersistentArrayMap, "stays an array map past eight entries");
+    assertEquals(11, out.count());
+    assertEquals("replaced", out.valAt(a));
+    assertEquals("new", out.valAt(fresh));
+    assertEquals(9, out.valAt(Keyword.intern("k9")));
+    IPersistentMap big = RequestMaps.with(request(30), fresh, 1);
+    assertEquals(31, big.count());
+    assertEquals(1, big.valAt(fresh));
+  }
 }
