@@ -84,10 +84,11 @@ final class ResponseWriter {
     private static void encode(HttpConnection c, Exchange ex, Object resp, ByteBuf buf) throws Exception {
         int status = status(RT.get(resp, STATUS));
         Object body = RT.get(resp, BODY);
-        HeadBuffer h = c.headBuffer.reset();
+        LoopState loop = LoopState.get();
+        HeadBuffer h = loop.head.reset();
         h.put(StatusLines.of(status));
-        HeaderScan scan = HeaderScan.write(h, RT.get(resp, HEADERS), c.lastScan);
-        c.lastScan = scan;
+        HeaderScan scan = HeaderScan.write(h, RT.get(resp, HEADERS), loop.lastScan);
+        loop.lastScan = scan;
         if (!scan.server && c.server.serverLine != null) {
             h.put(c.server.serverLine);
         }
@@ -212,7 +213,7 @@ final class ResponseWriter {
             ex.keepAlive = false;
         }
         ByteBuf buf = c.output.out();
-        HeadBuffer h = c.headBuffer.reset();
+        HeadBuffer h = LoopState.get().head.reset();
         h.put(StatusLines.of(status));
         if (c.server.serverLine != null) {
             h.put(c.server.serverLine);

@@ -47,8 +47,6 @@ public final class RingRequest {
         final String remoteAddr;
         final String localAddr;
         final boolean proxy;
-        String lastHost;
-        String lastServerName;
 
         /** The facts of {@code ch}; {@code fallbackPort} when its local address is not an inet address. */
         static Connection of(Channel ch, int fallbackPort, boolean proxy) {
@@ -148,9 +146,6 @@ public final class RingRequest {
         if (host == null || host.isEmpty()) {
             return conn.localAddr;
         }
-        if (host.equals(conn.lastHost)) {
-            return conn.lastServerName;
-        }
         String name;
         if (host.charAt(0) == '[') {
             int close = host.indexOf(']');
@@ -159,8 +154,6 @@ public final class RingRequest {
             int colon = host.lastIndexOf(':');
             name = colon >= 0 ? host.substring(0, colon) : host;
         }
-        conn.lastHost = host;
-        conn.lastServerName = name;
         return name;
     }
 
