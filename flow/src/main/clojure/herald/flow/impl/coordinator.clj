@@ -59,7 +59,8 @@
                    (let [m (.computeIfAbsent acks epoch (reify java.util.function.Function (apply [_ _] (ConcurrentHashMap.))))]
                      (.put ^ConcurrentHashMap m me (assoc data :input-task (input-task me)))
                      (when (= nworkers (.size ^ConcurrentHashMap m))
-                       (.remove acks epoch)
+                       ;; this epoch is complete: it and any older, never-completed one are done with
+                       (.removeIf (.keySet acks) (reify java.util.function.Predicate (test [_ e] (<= (long e) (long epoch)))))
                        (.put ready [epoch (into {} m)]))))
            :input-done! (fn [me pos]
                           (vreset! (:inputs-live c) false)

@@ -70,7 +70,7 @@
    (k :lifecycle/before-batch :hook "`(fn [event lifecycle] map)` before each batch; `:batch` in the event." nil :optional? true)
    (k :lifecycle/after-batch :hook "`(fn [event lifecycle] map)` after each batch; `:batch` and `:results` in the event." nil :optional? true)
    (k :lifecycle/after-task-stop :hook "`(fn [event lifecycle] map)` when the task thread stops (completion or kill)." nil :optional? true)
-   (k :lifecycle/handle-exception :hook "`(fn [event lifecycle phase exception] action)` for an exception thrown by a hook or plugin: `:kill` fails the job, `:defer` asks the next handler (the default is `:kill`). A task fn's exception is never here: it is routed as data."
+   (k :lifecycle/handle-exception :hook "`(fn [event lifecycle phase exception] action)` for an exception thrown by a hook or plugin on one of the task's threads, to log or clean up: the job then fails (`:defer` hands the exception to the next handler first). A task fn's exception is never here: it is routed as data."
       nil :optional? true)])
 
 (def window-keys
