@@ -115,3 +115,10 @@
       (if (.exists f)
         (is (str/includes? (slurp f) (flow/model-markdown)) "regenerate with: bench/flow.sh --docs (see docs/flow.md)")
         (clojure.test/do-report {:type :skip :message "docs/flow.md not found from the working directory"})))))
+
+(deftest typos-get-a-suggestion
+  (let [r (refusal (assoc-in ok-job [:catalog 1 :task/paralelism] 2))]
+    (is (= :task/paralelism (:key r)))
+    (is (= "did you mean :task/parallelism?" (:hint r))))
+  (let [r (refusal (assoc ok-job :flow-condition []))]
+    (is (= "did you mean :flow-conditions?" (:hint r)))))

@@ -60,3 +60,23 @@
       :duration "milliseconds or [n unit]" :group-key "a keyword or a vector of keywords"
       :edges "a vector of [from to] edges" :catalog "a vector of task maps"
       (name t))))
+
+(defn- distance
+  "Levenshtein distance between two strings."
+  ^long [^String a ^String b]
+  (let [n (.length b)]
+    (loop [i 0 prev (vec (range (inc n)))]
+      (if (= i (.length a))
+        (long (peek prev))
+        (recur (inc i)
+               (reduce (fn [row j]
+                         (conj row (min (inc (long (peek row))) (inc (long (nth prev (inc j))))
+                                        (+ (long (nth prev j)) (if (= (.charAt a i) (.charAt b j)) 0 1)))))
+                       [(inc i)] (range n)))))))
+
+(defn closest
+  "The candidate keyword nearest to `k` by spelling, when it is near enough to be a likely typo."
+  [k candidates]
+  (let [s (str k)
+        [d best] (first (sort-by first (map (fn [c] [(distance s (str c)) c]) candidates)))]
+    (when (and best (<= (long d) (max 2 (quot (count s) 5)))) best)))

@@ -34,7 +34,9 @@
   (let [ks (model/by-section section)]
     (doseq [key (keys m) :when (and (own-ns? key) (not (contains? ks key)))]
       (invalid! (conj path key) key (get m key) (str "is not a key of " default-label)
-                (str "use one of " (vec (sort (keys ks))))))
+                (if-let [c (t/closest key (keys ks))]
+                  (str "did you mean " c "?")
+                  (str "use one of " (vec (sort (keys ks)))))))
     (doseq [[key {:keys [type optional? one-of required-when allowed-when]}] ks]
       (let [present? (contains? m key) v (get m key)
             when-holds? (fn [[wk wvs]] (contains? wvs (get m wk (:default (get ks wk)))))]
