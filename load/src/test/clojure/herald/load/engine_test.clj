@@ -18,9 +18,11 @@
     (let [r (load/rate {:url (:url s) :rate 100 :warmup 1 :duration 5 :connections 16 :progress :quiet})
           l (:latency r)]
       (is (= 500 (:requests r)) (pr-str (:errors r) (:warnings r)))
-      (is (< 850 (:p99 l) 1150) (str "p99 " (:p99 l)))
-      (is (< 650 (:p95 l) 900) (str "p95 " (:p95 l)))
-      (is (< 400 (:p90 l) 650) (str "p90 " (:p90 l)))
+      ;; lower bounds are the point (a tool with coordinated omission reports ~1 ms here); the upper
+      ;; bounds leave room for the one-thread server's catch-up after the stall on a busy machine
+      (is (< 850 (:p99 l) 1300) (str "p99 " (:p99 l)))
+      (is (< 650 (:p95 l) 1050) (str "p95 " (:p95 l)))
+      (is (< 400 (:p90 l) 800) (str "p90 " (:p90 l)))
       (is (< (:p50 l) 100) (str "p50 " (:p50 l)))
       (is (< (:p75 l) (/ (:p90 l) 2)) (str "p75 " (:p75 l) " (the body of the distribution is not the stall)"))
       (testing "service time alone hides the stall (that is coordinated omission)"

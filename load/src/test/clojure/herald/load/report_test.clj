@@ -74,7 +74,7 @@
           lines (map #(json/read-bytes (.getBytes ^String % "UTF-8")) (str/split-lines out))]
       (is (>= (count lines) 2))
       (is (every? #(= "interval" (:type %)) lines))
-      (is (every? #(and (number? (:rate %)) (= 100.0 (:target %)) (map? (:latency %))) lines)))))
+      (is (every? #(and (number? (:rate %)) (== 100 (:target %)) (map? (:latency %))) lines)))))
 
 (deftest spectrum-points-follow-the-histogram
   (let [h (Histogram. 3)]
