@@ -43,10 +43,11 @@
   (-complete-fanout! [s post-id] "Marks the fan-out of post-id done (idempotent)."))
 
 (defprotocol SearchIndex
-  "Keyword search over subject and story. Guarantees: -index! is idempotent by post id; a post indexed
-  before -search is called is found by it (read-your-writes); the index is derived data: an embedded
-  backend catches up on open with every published post not yet committed to the index, so callers never
-  need to re-index after a crash. Terms are Unicode words (Lucene's StandardAnalyzer: UAX#29 word
+  "Keyword search over subject and story. Guarantees: -index! is idempotent by post id; visibility is
+  near-real-time: a post indexed at least the backend's lag before -search is called is found by it (the
+  memory store and an embedded store opened with :search-max-lag-ms 0 are read-your-writes; the embedded
+  default lag is 1 s); the index is derived data: an embedded backend catches up on open with every
+  published post not yet committed to the index, so callers never need to re-index after a crash. Terms are Unicode words (Lucene's StandardAnalyzer: UAX#29 word
   boundaries, lower-cased); a post matches when EVERY keyword term occurs in its subject or story."
   (-index! [s post] "Makes post searchable (idempotent by :id).")
   (-search [s keywords opts] "Sender ids of matching posts, one per post (repeats kept), newest first; opts {:limit n}."))

@@ -199,7 +199,8 @@
         (doseq [[id ok] @markers :when (not (present id))]
           (some->> (outbound-post db ok) (lucene/index-post! idx)))))
     (commit-index! db idx)
-    (delete-markers! db (map first @markers))))
+    (delete-markers! db (map first @markers))
+    (lucene/refresh! idx)))
 
 (defn- run-safely [state f]
   (fn []
@@ -218,7 +219,7 @@
 
 (def ^:private defaults
   {:data-dir "data" :sync? false :block-cache-mb 64 :write-buffer-mb 32 :index-ram-mb 64
-   :index-commit-ms 5000 :index-refresh-ms 100 :search-max-lag-ms 0})
+   :index-commit-ms 5000 :index-refresh-ms 1000 :search-max-lag-ms 1000})
 
 (defn- validate [opts]
   (let [bad (fn [k what] (throw (ex-info (str k " must be " what ", got " (pr-str (get opts k)))
@@ -243,8 +244,8 @@
   | :write-buffer-mb  | int     | 32      | memtable size of each feed column family                      |
   | :index-ram-mb     | int     | 64      | Lucene IndexWriter RAM buffer                                  |
   | :index-commit-ms  | int     | 5000    | period of Lucene commits (search-pending markers cleared then) |
-  | :index-refresh-ms | int     | 100     | period of background searcher refreshes (when posts were indexed) |
-  | :search-max-lag-ms | int    | 0       | a search sees every post indexed this long before it: 0 is read-your-writes (a search refreshes the searcher when it is behind); larger values let searches use a slightly stale searcher and leave refreshing to the background |"
+  | :index-refresh-ms | int     | 1000    | period of background searcher refreshes (when posts were indexed) |
+  | :search-max-lag-ms | int    | 1000    | a search sees every post indexed at least this long before it; when the searcher lags more, the search refreshes it first. 0 is read-your-writes (a refresh, i.e. a small segment flush, per search after writes: costly under load) |"
   [config]
   (let [opts (validate (merge defaults (select-keys config (keys defaults))))
         dir (io/file (:data-dir opts))

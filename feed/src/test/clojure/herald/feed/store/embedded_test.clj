@@ -16,7 +16,7 @@
 (contract/deftests embedded fx/open-embedded fx/close-embedded!)
 
 (defn- open [dir & {:as opts}]
-  (s/open-store (merge {:type :embedded :data-dir dir :block-cache-mb 8 :write-buffer-mb 4 :index-ram-mb 16}
+  (s/open-store (merge {:type :embedded :data-dir dir :block-cache-mb 8 :write-buffer-mb 4 :index-ram-mb 16 :search-max-lag-ms 0}
                        opts)))
 
 (defn- populate! [st]

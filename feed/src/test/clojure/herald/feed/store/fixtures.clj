@@ -20,12 +20,12 @@
 (def ^:private dirs (atom {}))
 
 (defn open-embedded
-  "An embedded store in a fresh temporary directory (removed by close-embedded!)."
+  "An embedded store in a fresh temporary directory (removed by close-embedded!); read-your-writes search."
   ([] (open-embedded {}))
   ([opts]
    (let [dir (temp-dir "store")
          st (s/open-store (merge {:type :embedded :data-dir dir :block-cache-mb 8 :write-buffer-mb 4
-                                  :index-ram-mb 16} opts))]
+                                  :index-ram-mb 16 :search-max-lag-ms 0} opts))]
      (swap! dirs assoc st dir)
      st)))
 

@@ -59,7 +59,7 @@
 
 (defn- run-both [ops]
   (let [model (s/open-store {:type :memory}) dir (fx/temp-dir "model")
-        open #(s/open-store {:type :embedded :data-dir dir :block-cache-mb 8 :write-buffer-mb 4 :index-ram-mb 16})
+        open #(s/open-store {:type :embedded :data-dir dir :block-cache-mb 8 :write-buffer-mb 4 :index-ram-mb 16 :search-max-lag-ms 0})
         emb (volatile! (open))]
     (try
       (loop [[o & more] ops mp [] ep []]

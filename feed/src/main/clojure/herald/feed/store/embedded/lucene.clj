@@ -4,9 +4,9 @@
   (:import (java.nio.file Paths)
            (java.util.concurrent ConcurrentHashMap ConcurrentLinkedQueue)
            (java.util.concurrent.atomic AtomicLong)
-           (org.apache.lucene.document Document Field Field$Store FieldType NumericDocValuesField StoredField
-                                       StringField)
-           (org.apache.lucene.index IndexOptions IndexWriter IndexWriterConfig IndexWriterConfig$OpenMode Term)
+           (org.apache.lucene.document Document Field Field$Store FieldType NumericDocValuesField StringField)
+           (org.apache.lucene.index DocValues IndexOptions IndexWriter IndexWriterConfig IndexWriterConfig$OpenMode
+                                    LeafReaderContext NumericDocValues ReaderUtil Term)
            (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder IndexSearcher ScoreDoc
                                      SearcherFactory SearcherManager Sort SortField SortField$Type TermQuery
                                      TopFieldDocs)
@@ -49,7 +49,7 @@
   (doto (Document.)
     (.add (StringField. "id" (Long/toString (long id)) Field$Store/NO))
     (.add (NumericDocValuesField. "ts" (long ts)))
-    (.add (StoredField. "from" (long from)))
+    (.add (NumericDocValuesField. "from" (long from)))
     (.add (Field. ^String text/field ^CharSequence (text/post-text post) text-type))))
 
 (defn claim!
@@ -111,6 +111,15 @@
     (doseq [^String t terms] (.add b (TermQuery. (Term. ^String text/field t)) BooleanClause$Occur/MUST))
     (.build b)))
 
+(defn- sender
+  "The sender of top-level document doc, from doc values (no stored-field block to decompress)."
+  ^long [^java.util.List leaves doc]
+  (let [^LeafReaderContext leaf (.get leaves (ReaderUtil/subIndex (int doc) leaves))
+        ^NumericDocValues dv (DocValues/getNumeric (.reader leaf) "from")
+        d (unchecked-subtract-int (int doc) (.-docBase leaf))]
+    ;; advance, not advanceExact: the latter is declared on a package-private class Clojure cannot call
+    (if (= d (.advance ^org.apache.lucene.search.DocIdSetIterator dv d)) (.longValue dv) 0)))
+
 (defn search
   "Sender ids of the newest limit posts containing every term. Sees every document indexed max-lag-ms or
   more before the call (every document when max-lag-ms is 0)."
@@ -122,10 +131,8 @@
       (let [^IndexSearcher s (.acquire manager)]
         (try
           (let [^TopFieldDocs top (.search s (query terms) (int limit) newest-first)
-                fields (.storedFields s)]
-            (mapv (fn [^ScoreDoc sd]
-                    (.longValue (.numericValue (.getField (.document fields (.-doc sd)) "from"))))
-                  (.-scoreDocs top)))
+                leaves (.leaves (.getIndexReader s))]
+            (mapv (fn [^ScoreDoc sd] (sender leaves (.-doc sd))) (.-scoreDocs top)))
           (finally (.release manager s)))))))
 
 (defn commit!

@@ -35,6 +35,7 @@
     (.setCreateIfMissing true)
     (.setCreateMissingColumnFamilies true)
     (.setMaxBackgroundJobs 2)
+    (.setEnablePipelinedWrite true)
     (.setBytesPerSync (* 1024 1024))
     (.setMaxTotalWalSize (* 128 1024 1024))
     (.setKeepLogFileNum 3)
