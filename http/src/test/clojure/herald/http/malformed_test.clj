@@ -40,6 +40,9 @@
       (testing "bare LF line endings and invalid header names -> 400"
         (is (= [400 true] (answer-and-eof p "GET / HTTP/1.1\nHost: x\n\n")))
         (is (= [400 true] (answer-and-eof p "GET / HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n"))))
+      (testing "NUL or a bare CR in a header value -> 400 (RFC 9110 5.5)"
+        (is (= [400 true] (answer-and-eof p "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\u0000b\r\n\r\n")))
+        (is (= [400 true] (answer-and-eof p "GET / HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n"))))
       (testing "invalid Content-Length -> 400"
         (is (= [400 true] (answer-and-eof p "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n"))))
       (testing "a good request pipelined before a bad one is answered first"
