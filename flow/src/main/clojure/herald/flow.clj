@@ -15,6 +15,7 @@
   (:require [herald.flow.impl.log :as log]
             [herald.flow.impl.metrics :as metrics]
             [herald.flow.impl.model :as model]
+            [herald.flow.impl.plan]
             [herald.flow.impl.runtime :as runtime]
             [herald.flow.impl.types :as t]
             [herald.flow.impl.validate :as validate]
@@ -47,6 +48,15 @@
   loaded) here: an unresolvable fn is a validation error."
   [job]
   (validate/validate job))
+
+(defn plan
+  "The physical plan `submit-job` would run for `job` (validated first): a vector of stages, each
+  `{:tasks [names fused into one loop] :parallelism threads :targets [stage ids]}`. `opts` as for
+  `submit-job` (`:fuse?` matters)."
+  ([job] (plan job {}))
+  ([job opts]
+   (mapv #(select-keys % [:id :tasks :parallelism :targets])
+         (herald.flow.impl.plan/wire (validate job) (herald.flow.impl.plan/stages (validate job) opts) 1))))
 
 (def ^:private submit-opts
   {:data-dir [#(or (string? %) (instance? java.io.File %)) "a directory path"]

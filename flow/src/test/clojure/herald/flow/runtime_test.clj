@@ -41,6 +41,18 @@
            (= (:errors want) (:errors got))
            (= (:sums want) (:sums got))))))
 
+(defspec ^:stress runtime-matches-interpreter-at-length 1000
+  (prop/for-all [shape g/gen-shape fuse? (clojure.test.check.generators/elements [true false])
+                 cap (clojure.test.check.generators/elements [1 2 32])]
+    (let [job (g/job-of shape)
+          ins (for [t (:catalog job) :when (= :input (:task/type t))] (:task/name t))
+          want (g/interpret job (into {} (for [i ins] [i (:segments shape)])))
+          got (run-job job (:segments shape) {:fuse? fuse? :queue-capacity cap})]
+      (and (= :completed (:status got))
+           (= (update-vals (:outputs want) g/multiset) (update-vals (:outputs got) g/multiset))
+           (= (:errors want) (:errors got))
+           (= (:sums want) (:sums got))))))
+
 (def ^:private base2
   {:workflow [[:in :f] [:f :a]]
    :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}
@@ -184,3 +196,13 @@
     (is (= :failed (:status st)))
     (is (= "hook broke" (.getMessage ^Throwable (:error st))))
     (is (= [[:handled :task "hook broke"]] @fns/hook-log))))
+
+(deftest plan-shows-fusion
+  (let [job {:workflow [[:in :a] [:a :b] [:b :out] [:b :side]]
+             :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}
+                       {:task/name :a :task/type :function :task/fn :herald.flow.test-fns/inc-n}
+                       {:task/name :b :task/type :function :task/fn :herald.flow.test-fns/inc-n :task/parallelism 2}
+                       {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/collecting-output :task/parallelism 2}
+                       {:task/name :side :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]}]
+    (is (= [[:in :a] [:b] [:out] [:side]] (map :tasks (flow/plan job))) ":b fans out, so it ends its stage")
+    (is (= [[:in] [:a] [:b] [:out] [:side]] (map :tasks (flow/plan job {:fuse? false}))))))
