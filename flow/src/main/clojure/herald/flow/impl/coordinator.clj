@@ -82,7 +82,8 @@
                                 deadline (+ (System/currentTimeMillis) timeout-ms)]
                             (loop []
                               (cond (>= (long (get-in @status [:last-snapshot :epoch] 0)) e) true
-                                    (or (realized? done) (> (System/currentTimeMillis) deadline)) false
+                                    (or (realized? done) (not @(:inputs-live c))
+                                        (> (System/currentTimeMillis) deadline)) false
                                     :else (do (Thread/sleep 5) (recur))))))
            :kill! (fn []
                     (stop! {:status :killed})
