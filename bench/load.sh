@@ -55,7 +55,9 @@ p99=$(echo "$rate_out" | sed -n 's/^herald-load mode=rate .* p99_ms=\([0-9.]*\).
 mkdir -p bench/results
 csv=bench/results/load.csv
 [ -f "$csv" ] || echo "date,commit,cores,jvm,gc,connections,duration_s,rounds,wrk_rps,herald_rps,ratio,rate_target,rate_achieved,rate_p99_ms,notes" >"$csv"
-commit=$(git rev-parse --short=12 HEAD)$( [ -n "$(git status --porcelain --untracked-files=no -- load bench/load.sh)" ] && echo -dirty)
+commit=$(git rev-parse --short=12 HEAD)
+[ -n "$(git status --porcelain --untracked-files=no -- load bench/load.sh)" ] && commit="$commit-dirty"
+:
 jvm=$(java -version 2>&1 | sed -n 's/.*Runtime Environment \(.*\)/\1/p' | head -1 | tr ',' ' ')
 echo "$(date -u +%FT%TZ),$commit,$(nproc),$jvm,ParallelGC,$C,$D,$ROUNDS,$wrk_rps,$herald_rps,$ratio,$target,$achieved,$p99,server pinned core $SC; wrk and herald-load pinned core $CC (1 thread each); the 2 cores are shared with the server and other jobs; medians of $ROUNDS rounds; GET /plaintext non-pipelined" >>"$csv"
 echo "load wrk_rps=$wrk_rps herald_rps=$herald_rps ratio=$ratio rate_target=$target rate_achieved=$achieved"
