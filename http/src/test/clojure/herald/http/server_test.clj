@@ -43,6 +43,20 @@
                                               (finally (ts/close! c)))))))]
           (is (every? true? (mapcat deref results))))))))
 
+(deftest ^:integration pipelined-requests-off-the-event-loop-stay-in-order
+  (doseq [mode [:virtual-threads :worker-pool]]
+    (testing (str mode)
+      (with-server [s (fn [req]
+                        (let [i (Long/parseLong (subs (:uri req) 1))]
+                          (Thread/sleep (long (rand-int 5)))
+                          {:status 200 :body (if (zero? (mod i 5)) (list "/" (str i)) (:uri req))}))
+                    {:mode mode}]
+        (let [c (ts/open (ts/port s))]
+          (try (dotimes [round 3]
+                 (ts/write! c (apply str (for [i (range 16)] (ts/request-text "GET" (str "/" i)))))
+                 (is (= (map #(str "/" %) (range 16)) (for [_ (range 16)] (:body (ts/read-response c))))))
+               (finally (ts/close! c))))))))
+
 (deftest ^:integration large-bodies-both-ways
   (let [big (byte-array (* 3 1024 1024) (byte 7))]
     (with-server [s echo {:max-body-bytes (* 4 1024 1024)}]

@@ -24,6 +24,10 @@ final class Exchange implements Runnable {
     Object response;
     Throwable failure;
     private boolean completing;
+    /** The answer is recorded (set by the answering thread before the completion is posted). */
+    volatile boolean ready;
+    /** The response writing started (event loop only). */
+    boolean written;
     private volatile int answered;
     private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
         AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
@@ -60,6 +64,7 @@ final class Exchange implements Runnable {
                 answered = 1;
                 response = resp;
                 completing = true;
+                ready = true;
                 conn.complete(this);
                 return;
             }
@@ -77,6 +82,7 @@ final class Exchange implements Runnable {
         response = resp;
         failure = t;
         completing = true;
+        ready = true;
         if (conn.server.handlerExecutor != null) {
             conn.server.pending.decrementAndGet();
         }
@@ -90,6 +96,22 @@ final class Exchange implements Runnable {
             }
         }
         return true;
+    }
+
+    /** Runs exchanges of one connection one after the other on one worker (pipelined requests). */
+    static final class Batch implements Runnable {
+        private final Exchange[] exchanges;
+
+        Batch(Exchange[] exchanges) {
+            this.exchanges = exchanges;
+        }
+
+        @Override
+        public void run() {
+            for (Exchange ex : exchanges) {
+                ex.invoke();
+            }
+        }
     }
 
     /** The async {@code respond} callback: the first call wins, later calls are ignored. */

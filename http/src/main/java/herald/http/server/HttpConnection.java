@@ -43,6 +43,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private long headNanos;
 
     private final ArrayDeque<Exchange> queue = new ArrayDeque<>(4);
+    /** Exchanges handed to a worker after {@code active}, answered in order (pipelining off the event loop). */
+    private final ArrayDeque<Exchange> running = new ArrayDeque<>(4);
+    private boolean completingChain;
     private Exchange active;
     private boolean closing;
     private boolean readPaused;
@@ -230,31 +233,60 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             server.pending.decrementAndGet();
             ResponseWriter.writeError(this, ex, 503);
         } else {
-            try {
-                server.handlerExecutor.execute(ex);
-            } catch (RuntimeException rejected) {
-                server.pending.decrementAndGet();
-                ResponseWriter.writeError(this, ex, 503);
-            }
+            dispatch(ex);
         }
     }
 
+    /** Hands {@code ex}, and the requests pipelined behind it, to one worker that runs them in order. */
+    private void dispatch(Exchange ex) {
+        Runnable task = ex;
+        if (!queue.isEmpty()) {
+            ArrayDeque<Exchange> batch = new ArrayDeque<>();
+            batch.add(ex);
+            while (!queue.isEmpty() && queue.peek().reject == 0 && server.pending.get() < config.maxPending) {
+                server.pending.incrementAndGet();
+                Exchange next = queue.poll();
+                batch.add(next);
+                running.add(next);
+            }
+            task = batch.size() == 1 ? ex : new Exchange.Batch(batch.toArray(new Exchange[0]));
+        }
+        try {
+            server.handlerExecutor.execute(task);
+        } catch (RuntimeException rejected) {
+            server.pending.addAndGet(-(1 + running.size()));
+            running.clear();
+            ResponseWriter.writeError(this, ex, 503);
+        }
+    }
     /** The handler answered: write the response (event loop). */
     void complete(Exchange ex) {
-        if (ex != active) {
-            return;
-        }
         if (!ctx.channel().isActive()) {
             ResponseWriter.discard(ex.response);
-            finished(ex);
+            if (ex == active) {
+                finished(ex);
+            }
             return;
         }
-        if (ex.keepAlive && server.draining && queue.isEmpty() && head == null) {
-            ex.keepAlive = false;
+        if (ex != active || ex.written || completingChain) {
+            return; // not its turn yet (or already written): finished() of the one before picks it up
         }
-        ResponseWriter.write(this, ex);
+        completingChain = true;
+        try {
+            Exchange cur = ex;
+            while (cur != null) {
+                cur.written = true;
+                if (cur.keepAlive && server.draining && queue.isEmpty() && running.isEmpty() && head == null) {
+                    cur.keepAlive = false;
+                }
+                ResponseWriter.write(this, cur);
+                Exchange next = active;
+                cur = next != null && next != cur && next.ready && !next.written ? next : null;
+            }
+        } finally {
+            completingChain = false;
+        }
     }
-
     /** Called by the writer once the response is fully handed to Netty. */
     void finished(Exchange ex) {
         if (ex != active) {
@@ -262,21 +294,33 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
         active = null;
         if (!ctx.channel().isActive()) {
+            running.clear();
             return;
         }
-        if (!ex.keepAlive || (server.draining && queue.isEmpty())) {
+        if (!ex.keepAlive || (server.draining && queue.isEmpty() && running.isEmpty())) {
+            running.clear();
             closeAfterFlush(ex.reject != 0 || head != null);
+            return;
+        }
+        Exchange next = running.poll();
+        if (next != null) {
+            active = next;
+            if (!next.ready) {
+                flushLater();
+            } else if (!completingChain) {
+                complete(next);
+            }
             return;
         }
         flushLater();
         drain();
     }
-
     /** The exchange became a WebSocket: this handler is gone from the pipeline. */
     void upgraded(Exchange ex) {
         active = null;
         closing = true;
         queue.clear();
+        running.clear();
         if (tick != null) {
             tick.cancel(false);
         }
@@ -310,7 +354,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     /** Graceful shutdown: close now when idle, else after the current exchange (or the one being received). */
     void shutdown() {
-        if (active == null && queue.isEmpty() && head == null) {
+        if (active == null && queue.isEmpty() && running.isEmpty() && head == null) {
             closing = true;
             ctx.close();
         }
@@ -331,6 +375,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             tick.cancel(false);
         }
         queue.clear();
+        running.clear();
         head = null;
         body = null;
         output.release();
