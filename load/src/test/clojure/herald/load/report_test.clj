@@ -65,6 +65,7 @@
       (is (str/includes? out "Latency Distribution (HdrHistogram - Recorded Latency"))
       (is (re-find #"herald-load mode=rate requests=100 target_rps=100.0 achieved_rps=100.0" out))
       (is (.exists (io/file dir "r" "result.edn")))
+      (is (.exists (io/file dir "r" "latency.hlog")) "-o also writes the interval histogram log")
       (let [cmp (with-out-str (main/run-cli ["compare" (str dir "/r/result.edn") (str dir "/r/result.edn")]))]
         (is (str/includes? cmp "achieved/s"))))))
 

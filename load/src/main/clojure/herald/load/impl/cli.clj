@@ -88,6 +88,7 @@
   (let [body (:body options)]
     (cond-> (-> options (dissoc :out :quiet :label :help) (assoc :url url :handle-interrupt? true))
       (:quiet options) (assoc :progress :quiet)
+      (and (:out options) (not (:hlog options))) (assoc :hlog (str (io/file (:out options) "latency.hlog")))
       (and body (str/starts-with? body "@")) (assoc :body (slurp (subs body 1)))
       (:script options) (assoc :script (load-file (:script options))))))
 

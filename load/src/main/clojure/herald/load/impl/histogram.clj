@@ -94,7 +94,8 @@
   "Opens an interval histogram log (.hlog) at `path` starting at `start-ms` (epoch ms); values are
   microseconds, the max column in milliseconds. Returns a map for `hlog-interval!` and `hlog-close!`."
   [path start-ms]
-  (let [out (java.io.FileOutputStream. (str path))
+  (let [_ (some-> (.getParentFile (java.io.File. (str path))) .mkdirs)
+        out (java.io.FileOutputStream. (str path))
         w (HistogramLogWriter. out)]
     (.outputComment w "herald-load interval histogram log; values in microseconds")
     (.outputLogFormatVersion w)
