@@ -103,7 +103,7 @@
          " errors=" (reduce + (vals (:errors r))))))
 
 (defn- sweep! [options args]
-  (let [r (load/sweep (assoc (engine-opts options args) :on-step #(binding [*out* *err*] (prn %))))]
+  (let [r (load/sweep (assoc (dissoc (engine-opts options args) :hlog) :on-step #(binding [*out* *err*] (prn %))))]
     (when-let [dir (:out options)]
       (io/make-parents (io/file dir "sweep.edn"))
       (spit (io/file dir "sweep.edn") (pr-str (update r :runs #(mapv :label %))))
