@@ -2,7 +2,7 @@
   "A store-level benchmark (not a timed test): writer threads publish + index + fan out to 3 friends while
   searcher threads search one dictionary word each, after a 3 s warm-up. Run:
   mvn -o -q -pl feed test -Dherald.test.ns='.*store.bench.*' -Dherald.test.include=benchmark
-  (-Dherald.bench.threads=2 -Dherald.bench.searchers=1 -Dherald.bench.seconds=10 -Dherald.bench.max-lag-ms=20)"
+  (-Dherald.bench.threads=2 -Dherald.bench.searchers=1 -Dherald.bench.seconds=10 -Dherald.bench.max-lag-ms=1000)"
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.store :as s]
@@ -57,7 +57,7 @@
 (deftest ^:benchmark embedded-store-write-throughput
   (let [opts {:threads (Long/getLong "herald.bench.threads" 2) :searchers (Long/getLong "herald.bench.searchers" 1)
               :seconds (Long/getLong "herald.bench.seconds" 10)}
-        lag (Long/getLong "herald.bench.max-lag-ms" 0)
+        lag (Long/getLong "herald.bench.max-lag-ms" 1000)
         st (fx/open-embedded {:block-cache-mb 64 :write-buffer-mb 32 :index-ram-mb 64 :search-max-lag-ms lag})]
     (try
       (run st (assoc opts :seconds 3))
