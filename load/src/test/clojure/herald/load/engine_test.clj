@@ -89,6 +89,14 @@
       (is (= 4 (get-in r [:errors :timeout])))
       (is (zero? (:requests r))))))
 
+(deftest ^:integration warm-up-is-sent-but-not-recorded
+  (let [hits (atom 0)]
+    (ts/with-server [s (fn [ex] (swap! hits inc) (ts/hello ex)) 2]
+      (let [r (load/rate {:url (:url s) :rate 100 :warmup 1 :duration 1 :connections 4 :progress :quiet})]
+        (is (= 100 (:requests r)))
+        (is (= 200 @hits))
+        (is (= 1.0 (:duration-s r)))))))
+
 (deftest ^:integration histograms-round-trip-through-the-result
   (ts/with-server [s ts/hello]
     (let [r (load/rate {:url (:url s) :rate 100 :duration 1 :connections 2 :progress :quiet})

@@ -1,7 +1,10 @@
 (ns herald.load.sweep-test
   "The wall search: step verdicts and a short sweep against a server that slows down past a rate."
-  (:require [clojure.test :refer [deftest is]]
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is]]
             [herald.load :as load]
+            [herald.load.impl.plot :as plot]
+            [herald.load.impl.report :as report]
             [herald.load.impl.sweep :as sweep]
             [herald.load.test-server :as ts]))
 
@@ -26,4 +29,5 @@
       (is (= [20 50 200 400] (map :rate (:steps r))) "stops after two failing steps in a row")
       (is (= [true true false false] (map :ok? (:steps r))))
       (is (= 50 (:wall r)))
-      (is (= 4 (count @steps) (count (:runs r)))))))
+      (is (= 4 (count @steps) (count (:runs r))))
+      (is (re-find #"<svg .*p99 bound" (str/replace (plot/svg (report/sweep-chart r)) "\n" " "))))))

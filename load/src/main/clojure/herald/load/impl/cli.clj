@@ -4,7 +4,9 @@
             [clojure.string :as str]
             [herald.load :as load]
             [herald.load.impl.aggregate :as agg]
-            [herald.load.impl.output :as output]))
+            [herald.load.impl.output :as output]
+            [herald.load.impl.plot :as plot]
+            [herald.load.impl.report :as report]))
 
 (set! *warn-on-reflection* true)
 
@@ -108,7 +110,10 @@
       (io/make-parents (io/file dir "sweep.edn"))
       (spit (io/file dir "sweep.edn") (pr-str (update r :runs #(mapv :label %))))
       (doseq [run (:runs r)] (load/write-result! (io/file dir (str/replace (:label run) #"[^A-Za-z0-9.]+" "-")) run))
-      (load/report! dir (:runs r)))
+      (load/report! dir (:runs r))
+      (when (seq (:steps r))
+        (spit (io/file dir "sweep.svg") (plot/svg (report/sweep-chart r)))
+        (with-open [o (io/output-stream (io/file dir "sweep.png"))] (.write o ^bytes (plot/png (report/sweep-chart r))))))
     (println (load/compare-table (:runs r)))
     (println (str "herald-load mode=sweep max_rps=" (some->> (:max-rate r) double (format "%.1f"))
                   " wall_rps=" (or (:wall r) "none") " p99_bound_ms=" (:p99-bound r)))

@@ -70,6 +70,16 @@
                  (series-of (str e " " o) rows))
                (for [r results :when (seq (:per-minute r))] (series-of (label r) (:per-minute r))))}))
 
+(defn sweep-chart
+  "p99 and p99.9 against the target rate of a sweep's steps, with the bounds."
+  [{:keys [steps p99-bound p999-bound]}]
+  {:title "Sweep: latency against target rate" :x-label "target rate (requests/s)" :y-label "latency (ms)"
+   :series (let [xs (map :rate steps) line (fn [y] [[(apply min xs) y] [(apply max xs) y]])]
+             [{:name "p99" :points (mapv (juxt :rate :p99) (filter :p99 steps))}
+              {:name "p99.9" :points (mapv (juxt :rate :p999) (filter :p999 steps))}
+              {:name "p99 bound" :points (line p99-bound)}
+              {:name "p99.9 bound" :points (line p999-bound)}])})
+
 (defn charts
   "Every chart of `results` keyed by file stem."
   [results]
