@@ -2,9 +2,13 @@
   "The durable local log: append and read back, segment files, torn tails, seek, retention, and the log input."
   (:require [clojure.java.io :as io]
             [clojure.test :refer [deftest is testing]]
+            [clojure.test.check.clojure-test :refer [defspec]]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop]
             [herald.flow :as flow]
             [herald.flow.impl.log :as log])
-  (:import (java.io File RandomAccessFile)
+  (:import (herald.flow.log RecordCodec)
+           (java.io File RandomAccessFile)
            (java.nio.file Files)
            (java.nio.file.attribute FileAttribute)))
 
@@ -77,3 +81,21 @@
     (is (identical? l (flow/open-log dir)) "one log per directory in a JVM")
     (flow/kill-job h)
     (flow/close-log! l)))
+
+(defspec the-codec-round-trips-any-data 300
+  (prop/for-all [x gen/any-equatable]
+    (= x (RecordCodec/decode (RecordCodec/encode x)))))
+
+(defrecord Req [entity ms])
+
+(deftest the-codec-keeps-types-that-matter
+  (let [x {:at #inst "2026-11-22T10:00:00.123Z" :id #uuid "4fe6b1a0-4d5c-4a1c-9b6e-1d2f3a4b5c6d"
+           :ratio 1/3 :big 12345678901234567890N :dec 1.5M :ch \x :sym 'a/b :tag (tagged-literal 'my/tag [1])
+           :nested [{:a #{1 2}} '(3 4) nil true false -0.5 "ünïcødé ✓"]}
+        y (RecordCodec/decode (RecordCodec/encode x))]
+    (is (= x y))
+    (is (instance? java.util.Date (:at y)))
+    (is (vector? (:nested y)))
+    (is (= {:entity :inbound :ms 3} (RecordCodec/decode (RecordCodec/encode (->Req :inbound 3)))) "records come back as maps"))
+  (testing "EDN text payloads (the log's first format) still read"
+    (is (= {:a [1 2]} (RecordCodec/decode (.getBytes "{:a [1 2]}" "UTF-8"))))))

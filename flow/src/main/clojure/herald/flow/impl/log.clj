@@ -1,11 +1,11 @@
 (ns herald.flow.impl.log
-  "A durable local log: EDN records appended to segment files with length and CRC framing, read by offset."
-  (:require [clojure.edn :as edn]
-            [clojure.java.io :as io])
-  (:import (java.io File)
+  "A durable local log: records (Clojure data, see herald.flow.log.RecordCodec) appended to segment files with
+  length and CRC framing, read by offset."
+  (:require [clojure.java.io :as io])
+  (:import (herald.flow.log RecordCodec)
+           (java.io File)
            (java.nio ByteBuffer)
            (java.nio.channels FileChannel)
-           (java.nio.charset StandardCharsets)
            (java.nio.file OpenOption StandardOpenOption)
            (java.util.zip CRC32)))
 
@@ -73,7 +73,7 @@
   ^long [^Log log]
   (long (:end @(:state log))))
 
-(defn- encode ^bytes [record] (.getBytes (pr-str record) StandardCharsets/UTF_8))
+(defn- encode ^bytes [record] (RecordCodec/encode record))
 
 (defn- roll! [^Log log]
   (let [{:keys [^FileChannel ch end]} @(:state log)]
@@ -186,7 +186,7 @@
             (.get buf body)
             (if (= c (crc body 0 len))
               (do (swap! (:state r) update :pos + need)
-                  (edn/read-string {:default tagged-literal} (String. body StandardCharsets/UTF_8)))
+                  (RecordCodec/decode body))
               (do (.position buf (int (- (.position buf) need))) ::none)))
           ::none))
       ::none)))
