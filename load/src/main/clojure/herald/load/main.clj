@@ -9,7 +9,7 @@
 
 (set! *warn-on-reflection* true)
 
-(def usage-head
+(def ^{:doc "The top-level usage text."} usage-head
   "herald-load: constant-rate HTTP load without coordinated omission, and its analysis.
 
 Usage: herald-load COMMAND [options] [args]

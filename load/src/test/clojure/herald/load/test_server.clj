@@ -46,7 +46,10 @@
   `(let [~sym (start ~handler ~@more)]
      (try ~@body (finally (stop ~sym)))))
 
-(defn hello [ex] (respond! ex 200 "hello"))
+(defn hello
+  "Answers 200 hello."
+  [ex]
+  (respond! ex 200 "hello"))
 
 (defn stall-once
   "A handler that answers at once, except that the first request arriving `after-ms` after the first

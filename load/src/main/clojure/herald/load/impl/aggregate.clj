@@ -101,7 +101,9 @@
           (add! agg time-ms entity operation latency-us))))
     (rows agg)))
 
-(def csv-header "minute,entity,operation,count,median_ms,p95_ms,p99_ms,max_ms")
+(def csv-header
+  "The header line of per-minute CSV."
+  "minute,entity,operation,count,median_ms,p95_ms,p99_ms,max_ms")
 
 (defn rows->csv
   "The rows as CSV text with a header line."

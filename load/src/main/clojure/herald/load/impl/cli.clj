@@ -10,7 +10,9 @@
 
 (set! *warn-on-reflection* true)
 
-(def commands #{:rate :max :sweep :feed :report :compare :aggregate})
+(def commands
+  "The subcommands."
+  #{:rate :max :sweep :feed :report :compare :aggregate})
 
 (defn parse-seconds
   "\"10s\", \"500ms\", \"2m\", \"1h\" or a plain number of seconds, as seconds (a double)."

@@ -10,7 +10,9 @@
 
 (set! *warn-on-reflection* true)
 
-(def palette ["#1f77b4" "#d62728" "#2ca02c" "#ff7f0e" "#9467bd" "#8c564b" "#e377c2" "#17becf" "#7f7f7f" "#bcbd22"])
+(def palette
+  "Series colours, in order."
+  ["#1f77b4" "#d62728" "#2ca02c" "#ff7f0e" "#9467bd" "#8c564b" "#e377c2" "#17becf" "#7f7f7f" "#bcbd22"])
 (def ^:private W 860) (def ^:private H 420)
 (def ^:private L 72) (def ^:private R 190) (def ^:private T 40) (def ^:private B 52)
 
