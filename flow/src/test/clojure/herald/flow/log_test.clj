@@ -99,3 +99,18 @@
     (is (= {:entity :inbound :ms 3} (RecordCodec/decode (RecordCodec/encode (->Req :inbound 3)))) "records come back as maps"))
   (testing "EDN text payloads (the log's first format) still read"
     (is (= {:a [1 2]} (RecordCodec/decode (.getBytes "{:a [1 2]}" "UTF-8"))))))
+
+(deftest corruption-in-the-middle-is-an-error-not-a-stall
+  (let [dir (temp-dir "herald-log")
+        l (log/open-log dir {})]
+    (log/append-all! l [{:a 1} {:a 2} {:a 3}])
+    (let [f (first (.listFiles dir))
+          second-record (log/append! l {:a 4})]
+      (with-open [raf (RandomAccessFile. ^File f "rw")]
+        (.seek raf (- second-record 2))
+        (.write raf (byte-array [7]))))
+    (let [r (log/reader dir 0)]
+      (is (= [{:a 1} {:a 2}] (log/read-batch r 2)))
+      (is (= :herald.flow/corrupt-log (try (log/read-batch r 10) nil (catch clojure.lang.ExceptionInfo e (:type (ex-data e))))))
+      (log/close-reader! r))
+    (log/close-log! l)))

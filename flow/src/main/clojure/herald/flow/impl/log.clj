@@ -187,7 +187,13 @@
             (if (= c (crc body 0 len))
               (do (swap! (:state r) update :pos + need)
                   (RecordCodec/decode body))
-              (do (.position buf (int (- (.position buf) need))) ::none)))
+              (let [{:keys [^FileChannel ch ^long pos base]} @(:state r)]
+                (.position buf (int (- (.position buf) need)))
+                (when (> (.size ch) (+ (- pos (long base)) need))
+                  ;; a whole record with a bad CRC and more data after it: corruption, not a write in progress
+                  (throw (ex-info (str "Corrupt record at offset " pos " in log " (:dir r))
+                                  {:type :herald.flow/corrupt-log :dir (str (:dir r)) :offset pos})))
+                ::none)))
           ::none))
       ::none)))
 
