@@ -39,7 +39,8 @@
 
 (defn queue-input
   "An input draining a `java.util.concurrent.BlockingQueue` (bounded: producers block when it is full). Not
-  replayable: a resumed job does not see what an earlier run took. Put `end-of-input` to finish.
+  replayable: a resumed job does not see what an earlier run took. Put `end-of-input` to finish. Its lag is
+  the queue's size.
 
   | key | type | default | meaning |
   |---|---|---|---|
@@ -47,7 +48,10 @@
   [task]
   (let [^BlockingQueue q (spi/option task :queue/queue #(instance? BlockingQueue %) "a java.util.concurrent.BlockingQueue")
         done (volatile! false)]
-    (reify spi/Input
+    (reify
+      spi/Lag
+      (-lag [_] (.size q))
+      spi/Input
       (-poll! [_ max-n timeout-ms]
         (when-not @done
           (let [out (ArrayList.)

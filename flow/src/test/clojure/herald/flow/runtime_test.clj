@@ -123,12 +123,14 @@
                                       {:task/name :inc :task/type :function :task/fn :herald.flow.test-fns/inc-n}
                                       {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]}
                            {:inject {:in {:queue/queue q} :out {:sink/atom out}}})]
+    (is (= 0 (get-in (flow/job-metrics h) [:tasks :in :lag])))
     (doseq [i (range 100)] (.put q {:n i}))
     (.put q plugin/end-of-input)
     (is (= :completed (:status (flow/await-job h 5000))))
     (is (= (range 1 101) (map :n @out)) "one thread end to end keeps order")
     (let [m (flow/job-metrics h)]
       (is (= :q (:job/name m)))
+      (is (pos? (:started-at m)))
       (is (= 100 (get-in m [:tasks :inc :segments-in])))
       (is (= [:in :inc :out] (get-in m [:tasks :inc :stage])) "the straight chain is fused")
       (is (pos? (get-in m [:tasks :inc :batch-latency-us :max]))))))

@@ -41,7 +41,7 @@
         ready (LinkedBlockingQueue.)
         remaining (AtomicLong. nworkers)
         final-positions (atom {})
-        status (atom {:status :running :restored-epoch (:epoch restored)
+        status (atom {:status :running :restored-epoch (:epoch restored) :started-at (System/currentTimeMillis)
                       :last-snapshot (when restored {:epoch base :at (:at restored)})})
         done (promise)
         threads (atom [])
