@@ -28,5 +28,5 @@
 (defn for-page
   "The :next cursor of a page: nil unless more items follow the last one shown."
   [items more?]
-  (when more?
+  (when (and more? (seq items))
     (let [{:keys [ts id]} (peek items)] (encode ts id))))

@@ -6,7 +6,7 @@
            (java.util.concurrent.atomic AtomicLong)
            (org.apache.lucene.document Document Field Field$Store FieldType NumericDocValuesField StringField)
            (org.apache.lucene.index DocValues IndexOptions IndexWriter IndexWriterConfig IndexWriterConfig$OpenMode
-                                    LeafReaderContext NumericDocValues ReaderUtil Term)
+                                    LeafReaderContext NumericDocValues ReaderUtil Term TieredMergePolicy)
            (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder IndexSearcher ScoreDoc
                                      SearcherFactory SearcherManager Sort SortField SortField$Type TermQuery
                                      TopFieldDocs)
@@ -37,6 +37,9 @@
         cfg (doto (IndexWriterConfig. text/analyzer)
               (.setOpenMode IndexWriterConfig$OpenMode/CREATE_OR_APPEND)
               (.setRAMBufferSizeMB (double ram-mb))
+              ;; no compound files: they copy every flushed or small merged segment once more
+              (.setUseCompoundFile false)
+              (.setMergePolicy (doto (TieredMergePolicy.) (.setNoCFSRatio 0.0)))
               (.setIndexSort newest-first)
               ;; no merge-on-refresh: a reopen must not wait (up to 500 ms by default) for merges
               (.setMaxFullFlushMergeWaitMillis 0))
