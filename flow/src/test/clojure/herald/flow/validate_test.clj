@@ -66,7 +66,8 @@
   (let [r (refusal (assoc-in ok-job [:catalog 0 :task/batch-size] 0))]
     (is (= [:catalog 0 :task/batch-size] (:path r)))
     (is (= 0 (:value r)))
-    (is (re-find #":task/batch-size 0 .* Fix: " (:message r))))
+    (is (re-find #":task/batch-size 0 .* Fix: .*\(task :in\)$" (:message r)))
+    (is (= :in (:task r))))
   (testing "a task in the catalog but not in the workflow is named"
     (let [r (refusal (update ok-job :catalog conj {:task/name :lost :task/type :function :task/fn :herald.flow.test-fns/inc-n}))]
       (is (= [:task/name :lost] [(:key r) (:value r)]))))

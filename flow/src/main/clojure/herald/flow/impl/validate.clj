@@ -199,9 +199,7 @@
         (invalid! (conj path :task/group-by-fn) :task/group-by-fn (:task/group-by-fn m) "is given with :task/group-by-key" "keep one of the two")))
     tasks))
 
-(defn validate
-  "Checks `job` against the model; returns it with defaults filled in or throws `:herald.flow/invalid-job`."
-  [job]
+(defn- validate* [job]
   (when-not (map? job) (invalid! [] :job job "is not a map" "a job is a map with :workflow and :catalog"))
   (check-keys! :job job [] (fn [k] (or (nil? (namespace k)) (= "job" (namespace k)))) "a job")
   (check-section! job :task :catalog "task" "a task")
@@ -221,3 +219,27 @@
         (update :triggers (fn [ts] (vec (map-indexed (fn [i tr] (merge {:trigger/id (keyword (str "trigger-" i))}
                                                                        (model/defaults :trigger) tr)) ts))))
         (update :flow-conditions (fn [fcs] (mapv #(merge (model/defaults :flow-condition) %) fcs))))))
+
+(defn- owner
+  "The name of the task, window or trigger an error `path` points into, as [kind name], or nil."
+  [job [section i]]
+  (when (int? i)
+    (case section
+      :catalog [:task (get-in job [:catalog i :task/name])]
+      :windows [:window (get-in job [:windows i :window/id])]
+      :flow-conditions [:task (get-in job [:flow-conditions i :flow/from])]
+      :lifecycles [:task (get-in job [:lifecycles i :lifecycle/task])]
+      :triggers [:window (get-in job [:triggers i :trigger/window-id])]
+      nil)))
+
+(defn validate
+  "Checks `job` against the model; returns it with defaults filled in or throws `:herald.flow/invalid-job`
+  whose data carries :path, :key, :value, :problem, :hint and, when the path is inside one, the :task or
+  :window it concerns (also named in the message)."
+  [job]
+  (try (validate* job)
+       (catch clojure.lang.ExceptionInfo e
+         (let [d (ex-data e) [kind n] (when (map? job) (owner job (:path d)))]
+           (if (and (= :herald.flow/invalid-job (:type d)) (keyword? n) (not (contains? d kind)))
+             (throw (ex-info (str (.getMessage e) " (" (name kind) " " n ")") (assoc d kind n) (.getCause e)))
+             (throw e))))))
