@@ -194,6 +194,15 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     }
 
     private void enqueue(Exchange ex) {
+        if (active == null && queue.isEmpty() && !draining) {
+            draining = true;
+            try {
+                start(ex); // the common case: nothing ahead of it
+            } finally {
+                draining = false;
+            }
+            return;
+        }
         queue.add(ex);
         drain();
         if (!readPaused && queue.size() >= config.maxPipelined) {
