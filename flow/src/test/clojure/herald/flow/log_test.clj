@@ -114,3 +114,17 @@
       (is (= :herald.flow/corrupt-log (try (log/read-batch r 10) nil (catch clojure.lang.ExceptionInfo e (:type (ex-data e))))))
       (log/close-reader! r))
     (log/close-log! l)))
+
+(deftest concurrent-appenders-are-grouped-and-keep-their-records-whole
+  (let [dir (temp-dir "herald-log")
+        l (log/open-log dir {:segment-bytes 4096})
+        offsets (->> (range 8)
+                     (mapv (fn [t] (future (vec (for [i (range 250)] [(log/append-all! l [{:t t :i i} {:t t :i i :second true}]) t i])))))
+                     (mapcat deref))
+        recs (read-all dir 0)]
+    (is (= 4000 (count recs)))
+    (is (= (count (distinct (mapcat first offsets))) 4000) "every record got its own offset")
+    (testing "a call's records are contiguous and each thread's calls are in its order"
+      (doseq [[t rs] (group-by :t recs)]
+        (is (= (for [i (range 250) s [nil true]] (cond-> {:t t :i i} s (assoc :second true))) rs))))
+    (log/close-log! l)))

@@ -7,6 +7,7 @@
            (java.nio ByteBuffer)
            (java.nio.channels FileChannel)
            (java.nio.file OpenOption StandardOpenOption)
+           (java.util.concurrent ConcurrentLinkedQueue)
            (java.util.zip CRC32)))
 
 (set! *warn-on-reflection* true)
@@ -42,7 +43,7 @@
                   (.read ch body (+ pos header-bytes))
                   (if (= c (crc (.array body) 0 len)) (recur (+ pos header-bytes (long len))) pos)))))))))
 
-(defrecord Log [^File dir lock state segment-bytes fsync? ^Object signal])
+(defrecord Log [^File dir lock state segment-bytes fsync? ^Object signal pending])
 
 (defn open-log
   "Opens (creating) the log in directory `dir`, truncating a torn last record. Options: `:segment-bytes`, `:fsync?`."
@@ -54,7 +55,8 @@
           vend (valid-end ch)]
       (.truncate ch vend)
       (.position ch vend)
-      (->Log d (Object.) (atom {:ch ch :base base :end (+ base vend)}) (long segment-bytes) (boolean fsync?) (Object.)))))
+      (->Log d (Object.) (atom {:ch ch :base base :end (+ base vend)}) (long segment-bytes) (boolean fsync?) (Object.)
+             (ConcurrentLinkedQueue.)))))
 
 (defonce ^:private registry (atom {}))
 
@@ -81,26 +83,47 @@
     (.close ch)
     (swap! (:state log) assoc :ch (open-ch (seg-file (:dir log) end) true) :base end)))
 
-(defn append-all!
-  "Appends `records` in one write; returns their offsets. Visible to readers once this returns; durable
-  against a process crash at once, against power loss when the log was opened with `:fsync? true`."
-  [^Log log records]
-  (let [bodies (mapv encode records)
-        total (reduce + (map #(+ header-bytes (alength ^bytes %)) bodies))
-        buf (ByteBuffer/allocate total)]
-    (doseq [^bytes b bodies]
-      (.putInt buf (alength b)) (.putInt buf (unchecked-int (crc b 0 (alength b)))) (.put buf b))
-    (.flip buf)
-    (locking (:lock log)
+(defn- frame!
+  "Writes the length, CRC and body of each of `bodies` into `buf`."
+  [^ByteBuffer buf bodies]
+  (doseq [^bytes b bodies]
+    (.putInt buf (alength b)) (.putInt buf (unchecked-int (crc b 0 (alength b)))) (.put buf b)))
+
+(defn- write-pending!
+  "Writes every queued append in one write (group commit); called with the log's lock held."
+  [^Log log]
+  (let [^ConcurrentLinkedQueue q (:pending log)
+        entries (loop [acc []] (if-let [e (.poll q)] (recur (conj acc e)) acc))
+        bodies (mapcat #(aget ^objects % 0) entries)
+        total (long (reduce + 0 (map #(+ header-bytes (alength ^bytes %)) bodies)))]
+    (when (seq entries)
       (when (>= (- (long (:end @(:state log))) (long (:base @(:state log)))) (long (:segment-bytes log)))
         (roll! log))
-      (let [{:keys [^FileChannel ch end]} @(:state log)]
+      (let [{:keys [^FileChannel ch end]} @(:state log)
+            buf (ByteBuffer/allocate total)]
+        (frame! buf bodies)
+        (.flip buf)
         (while (.hasRemaining buf) (.write ch buf))
         (when (:fsync? log) (.force ch false))
         (swap! (:state log) assoc :end (+ (long end) total))
-        (let [^Object sig (:signal log)] (locking sig (.notifyAll sig)))
-        (first (reduce (fn [[offs ^long pos] ^bytes b] [(conj offs pos) (+ pos header-bytes (alength b))])
-                       [[] (long end)] bodies))))))
+        (reduce (fn [^long pos ^objects e]
+                  (let [[offs pos] (reduce (fn [[offs ^long pos] ^bytes b] [(conj offs pos) (+ pos header-bytes (alength b))])
+                                           [[] pos] (aget e 0))]
+                    (aset e 1 offs)
+                    pos))
+                (long end) entries)
+        (let [^Object sig (:signal log)] (locking sig (.notifyAll sig)))))))
+
+(defn append-all!
+  "Appends `records` contiguously; returns their offsets. Concurrent appends are written together in one
+  write (and one fsync). Visible to readers once this returns; durable against a process crash at once,
+  against power loss when the log was opened with `:fsync? true`."
+  [^Log log records]
+  (let [entry (object-array [(mapv encode records) nil])]
+    (.add ^ConcurrentLinkedQueue (:pending log) entry)
+    (locking (:lock log)
+      (when (nil? (aget entry 1)) (write-pending! log)))
+    (aget entry 1)))
 
 (defn await-append
   "Waits up to `ms` for an append to `log` in this JVM (appends from other processes are not signalled)."
