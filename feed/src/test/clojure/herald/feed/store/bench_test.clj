@@ -1,6 +1,6 @@
 (ns herald.feed.store.bench-test
   "A store-level benchmark (not a timed test): writer threads publish + index + fan out to 3 friends while
-  searcher threads search one dictionary word each, after a 3 s warm-up. Run:
+  searcher threads search one dictionary word each, after an 8 s warm-up. Run:
   mvn -o -q -pl feed test -Dherald.test.ns='.*store.bench.*' -Dherald.test.include=benchmark
   (-Dherald.bench.threads=2 -Dherald.bench.searchers=1 -Dherald.bench.seconds=10 -Dherald.bench.max-lag-ms=1000)"
   (:require [clojure.string :as str]
@@ -60,7 +60,7 @@
         lag (Long/getLong "herald.bench.max-lag-ms" 1000)
         st (fx/open-embedded {:block-cache-mb 64 :write-buffer-mb 32 :index-ram-mb 64 :search-max-lag-ms lag})]
     (try
-      (run st (assoc opts :seconds 3))
+      (run st (assoc opts :seconds 8))
       (let [r (run st opts)]
         (println (format (str "store-bench writers=%d searchers=%d seconds=%d max_lag_ms=%d story_words=150 friends=3"
                               " posts_per_s=%d cpu_us_per_post=%d p50_us=%d p99_us=%d searches_per_s=%d search_p99_us=%d"
