@@ -123,6 +123,12 @@
   [results]
   (report/table-text results))
 
+(defn merge-results
+  "One result from the results of several generators run side by side against one target: histograms
+  merged exactly (HdrHistogram addition), counts, errors, statuses and rates summed."
+  [results]
+  (report/merge-results results))
+
 (defn aggregate
   "Per-minute aggregates of records (maps of :time-ms :entity :operation :latency-us): count, median, p95,
   p99, max (ms) per minute and entity x operation."

@@ -21,6 +21,7 @@ Commands:
   feed          the reference news feed workload against a feed service (--host, --port)
   report R...   HTML report with inline SVG and PNG plots of result files (overlaid) into --out
   compare R...  side-by-side table of result files (and an overlaid report with --out)
+  merge R...    one result from generators that ran side by side (histograms merged exactly)
   aggregate LOG per-minute count/median/p95/p99/max of a reference performance log (- for stdin)
 
 Run `herald-load COMMAND --help` for a command's options. Results go to --out DIR: result.edn,

@@ -49,6 +49,12 @@
           (let [img (ImageIO/read (io/file dir "a" f))]
             (is (some? img) f)
             (is (= 860 (.getWidth img))))))
+      (testing "merge adds histograms exactly and sums counts"
+        (let [m (load/merge-results [a a])]
+          (is (= (* 2 (:requests a)) (:requests m) (get-in m [:latency :count])))
+          (is (= (get-in a [:latency :p99]) (get-in m [:latency :p99])))
+          (is (= (* 2 (get-in a [:rate :achieved])) (get-in m [:rate :achieved])))
+          (is (= ["a" "a"] (:merged-from m)))))
       (testing "compare overlays several runs"
         (let [table (load/compare-table [a b])]
           (is (str/includes? table "p99.9"))
@@ -61,9 +67,9 @@
 (deftest ^:integration cli-runs-and-writes
   (ts/with-server [s ts/hello]
     (let [dir (temp-dir)
-          out (with-out-str (binding [*err* (java.io.StringWriter.)] (is (zero? (main/run-cli ["rate" (:url s) "-R" "100" "-d" "1s" "-c" "2" "-q" "-o" (str dir "/r")])))))]
+          out (with-out-str (binding [*err* (java.io.StringWriter.)] (is (zero? (main/run-cli ["rate" (:url s) "-R" "100" "-d" "1s" "-c" "16" "-q" "-o" (str dir "/r")])))))]
       (is (str/includes? out "Latency Distribution (HdrHistogram - Recorded Latency"))
-      (is (re-find #"herald-load mode=rate requests=100 target_rps=100.0 achieved_rps=100.0" out))
+      (is (re-find #"(?m)^herald-load mode=rate requests=\d+ target_rps=100.0 achieved_rps=[\d.]+ p50_ms=[\d.]+ p99_ms=[\d.]+ p999_ms=[\d.]+ max_ms=[\d.]+ errors=0$" out))
       (is (.exists (io/file dir "r" "result.edn")))
       (is (.exists (io/file dir "r" "latency.hlog")) "-o also writes the interval histogram log")
       (let [cmp (with-out-str (main/run-cli ["compare" (str dir "/r/result.edn") (str dir "/r/result.edn")]))]
@@ -89,7 +95,7 @@
 
 (deftest cli-help-and-errors
   (is (str/includes? (with-out-str (is (zero? (main/run-cli ["--help"])))) "Commands:"))
-  (doseq [cmd ["rate" "max" "sweep" "feed" "report" "compare" "aggregate"]]
+  (doseq [cmd ["rate" "max" "sweep" "feed" "report" "compare" "merge" "aggregate"]]
     (is (str/includes? (with-out-str (is (zero? (main/run-cli [cmd "--help"])))) "Options:") cmd))
   (binding [*err* (java.io.StringWriter.)]
     (is (= 1 (main/run-cli ["bogus"])))

@@ -12,7 +12,7 @@
 
 (def commands
   "The subcommands."
-  #{:rate :max :sweep :feed :report :compare :aggregate})
+  #{:rate :max :sweep :feed :report :compare :merge :aggregate})
 
 (defn parse-seconds
   "\"10s\", \"500ms\", \"2m\", \"1h\" or a plain number of seconds, as seconds (a double)."
@@ -80,12 +80,13 @@
                    [nil "--log FILE" "write the reference performance log" :id :log-file]]
                   common)
     (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"] ["-h" "--help"]]
+    :merge [["-o" "--out DIR" "write the merged result's files into DIR"] [nil "--label NAME" "name of the merged run"] ["-h" "--help"]]
     :aggregate [[nil "--csv FILE" "write CSV there (default: stdout)"] [nil "--edn FILE" "also write EDN"] ["-h" "--help"]]))
 
 (defn arg-help
   "The positional arguments of `cmd`, for usage lines."
   [cmd]
-  (case cmd (:rate :max :sweep) "URL [options]" :feed "[options]" (:report :compare) "RESULT.edn... [options]" :aggregate "LOGFILE|- [options]"))
+  (case cmd (:rate :max :sweep) "URL [options]" :feed "[options]" (:report :compare :merge) "RESULT.edn... [options]" :aggregate "LOGFILE|- [options]"))
 
 (defn- engine-opts [options [url]]
   (when-not url (throw (ex-info "missing URL argument" {:type :herald.load/bad-option :key :url})))
@@ -138,6 +139,11 @@
       (when (empty? results) (throw (ex-info "no result files given" {:type :herald.load/bad-option :key :results})))
       (println (load/compare-table results))
       (when-let [dir (:out options)] (doseq [p (load/report! dir results)] (println "wrote" p)))
+      0)
+    :merge
+    (let [results (mapv output/read-result args)]
+      (when (< (count results) 2) (throw (ex-info "merge needs two or more result files" {:type :herald.load/bad-option :key :results})))
+      (finish! (report/merge-results results) options)
       0)
     :aggregate
     (let [src (first args)

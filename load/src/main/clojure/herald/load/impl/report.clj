@@ -142,3 +142,35 @@
          (str/join (for [r results :let [h (histogram-of r :latency)] :when h]
                      (str "<h3>" (esc (label r)) "</h3><pre>" (esc (hist/spectrum-text "Recorded Latency" h)) "</pre>\n")))
          "</body></html>\n")))
+
+(defn merge-results
+  "One result from results of generators that ran side by side against the same target (same mode):
+  histograms are merged exactly, counts, errors, statuses and rates summed; intervals are summed by
+  position (counts and rates; their percentiles are each generator's worst); per-minute rows keep their
+  counts summed and the worst percentiles. :merged-from lists the inputs' labels."
+  [results]
+  (let [merged (fn [k] (some->> (keep #(get-in % [:histograms k]) results) seq (map hist/decode) hist/merge-histograms))
+        lat (merged :latency) svc (merged :service)
+        sum-in (fn [path] (reduce + 0 (keep #(get-in % path) results)))
+        worst (fn [ms] (when (seq ms) (apply merge-with (fn [a b] (if (and (number? a) (number? b)) (max a b) a)) ms)))]
+    (cond-> (assoc (first results)
+                   :label (str/join "+" (map label results))
+                   :merged-from (mapv label results)
+                   :requests (sum-in [:requests])
+                   :rate {:target (when (some #(get-in % [:rate :target]) results) (double (sum-in [:rate :target])))
+                          :achieved (double (sum-in [:rate :achieved]))}
+                   :connections (sum-in [:connections])
+                   :errors (apply merge-with + (map :errors results))
+                   :status (apply merge-with + (map :status results))
+                   :backlog (sum-in [:backlog])
+                   :warnings (vec (mapcat :warnings results))
+                   :intervals (vec (apply map (fn [& is] (assoc (first is) :count (reduce + (map :count is))
+                                                                :rate (reduce + (map :rate is)) :errors (reduce + (map :errors is))
+                                                                :latency (worst (map :latency is))))
+                                          (map :intervals results)))
+                   :per-minute (->> (mapcat :per-minute results)
+                                    (group-by (juxt :minute-ms :entity :operation))
+                                    (map (fn [[_ rows]] (assoc (worst rows) :count (reduce + (map :count rows)))))
+                                    (sort-by (juxt :minute-ms :entity :operation)) vec))
+      lat (assoc :latency (hist/summary lat) :histograms {:latency (hist/encode lat)})
+      svc (-> (assoc :service (hist/summary svc)) (assoc-in [:histograms :service] (hist/encode svc))))))
