@@ -50,7 +50,8 @@
   published post not yet committed to the index, so callers never need to re-index after a crash. Terms are Unicode words (Lucene's StandardAnalyzer: UAX#29 word
   boundaries, lower-cased); a post matches when EVERY keyword term occurs in its subject or story."
   (-index! [s post] "Makes post searchable (idempotent by :id).")
-  (-search [s keywords opts] "Sender ids of matching posts, one per post (repeats kept), newest first; opts {:limit n}."))
+  (-search [s keywords opts] "Sender ids of matching posts, one per post (repeats kept), newest first; opts {:limit n}.")
+  (-refresh-search! [s] "Makes every post indexed before the call visible to the next searches."))
 
 (defprotocol Cache
   "A bounded cache of derived values (participant lookups, friend lists). Guarantees: -fetch returns the
@@ -206,6 +207,13 @@
   ([s keywords] (search s keywords nil))
   ([s keywords opts]
    (-search s (check-string :keywords keywords) (select-keys (page-opts (dissoc opts :before)) [:limit]))))
+
+(defn refresh-search!
+  "Makes every post indexed before this call visible to the searches that follow (whatever the backend's
+  visibility lag): for tests and admin tools, not the request path. Returns nil."
+  [s]
+  (-refresh-search! s)
+  nil)
 
 (defn ready?
   "True while the store is open and usable (for a readiness probe)."

@@ -64,6 +64,7 @@
   store/SearchIndex
   (-index! [_ post] (store/-index! inner post))
   (-search [_ keywords opts] (store/-search inner keywords opts))
+  (-refresh-search! [_] (store/-refresh-search! inner))
 
   store/Lifecycle
   (-close! [_] (store/-close! inner))

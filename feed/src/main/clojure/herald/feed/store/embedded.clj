@@ -152,6 +152,7 @@
   (-index! [_ post] (guarded (index! db idx post) nil))
   (-search [_ keywords {:keys [limit]}]
     (guarded (lucene/search idx (text/terms keywords) limit)))
+  (-refresh-search! [_] (guarded (lucene/refresh! idx)))
 
   store/Lifecycle
   (-close! [_]

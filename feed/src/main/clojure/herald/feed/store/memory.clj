@@ -98,6 +98,8 @@
              (take limit)
              (mapv :from)))))
 
+  (-refresh-search! [_] nil)
+
   store/Lifecycle
   (-close! [_] (reset! open? false) nil)
   (-ready? [_] @open?)

@@ -131,6 +131,7 @@
     (s/index! st p1)
     (s/index! st p3)
     (is (= [a a] (s/search st "quick")) "indexing is idempotent")
+    (is (nil? (s/refresh-search! st)))
     (is (= ::s/invalid (thrown-type #(s/search st nil))))
     (is (= ::s/invalid (thrown-type #(s/search st "x" {:limit -1}))))))
 

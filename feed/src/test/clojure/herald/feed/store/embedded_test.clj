@@ -103,6 +103,17 @@
         (is (zero? (:search-pending (s/stats st))) "the periodic commit clears the markers"))
       (finally (s/close-store! st) (fx/delete-tree! dir)))))
 
+(deftest near-real-time-search-by-default
+  (let [dir (fx/temp-dir "nrt")
+        st (s/open-store {:type :embedded :data-dir dir :index-refresh-ms 60000 :search-max-lag-ms 60000})]
+    (try
+      (let [a (:id (s/create-participant! st "a"))]
+        (s/index! st (s/publish! st (post-of a "okapi") []))
+        (is (= [] (s/search st "okapi")) "not visible before a refresh when the lag allows it")
+        (s/refresh-search! st)
+        (is (= [a] (s/search st "okapi")) "visible after refresh-search!"))
+      (finally (s/close-store! st) (fx/delete-tree! dir)))))
+
 (deftest closed-store-refuses-calls
   (let [dir (fx/temp-dir "closed") st (open dir)]
     (s/close-store! st)
