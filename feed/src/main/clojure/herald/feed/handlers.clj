@@ -102,19 +102,29 @@
 ;; ---------------------------------------------------------------------------------------------------
 ;; handlers of the contract (ctx from herald.feed.service/context)
 
-(defn create-participant [ctx]
+(defn create-participant
+  "POST /participant: {name} -> {id name link}."
+  [ctx]
   (fn [req] (json-response (participant-json (svc/create-participant! ctx (body-params req))))))
 
-(defn get-participant [ctx]
+(defn get-participant
+  "GET /participant/:id -> {id name link}."
+  [ctx]
   (fn [req] (json-response (participant-json (svc/participant ctx (path-id req))))))
 
-(defn post-friend [ctx]
+(defn post-friend
+  "POST /participant/:id/friends: {from to} -> {id from to}."
+  [ctx]
   (fn [req] (json-response (friendship-json (svc/befriend! ctx (path-id req) (body-params req))))))
 
-(defn get-friends [ctx]
+(defn get-friends
+  "GET /participant/:id/friends -> [{id from to}]."
+  [ctx]
   (fn [req] (json-response (mapv friendship-json (svc/friends ctx (path-id req))))))
 
-(defn post-outbound [ctx]
+(defn post-outbound
+  "POST /participant/:id/outbound: {from occurred subject story} -> the item echoed."
+  [ctx]
   (fn [req] (json-response (outbound-json (svc/publish! ctx (path-id req) (body-params req))))))
 
 (defn- feed-handler [ctx read render-fn]
@@ -123,11 +133,17 @@
           opts (svc/page-opts (:limits ctx) (:query-params req) :default-limit :max-limit)]
       (page-response req opts (read ctx id opts) (render-fn id)))))
 
-(defn get-outbound [ctx] (feed-handler ctx svc/outbound (constantly outbound-json)))
+(defn get-outbound
+  "GET /participant/:id/outbound?limit=&before= -> [{from occurred subject story}], newest first."
+  [ctx] (feed-handler ctx svc/outbound (constantly outbound-json)))
 
-(defn get-inbound [ctx] (feed-handler ctx svc/inbound (fn [id] (partial inbound-json id))))
+(defn get-inbound
+  "GET /participant/:id/inbound?limit=&before= -> [{from to occurred subject story}], newest first."
+  [ctx] (feed-handler ctx svc/inbound (fn [id] (partial inbound-json id))))
 
-(defn search-outbound [ctx]
+(defn search-outbound
+  "GET /outbound?keywords=&limit= -> [sender link of each matching post], newest first."
+  [ctx]
   (fn [req]
     (let [q (:query-params req)
           {:keys [limit]} (svc/page-opts (:limits ctx) q :default-search-limit :max-search-limit)]
