@@ -2,12 +2,9 @@ package herald.http.server;
 
 import herald.http.config.HandlerMode;
 import herald.http.config.ServerConfig;
-import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoop;
-import io.netty.channel.socket.DuplexChannel;
 import io.netty.handler.codec.DecoderResult;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
@@ -17,10 +14,7 @@ import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 
 /**
  * One per channel: assembles requests (enforcing the body limit before the handler), keeps pipelined
@@ -28,8 +22,6 @@ import java.util.concurrent.TimeUnit;
  * timeouts, and flushes once per read batch.
  */
 public final class HttpConnection extends ChannelInboundHandlerAdapter {
-    private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
-    private static final long LINGER_MS = 2000;
 
     final ServerContext server;
     final ServerConfig config;
@@ -40,7 +32,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private HttpRequest head;
     private BodyBuffer body;
     private boolean headKeepAlive;
-    private long headNanos;
 
     private final ArrayDeque<Exchange> queue = new ArrayDeque<>(4);
     /** Exchanges handed to a worker after {@code active}, answered in order (pipelining off the event loop). */
@@ -52,8 +43,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private boolean reading;
     private boolean needsFlush;
     private boolean draining;
-    private boolean readSinceTick;
-    private ScheduledFuture<?> tick;
+    private ConnectionTimer timer;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
     OutputBatch output;
 
@@ -88,13 +78,14 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         this.eventLoop = ctx.channel().eventLoop();
         this.output = new OutputBatch(ctx);
         info = RingRequest.Connection.of(ctx.channel(), server.serverPort, config.proxy);
-        scheduleTick();
+        timer = new ConnectionTimer(this, config, decoder);
+        timer.start(eventLoop);
     }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         reading = true;
-        readSinceTick = true;
+        timer.readSinceTick = true;
         if (msg instanceof LastHttpContent && config.mode == HandlerMode.EVENT_LOOP) {
             output.out(); // allocate where the stack is shallow: the leak detector's sampled traces stay cheap
         }
@@ -139,12 +130,11 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
                 reject(r, 413);
                 return;
             }
-            output.writeBatch();
-            ctx.writeAndFlush(Unpooled.wrappedBuffer(CONTINUE));
+            output.writeContinue();
         }
         head = r;
         headKeepAlive = KeepAlive.of(r.protocolVersion(), hs.get(HttpHeaderNames.CONNECTION));
-        headNanos = 0;
+        timer.headNanos = 0;
     }
 
     /** First body bytes of the current request: check the declared length once, then collect. */
@@ -308,7 +298,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
         if (!ex.keepAlive || (server.draining && queue.isEmpty() && running.isEmpty())) {
             running.clear();
-            closeAfterFlush(ex.reject != 0 || head != null);
+            closing = true;
+            queue.clear();
+            output.closeAfterFlush(ex.reject != 0 || head != null);
             return;
         }
         Exchange next = running.poll();
@@ -330,9 +322,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         closing = true;
         queue.clear();
         running.clear();
-        if (tick != null) {
-            tick.cancel(false);
-        }
+        timer.cancel();
     }
 
     /** Flush now, or at the end of the current read batch. */
@@ -345,21 +335,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Flushes, then closes; with {@code linger}, half-closes first and discards input for a while. */
-    private void closeAfterFlush(boolean linger) {
-        closing = true;
-        queue.clear();
-        output.writeBatch();
-        ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener((ChannelFutureListener) f -> {
-            if (linger && f.channel() instanceof DuplexChannel d && f.channel().isActive()) {
-                f.channel().config().setAutoRead(true);
-                d.shutdownOutput();
-                eventLoop.schedule(() -> { f.channel().close(); }, LINGER_MS, TimeUnit.MILLISECONDS);
-            } else {
-                f.channel().close();
-            }
-        });
-    }
 
     /** Graceful shutdown: close now when idle, else after the current exchange (or the one being received). */
     void shutdown() {
@@ -380,9 +355,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        if (tick != null) {
-            tick.cancel(false);
-        }
+        timer.cancel();
         queue.clear();
         running.clear();
         head = null;
@@ -401,48 +374,25 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         ctx.close();
     }
 
-    private void scheduleTick() {
-        long idle = config.idleTimeoutMs;
-        long req = config.requestTimeoutMs;
-        long period = Math.min(idle > 0 ? idle : Long.MAX_VALUE, req > 0 ? req : Long.MAX_VALUE) / 2;
-        if (period == Long.MAX_VALUE / 2) {
-            return;
-        }
-        long p = Math.max(10, period);
-        tick = eventLoop.scheduleAtFixedRate(this::onTick, p, p, TimeUnit.MILLISECONDS);
+    // ---- for the ConnectionTimer ----
+    boolean open() {
+        return !closing && ctx.channel().isActive();
     }
 
-    private long idleSince = System.nanoTime();
+    HttpRequest receiving() {
+        return head;
+    }
 
+    boolean busy() {
+        return active != null || !queue.isEmpty();
+    }
 
-    /** Closes idle connections (never one with an exchange in progress) and times out slow requests. */
-    private void onTick() {
-        long now = System.nanoTime();
-        if (closing || !ctx.channel().isActive()) {
-            return;
-        }
-        long limit = TimeUnit.MILLISECONDS.toNanos(config.requestTimeoutMs);
-        if (head != null && headNanos == 0) {
-            headNanos = now;
-        }
-        if (config.requestTimeoutMs > 0 && active == null && queue.isEmpty()) {
-            if (head != null && now - headNanos > limit) {
-                reject(head, 408);
-                return;
-            }
-            if (head == null && decoder != null && decoder.partialSince != 0 && now - decoder.partialSince > limit) {
-                reject(null, 408);
-                return;
-            }
-        }
-        if (readSinceTick || active != null || !queue.isEmpty() || head != null) {
-            readSinceTick = false;
-            idleSince = now;
-            return;
-        }
-        if (config.idleTimeoutMs > 0 && now - idleSince >= TimeUnit.MILLISECONDS.toNanos(config.idleTimeoutMs)) {
-            closing = true;
-            ctx.close();
-        }
+    void timedOut(HttpRequest r) {
+        reject(r, 408);
+    }
+
+    void closeIdle() {
+        closing = true;
+        ctx.close();
     }
 }

@@ -1,7 +1,12 @@
 package herald.http.server;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.socket.DuplexChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
 
 /**
  * One pooled direct buffer that the fixed responses of a read batch are encoded into, written to the channel as
@@ -9,6 +14,8 @@ import io.netty.channel.ChannelHandlerContext;
  */
 final class OutputBatch {
     private static final int LARGE = 65536;
+    private static final long LINGER_MS = 2000;
+    private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
     private final ChannelHandlerContext ctx;
     private ByteBuf batch;
 
@@ -50,6 +57,29 @@ final class OutputBatch {
     void flushNow() {
         writeBatch();
         ctx.flush();
+    }
+
+    /** Sends "100 Continue" now, after whatever is batched. */
+    void writeContinue() {
+        writeBatch();
+        ctx.writeAndFlush(Unpooled.wrappedBuffer(CONTINUE));
+    }
+
+    /**
+     * Flushes, then closes; with {@code linger}, half-closes first and reads (and drops) input for up to two
+     * seconds, so a client still sending a request body reads the response instead of a reset.
+     */
+    void closeAfterFlush(boolean linger) {
+        writeBatch();
+        ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener((ChannelFutureListener) f -> {
+            if (linger && f.channel() instanceof DuplexChannel d && f.channel().isActive()) {
+                f.channel().config().setAutoRead(true);
+                d.shutdownOutput();
+                f.channel().eventLoop().schedule(() -> { f.channel().close(); }, LINGER_MS, TimeUnit.MILLISECONDS);
+            } else {
+                f.channel().close();
+            }
+        });
     }
 
     void release() {

@@ -1,0 +1,77 @@
+package herald.http.server;
+
+import herald.http.config.ServerConfig;
+import io.netty.channel.EventLoop;
+import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The idle and request timeouts of one connection: one task on its event loop every half of the shorter
+ * timeout. A connection is idle only when nothing is being received, handled or written; a request whose head
+ * or body does not arrive within the request timeout is answered 408.
+ */
+final class ConnectionTimer implements Runnable {
+    private final HttpConnection c;
+    private final ServerConfig config;
+    private final RequestDecoder decoder;
+    private ScheduledFuture<?> task;
+    private long idleSince = System.nanoTime();
+    /** When a tick first saw the request being received (0: none seen yet). */
+    long headNanos;
+    /** Set on every read; cleared by the tick. */
+    boolean readSinceTick;
+
+    ConnectionTimer(HttpConnection c, ServerConfig config, RequestDecoder decoder) {
+        this.c = c;
+        this.config = config;
+        this.decoder = decoder;
+    }
+
+    void start(EventLoop loop) {
+        long idle = config.idleTimeoutMs > 0 ? config.idleTimeoutMs : Long.MAX_VALUE;
+        long req = config.requestTimeoutMs > 0 ? config.requestTimeoutMs : Long.MAX_VALUE;
+        long shorter = Math.min(idle, req);
+        if (shorter == Long.MAX_VALUE) {
+            return;
+        }
+        long p = Math.max(10, shorter / 2);
+        task = loop.scheduleAtFixedRate(this, p, p, TimeUnit.MILLISECONDS);
+    }
+
+    void cancel() {
+        if (task != null) {
+            task.cancel(false);
+        }
+    }
+
+    @Override
+    public void run() {
+        long now = System.nanoTime();
+        if (!c.open()) {
+            return;
+        }
+        boolean receiving = c.receiving() != null;
+        if (receiving && headNanos == 0) {
+            headNanos = now;
+        }
+        long limit = TimeUnit.MILLISECONDS.toNanos(config.requestTimeoutMs);
+        if (config.requestTimeoutMs > 0 && !c.busy()) {
+            if (receiving && now - headNanos > limit) {
+                c.timedOut(c.receiving());
+                return;
+            }
+            if (!receiving && decoder != null && decoder.partialSince != 0 && now - decoder.partialSince > limit) {
+                c.timedOut(null);
+                return;
+            }
+        }
+        if (readSinceTick || receiving || c.busy()) {
+            readSinceTick = false;
+            idleSince = now;
+            return;
+        }
+        if (config.idleTimeoutMs > 0 && now - idleSince >= TimeUnit.MILLISECONDS.toNanos(config.idleTimeoutMs)) {
+            c.closeIdle();
+        }
+    }
+}
