@@ -95,6 +95,10 @@
   (system/value sys ::service))
 
 (defn await-fanout
-  "Blocks until the fan-out of every post accepted so far has run; true if done within `timeout-ms`."
+  "Blocks until the background work of every post accepted so far has run (copied into the friends'
+  inbound feeds, indexed) and makes those posts searchable at once (see :search-max-lag-ms); true if
+  done within `timeout-ms`. For tests and tools: requests never need it."
   [sys timeout-ms]
-  (fanout/await-idle (system/value sys ::fanout) timeout-ms))
+  (let [idle? (fanout/await-idle (system/value sys ::fanout) timeout-ms)]
+    (when idle? (store/refresh-search! (system/value sys ::store)))
+    idle?))

@@ -49,7 +49,7 @@
 (deftest bundled-config-has-every-section
   (let [c (config/load-config nil {:env {}} nil)]
     (is (= :embedded (:profile c)))
-    (is (= {:type :embedded :data-dir "data" :sync? false :search-max-lag-ms 100} (:store c)))
+    (is (= {:type :embedded :data-dir "data" :sync? false :search-max-lag-ms 1000} (:store c)))
     (is (= 8080 (get-in c [:http :port])))
     (is (= 10000 (get-in c [:fanout :drain-timeout-ms])) "#ref to the http shutdown timeout")
     (is (= {:type :memory} (:store (config/load-config nil {:env {"HERALD_PROFILE" "memory"}} nil))))
