@@ -62,3 +62,20 @@
         (when (and (> (- now @first-at) after-ms) (compare-and-set! stalled false true))
           (Thread/sleep (long stall-ms)))
         (respond! ex 200 "ok")))))
+
+(defn overloaded?
+  "True when the machine's 1-minute load average exceeds 3 runnable threads per core: timing-sensitive
+  tests (the stall shape, rate accuracy) measure the scheduler then, not the generator."
+  []
+  (let [os (java.lang.management.ManagementFactory/getOperatingSystemMXBean)]
+    (> (.getSystemLoadAverage os) (* 3.0 (.getAvailableProcessors os)))))
+
+(defmacro when-calm
+  "Runs body unless the machine is overloaded, in which case the test reports a skip with the load."
+  [& body]
+  `(if (overloaded?)
+     (clojure.test/do-report {:type :skip
+                              :message (format "machine overloaded (load average %.1f on %d cores): timing-sensitive test not run"
+                                               (.getSystemLoadAverage (java.lang.management.ManagementFactory/getOperatingSystemMXBean))
+                                               (.availableProcessors (Runtime/getRuntime)))})
+     (do ~@body)))
