@@ -106,6 +106,7 @@
 
 (defn- check-stored-post [post]
   (check-id :id (:id post))
+  (check-id :from (:from post))
   (when-not (int? (:ts post)) (invalid (str "post :ts must be a long, got " (pr-str (:ts post))) :ts (:ts post)))
   post)
 

@@ -57,18 +57,18 @@
 (defn- friendship [db a b]
   (some-> (rocks/get-bytes db :friends (c/pair-key a b)) (c/key-long 0)))
 
+(defn- cf ^org.rocksdb.ColumnFamilyHandle [db family] (get-in db [:cfs family]))
+
 (defn- befriend-locked [db ^AtomicLong ids a b]
   (if-let [id (friendship db a b)]
     {:id id :from a :to b :created? false}
     (let [id (.incrementAndGet ids)]
       (with-open [wb (WriteBatch.)]
-        (.put wb ^org.rocksdb.ColumnFamilyHandle (get-in db [:cfs :friendships]) (c/long-key id) (c/pair-key a b))
-        (.put wb ^org.rocksdb.ColumnFamilyHandle (get-in db [:cfs :friends]) (c/pair-key a b) (c/long-key id))
-        (.put wb ^org.rocksdb.ColumnFamilyHandle (get-in db [:cfs :friends]) (c/pair-key b a) (c/long-key id))
+        (.put wb (cf db :friendships) (c/long-key id) (c/pair-key a b))
+        (.put wb (cf db :friends) (c/pair-key a b) (c/long-key id))
+        (.put wb (cf db :friends) (c/pair-key b a) (c/long-key id))
         (rocks/write! db wb))
       {:id id :from a :to b :created? true})))
-
-(defn- cf ^org.rocksdb.ColumnFamilyHandle [db family] (get-in db [:cfs family]))
 
 (defn- publish-batch ^WriteBatch [db post recipients]
   (let [{:keys [id from ts]} post
