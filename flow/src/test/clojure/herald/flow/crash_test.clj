@@ -21,7 +21,7 @@
 (defn- child ^Process [dirs out-file slow-micros]
   (let [java (str (System/getProperty "java.home") "/bin/java")
         pb (ProcessBuilder. ^java.util.List
-                            (into [java "-Xmx512m" "-XX:+UseSerialGC" "-cp" (System/getProperty "java.class.path")
+                            (into [java "-Xmx512m" "-XX:+UseSerialGC" "-XX:TieredStopAtLevel=1" "-Xshare:auto" "-cp" (System/getProperty "java.class.path")
                                    "clojure.main" "-m" "herald.flow.crash-child"]
                                   (map str (conj dirs slow-micros))))]
     (.redirectErrorStream pb true)
