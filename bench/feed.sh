@@ -12,7 +12,8 @@
 # The load generator and the service share this machine's cores (pin them with SERVER_CPU / LOADGEN_CPU).
 # Environment (defaults in brackets): USERS [32], DURATION [30] measured seconds, WARMUP [10] seconds,
 # SEARCH_SHARE [0.1], FORM [0] (1 = form-encoded bodies), LOADGEN [auto: herald-load if bin/herald-load
-# exists, else wrk], JVM_OPTS [-XX:+UseZGC -Xmx2g], SERVER_CPU [""],
+# exists, else wrk], JVM_OPTS [-XX:+UseZGC -Xmx2g], HTTP_MODE [virtual-threads] (or worker-pool,
+# event-loop; passed to the service like every variable of docs/feed.md), SERVER_CPU [""],
 # LOADGEN_CPU [""], SKIP_BUILD [0], RESULTS [bench/results/feed.csv], PORT [18090], KEEP_DATA [0].
 set -euo pipefail
 
@@ -161,7 +162,7 @@ mkdir -p "$(dirname "$RESULTS")"
 [ -f "$RESULTS" ] || echo "date,commit,cores,jvm,gc,jvm_opts,server_cpu,loadgen_cpu,users,search_share,form,duration_s,posts_per_s,participants_per_s,friends_per_s,searches_per_s,p50_ms,p99_ms,client_post_p99_ms,server_post_p50_ms,server_post_p99_ms,server_cpu_us_per_req,failures,load_generator,loadavg_before,note" >"$RESULTS"
 NOTE=${NOTE:-"load generator and service shared the $(nproc) cores of this machine"}
 GEN=$([ "$LOADGEN" = wrk ] && echo "wrk+bench/feed.lua" || echo "herald-load feed")
-echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$(nproc),$JVM,$GC,$JVM_OPTS,${SERVER_CPU:-any},${LOADGEN_CPU:-any},$USERS,$SEARCH_SHARE,$FORM,$SECS,$POSTS_S,$PART_S,$FRIENDS_S,$SEARCH_S,$P50,$P99,$POST_P99,$SRV_P50,$SRV_P99,$CPU_US_PER_REQ,$FAILURES,$GEN,$LOAD_BEFORE,$NOTE" >>"$RESULTS"
+echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$(nproc),$JVM,$GC,$JVM_OPTS HTTP_MODE=${HTTP_MODE:-virtual-threads},${SERVER_CPU:-any},${LOADGEN_CPU:-any},$USERS,$SEARCH_SHARE,$FORM,$SECS,$POSTS_S,$PART_S,$FRIENDS_S,$SEARCH_S,$P50,$P99,$POST_P99,$SRV_P50,$SRV_P99,$CPU_US_PER_REQ,$FAILURES,$GEN,$LOAD_BEFORE,$NOTE" >>"$RESULTS"
 
 log "friends_per_s=$FRIENDS_S failures=$FAILURES client_post_p99_ms=$POST_P99 server_post_p50_ms=$SRV_P50 server_post_p99_ms=$SRV_P99 server_cpu_us_per_req=$CPU_US_PER_REQ (row appended to $RESULTS)"
 echo "feed users=$USERS posts_per_s=$POSTS_S participants_per_s=$PART_S searches_per_s=$SEARCH_S p50_ms=$P50 p99_ms=$P99"
