@@ -57,14 +57,16 @@
 (defn- median [xs] (nth (sort xs) (quot (count xs) 2)))
 
 (defn -main
-  "Runs each batch size `rounds` times (after a warm-up) and prints one summary line per batch size."
+  "Runs each batch size `rounds` times after a warm-up, the runtime and the fused loop interleaved within each
+  round (so load on the shared machine hits both alike), and prints one line per batch size: the medians of
+  each figure and the median of the per-round ratios."
   [& [n-str rounds-str fuse-str]]
   (let [n (parse-long (or n-str "3000000")) rounds (parse-long (or rounds-str "5"))
         opts {:fuse? (not= "false" fuse-str)}]
     (dotimes [_ 2] (herald-sps 64 n opts) (herald-sps 1 (quot n 4) opts) (fused-sps n))
     (doseq [b [1 64]]
       (let [nb (if (= b 1) (quot n 2) n)
-            hs (median (repeatedly rounds #(herald-sps b nb opts)))
-            fs (median (repeatedly rounds #(fused-sps nb)))]
-        (println (format "flow batch=%d herald_sps=%d fused_sps=%d ratio=%.3f" b (long hs) (long fs) (/ hs fs)))))
+            rs (vec (repeatedly rounds (fn [] (let [h (herald-sps b nb opts) f (fused-sps nb)] [h f (/ h f)]))))]
+        (println (format "flow batch=%d herald_sps=%d fused_sps=%d ratio=%.3f"
+                         b (long (median (map first rs))) (long (median (map second rs))) (double (median (map peek rs)))))))
     (shutdown-agents)))
