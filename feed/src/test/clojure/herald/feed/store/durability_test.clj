@@ -57,7 +57,7 @@
 (deftest ^:integration acknowledged-writes-survive-kill-9
   (let [dir (fx/temp-dir "crash") log (str dir ".stderr")
         p (child dir log)
-        lines (acks p 1500 60000)
+        lines (acks p 1000 60000)
         posts (count (filter #(= "O" (first %)) lines))]
     (try
       (if (not-any? #(= ["READY"] %) lines)

@@ -75,6 +75,6 @@
                     {:op o :model mr :embedded er}))))
       (finally (s/close-store! @emb) (fx/delete-tree! dir)))))
 
-(defspec embedded-store-behaves-like-the-model 15
+(defspec embedded-store-behaves-like-the-model 12
   (prop/for-all [ops (gen/vector op 1 40)]
     (true? (run-both ops))))
