@@ -10,7 +10,7 @@ MVN := mvn -B -ntp -Dstyle.color=never
 PORT ?= 8080
 DATA_DIR ?= data
 FEED_JAR := feed/target/herald-feed.jar
-JVM_OPTS ?= -XX:+UseZGC -Xmx2g
+JVM_OPTS ?= -XX:+UseZGC -Xmx2g --enable-native-access=ALL-UNNAMED
 
 .PHONY: run test build jar clean bench bench-http bench-feed bench-flow bench-load test-deps
 
