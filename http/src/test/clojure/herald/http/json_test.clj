@@ -1,6 +1,7 @@
 (ns herald.http.json-test
   "herald.http.json: round-trip properties, agreement with Jackson's tree model, malformed input."
   (:require [clojure.string :as str]
+            [herald.http.measure :refer [ns-per-op]]
             [clojure.test :refer [deftest is testing]]
             [clojure.test.check :as tc]
             [clojure.test.check.clojure-test :refer [defspec]]
@@ -210,16 +211,6 @@
 
 ;; ---------------------------------------------------------------- measurement (not a timed assertion)
 
-(defn- ns-per-op
-  "Best CPU ns per call of `f` over 9 rounds of `n` calls, after a warm-up: the thread's CPU time, not wall
-  time, so other processes on a shared machine inflate it less."
-  [n f]
-  (let [mx (java.lang.management.ManagementFactory/getThreadMXBean)]
-    (dotimes [_ (* 2 n)] (f))
-    (apply min (for [_ (range 9)]
-                 (let [t0 (.getCurrentThreadCpuTime mx)]
-                   (dotimes [_ n] (f))
-                   (/ (double (- (.getCurrentThreadCpuTime mx) t0)) n))))))
 
 (deftest ^:benchmark json-figures
   (let [hello {:message "Hello, World!"}

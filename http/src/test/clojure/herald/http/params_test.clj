@@ -1,6 +1,7 @@
 (ns herald.http.params-test
   "wrap-params: query strings and urlencoded forms decoded in Java, Ring-compatible keys, limits."
   (:require [clojure.string :as str]
+            [herald.http.measure :refer [ns-per-op]]
             [clojure.test :refer [deftest is testing]]
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.generators :as gen]
@@ -111,16 +112,6 @@
 
 ;; ---------------------------------------------------------------- measurement (not a timed assertion)
 
-(defn- ns-per-op
-  "Best CPU ns per call of `f` over 9 rounds of `n` calls, after a warm-up: the thread's CPU time, not wall
-  time, so other processes on a shared machine inflate it less."
-  [n f]
-  (let [mx (java.lang.management.ManagementFactory/getThreadMXBean)]
-    (dotimes [_ (* 2 n)] (f))
-    (apply min (for [_ (range 9)]
-                 (let [t0 (.getCurrentThreadCpuTime mx)]
-                   (dotimes [_ n] (f))
-                   (/ (double (- (.getCurrentThreadCpuTime mx) t0)) n))))))
 
 (deftest ^:benchmark query-decoding-figures
   (let [qs "id=12345&name=J%C3%B6rg+Doe&tags=a&tags=b&page=2&size=50&q=hello+world%21"
