@@ -68,7 +68,9 @@
       (or (get @registry k)
           (let [l (open-log k opts)] (swap! registry assoc k l) l)))))
 
-(defn forget! [^Log log] (swap! registry dissoc (str (:dir log))))
+(defn forget!
+  "Removes `log` from the per-JVM registry."
+  [^Log log] (swap! registry dissoc (str (:dir log))))
 
 (defn end-offset
   "The offset the next record will get."
@@ -136,7 +138,9 @@
   ^long [log record]
   (first (append-all! log [record])))
 
-(defn close-log! [^Log log]
+(defn close-log!
+  "Forces the log to disk, closes it and removes it from the registry."
+  [^Log log]
   (forget! log)
   (locking (:lock log) (let [^FileChannel ch (:ch @(:state log))] (.force ch true) (.close ch))))
 
@@ -166,9 +170,13 @@
     (.mkdirs d)
     (->Reader d (atom (open-at d pos)))))
 
-(defn position ^long [^Reader r] (long (:pos @(:state r))))
+(defn position
+  "The offset of the next record the reader will return."
+  ^long [^Reader r] (long (:pos @(:state r))))
 
-(defn seek! [^Reader r ^long pos]
+(defn seek!
+  "Moves the reader to byte offset `pos` (a record boundary)."
+  [^Reader r ^long pos]
   (.close ^FileChannel (:ch @(:state r)))
   (reset! (:state r) (open-at (:dir r) pos)))
 
@@ -229,4 +237,6 @@
       (let [x (read-one r)]
         (if (identical? x ::none) (persistent! out) (recur (conj! out x)))))))
 
-(defn close-reader! [^Reader r] (.close ^FileChannel (:ch @(:state r))))
+(defn close-reader!
+  "Closes the reader's file."
+  [^Reader r] (.close ^FileChannel (:ch @(:state r))))

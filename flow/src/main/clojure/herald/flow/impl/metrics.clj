@@ -14,7 +14,9 @@
 
 (defrecord TaskMetrics [parts ^Histogram total rate])
 
-(defn task-metrics []
+(defn task-metrics
+  "The metrics of one task: parts per thread, a merged latency histogram and the last throughput sample."
+  []
   (->TaskMetrics (atom []) (doto (Histogram. 3) (.setAutoResize true)) (atom {:at (System/nanoTime) :in 0 :sps 0.0})))
 
 (defn part
@@ -33,9 +35,13 @@
     (aset c batches-i (inc (aget c batches-i))))
   (.recordValue ^SingleWriterRecorder (.recorder p) (max 0 nanos)))
 
-(defn error! [^Part p] (let [^longs c (.counts p)] (aset c errors-i (inc (aget c errors-i)))))
+(defn error!
+  "Counts one error."
+  [^Part p] (let [^longs c (.counts p)] (aset c errors-i (inc (aget c errors-i)))))
 
-(defn late! [^Part p ^long n] (when (pos? n) (let [^longs c (.counts p)] (aset c late-i (+ (aget c late-i) n)))))
+(defn late!
+  "Counts `n` late segments."
+  [^Part p ^long n] (when (pos? n) (let [^longs c (.counts p)] (aset c late-i (+ (aget c late-i) n)))))
 
 (defn- total ^long [^TaskMetrics m ^long i] (reduce (fn [^long acc ^Part p] (+ acc (aget ^longs (.counts p) i))) 0 @(:parts m)))
 

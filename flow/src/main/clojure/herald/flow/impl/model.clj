@@ -10,6 +10,7 @@
   (merge {:key key :type type :optional? false :doc doc :example example} opts))
 
 (def job-keys
+  "The keys of a job map."
   [(k :workflow :edges "Directed edges `[from to]` between task names. Roots must be inputs; leaves outputs or reduce tasks; no cycles."
       [[:in :inc] [:inc :out]])
    (k :catalog :catalog "One map per task (see *Task*). Every task named in the workflow has exactly one entry."
@@ -23,6 +24,7 @@
    (k :job/doc :string "Free text." "per-minute performance" :optional? true)])
 
 (def task-keys
+  "The keys of a task map (a catalog entry)."
   [(k :task/name :keyword "The task's name, as used in the workflow." :inc)
    (k :task/type :enum "What the task is: `:input` reads from a plugin, `:function` applies `:task/fn` to each segment, `:reduce` applies `:task/fn` and hands segments only to its windows (only trigger emissions go on), `:output` writes to a plugin."
       :function :one-of [:input :function :reduce :output])
@@ -47,6 +49,7 @@
    (k :task/doc :string "Free text." "adds one to :n" :optional? true)])
 
 (def flow-condition-keys
+  "The keys of a flow condition."
   [(k :flow/from :task "The task whose emitted segments this condition routes." :inc)
    (k :flow/to :targets "Where matching segments go: a vector of task names downstream of `:flow/from`, `:all` or `:none`."
       [:out] )
@@ -61,11 +64,13 @@
    (k :flow/doc :string "Free text." "even numbers only" :optional? true)])
 
 (def lifecycle-keys
+  "The keys of a lifecycle."
   [(k :lifecycle/task :task-or-all "The task whose hooks these are, or `:all`." :inc)
    (k :lifecycle/calls :calls "A namespaced keyword naming a map of hooks (see *Lifecycle calls*)." :my.app/timing-calls)
    (k :lifecycle/doc :string "Free text." "opens the database" :optional? true)])
 
 (def lifecycle-call-keys
+  "The keys of a lifecycle calls map."
   [(k :lifecycle/before-task-start :hook "`(fn [event lifecycle] map)` on each task thread before it starts; the map is merged into the event." nil :optional? true)
    (k :lifecycle/before-batch :hook "`(fn [event lifecycle] map)` before each batch; `:batch` in the event." nil :optional? true)
    (k :lifecycle/after-batch :hook "`(fn [event lifecycle] map)` after each batch; `:batch` and `:results` in the event." nil :optional? true)
@@ -74,6 +79,7 @@
       nil :optional? true)])
 
 (def window-keys
+  "The keys of a window."
   [(k :window/id :keyword "The window's name, unique in the job." :per-minute)
    (k :window/task :task "The task whose emitted segments are aggregated." :aggregate)
    (k :window/type :enum "`:fixed` (tumbling extents of `:window/range`), `:sliding` (extents of `:window/range` every `:window/slide`) or `:global` (one extent)."
@@ -93,6 +99,7 @@
    (k :window/doc :string "Free text." "requests per minute" :optional? true)])
 
 (def trigger-keys
+  "The keys of a trigger."
   [(k :trigger/window-id :window "The window this trigger fires." :per-minute)
    (k :trigger/id :keyword "The trigger's name (default: its position)." :on-close :optional? true)
    (k :trigger/on :enum "`:segment` every `:trigger/threshold` segments of an extent, `:timer` every `:trigger/period` of wall-clock time, `:watermark` when the watermark passes an extent's end. Every extent fires its triggers once more when it closes, and all fire when the job completes."
@@ -108,12 +115,14 @@
    (k :trigger/doc :string "Free text." "one row per closed minute" :optional? true)])
 
 (def aggregation-keys
+  "The keys of a custom aggregation map."
   [(k :aggregation/init :agg-fn "`(fn [window] state)`: the state of a new extent." nil)
    (k :aggregation/create-state-update :agg-fn "`(fn [window state segment] update)`: what a segment changes." nil)
    (k :aggregation/apply-state-update :agg-fn "`(fn [window state update] state)`: apply it (may mutate and return a mutable state, e.g. a histogram)." nil)
    (k :aggregation/extract :agg-fn "`(fn [window state] value)`: the value handed to triggers (default: the state)." nil :optional? true)])
 
 (def fired-keys
+  "The keys of the fired extent triggers receive."
   [(k :window/id :keyword "The window." :per-minute)
    (k :trigger/id :keyword "The trigger that fired." :on-close)
    (k :event :enum "Why it fired: `:segment`, `:timer`, `:watermark` (the extent closed) or `:job-completed`." :watermark)
@@ -134,7 +143,9 @@
    [:aggregation "Aggregation (the map a custom `:window/aggregation` keyword names)" aggregation-keys]
    [:fired "Fired extent (what `:trigger/sync` and `:trigger/emit` receive)" fired-keys]])
 
-(def by-section (into {} (map (fn [[s _ ks]] [s (into {} (map (juxt :key identity)) ks)])) sections))
+(def by-section
+  "Section key -> key -> description."
+  (into {} (map (fn [[s _ ks]] [s (into {} (map (juxt :key identity)) ks)])) sections))
 
 (defn defaults
   "The defaults of `section` as a map, for keys that have one."

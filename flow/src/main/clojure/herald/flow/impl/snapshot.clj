@@ -15,7 +15,9 @@
     (with-open [o (ObjectOutputStream. bo)] (.writeObject o x))
     (.toByteArray bo)))
 
-(defn deserialize [^bytes b]
+(defn deserialize
+  "The value `serialize` turned into `b`."
+  [^bytes b]
   (with-open [i (ObjectInputStream. (ByteArrayInputStream. b))] (.readObject i)))
 
 (defn- snap-dir ^File [data-dir] (io/file data-dir "snapshots"))

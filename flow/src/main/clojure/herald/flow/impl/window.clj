@@ -41,7 +41,9 @@
       {:windows (mapv #(prepare-window % (:triggers job) resolve) ws)
        :worker worker :parallelism parallelism})))
 
-(defn watermark ^long [w]
+(defn watermark
+  "The watermark of prepared window `w` on this thread: largest event time seen minus allowed lateness."
+  ^long [w]
   (if (= :global (:type w))
     no-time
     (let [m (.get ^AtomicLong (:max-t w))] (if (= m no-time) no-time (- m (long (:lateness w)))))))
