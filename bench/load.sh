@@ -16,6 +16,7 @@ major=$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
 unsafe=""; [ "$major" -ge 23 ] && unsafe="--sun-misc-unsafe-memory-access=allow"
 export MAVEN_OPTS="$unsafe"
 command -v wrk >/dev/null || { echo "bench/load.sh: wrk is not installed (apt-get install -y wrk)" >&2; exit 1; }
+load_start=$(cut -d' ' -f1 /proc/loadavg)
 tmp=$(mktemp -d); server_pid=""
 cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null; wait 2>/dev/null; rm -rf "$tmp"; }
 trap cleanup EXIT
@@ -59,5 +60,5 @@ commit=$(git rev-parse --short=12 HEAD)
 [ -n "$(git status --porcelain --untracked-files=no -- load bench/load.sh)" ] && commit="$commit-dirty"
 :
 jvm=$(java -version 2>&1 | sed -n 's/.*Runtime Environment \(.*\)/\1/p' | head -1 | tr ',' ' ')
-echo "$(date -u +%FT%TZ),$commit,$(nproc),$jvm,ParallelGC,$C,$D,$ROUNDS,$wrk_rps,$herald_rps,$ratio,$target,$achieved,$p99,server pinned core $SC; wrk and herald-load pinned core $CC (1 thread each); the 2 cores are shared with the server and other jobs; medians of $ROUNDS rounds; GET /plaintext non-pipelined" >>"$csv"
+echo "$(date -u +%FT%TZ),$commit,$(nproc),$jvm,ParallelGC,$C,$D,$ROUNDS,$wrk_rps,$herald_rps,$ratio,$target,$achieved,$p99,server pinned core $SC; wrk and herald-load pinned core $CC (1 thread each); the 2 cores are shared with the server and other jobs; medians of $ROUNDS rounds; GET /plaintext non-pipelined; load average $load_start at start and $(cut -d' ' -f1 /proc/loadavg) at end; rounds wrk=${wrk_runs[*]} herald=${hl_runs[*]}" >>"$csv"
 echo "load wrk_rps=$wrk_rps herald_rps=$herald_rps ratio=$ratio rate_target=$target rate_achieved=$achieved"
