@@ -47,24 +47,69 @@
 (defn- lists ^objects [^long n ^long capacity]
   (let [a (object-array n)] (dotimes [i n] (aset a i (ArrayList. (int capacity)))) a))
 
+(defn- route-all!
+  "Routes every segment in the context's `routed` list by the flow conditions, then empties it."
+  [{:keys [^ArrayList routed normal ntargets on-error m tname]} add!]
+  (dotimes [j (.size routed)] (route-safely! normal ntargets (.get routed j) add! on-error m tname))
+  (.clear routed))
+
+(defn- apply-fn!
+  "Applies the task fn to `seg`, its results into `emitted`; a throw is routed or reported. True when it ran."
+  [{:keys [f identity? ^ArrayList emitted m thrown tname on-error]} seg add!]
+  (.clear emitted)
+  (try (if identity? (.add emitted seg) (add-results! (f seg) emitted)) true
+       (catch Exception e
+         (metrics/error! m)
+         (when-not (route/route-thrown tname thrown seg e add!)
+           (on-error {:task tname :segment seg :exception e}))
+         false)))
+
+(defn- aggregate!
+  "Hands each emitted segment to the windows (their emissions into `routed`) and, unless reduce, to `routed`."
+  [{:keys [^ArrayList emitted ^ArrayList routed wstate wgroup reduce? m on-error tname]}]
+  (dotimes [j (.size emitted)]
+    (let [r (.get emitted j)]
+      (when wstate
+        (try (metrics/late! m (window/add! wstate r (wgroup r) routed))
+             (catch Exception e
+               (metrics/error! m)
+               (on-error {:task tname :segment r :exception e}))))
+      (when-not reduce? (.add routed r)))))
+
+(defn- general!
+  "The batch loop of a task with several targets, flow conditions or windows."
+  [{:keys [wstate ^ArrayList routed] :as c} ^ArrayList batch add!]
+  (dotimes [i (.size batch)]
+    (when (apply-fn! c (.get batch i) add!)
+      (aggregate! c)
+      (route-all! c add!)))
+  (when wstate
+    (window/advance! wstate (System/currentTimeMillis) routed)
+    (route-all! c add!)))
+
+(defn- context
+  "What a task's batch loop needs, computed once per thread."
+  [task targets {:keys [job resolve on-error metrics worker parallelism]}]
+  (let [tname (:task/name task) ttype (:task/type task)
+        {:keys [normal thrown]} (route/conditions job tname targets resolve)
+        wstate (window/windows-state job tname resolve worker parallelism)]
+    {:tname tname :ttype ttype :ntargets (count targets)
+     :f (caller (resolve (:task/fn task :clojure.core/identity)) (:task/params task))
+     :identity? (or (= ttype :input) (and (= ttype :reduce) (nil? (:task/fn task))))
+     :normal normal :thrown thrown :wstate wstate
+     :wgroup (or (route/group-fn task resolve) (constantly nil))
+     :reduce? (= ttype :reduce) :output? (= ttype :output)
+     :direct? (and (nil? wstate) (empty? normal) (= 1 (count targets)) (not= ttype :output))
+     :m (metrics/part (get metrics tname)) :on-error on-error
+     :emitted (ArrayList.) :routed (ArrayList.)}))
+
 (defn runner
   "The batch fn of `task` on one thread: `(process ^ArrayList batch) -> object array of ArrayLists, one per
   target of `targets` (task names)`. `ctx` holds :job, :resolve, :on-error, :metrics, :lifecycles, :output,
   :event, :worker (this thread's index) and :parallelism."
-  [task targets {:keys [job resolve on-error metrics lifecycles output event worker parallelism]}]
-  (let [tname (:task/name task) ttype (:task/type task)
-        ntargets (count targets)
-        f (caller (resolve (:task/fn task :clojure.core/identity)) (:task/params task))
-        identity? (or (= ttype :input) (and (= ttype :reduce) (nil? (:task/fn task))))
-        {:keys [normal thrown]} (route/conditions job tname targets resolve)
-        wstate (window/windows-state job tname resolve worker parallelism)
-        wgroup (or (route/group-fn task resolve) (constantly nil))
-        reduce? (= ttype :reduce)
-        output? (= ttype :output)
-        direct? (and (nil? wstate) (empty? normal) (= 1 ntargets) (not output?))
-        m (metrics/part (get metrics tname))
-        emitted (ArrayList.)
-        routed (ArrayList.)
+  [task targets {:keys [lifecycles output event] :as ctx}]
+  (let [{:keys [tname ttype ntargets f identity? thrown wstate output? direct? m on-error ^ArrayList routed] :as c}
+        (context task targets ctx)
         before (lc/hook lifecycles tname :lifecycle/before-batch)
         after (lc/hook lifecycles tname :lifecycle/after-batch)]
     {:name tname :type ttype :windows wstate
@@ -72,50 +117,23 @@
      (fn process [^ArrayList batch]
        (.clear routed)
        (let [t0 (System/nanoTime)
-             outs (lists ntargets (.size batch))
-             add! (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg))]
+             ^objects outs (lists ntargets (.size batch))
+             add! (fn [^long i seg] (.add ^ArrayList (aget outs i) seg))]
          (when before (before event {:batch batch}))
-         (cond
-           output? (spi/-write! output (vec batch))
-           direct? (direct! f identity? thrown tname on-error m batch (aget ^objects outs 0) add!)
-           :else
-           (let [n (.size batch)]
-             (dotimes [i n]
-               (let [seg (.get batch i)]
-                 (.clear emitted)
-                 (when (try (if identity? (.add emitted seg) (add-results! (f seg) emitted)) true
-                            (catch Exception e
-                              (metrics/error! m)
-                              (when-not (route/route-thrown tname thrown seg e add!)
-                                (on-error {:task tname :segment seg :exception e}))
-                              false))
-                   (dotimes [j (.size emitted)]
-                     (let [r (.get emitted j)]
-                       (when wstate
-                         (try (metrics/late! m (window/add! wstate r (wgroup r) routed))
-                              (catch Exception e
-                                (metrics/error! m)
-                                (on-error {:task tname :segment r :exception e}))))
-                       (when-not reduce? (.add routed r))))
-                   (dotimes [j (.size routed)] (route-safely! normal ntargets (.get routed j) add! on-error m tname))
-                   (.clear routed))))
-             (when wstate
-               (window/advance! wstate (System/currentTimeMillis) routed)
-               (dotimes [j (.size routed)] (route-safely! normal ntargets (.get routed j) add! on-error m tname))
-               (.clear routed))))
-         (let [^objects outs outs n-out (areduce outs i acc 0 (+ acc (.size ^ArrayList (aget outs i))))]
+         (cond output? (spi/-write! output (vec batch))
+               direct? (direct! f identity? thrown tname on-error m batch (aget outs 0) add!)
+               :else (general! c batch add!))
+         (let [n-out (areduce outs i acc 0 (+ acc (.size ^ArrayList (aget outs i))))]
            (when after (after event {:batch batch :results outs}))
            (metrics/record-batch! m (.size batch) n-out (- (System/nanoTime) t0)))
          outs))
      :tick
      (fn tick [final?]
-       (let [outs (lists ntargets 4)]
+       (let [^objects outs (lists ntargets 4)]
          (.clear routed)
          (when wstate
            (if final?
              (window/complete! wstate routed)
              (window/advance! wstate (System/currentTimeMillis) routed))
-           (dotimes [j (.size routed)]
-             (route-safely! normal ntargets (.get routed j) (fn [^long i seg] (.add ^ArrayList (aget ^objects outs i) seg))
-                            on-error m tname)))
+           (route-all! c (fn [^long i seg] (.add ^ArrayList (aget outs i) seg))))
          outs))}))
