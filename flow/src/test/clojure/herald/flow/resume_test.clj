@@ -98,3 +98,23 @@
     (is (= want (into {} (map (juxt (juxt :group :lower) :value)) @fns/fired))
         "every window exact, open extents carried over from 2 threads to 3")
     (flow/close-log! l)))
+
+(deftest fused-window-state-is-exact-after-a-kill-without-snapshot
+  (reset! fns/fired [])
+  (let [root (temp-dir "herald-fused")
+        log-dir (str root "/log") data-dir (str root "/data")
+        l (flow/open-log log-dir)
+        recs (for [i (range 3000)] {:g (mod i 3) :at i :v i})
+        want (into {} (for [[[g lo] rs] (group-by (juxt :g #(* 100 (quot (:at %) 100))) recs)] [[g lo] (reduce + (map :v rs))]))]
+    (is (= [[:in :agg]] (map :tasks (flow/plan (windowed-job log-dir 1)))) "the windowed task runs in the input's loop")
+    (let [h (flow/submit-job (windowed-job log-dir 1) {:data-dir data-dir :checkpoint-interval-ms 20})]
+      (doseq [batch (partition-all 50 (take 1500 recs))] (flow/append-all! l batch) (Thread/sleep 2))
+      (is (wait-for #(pos? (get-in (flow/job-metrics h) [:last-snapshot :epoch] 0))))
+      (flow/kill-job h))
+    (flow/append-all! l (concat (drop 1500 recs) (for [g (range 3)] {:g g :at 100000 :v 0})))
+    (let [h (flow/submit-job (windowed-job log-dir 1) {:data-dir data-dir})]
+      (is (wait-for #(every? (set (map (juxt :group :lower) @fns/fired)) (keys want))))
+      (flow/kill-job h))
+    (is (every? (fn [{:keys [group lower value]}] (= value (want [group lower]))) @fns/fired)
+        "every firing exact, the repeated ones included")
+    (flow/close-log! l)))
