@@ -27,13 +27,13 @@
     p))
 
 (defn record-batch!
-  "Counts a batch of `n-in` segments in and `n-out` out that took `nanos`."
+  "Counts a batch of `n-in` segments in and `n-out` out that took `nanos` (negative: not timed)."
   [^Part p ^long n-in ^long n-out ^long nanos]
   (let [^longs c (.counts p)]
     (aset c in-i (+ (aget c in-i) n-in))
     (aset c out-i (+ (aget c out-i) n-out))
     (aset c batches-i (inc (aget c batches-i))))
-  (.recordValue ^SingleWriterRecorder (.recorder p) (max 0 nanos)))
+  (when (>= nanos 0) (.recordValue ^SingleWriterRecorder (.recorder p) nanos)))
 
 (defn error!
   "Counts one error."
