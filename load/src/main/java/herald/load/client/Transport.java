@@ -1,7 +1,6 @@
 package herald.load.client;
 
 import io.netty.bootstrap.Bootstrap;
-import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
@@ -40,8 +39,9 @@ public final class Transport {
     return new Bootstrap()
         .channel(epoll() ? EpollSocketChannel.class : NioSocketChannel.class)
         .option(ChannelOption.TCP_NODELAY, true)
-        // the pooled allocator: Netty 4.2's default adaptive allocator cost ~14% of the event loop here
-        .option(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
+        // pooled, with one reused read buffer per loop: Netty 4.2's default adaptive allocator cost ~14% of
+        // the event loop here, the pool's allocate/free per read ~9%
+        .option(ChannelOption.ALLOCATOR, ReadBufferAllocator.INSTANCE)
         .option(ChannelOption.CONNECT_TIMEOUT_MILLIS, connectTimeoutMillis);
   }
 }
