@@ -39,8 +39,10 @@ echo "# warm-up of the server (wrk 5s)" >&2
 taskset -c "$CC" wrk -t1 -c"$C" -d5s "$url" >/dev/null
 wrk_runs=(); hl_runs=()
 for r in $(seq 1 "$ROUNDS"); do
-  w=$(taskset -c "$CC" wrk -t1 -c"$C" -d"${D}s" "$url" | sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p')
-  h=$(hl max "$url" -c "$C" -t 1 -w 5s -d "${D}s" -q | sed -n 's/^herald-load mode=max .*achieved_rps=\([0-9.]*\).*/\1/p')
+  run_wrk() { taskset -c "$CC" wrk -t1 -c"$C" -d"${D}s" "$url" | sed -n 's/^Requests\/sec: *\([0-9.]*\).*/\1/p'; }
+  run_hl() { hl max "$url" -c "$C" -t 1 -w 5s -d "${D}s" -q | sed -n 's/^herald-load mode=max .*achieved_rps=\([0-9.]*\).*/\1/p'; }
+  # alternate the order so that neither tool always runs second
+  if [ $((r % 2)) -eq 1 ]; then w=$(run_wrk); h=$(run_hl); else h=$(run_hl); w=$(run_wrk); fi
   echo "round $r: wrk_rps=$w herald_rps=$h" >&2
   wrk_runs+=("$w"); hl_runs+=("$h")
 done
