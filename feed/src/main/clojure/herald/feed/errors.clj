@@ -26,8 +26,15 @@
                 ": send application/json or application/x-www-form-urlencoded")
            {:type :herald.feed/unsupported-media-type :field "Content-Type" :value content-type}))
 
+(defn payload-too-large
+  "An ex-info for a 413 naming the body size and the limit."
+  [size limit]
+  (ex-info (str "request body of " size " bytes exceeds the limit of " limit " bytes")
+           {:type :herald.feed/payload-too-large :field "body" :value size}))
+
 (def ^:private statuses
   {:herald.feed/bad-request 400
+   :herald.feed/payload-too-large 413
    :herald.feed/not-found 404
    :herald.feed/unsupported-media-type 415
    :herald.feed/unavailable 503

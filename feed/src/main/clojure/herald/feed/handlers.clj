@@ -52,11 +52,20 @@
     (let [i (.indexOf ct ";")]
       (str/lower-case (str/trim (if (neg? i) ct (subs ct 0 i)))))))
 
+(defn- check-size!
+  "A JSON 413 when the declared Content-Length exceeds the feed's :max-body-bytes (the server's own
+  hard cap, :http :max-body-bytes, sits above it and answers larger bodies itself)."
+  [req limit]
+  (when-let [^String n (get (:headers req) "content-length")]
+    (let [size (try (Long/parseLong (str/trim n)) (catch NumberFormatException _ 0))]
+      (when (> size (long limit)) (throw (err/payload-too-large size limit))))))
+
 (defn body-params
   "The request body as a map with keyword keys: JSON objects (application/json or any +json type)
   or form-encoded bodies (application/x-www-form-urlencoded). Other media types are a 415, a
-  JSON body that is not an object a 400."
-  [req]
+  JSON body that is not an object a 400, a body above `limit` bytes a 413."
+  [req limit]
+  (check-size! req limit)
   (let [mt (media-type req)]
     (cond
       (= mt "application/x-www-form-urlencoded")
@@ -105,7 +114,7 @@
 (defn create-participant
   "POST /participant: {name} -> {id name link}."
   [ctx]
-  (fn [req] (json-response (participant-json (svc/create-participant! ctx (body-params req))))))
+  (fn [req] (json-response (participant-json (svc/create-participant! ctx (body-params req (:max-body-bytes (:limits ctx))))))))
 
 (defn get-participant
   "GET /participant/:id -> {id name link}."
@@ -115,7 +124,7 @@
 (defn post-friend
   "POST /participant/:id/friends: {from to} -> {id from to}."
   [ctx]
-  (fn [req] (json-response (friendship-json (svc/befriend! ctx (path-id req) (body-params req))))))
+  (fn [req] (json-response (friendship-json (svc/befriend! ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx))))))))
 
 (defn get-friends
   "GET /participant/:id/friends -> [{id from to}]."
@@ -125,7 +134,7 @@
 (defn post-outbound
   "POST /participant/:id/outbound: {from occurred subject story} -> the item echoed."
   [ctx]
-  (fn [req] (json-response (outbound-json (svc/publish! ctx (path-id req) (body-params req))))))
+  (fn [req] (json-response (outbound-json (svc/publish! ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx))))))))
 
 (defn- feed-handler [ctx read render-fn]
   (fn [req]

@@ -14,7 +14,7 @@
 (def default-limits
   "Limits applied to requests; overridden by the config's :feed map (see docs/feed.md)."
   {:default-limit 50 :max-limit 1000 :default-search-limit 100 :max-search-limit 1000
-   :max-name-chars 200 :max-subject-chars 1000 :max-story-chars 100000})
+   :max-name-chars 200 :max-subject-chars 1000 :max-story-chars 100000 :max-body-bytes 1048576})
 
 (defn- check-limits [limits]
   (doseq [[k v] limits]

@@ -14,7 +14,7 @@
 (use-fixtures :once
   (fn [t]
     (let [dir (u/temp-dir "herald-feed-contract")
-          sys (u/start-feed! dir {:http {:max-body-bytes 65536}})]
+          sys (u/start-feed! dir {:feed {:max-body-bytes 65536}})]
       (try (binding [*sys* sys *base* (feed/url sys)] (t))
            (finally (feed/stop! sys) (u/delete-tree! dir))))))
 
@@ -155,7 +155,8 @@
         (is (error? r 405 nil))
         (is (str/includes? (str (get-in r [:headers "allow"])) "POST"))))
     (testing "413 for an oversized body"
-      (is (= 413 (:status (post "/participant" {:name (apply str (repeat 70000 "x"))})))))
+      (is (error? (post "/participant" {:name (apply str (repeat 70000 "x"))}) 413 "body"))
+      (is (error? (req "/participant" :method :post :form {:name (apply str (repeat 70000 "x"))}) 413 nil)))
     (testing "415 for an unsupported media type"
       (is (error? (req "/participant" :method :post :body "name=x" :content-type "text/plain") 415 "Content-Type"))
       (is (error? (req "/participant" :method :post :body "name=x") 415 "Content-Type")))
