@@ -17,6 +17,10 @@
   `handler` is a Ring 1-arity handler `(fn [request] response)`, or with `:async? true` a 3-arity handler
   `(fn [request respond raise])`. A response carrying `:ring.websocket/listener` upgrades to a WebSocket.
 
+  With `:tls` or `:ssl-context` the port serves only TLS: requests carry `:scheme :https`, and
+  `:ssl-client-cert` (the client's X509Certificate) when the client presented one. To serve both http and https,
+  start two servers.
+
   | key | type | default | meaning |
   |-----|------|---------|---------|
   | `:port` | int 0-65535 | `8080` | port to listen on; `0` picks a free port |
@@ -39,6 +43,8 @@
   | `:error-logger` | fn | logs to java.util.logging | `(fn [throwable request])`, called for each handler failure (the client gets a 500 with no stack trace) |
   | `:websocket-max-frame-bytes` | int | `1048576` | largest WebSocket message (frames aggregated); larger ones close with 1009 |
   | `:max-pipelined` | int | `16` | pipelined requests buffered per connection before the server stops reading it |
+  | `:tls` | map | none | serve HTTPS on `:port` from PEM files: `{:cert-chain-file :private-key-file}` (String or File; PKCS#8 key), optional `:private-key-password`, `:client-auth` (`:none` default, `:optional`, `:require`) and `:trust-cert-file` (PEM CAs client certificates are checked against) |
+  | `:ssl-context` | SSLContext or SslContext | none | serve HTTPS on `:port` with a `javax.net.ssl.SSLContext` or a server-side Netty `SslContext` (JDK provider works; no tcnative needed); not together with `:tls` |
 
   An unknown key or an invalid value throws ex-info `{:type :herald.http/invalid-option :key k :value v}`."
   ^HeraldServer [handler opts]

@@ -197,3 +197,90 @@
 
 (defn ws-close [{:keys [^WebSocket ws]} code]
   (.join (.sendClose ws (int code) "bye")))
+
+;; ---- TLS: self-signed certificates made with the JDK's keytool, and HttpClients trusting them ----
+
+(defn- keytool! [& args]
+  (let [java-home (System/getProperty "java.home")
+        p (-> (ProcessBuilder. ^java.util.List (into [(str java-home "/bin/keytool")] args))
+              (.redirectErrorStream true)
+              (.start))
+        out (slurp (.getInputStream p))]
+    (when-not (zero? (.waitFor p))
+      (throw (ex-info (str "keytool failed: " out) {:args args})))))
+
+(defn- pem ^String [^String kind ^bytes der]
+  (str "-----BEGIN " kind "-----\n"
+       (.encodeToString (java.util.Base64/getMimeEncoder 64 (.getBytes "\n" StandardCharsets/US_ASCII)) der)
+       "\n-----END " kind "-----\n"))
+
+(defn- key-pair!
+  "A PKCS12 keystore `<name>.p12` in `dir` with a self-signed EC key for `cn` (SAN localhost and 127.0.0.1), plus
+  `<name>.crt` and `<name>.key` (unencrypted PKCS#8) as PEM; returns their paths and the loaded KeyStore."
+  [^java.io.File dir ^String name ^String cn]
+  (let [p12 (java.io.File. dir (str name ".p12"))]
+    (keytool! "-genkeypair" "-alias" name "-keyalg" "EC" "-groupname" "secp256r1" "-dname" (str "CN=" cn)
+              "-ext" "san=dns:localhost,ip:127.0.0.1" "-validity" "2" "-keystore" (str p12)
+              "-storetype" "PKCS12" "-storepass" "changeit" "-keypass" "changeit")
+    (let [ks (doto (java.security.KeyStore/getInstance "PKCS12")
+               (.load (java.io.FileInputStream. p12) (.toCharArray "changeit")))
+          crt (java.io.File. dir (str name ".crt"))
+          key (java.io.File. dir (str name ".key"))]
+      (spit crt (pem "CERTIFICATE" (.getEncoded (.getCertificate ks name))))
+      (spit key (pem "PRIVATE KEY" (.getEncoded (.getKey ks name (.toCharArray "changeit")))))
+      {:keystore ks :p12 (str p12) :cert-file (str crt) :key-file (str key)
+       :cert (.getCertificate ks name)})))
+
+(defn- ssl-context-of
+  "A TLS SSLContext with the key of `key-store` (or none) trusting the certificates of `trust-store` (or none)."
+  ^javax.net.ssl.SSLContext [key-store trust-store]
+  (let [kmf (when key-store
+              (doto (javax.net.ssl.KeyManagerFactory/getInstance (javax.net.ssl.KeyManagerFactory/getDefaultAlgorithm))
+                (.init ^java.security.KeyStore key-store (.toCharArray "changeit"))))
+        tmf (when trust-store
+              (doto (javax.net.ssl.TrustManagerFactory/getInstance (javax.net.ssl.TrustManagerFactory/getDefaultAlgorithm))
+                (.init ^java.security.KeyStore trust-store)))]
+    (doto (javax.net.ssl.SSLContext/getInstance "TLS")
+      (.init (some-> kmf .getKeyManagers) (some-> tmf .getTrustManagers) nil))))
+
+(defn- trust-store-of [certs]
+  (let [ks (doto (java.security.KeyStore/getInstance "PKCS12") (.load nil nil))]
+    (doseq [[i c] (map-indexed vector certs)]
+      (.setCertificateEntry ks (str "c" i) c))
+    ks))
+
+(defonce ^{:doc "Made once per JVM: {:dir :server {...} :client {...}} (see key-pair!)."} ^:private pki
+  (delay (let [dir (.toFile (java.nio.file.Files/createTempDirectory "herald-tls"
+                                                                     (make-array java.nio.file.attribute.FileAttribute 0)))]
+           {:dir dir :server (key-pair! dir "server" "localhost") :client (key-pair! dir "client" "herald-client")})))
+
+(defn tls-files
+  "Paths of a self-signed server certificate and key and a client certificate and key (PEM):
+  `{:cert-file :key-file :client-cert-file :client-key-file}`; the server's names localhost and 127.0.0.1."
+  []
+  (let [{:keys [server client]} @pki]
+    {:cert-file (:cert-file server) :key-file (:key-file server)
+     :client-cert-file (:cert-file client) :client-key-file (:key-file client)}))
+
+(defn server-ssl-context
+  "A javax.net.ssl.SSLContext holding the self-signed server key of `tls-files`."
+  ^javax.net.ssl.SSLContext []
+  (ssl-context-of (:keystore (:server @pki)) nil))
+
+(defn client-ssl-context
+  "A client SSLContext trusting the server certificate of `tls-files`; with `client-cert?` it also presents the
+  client certificate."
+  (^javax.net.ssl.SSLContext [] (client-ssl-context false))
+  (^javax.net.ssl.SSLContext [client-cert?]
+   (ssl-context-of (when client-cert? (:keystore (:client @pki))) (trust-store-of [(:cert (:server @pki))]))))
+
+(defn https-client
+  "A java.net.http.HttpClient trusting the test server certificate. Options: `:version` (:http1 default, :http2),
+  `:client-cert?` (present the client certificate)."
+  (^HttpClient [] (https-client {}))
+  (^HttpClient [{:keys [version client-cert?]}]
+   (-> (HttpClient/newBuilder)
+       (.sslContext (client-ssl-context (boolean client-cert?)))
+       (.version (if (= version :http2) java.net.http.HttpClient$Version/HTTP_2 java.net.http.HttpClient$Version/HTTP_1_1))
+       (.connectTimeout (Duration/ofSeconds 5))
+       (.build))))

@@ -1,6 +1,10 @@
 (ns herald.http.impl.options
   "Validates start-server's option map and turns it into one immutable Java ServerConfig."
-  (:import (herald.http.config HandlerMode ServerConfig ServerConfig$Builder Transport)))
+  (:import (herald.http.config HandlerMode ServerConfig ServerConfig$Builder Transport)
+           (herald.http.tls TlsContexts)
+           (io.netty.handler.ssl ClientAuth SslContext)
+           (java.io File)
+           (javax.net.ssl SSLContext)))
 
 (set! *warn-on-reflection* true)
 
@@ -13,6 +17,38 @@
             :event-loop HandlerMode/EVENT_LOOP})
 
 (def transports {:auto Transport/AUTO :epoll Transport/EPOLL :nio Transport/NIO})
+
+(defn- redact
+  "`v` with a :tls map's key password removed, for error messages and ex-data."
+  [k v]
+  (if (and (= k :tls) (map? v) (contains? v :private-key-password)) (assoc v :private-key-password "<redacted>") v))
+
+(def client-auths {:none ClientAuth/NONE :optional ClientAuth/OPTIONAL :require ClientAuth/REQUIRE})
+
+(defn- file-ish? [v] (or (string? v) (instance? File v)))
+
+(defn- tls-map? [v]
+  (and (map? v)
+       (every? #{:cert-chain-file :private-key-file :private-key-password :client-auth :trust-cert-file} (keys v))
+       (file-ish? (:cert-chain-file v))
+       (file-ish? (:private-key-file v))
+       (or (nil? (:private-key-password v)) (string? (:private-key-password v)))
+       (or (nil? (:client-auth v)) (contains? client-auths (:client-auth v)))
+       (or (nil? (:trust-cert-file v)) (file-ish? (:trust-cert-file v)))))
+
+(defn- tls-context
+  "The server SslContext of a valid :tls map; ex-info naming :tls when the files cannot be used."
+  ^SslContext [{:keys [cert-chain-file private-key-file private-key-password client-auth trust-cert-file] :as v}]
+  (try (TlsContexts/fromPem (File. (str cert-chain-file)) (File. (str private-key-file))
+                            ^String private-key-password ^ClientAuth (client-auths (or client-auth :none))
+                            (some-> trust-cert-file str File.))
+       (catch Exception e
+         (throw (ex-info (str "invalid herald.http option :tls " (pr-str (redact :tls v))
+                              ": cannot build a TLS context: " (.getMessage e))
+                         {:type :herald.http/invalid-option :key :tls :value (redact :tls v)} e)))))
+
+(defn- ssl-context ^SslContext [v]
+  (if (instance? SSLContext v) (TlsContexts/fromJdk v) v))
 
 (def specs
   "Option key -> [valid? expected-description apply-fn]."
@@ -43,6 +79,12 @@
    :error-logger [ifn? "a function (fn [throwable request])" (fn [b _] b)]
    :websocket-max-frame-bytes [(int-in 125 max-int) "an integer >= 125"
                                (fn [^ServerConfig$Builder b v] (.websocketMaxFrameBytes b (int v)))]
+   :ssl-context [#(or (instance? SSLContext %) (and (instance? SslContext %) (.isServer ^SslContext %)))
+                 "a javax.net.ssl.SSLContext or a server-side io.netty.handler.ssl.SslContext"
+                 (fn [^ServerConfig$Builder b v] (.sslContext b (ssl-context v)))]
+   :tls [tls-map? (str "a map {:cert-chain-file :private-key-file} (PEM paths, String or File) with optional "
+                       ":private-key-password (String), :client-auth (:none, :optional, :require), :trust-cert-file")
+         (fn [^ServerConfig$Builder b v] (.sslContext b (tls-context v)))]
    :max-pipelined [(int-in 1 1024) "an integer 1-1024" (fn [^ServerConfig$Builder b v] (.maxPipelined b (int v)))]})
 
 (defn- invalid [k v msg]
@@ -57,8 +99,10 @@
     (throw (invalid :opts opts "options must be a map")))
   (doseq [[k v] opts]
     (if-let [[ok? expected] (specs k)]
-      (when-not (ok? v) (throw (invalid k v (str "expected " expected))))
+      (when-not (ok? v) (throw (invalid k (redact k v) (str "expected " expected))))
       (throw (invalid k v (str "unknown option; known options: " (sort (keys specs)))))))
+  (when (and (:ssl-context opts) (:tls opts))
+    (throw (invalid :tls (:tls opts) "give either :ssl-context or :tls, not both")))
   opts)
 
 (defn config

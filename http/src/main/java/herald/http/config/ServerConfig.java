@@ -26,6 +26,8 @@ public final class ServerConfig {
     public final boolean proxy;
     public final int websocketMaxFrameBytes;
     public final int maxPipelined;
+    /** Serves TLS (https) on the port when non-null; null (the default) serves plaintext. */
+    public final io.netty.handler.ssl.SslContext sslContext;
 
     private ServerConfig(Builder b) {
         host = b.host;
@@ -47,6 +49,7 @@ public final class ServerConfig {
         proxy = b.proxy;
         websocketMaxFrameBytes = b.websocketMaxFrameBytes;
         maxPipelined = b.maxPipelined;
+        sslContext = b.sslContext;
     }
 
     /** A builder holding the documented defaults. */
@@ -75,6 +78,7 @@ public final class ServerConfig {
         private boolean proxy = false;
         private int websocketMaxFrameBytes = 1024 * 1024;
         private int maxPipelined = 16;
+        private io.netty.handler.ssl.SslContext sslContext;
 
         public Builder host(String v) { host = Objects.requireNonNull(v, "host"); return this; }
         public Builder port(int v) { port = v; return this; }
@@ -95,6 +99,7 @@ public final class ServerConfig {
         public Builder proxy(boolean v) { proxy = v; return this; }
         public Builder websocketMaxFrameBytes(int v) { websocketMaxFrameBytes = v; return this; }
         public Builder maxPipelined(int v) { maxPipelined = v; return this; }
+        public Builder sslContext(io.netty.handler.ssl.SslContext v) { sslContext = v; return this; }
 
         /** Checks every range and returns the immutable config. */
         public ServerConfig build() {
@@ -111,6 +116,7 @@ public final class ServerConfig {
             check(ioThreads >= 1, "ioThreads", ioThreads);
             check(websocketMaxFrameBytes >= 125, "websocketMaxFrameBytes", websocketMaxFrameBytes);
             check(maxPipelined >= 1, "maxPipelined", maxPipelined);
+            check(sslContext == null || sslContext.isServer(), "sslContext (a client context)", sslContext);
             return new ServerConfig(this);
         }
 

@@ -9,6 +9,7 @@ import herald.http.exception.InvalidResponseException;
 import herald.http.websocket.WebSocketUpgrade;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.DefaultFileRegion;
+import io.netty.handler.stream.ChunkedFile;
 import io.netty.handler.codec.http.HttpVersion;
 import java.io.File;
 import java.io.InputStream;
@@ -139,9 +140,18 @@ final class ResponseWriter {
         long len = f.length();
         head(h, buf, ex, bodiless ? -1 : len, http10);
         if (!noBody && len > 0) {
-            c.output.write(new DefaultFileRegion(f, 0, len));
+            c.output.write(c.info.tls != null ? chunkedFile(f, len) : new DefaultFileRegion(f, 0, len));
         }
         c.finished(ex);
+    }
+
+    /** A File body for a TLS connection (no zero-copy through the SslHandler): read in 16 KiB chunks. */
+    private static ChunkedFile chunkedFile(File f, long len) {
+        try {
+            return new ChunkedFile(new java.io.RandomAccessFile(f, "r"), 0, len, 16384);
+        } catch (java.io.IOException e) {
+            throw new InvalidResponseException("response body file cannot be opened: " + f + ": " + e.getMessage());
+        }
     }
 
     private static void writeStream(HttpConnection c, Exchange ex, HeadBuffer h, ByteBuf buf, Object resp,

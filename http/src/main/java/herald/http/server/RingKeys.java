@@ -16,6 +16,7 @@ public final class RingKeys {
     public static final Keyword PROTOCOL = Keyword.intern("protocol");
     public static final Keyword HEADERS = Keyword.intern("headers");
     public static final Keyword BODY = Keyword.intern("body");
+    public static final Keyword SSL_CLIENT_CERT = Keyword.intern("ssl-client-cert");
     public static final Keyword STATUS = Keyword.intern("status");
     public static final Keyword HTTP = Keyword.intern("http");
     public static final Keyword HTTPS = Keyword.intern("https");

@@ -12,6 +12,11 @@ import io.netty.util.AsciiString;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.channel.Channel;
+import io.netty.handler.ssl.SslHandler;
+import java.security.cert.Certificate;
+import java.security.cert.X509Certificate;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.net.ssl.SSLSession;
 import java.io.InputStream;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -36,6 +41,7 @@ public final class RingRequest {
         }
     }
 
+    private static final Object NO_CERT = new Object();
     private static final AsciiString X_FORWARDED_FOR = AsciiString.cached("x-forwarded-for");
     private static final AsciiString X_FORWARDED_PROTO = AsciiString.cached("x-forwarded-proto");
 
@@ -47,12 +53,39 @@ public final class RingRequest {
         final String remoteAddr;
         final String localAddr;
         final boolean proxy;
+        /** The channel's TLS handler; null on a plaintext connection. */
+        final SslHandler tls;
+        /** The client certificate once read: NO_CERT when there is none; null until read. */
+        private volatile Object clientCert;
 
         /** The facts of {@code ch}; {@code fallbackPort} when its local address is not an inet address. */
         static Connection of(Channel ch, int fallbackPort, boolean proxy) {
             SocketAddress local = ch.localAddress();
             int port = local instanceof InetSocketAddress isa ? isa.getPort() : fallbackPort;
-            return new Connection(port, ip(ch.remoteAddress()), ip(local), proxy);
+            return new Connection(port, ip(ch.remoteAddress()), ip(local), proxy, ch.pipeline().get(SslHandler.class));
+        }
+
+        /**
+         * The client's certificate (the leaf of the chain it presented), or null; read once from the TLS session,
+         * which is established before any request on the connection is decoded.
+         */
+        X509Certificate clientCert() {
+            Object c = clientCert;
+            if (c == null) {
+                X509Certificate leaf = peerLeaf(tls.engine().getSession());
+                c = leaf != null ? leaf : NO_CERT;
+                clientCert = c;
+            }
+            return c instanceof X509Certificate x ? x : null;
+        }
+
+        private static X509Certificate peerLeaf(SSLSession session) {
+            try {
+                Certificate[] chain = session.getPeerCertificates();
+                return chain.length > 0 && chain[0] instanceof X509Certificate x ? x : null;
+            } catch (SSLPeerUnverifiedException none) {
+                return null;
+            }
         }
 
         private static String ip(SocketAddress a) {
@@ -63,10 +96,15 @@ public final class RingRequest {
         }
 
         public Connection(int serverPort, String remoteAddr, String localAddr, boolean proxy) {
+            this(serverPort, remoteAddr, localAddr, proxy, null);
+        }
+
+        Connection(int serverPort, String remoteAddr, String localAddr, boolean proxy, SslHandler tls) {
             this.serverPort = serverPort;
             this.remoteAddr = remoteAddr;
             this.localAddr = localAddr;
             this.proxy = proxy;
+            this.tls = tls;
         }
     }
 
@@ -78,7 +116,8 @@ public final class RingRequest {
         String raw = req.uri();
         int start = pathStart(raw);
         int q = raw.indexOf('?', start);
-        Object[] kv = new Object[16 + (q >= 0 ? 2 : 0) + (body != null ? 2 : 0)];
+        X509Certificate cert = conn.tls != null ? conn.clientCert() : null;
+        Object[] kv = new Object[16 + (q >= 0 ? 2 : 0) + (body != null ? 2 : 0) + (cert != null ? 2 : 0)];
         int i = 0;
         kv[i++] = SERVER_PORT;
         kv[i++] = conn.serverPort;
@@ -93,7 +132,7 @@ public final class RingRequest {
             kv[i++] = raw.substring(q + 1);
         }
         kv[i++] = SCHEME;
-        kv[i++] = conn.proxy && "https".equalsIgnoreCase(hs.get(X_FORWARDED_PROTO)) ? HTTPS : HTTP;
+        kv[i++] = conn.tls != null || conn.proxy && "https".equalsIgnoreCase(hs.get(X_FORWARDED_PROTO)) ? HTTPS : HTTP;
         kv[i++] = REQUEST_METHOD;
         kv[i++] = method(req.method());
         kv[i++] = PROTOCOL;
@@ -103,6 +142,10 @@ public final class RingRequest {
         if (body != null) {
             kv[i++] = BODY;
             kv[i++] = body;
+        }
+        if (cert != null) {
+            kv[i++] = SSL_CLIENT_CERT;
+            kv[i++] = cert;
         }
         return new PersistentArrayMap(kv);
     }

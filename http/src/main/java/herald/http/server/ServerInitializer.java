@@ -6,12 +6,15 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.HttpDecoderConfig;
+import io.netty.handler.stream.ChunkedWriteHandler;
 import java.nio.charset.StandardCharsets;
 
-/** Sets up each accepted channel: connection limit, decoder with limits, the HTTP connection handler. */
+/** Sets up each accepted channel: connection limit, TLS when configured, decoder with limits, the HTTP connection handler. */
 final class ServerInitializer extends ChannelInitializer<SocketChannel> {
     static final String DECODER = "herald-http-decoder";
     static final String HANDLER = "herald-http";
+    static final String TLS = "herald-tls";
+    static final String CHUNKED = "herald-chunked";
     private static final byte[] BUSY = ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
         + "Content-Length: 19\r\nRetry-After: 1\r\nConnection: close\r\n\r\nService Unavailable")
         .getBytes(StandardCharsets.US_ASCII);
@@ -44,6 +47,11 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> {
         }
         ch.closeFuture().addListener(f -> server.connections.decrementAndGet());
         server.channels.add(ch);
+        if (server.config.sslContext != null) {
+            // TLS first; ChunkedWriteHandler streams File bodies (SslHandler cannot take a FileRegion)
+            ch.pipeline().addLast(TLS, server.config.sslContext.newHandler(ch.alloc()))
+                .addLast(CHUNKED, new ChunkedWriteHandler());
+        }
         RequestDecoder decoder = new RequestDecoder(decoderConfig);
         ch.pipeline().addLast(DECODER, decoder).addLast(HANDLER, new HttpConnection(server, decoder));
     }
