@@ -14,8 +14,19 @@
 
 (set! *warn-on-reflection* true)
 
-(defn temp-dir ^File [prefix]
-  (.toFile (Files/createTempDirectory prefix (make-array FileAttribute 0))))
+(defonce ^:private temp-dirs
+  (let [dirs (atom [])]
+    (.addShutdownHook (Runtime/getRuntime)
+                      (Thread. ^Runnable (fn [] (doseq [^File d @dirs]
+                                                  (doseq [^File f (reverse (file-seq d))] (.delete f))))))
+    dirs))
+
+(defn temp-dir
+  "A new temporary directory, deleted with its contents when the JVM exits."
+  ^File [prefix]
+  (let [d (.toFile (Files/createTempDirectory prefix (make-array FileAttribute 0)))]
+    (swap! temp-dirs conj d)
+    d))
 
 (defn- read-all [dir from]
   (let [r (log/reader dir from)]
