@@ -68,6 +68,33 @@
       (is (= "secure" (text (send! (ts/https-client) (ts/port s) "/"))))
       (is (= :https (:scheme @seen))))))
 
+(defn- invalid-key [opts]
+  (try (http/start-server identity (merge {:port 0 :host "127.0.0.1"} opts))
+       nil
+       (catch clojure.lang.ExceptionInfo e
+         (is (= :herald.http/invalid-option (:type (ex-data e))))
+         [(:key (ex-data e)) (ex-message e)])))
+
+(defn- openssl-encrypt!
+  "The PEM key `key-file` re-encrypted (PKCS#8, PBES2 AES-256) with `password` by the openssl CLI; nil without it."
+  [^String key-file ^String password]
+  (let [out (File/createTempFile "herald-enc" ".key")]
+    (.deleteOnExit out)
+    (try (let [args ["openssl" "pkcs8" "-topk8" "-v2" "aes-256-cbc" "-in" key-file "-out" (str out)
+                     "-passout" (str "pass:" password)]
+               p (.start (ProcessBuilder. ^"[Ljava.lang.String;" (into-array String args)))]
+           (when (zero? (.waitFor p)) (str out)))
+         (catch IOException _ nil))))
+
+(deftest ^:integration an-encrypted-private-key-with-its-password
+  (if-let [enc (openssl-encrypt! (:key-file (ts/tls-files)) "s3cret")]
+    (do (with-server [s recording (tls-opts {:private-key-file enc :private-key-password "s3cret"})]
+          (is (= "secure" (text (send! (ts/https-client) (ts/port s) "/")))))
+        (let [[k msg] (invalid-key (tls-opts {:private-key-file enc :private-key-password "wrong-pw"}))]
+          (is (= :tls k))
+          (is (not (re-find #"wrong-pw" msg)))))
+    (clojure.test/do-report {:type :skip :message "no openssl CLI to encrypt a private key"})))
+
 (deftest ^:integration a-client-certificate-reaches-the-handler
   (let [f (ts/tls-files)]
     (with-server [s recording (tls-opts {:client-auth :optional :trust-cert-file (:client-cert-file f)})]
@@ -138,18 +165,22 @@
         (is (= "echo:hi" (deref got 5000 :timeout)))
         (.join (.sendClose ^WebSocket ws 1000 ""))))))
 
+(deftest ^:integration connections-over-the-limit-are-closed-without-a-plaintext-answer
+  (with-server [s recording (assoc (tls-opts) :max-connections 1)]
+    (let [first-conn (ts/open (ts/port s))]
+      (try
+        (Thread/sleep 200) ; let the server accept the first connection
+        (let [second-conn (ts/open (ts/port s))]
+          (try (is (= -1 (.read ^java.io.InputStream (:in second-conn))) "closed, no bytes")
+               (catch IOException _ (is true "reset"))
+               (finally (ts/close! second-conn))))
+        (finally (ts/close! first-conn))))))
+
 (deftest ^:integration plaintext-servers-stay-http
   (with-server [s recording {}]
     (ts/GET (ts/port s) "/")
     (is (= :http (:scheme @seen)))
     (is (not (contains? @seen :ssl-client-cert)))))
-
-(defn- invalid-key [opts]
-  (try (http/start-server identity (merge {:port 0 :host "127.0.0.1"} opts))
-       nil
-       (catch clojure.lang.ExceptionInfo e
-         (is (= :herald.http/invalid-option (:type (ex-data e))))
-         [(:key (ex-data e)) (ex-message e)])))
 
 (deftest tls-options-are-validated
   (let [f (ts/tls-files)]

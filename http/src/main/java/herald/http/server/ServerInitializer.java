@@ -42,7 +42,11 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> {
         }
         if (server.connections.incrementAndGet() > server.config.maxConnections) {
             server.connections.decrementAndGet();
-            ch.writeAndFlush(Unpooled.wrappedBuffer(BUSY)).addListener(ChannelFutureListener.CLOSE);
+            if (server.config.sslContext != null) {
+                ch.close(); // a plaintext 503 means nothing to a TLS client
+            } else {
+                ch.writeAndFlush(Unpooled.wrappedBuffer(BUSY)).addListener(ChannelFutureListener.CLOSE);
+            }
             return;
         }
         ch.closeFuture().addListener(f -> server.connections.decrementAndGet());
