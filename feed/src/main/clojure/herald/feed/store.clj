@@ -221,10 +221,34 @@
   [s]
   (-ready? s))
 
+(def counter-stats
+  "The keys of stats values that are monotonic counters (only grow while the store is open; reset on
+  reopen): export them as counters (Prometheus `counter`, `_total`); every other key is a gauge."
+  #{:cache-hits :cache-misses :cache-evictions :index-errors :search-errors})
+
+(def stat-help
+  "One-line help text per stats key (for metrics HELP lines)."
+  {:participants "Participants created (highest participant id)."
+   :friendships "Friendships created (highest friendship id)."
+   :posts "Posts published (highest post id)."
+   :pending-fanouts "Published posts whose fan-out to friends' inbound feeds is not complete yet."
+   :search-pending "Published posts not yet in a committed search index commit."
+   :indexed-posts "Documents in the search index (committed or not)."
+   :index-degraded "1 while the search index has failed (last indexing, commit or refresh), else 0."
+   :index-errors "Search index failures (indexing a post, committing, refreshing) since the store opened."
+   :search-errors "Searches that failed with an unexpected error since the store opened."
+   :cache-hits "Participant and friend-list cache hits."
+   :cache-misses "Participant and friend-list cache misses (loads from the store)."
+   :cache-evictions "Entries evicted from the participant and friend-list cache."
+   :cache-size "Entries in the participant and friend-list cache (estimate)."})
+
 (defn stats
-  "A flat map of numeric gauges, e.g. {:participants n :pending-fanouts n :cache-hits n}."
+  "A flat map of numeric values, e.g. {:participants n :pending-fanouts n :cache-hits n}. The keys in
+  counter-stats are monotonic counters, the others gauges (also as metadata: {:herald.feed.store/counters
+  #{..}}); stat-help has a help text per key. Cheap enough for every scrape: no family is iterated."
   [s]
-  (-stats s))
+  (let [m (-stats s)]
+    (with-meta m {::counters (into #{} (filter counter-stats) (keys m))})))
 
 (defn close-store!
   "Flushes and closes the store (idempotent)."

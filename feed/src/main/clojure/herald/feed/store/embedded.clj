@@ -8,14 +8,18 @@
             [herald.feed.store.embedded.lucene :as lucene]
             [herald.feed.store.embedded.rocks :as rocks]
             [herald.feed.store.text :as text])
-  (:import (java.util.concurrent Executors ScheduledExecutorService ThreadFactory TimeUnit)
+  (:import (java.util Set)
+           (java.util.concurrent ConcurrentHashMap Executors ScheduledExecutorService ThreadFactory TimeUnit)
            (java.util.concurrent.atomic AtomicLong)
            (java.util.concurrent.locks ReentrantReadWriteLock)
-           (org.rocksdb WriteBatch)))
+           (org.rocksdb WriteBatch)
+           (org.slf4j Logger LoggerFactory)))
 
 (set! *warn-on-reflection* true)
 
 (def ^:private stripes 256)
+
+(def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.store"))
 
 (defmacro ^:private guarded
   "Runs body under the read side of the close lock, after checking that the store is open.
@@ -80,11 +84,18 @@
     (when (seq recipients) (.put wb (cf db :fanout) (c/long-key id) (c/encode-fanout ok recipients)))
     wb))
 
+(defn- pending
+  "The in-memory set of post ids with a record in family (:fanout or :search-pending): exact counts for the
+  stats without iterating families that fill with tombstones (one boxed id per pending post)."
+  ^Set [db family]
+  (get-in db [:pending family]))
+
 (defn- delete-markers! [db ids]
   (when (seq ids)
     (with-open [wb (WriteBatch.)]
       (doseq [id ids] (.delete wb (cf db :search-pending) (c/long-key id)))
-      (rocks/write! db wb))))
+      (rocks/write! db wb))
+    (let [^Set s (pending db :search-pending)] (doseq [id ids] (.remove s id)))))
 
 (defn- commit-index!
   "Commits Lucene, then drops the search-pending markers (and the claims) of the posts in that commit."
@@ -93,10 +104,41 @@
     (delete-markers! db ids)
     (lucene/release-claims! idx ids)))
 
-(defn- index! [db idx {:keys [id] :as post}]
+(defn- index-failed!
+  "Counts an index failure and marks the index degraded (ready? false); logs the first failure of a streak
+  with its cause."
+  [state what ^Throwable e]
+  (let [[old _] (swap-vals! state #(-> % (update :index-errors (fnil inc 0))
+                                       (assoc :index-failure (str what ": " (ex-message e)))))]
+    (when-not (:index-failure old)
+      (.error log (str "search index failure while " what " (search degraded, /ready false until it recovers;"
+                       " failed posts keep their search-pending marker and are indexed on the next open)") e))))
+
+(defn- index-ok!
+  "Clears the degraded state after a successful index operation (logs the recovery)."
+  [state]
+  (when (:index-failure @state)
+    (let [[old _] (swap-vals! state dissoc :index-failure)]
+      (when (:index-failure old) (.info log "search index recovered")))))
+
+(defn- index! [db idx state {:keys [id] :as post}]
   ;; a post without a marker is already in a commit; a claimed one is indexed (or being indexed) already
   (when (and (rocks/get-bytes db :search-pending (c/long-key id)) (lucene/claim! idx id))
-    (lucene/index-post! idx post)))
+    (try
+      (lucene/index-post! idx post)
+      (index-ok! state)
+      (catch Exception e
+        (lucene/release-claims! idx [id])
+        (index-failed! state (str "indexing post " id) e)))))
+
+(defn- search [idx state keywords limit]
+  (try
+    (lucene/search idx (text/terms keywords) limit)
+    (catch Exception e
+      (let [n (:search-errors (swap! state update :search-errors (fnil inc 0)))]
+        (when (= 1 n) (.error log "search failed (counted in the store's :search-errors; first failure logged)" e)))
+      (throw (ex-info (str "search is unavailable: " (ex-message e))
+                      {:type :herald.feed.store/unavailable} e)))))
 
 (deftype EmbeddedStore [db idx ids ^AtomicLong last-ts post-lock ^objects locks rw state]
   store/ParticipantStore
@@ -124,6 +166,8 @@
      (let [post (locking post-lock
                   (assoc post :id (.incrementAndGet ^AtomicLong (:post ids)) :ts (clock/tick! last-ts)))]
        (with-open [wb (publish-batch db post recipients)] (rocks/write! db wb))
+       (.add (pending db :search-pending) (:id post))
+       (when (seq recipients) (.add (pending db :fanout) (:id post)))
        post)))
   (-outbound [_ sender opts] (guarded (outbound-page db sender opts)))
   (-post [_ id] (guarded (some->> (rocks/get-bytes db :posts (c/long-key id)) (outbound-post db))))
@@ -137,7 +181,8 @@
        (with-open [wb (WriteBatch.)]
          (doseq [r recipients] (.put wb (cf db :inbound) (c/feed-key r (:ts post) (:id post)) v))
          (.delete wb (cf db :fanout) (c/long-key (:id post)))
-         (rocks/write! db wb)))))
+         (rocks/write! db wb))
+       (.remove (pending db :fanout) (:id post)))))
   (-inbound [_ recipient opts] (guarded (inbound-page db recipient opts)))
   (-pending-fanouts [_]
     (guarded
@@ -146,12 +191,12 @@
                                            (when-let [p (outbound-post db ok)]
                                              (vswap! acc conj {:post p :recipients rs})))))
        @acc)))
-  (-complete-fanout! [_ post-id] (guarded (rocks/delete! db :fanout (c/long-key post-id))))
+  (-complete-fanout! [_ post-id]
+    (guarded (rocks/delete! db :fanout (c/long-key post-id)) (.remove (pending db :fanout) post-id) nil))
 
   store/SearchIndex
-  (-index! [_ post] (guarded (index! db idx post) nil))
-  (-search [_ keywords {:keys [limit]}]
-    (guarded (lucene/search idx (text/terms keywords) limit)))
+  (-index! [_ post] (guarded (index! db idx state post) nil))
+  (-search [_ keywords {:keys [limit]}] (guarded (search idx state keywords limit)))
   (-refresh-search! [_] (guarded (lucene/refresh! idx)))
 
   store/Lifecycle
@@ -167,15 +212,17 @@
             (try (commit-index! db idx) (finally (lucene/close-index! idx)))
             (finally (rocks/close-db! db) (.unlock l)))))
       nil))
-  (-ready? [_] (boolean (and (:open? @state) (lucene/open? idx))))
+  (-ready? [_] (let [st @state] (boolean (and (:open? st) (not (:index-failure st)) (lucene/open? idx)))))
   (-stats [_]
     (guarded
      {:participants (.get ^AtomicLong (:participant ids)) :friendships (.get ^AtomicLong (:friendship ids))
       :posts (.get ^AtomicLong (:post ids))
-      :pending-fanouts (rocks/count-keys db :fanout 100000)
-      :search-pending (rocks/count-keys db :search-pending 100000)
+      :pending-fanouts (.size (pending db :fanout))
+      :search-pending (.size (pending db :search-pending))
       :indexed-posts (lucene/doc-count idx)
-      :index-errors (:index-errors @state 0)})))
+      :index-degraded (if (or (:index-failure @state) (not (lucene/open? idx))) 1 0)
+      :index-errors (:index-errors @state 0)
+      :search-errors (:search-errors @state 0)})))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; opening
@@ -195,7 +242,11 @@
   (let [markers (volatile! [])]
     (rocks/each! db :search-pending (fn [k ok] (vswap! markers conj [(c/key-long k 0) ok])))
     (if (and (zero? (lucene/doc-count idx)) (pos? (last-id db :posts)))
-      (rocks/each! db :outbound (fn [_ v] (lucene/index-post! idx (c/decode-post v))))
+      (let [t0 (System/nanoTime) n (volatile! 0)]
+        (rocks/each! db :outbound (fn [_ v] (lucene/index-post! idx (c/decode-post v)) (vswap! n inc)))
+        (.info log (str "search index rebuilt from the store: " @n " posts in "
+                        (quot (- (System/nanoTime) t0) 1000000) " ms"
+                        (when-let [r (:rebuilt idx)] (str " (the index found was " r ")")))))
       (let [present (lucene/present-ids idx (map first @markers))]
         (doseq [[id ok] @markers :when (not (present id))]
           (some->> (outbound-post db ok) (lucene/index-post! idx)))))
@@ -203,18 +254,19 @@
     (delete-markers! db (map first @markers))
     (lucene/refresh! idx)))
 
-(defn- run-safely [state f]
+(defn- run-safely [state what f]
   (fn []
     (when (:open? @state)
-      (try (f) (catch Throwable _ (swap! state update :index-errors (fnil inc 0)))))))
+      ;; a successful commit or refresh does not clear a degraded state: the next indexed post does
+      (try (f) (catch Throwable e (index-failed! state what e))))))
 
 (defn- start-scheduler [db idx state {:keys [index-commit-ms index-refresh-ms]}]
   (let [ex (Executors/newSingleThreadScheduledExecutor
             (reify ThreadFactory
               (newThread [_ r] (doto (Thread. ^Runnable r "herald-feed-index") (.setDaemon true)))))]
-    (.scheduleWithFixedDelay ex ^Runnable (run-safely state #(commit-index! db idx))
+    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "committing" #(commit-index! db idx))
                              (long index-commit-ms) (long index-commit-ms) TimeUnit/MILLISECONDS)
-    (.scheduleWithFixedDelay ex ^Runnable (run-safely state #(lucene/refresh! idx))
+    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "refreshing" #(lucene/refresh! idx))
                              (long index-refresh-ms) (long index-refresh-ms) TimeUnit/MILLISECONDS)
     ex))
 
@@ -253,6 +305,8 @@
         fail (fn [what e] (throw (ex-info (str "cannot open the " what " in " dir ": " (ex-message e))
                                           {:type :herald.feed.store/io :key :data-dir :value (str dir)} e)))
         db (try (rocks/open-db (io/file dir "rocksdb") opts) (catch Exception e (fail "RocksDB store" e)))
+        db (assoc db :pending {:fanout (ConcurrentHashMap/newKeySet) :search-pending (ConcurrentHashMap/newKeySet)})
+        _ (rocks/each! db :fanout (fn [k _] (.add (pending db :fanout) (c/key-long k 0))))
         idx (try (lucene/open-index (io/file dir "search") (:index-ram-mb opts) (:search-max-lag-ms opts))
                  (catch Exception e (rocks/close-db! db) (fail "search index" e)))
         state (atom {:open? true})]

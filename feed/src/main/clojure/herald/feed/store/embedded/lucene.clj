@@ -1,16 +1,19 @@
 (ns herald.feed.store.embedded.lucene
   "Lucene for the embedded store's search: one NRT index of subject+story, sorted newest first."
   (:require [herald.feed.store.text :as text])
-  (:import (java.nio.file Paths)
+  (:import (java.io File)
+           (java.nio.file Paths)
+           (java.util HashMap)
            (java.util.concurrent ConcurrentHashMap ConcurrentLinkedQueue)
            (java.util.concurrent.atomic AtomicLong)
            (org.apache.lucene.document Document Field Field$Store FieldType NumericDocValuesField StringField)
-           (org.apache.lucene.index DocValues IndexOptions IndexWriter IndexWriterConfig IndexWriterConfig$OpenMode
+           (org.apache.lucene.index DirectoryReader DocValues IndexOptions SegmentInfos IndexWriter IndexWriterConfig IndexWriterConfig$OpenMode
                                     LeafReaderContext NumericDocValues ReaderUtil Term TieredMergePolicy)
            (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder IndexSearcher ScoreDoc
                                      SearcherFactory SearcherManager Sort SortField SortField$Type TermQuery
                                      TopFieldDocs)
-           (org.apache.lucene.store Directory NIOFSDirectory NRTCachingDirectory)))
+           (org.apache.lucene.store Directory NIOFSDirectory NRTCachingDirectory)
+           (org.slf4j Logger LoggerFactory)))
 
 (set! *warn-on-reflection* true)
 
@@ -25,26 +28,72 @@
     (.setOmitNorms true)
     (.freeze)))
 
+(def format-version
+  "The index layout this code writes, recorded in every commit's user data under format-key. Bump it on
+  any change of fields, doc-values types, analysis or index sort: an index of another (or no) version is
+  rebuilt from RocksDB on open. 1 (unrecorded): `from` a StoredField; 2: `from` and `ts` numeric doc values."
+  "2")
+
+(def format-key "The commit user data key holding format-version." "herald.index.format")
+
+(def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.store"))
+
+(defn- writer-config ^IndexWriterConfig [ram-mb ^IndexWriterConfig$OpenMode mode]
+  (doto (IndexWriterConfig. text/analyzer)
+    (.setOpenMode mode)
+    (.setRAMBufferSizeMB (double ram-mb))
+    ;; no compound files: they copy every flushed or small merged segment once more
+    (.setUseCompoundFile false)
+    (.setMergePolicy (doto (TieredMergePolicy.) (.setNoCFSRatio 0.0)))
+    (.setIndexSort newest-first)
+    ;; no merge-on-refresh: a reopen must not wait (up to 500 ms by default) for merges
+    (.setMaxFullFlushMergeWaitMillis 0)))
+
+(defn index-format
+  "The format version recorded in the last commit of the index in d: nil when there is no index, \"none\"
+  when the commit records none (an index of a build before versioning), or [:unreadable cause]."
+  [^Directory d]
+  (try
+    (when (DirectoryReader/indexExists d)
+      (or (get (.getUserData (SegmentInfos/readLatestCommit d)) format-key) "none"))
+    (catch Exception e [:unreadable e])))
+
+(defn- open-writer
+  "An IndexWriter on d. An index of another format version, or one that cannot be read or opened, is
+  replaced by an empty one (OpenMode CREATE; as a last resort its files are deleted), logged; the caller
+  then rebuilds it from RocksDB. Returns [writer rebuilt-reason-or-nil]."
+  [^Directory d ^File dir ram-mb]
+  (let [found (index-format d)
+        reason (cond (nil? found) nil
+                     (vector? found) (str "unreadable (" (ex-message (second found)) ")")
+                     (not= found format-version) (str "format " found ", this build writes " format-version))]
+    (when reason
+      (.warn log (str "search index in " dir " is " reason ": rebuilding it from the store")))
+    (try
+      [(IndexWriter. d (writer-config ram-mb (if reason IndexWriterConfig$OpenMode/CREATE
+                                                 IndexWriterConfig$OpenMode/CREATE_OR_APPEND)))
+       reason]
+      (catch Exception e
+        (.warn log (str "cannot open the search index in " dir ": deleting and rebuilding it from the store") e)
+        (doseq [^String f (.listAll d)] (.deleteFile d f))
+        [(IndexWriter. d (writer-config ram-mb IndexWriterConfig$OpenMode/CREATE))
+         (str "unopenable (" (ex-message e) ")")]))))
+
 (defn open-index
   "Opens (creating if needed) the index in dir. ram-mb is IndexWriter's RAM buffer; max-lag-ms bounds how
-  stale a search may be (see search). Returns a map of :dir :writer :manager and the counters used for
-  refreshes and marker clean-up."
+  stale a search may be (see search). An index of another format version or an unreadable one is replaced
+  by an empty one (see open-writer), :rebuilt then names why. Returns a map of :dir :writer :manager
+  :rebuilt and the counters used for refreshes and marker clean-up."
   [dir ram-mb max-lag-ms]
   (let [;; NIOFS, not MMap: closing a reader of an mmapped segment closes a shared Arena, a handshake with
         ;; every JVM thread that took seconds on a loaded 2-core machine at each NRT reopen.
         ;; NRTCaching: small flushed segments stay in RAM until merged or committed.
         ^Directory d (NRTCachingDirectory. (NIOFSDirectory. (Paths/get (str dir) (make-array String 0))) 8.0 64.0)
-        cfg (doto (IndexWriterConfig. text/analyzer)
-              (.setOpenMode IndexWriterConfig$OpenMode/CREATE_OR_APPEND)
-              (.setRAMBufferSizeMB (double ram-mb))
-              ;; no compound files: they copy every flushed or small merged segment once more
-              (.setUseCompoundFile false)
-              (.setMergePolicy (doto (TieredMergePolicy.) (.setNoCFSRatio 0.0)))
-              (.setIndexSort newest-first)
-              ;; no merge-on-refresh: a reopen must not wait (up to 500 ms by default) for merges
-              (.setMaxFullFlushMergeWaitMillis 0))
-        w (IndexWriter. d cfg)]
+        [^IndexWriter w reason] (try (open-writer d (File. (str dir)) ram-mb)
+                                     (catch Exception e (.close d) (throw e)))]
+    (.setLiveCommitData w (.entrySet (doto (HashMap.) (.put format-key format-version))))
     {:dir d :writer w :manager (SearcherManager. w (SearcherFactory.)) :max-lag-ms (long max-lag-ms)
+     :rebuilt reason
      :write-gen (AtomicLong.) :refreshed-gen (AtomicLong.) :dirty-since (AtomicLong.) :refresh-lock (Object.)
      :uncommitted (ConcurrentLinkedQueue.) :claimed (ConcurrentHashMap.)}))
 
