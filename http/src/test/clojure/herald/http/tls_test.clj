@@ -3,7 +3,7 @@
   (:require [clojure.test :refer [deftest is testing use-fixtures]]
             [herald.http :as http]
             [herald.http.test-support :as ts :refer [with-server]])
-  (:import (io.netty.handler.ssl SslContextBuilder)
+  (:import (io.netty.handler.ssl ClientAuth SslContextBuilder)
            (java.io ByteArrayInputStream File IOException)
            (java.net URI)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpRequest$BodyPublishers HttpResponse
@@ -61,12 +61,21 @@
 (deftest ^:integration a-jdk-ssl-context-and-a-netty-ssl-context-both-work
   (with-server [s recording {:ssl-context (ts/server-ssl-context)}]
     (is (= "secure" (text (send! (ts/https-client) (ts/port s) "/"))))
-    (is (= :https (:scheme @seen))))
+    (is (= :https (:scheme @seen)))
+    (testing "a JDK SSLContext asks for no client certificate"
+      (is (= "secure" (text (send! (ts/https-client {:client-cert? true}) (ts/port s) "/"))))
+      (is (not (contains? @seen :ssl-client-cert)))))
   (let [f (ts/tls-files)
-        ctx (.build (SslContextBuilder/forServer (File. ^String (:cert-file f)) (File. ^String (:key-file f))))]
+        ctx (-> (SslContextBuilder/forServer (File. ^String (:cert-file f)) (File. ^String (:key-file f)))
+                (.clientAuth ClientAuth/OPTIONAL)
+                (.trustManager (File. ^String (:client-cert-file f)))
+                (.build))]
     (with-server [s recording {:ssl-context ctx}]
       (is (= "secure" (text (send! (ts/https-client) (ts/port s) "/"))))
-      (is (= :https (:scheme @seen))))))
+      (is (= :https (:scheme @seen)))
+      (testing "a Netty SslContext asks for client certificates as it was built to"
+        (is (= "secure" (text (send! (ts/https-client {:client-cert? true}) (ts/port s) "/"))))
+        (is (instance? X509Certificate (:ssl-client-cert @seen)))))))
 
 (defn- invalid-key [opts]
   (try (http/start-server identity (merge {:port 0 :host "127.0.0.1"} opts))
@@ -190,9 +199,9 @@
     (is (= :tls (first (invalid-key {:tls {:cert-chain-file "/nonexistent.crt" :private-key-file "/nonexistent.key"}}))))
     (testing "a key password never appears in the error"
       (let [[k msg] (invalid-key {:tls {:cert-chain-file (:cert-file f) :private-key-file (:key-file f)
-                                        :private-key-password 42}})]
+                                        :private-key-password :xyzzy-secret}})]
         (is (= :tls k))
-        (is (not (re-find #"42" msg)))))
+        (is (not (re-find #"xyzzy" msg)))))
     (is (= :tls (first (invalid-key (assoc (tls-opts) :ssl-context (ts/server-ssl-context))))))
     (is (= :ssl-context (first (invalid-key {:ssl-context "not a context"}))))
     (is (= :ssl-context (first (invalid-key {:ssl-context (.build (SslContextBuilder/forClient))}))))))

@@ -29,7 +29,7 @@ public final class TlsContexts {
         return b.build();
     }
 
-    /** Wraps a JDK SSLContext for server use; client authentication is whatever the SSLContext's engine asks. */
+    /** Wraps a JDK SSLContext for server use, without client authentication (no client certificate asked for). */
     public static SslContext fromJdk(SSLContext context) {
         return new JdkSslContext(context, false, ClientAuth.NONE);
     }
