@@ -65,8 +65,8 @@
   "Opening state and closing. -close! flushes and releases everything and is idempotent; a durable
   backend's calls after close throw ex-info of :type :herald.feed.store/closed."
   (-close! [s] "Flushes, commits and closes.")
-  (-ready? [s] "True while the store is open and usable.")
-  (-stats [s] "A flat map of numeric gauges (keyword -> number) for metrics."))
+  (-ready? [s] "True while the store is open and usable (false while its search index is failing).")
+  (-stats [s] "A flat map of numbers (keyword -> number) for metrics: counters (see counter-stats) and gauges."))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; validation

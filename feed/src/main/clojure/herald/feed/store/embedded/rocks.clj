@@ -132,13 +132,3 @@
             (let [v (.value it)] (.next it) (recur (conj! acc [k v])))
             (persistent! acc)))
         (persistent! acc)))))
-
-(defn count-keys
-  "The number of keys in family, counted exactly up to limit; RocksDB's estimate beyond it."
-  ^long [{:keys [^RocksDB db cfs ^ReadOptions read-options]} family ^long limit]
-  (with-open [^RocksIterator it (.newIterator db ^ColumnFamilyHandle (cfs family) read-options)]
-    (.seekToFirst it)
-    (loop [n 0]
-      (cond (not (.isValid it)) n
-            (>= n limit) (max n (.getLongProperty db ^ColumnFamilyHandle (cfs family) "rocksdb.estimate-num-keys"))
-            :else (do (.next it) (recur (inc n)))))))
