@@ -87,7 +87,9 @@
 (defn- minute-range [{:keys [^ConcurrentSkipListMap minutes]} from-ms to-ms]
   (let [lo (if from-ms (quot (long from-ms) 60000) Long/MIN_VALUE)
         hi (if to-ms (quot (long to-ms) 60000) Long/MAX_VALUE)]
-    (.subMap minutes (Long/valueOf lo) true (Long/valueOf hi) true)))
+    (if (> lo hi)
+      {}
+      (.subMap minutes (Long/valueOf lo) true (Long/valueOf hi) true))))
 
 (defn figures
   "Per-minute figures between `from-ms` and `to-ms` (epoch millis, inclusive minutes; nil = open),
@@ -121,6 +123,17 @@
     (str (.getYear t) "|" (dec (.getMonthValue t)) "|" (.getDayOfMonth t) "|"
          (.getHour t) "|" (.getMinute t) "|")))
 
+(defn- recorded-values
+  "The [value count] pairs of a histogram's recorded values, read eagerly: HdrHistogram's iterator
+  hands out one mutable HistogramIterationValue, so a lazy (chunked) seq over it would read later steps."
+  [^AbstractHistogram h]
+  (let [it (.iterator (.recordedValues h))]
+    (loop [acc (transient [])]
+      (if (.hasNext it)
+        (let [^HistogramIterationValue v (.next it)]
+          (recur (conj! acc [(.getValueIteratedTo v) (.getCountAddedInThisIterationStep v)])))
+        (persistent! acc)))))
+
 (defn log-lines
   "The performance log of the minutes between `from-ms` and `to-ms` in the reference line format
   YEAR|MONTH|DAY|HOUR|MINUTE|entity|operation|ms (UTC, month zero-based): one line per recorded
@@ -130,23 +143,26 @@
   (for [[minute ^ConcurrentHashMap cells] (minute-range r from-ms to-ms)
         :let [prefix (log-prefix minute)]
         [[entity op] ^Cell cell] (sort-by (comp vec (partial map name) key) cells)
-        :let [^AbstractHistogram h (.copy ^ConcurrentHistogram (.histogram cell))
-              head (str prefix (name entity) "|" (name op) "|")]
-        ^HistogramIterationValue v (.recordedValues h)
-        :let [line (str head (Math/round (/ (.getValueIteratedTo v) 1000.0)))]
-        line (repeat (.getCountAddedInThisIterationStep v) line)]
+        :let [head (str prefix (name entity) "|" (name op) "|")]
+        [micros n] (recorded-values (.copy ^ConcurrentHistogram (.histogram cell)))
+        :let [line (str head (Math/round (/ (double micros) 1000.0)))]
+        line (repeat n line)]
     line))
 
 (defn parse-time
   "Parses a /perf time bound: epoch millis, an ISO-8601 instant (2026-11-22T13:05:00Z), a UTC
-  local date-time (2026-11-22T13:05) or a date (2026-11-22). Returns epoch millis or nil for blank;
-  throws ex-info {:type :herald.feed/bad-request} naming the value otherwise."
+  local date-time (2026-11-22T13:05) or a date (2026-11-22), which means the start of that day (UTC)
+  for `from` and its last millisecond for `to`. Returns epoch millis or nil for blank; throws
+  ex-info {:type :herald.feed/bad-request} naming the value otherwise."
   [^String s field]
   (when-not (str/blank? s)
     (try
       (cond (re-matches #"-?\d+" s) (Long/parseLong s)
             (re-matches #"\d{4}-\d{2}-\d{2}" s)
-            (* 1000 (.toEpochSecond (.atStartOfDay (java.time.LocalDate/parse s) ZoneOffset/UTC)))
+            (let [day (java.time.LocalDate/parse s)]
+              (if (= "to" field)
+                (dec (* 1000 (.toEpochSecond (.atStartOfDay (.plusDays day 1) ZoneOffset/UTC))))
+                (* 1000 (.toEpochSecond (.atStartOfDay day ZoneOffset/UTC)))))
             (re-find #"(Z|[+-]\d{2}:?\d{2})$" s) (.toEpochMilli (Instant/parse s))
             :else (.toEpochMilli (.toInstant (.atOffset (java.time.LocalDateTime/parse s) ZoneOffset/UTC))))
       (catch Exception e

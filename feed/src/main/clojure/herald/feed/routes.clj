@@ -33,15 +33,24 @@
                    (metrics/prometheus-text recorder (fanout/stats fanout)
                                             (try (store/stats store) (catch Exception _ {}))))))
 
-(defn- time-bounds [req]
+(defn- iso [ms] (str (java.time.Instant/ofEpochMilli (long ms))))
+
+(defn- time-bounds
+  "The /perf bounds [from-ms to-ms] of a request (nil = open); a 400 when from is after to."
+  [req]
   (let [q (:query-params req)
         one #(let [v (get q %)] (if (sequential? v) (first v) v))]
-    [(perf/parse-time (one "from") "from") (perf/parse-time (one "to") "to")]))
+    (let [from (perf/parse-time (one "from") "from")
+          to (perf/parse-time (one "to") "to")]
+      (when (and from to (> (long from) (long to)))
+        (throw (ex-info (str "'from' (" (iso from) ") is after 'to' (" (iso to) ")")
+                        {:type :herald.feed/bad-request :field "from" :value (one "from")})))
+      [from to])))
 
 (defn- perf-json [{:keys [recorder]}]
   (fn [req]
     (let [[from to] (time-bounds req)]
-      (h/json-response {:from (some-> from str) :to (some-> to str)
+      (h/json-response {:from (some-> from iso) :to (some-> to iso)
                         :minutes (vec (perf/figures recorder from to))}))))
 
 (defn- perf-log [{:keys [recorder]}]

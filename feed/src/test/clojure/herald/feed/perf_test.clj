@@ -2,7 +2,10 @@
   "Tests of the per-minute performance figures and the reference log format."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
-            [herald.feed.perf :as perf]))
+            [herald.feed :as feed]
+            [herald.feed.perf :as perf]
+            [herald.feed.system :as system]
+            [herald.feed.test-util :as u]))
 
 (set! *warn-on-reflection* true)
 
@@ -53,6 +56,7 @@
   (is (= t0 (perf/parse-time "2026-11-22T13:05" "from")))
   (is (= (- t0 (* 1000 (+ (* 13 3600) (* 5 60)))) (perf/parse-time "2026-11-22" "from")))
   (is (nil? (perf/parse-time "" "to")))
+  (is (= (+ (perf/parse-time "2026-11-22" "from") (* 86400 1000) -1) (perf/parse-time "2026-11-22" "to")))
   (let [e (try (perf/parse-time "yesterday" "to") (catch Exception e e))]
     (is (= {:type :herald.feed/bad-request :field "to" :value "yesterday"} (ex-data e))))
   (is (thrown? clojure.lang.ExceptionInfo (perf/recorder {:retention-minutes 0}))))
@@ -66,3 +70,56 @@
     (is (= 20000 (reduce + (map :count (perf/figures r nil nil)))))
     (is (= 20000 (get (perf/status-counts r) [:outbound :post 200])))
     (is (every? #(str/ends-with? % "|outbound|post|0") (take 10 (perf/log-lines r nil nil))))))
+
+(defn- nearest-rank [sorted p]
+  (nth sorted (dec (long (Math/ceil (* (/ p 100.0) (count sorted)))))))
+
+(deftest log-lines-reproduce-the-figures-over-http
+  ;; > 32 distinct values: HdrHistogram's iterator reuses one mutable value object (F7)
+  (let [sys (u/start-feed! nil)
+        r (system/value sys :herald.feed/recorder)
+        base (feed/url sys)
+        minute (* 60000 (- (quot (System/currentTimeMillis) 60000) 3))
+        iso (perf/minute->iso (quot minute 60000))]
+    (try
+      (doseq [ms (range 1 121) _ (range (inc (mod ms 3)))]
+        (perf/record! r :outbound :post (* ms 1000000) 200 (+ minute 100)))
+      (doseq [ms (range 40 90)]
+        (perf/record! r :friends :get (* ms 100000) 200 (+ minute 200)))
+      (let [q (str "?from=" iso "&to=" iso)
+            figs (get-in (u/request base (str "/perf" q)) [:json "minutes"])
+            lines (str/split-lines (:body (u/request base (str "/perf/log" q))))
+            by-op (group-by #(subvec (str/split % #"\|") 5 7) lines)]
+        (is (= 2 (count figs)))
+        (doseq [f figs
+                :let [vs (->> (by-op [(get f "entity") (get f "operation")])
+                              (map #(Long/parseLong (peek (str/split % #"\|"))))
+                              sort vec)]]
+          (testing (str (get f "entity") " " (get f "operation"))
+            (is (= (get f "count") (count vs)))
+            (is (= (Math/round (double (get f "median_ms"))) (nearest-rank vs 50)))
+            (is (= (Math/round (double (get f "p95_ms"))) (nearest-rank vs 95)))
+            (is (= (Math/round (double (get f "max_ms"))) (peek vs)))))
+        (is (= 240 (count (by-op ["outbound" "post"])))))
+      (finally (feed/stop! sys)))))
+
+(deftest perf-bounds-over-http
+  (let [sys (u/start-feed! nil)
+        r (system/value sys :herald.feed/recorder)
+        base (feed/url sys)]
+    (try
+      (perf/record! r :inbound :get 1000000 200 (perf/parse-time "2026-11-21T15:07:00Z" "from"))
+      (testing "from after to is a 400 naming from, on /perf and /perf/log (F6)"
+        (doseq [path ["/perf?from=2026-11-22&to=2026-11-21" "/perf/log?from=2026-11-22T15:00&to=2026-11-22T14:00"]
+                :let [{:keys [status json]} (u/request base path)]]
+          (is (= 400 status) path)
+          (is (= "from" (get json "field")) path)
+          (is (re-find #"'from' .* is after 'to'" (str (get json "error"))) path)))
+      (testing "a date `to` means the whole day; bounds are echoed as ISO-8601 (F14)"
+        (let [{:keys [status json]} (u/request base "/perf?from=2026-11-21&to=2026-11-21")]
+          (is (= 200 status))
+          (is (= "2026-11-21T00:00:00Z" (get json "from")))
+          (is (= "2026-11-21T23:59:59.999Z" (get json "to")))
+          (is (= ["2026-11-21T15:07:00Z"] (map #(get % "minute") (get json "minutes")))))
+        (is (= 1 (count (str/split-lines (:body (u/request base "/perf/log?from=2026-11-21&to=2026-11-21")))))))
+      (finally (feed/stop! sys)))))
