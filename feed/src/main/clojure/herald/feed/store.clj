@@ -235,7 +235,7 @@
    :search-pending "Published posts not yet in a committed search index commit."
    :indexed-posts "Documents in the search index (committed or not)."
    :index-degraded "1 while the search index has failed (last indexing, commit or refresh), else 0."
-   :index-errors "Search index failures (indexing a post, committing, refreshing) since the store opened."
+   :index-errors "Failed search index operations (indexing or retrying a post, committing, refreshing) since the store opened."
    :search-errors "Searches that failed with an unexpected error since the store opened."
    :cache-hits "Participant and friend-list cache hits."
    :cache-misses "Participant and friend-list cache misses (loads from the store)."

@@ -9,7 +9,7 @@
             [herald.feed.store.embedded.rocks :as rocks]
             [herald.feed.store.text :as text])
   (:import (java.util Set)
-           (java.util.concurrent ConcurrentHashMap Executors ScheduledExecutorService ThreadFactory TimeUnit)
+           (java.util.concurrent ConcurrentHashMap Executors LinkedBlockingQueue ScheduledExecutorService ThreadFactory TimeUnit)
            (java.util.concurrent.atomic AtomicLong)
            (java.util.concurrent.locks ReentrantReadWriteLock)
            (org.rocksdb WriteBatch)
@@ -129,7 +129,16 @@
       (index-ok! state)
       (catch Exception e
         (lucene/release-claims! idx [id])
+        ;; retried before each commit; beyond the queue's bound the marker alone brings it back on open
+        (.offer ^LinkedBlockingQueue (:retry idx) post)
         (index-failed! state (str "indexing post " id) e)))))
+
+(defn- retry-failed!
+  "Indexes again the posts whose indexing failed (each at most once per call; a new failure queues it again)."
+  [db idx state]
+  (let [^LinkedBlockingQueue q (:retry idx)]
+    (dotimes [_ (.size q)]
+      (when-let [post (.poll q)] (index! db idx state post)))))
 
 (defn- search [idx state keywords limit]
   (try
@@ -264,7 +273,7 @@
   (let [ex (Executors/newSingleThreadScheduledExecutor
             (reify ThreadFactory
               (newThread [_ r] (doto (Thread. ^Runnable r "herald-feed-index") (.setDaemon true)))))]
-    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "committing" #(commit-index! db idx))
+    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "committing" #(do (retry-failed! db idx state) (commit-index! db idx)))
                              (long index-commit-ms) (long index-commit-ms) TimeUnit/MILLISECONDS)
     (.scheduleWithFixedDelay ex ^Runnable (run-safely state "refreshing" #(lucene/refresh! idx))
                              (long index-refresh-ms) (long index-refresh-ms) TimeUnit/MILLISECONDS)
@@ -309,6 +318,7 @@
         _ (rocks/each! db :fanout (fn [k _] (.add (pending db :fanout) (c/key-long k 0))))
         idx (try (lucene/open-index (io/file dir "search") (:index-ram-mb opts) (:search-max-lag-ms opts))
                  (catch Exception e (rocks/close-db! db) (fail "search index" e)))
+        idx (assoc idx :retry (LinkedBlockingQueue. 10000))
         state (atom {:open? true})]
     (try
       (catch-up-index! db idx)
