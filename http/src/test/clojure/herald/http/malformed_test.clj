@@ -30,6 +30,11 @@
         (is (= [400 true] (answer-and-eof p "GARBAGE\r\n\r\n"))))
       (testing "bad HTTP version"
         (is (= [400 true] (answer-and-eof p "GET / HTTP/9.x\r\nHost: x\r\n\r\n"))))
+      (testing "a version other than HTTP/1.x -> 505, an HTTP/2 preface included (RFC 9110 15.6.6)"
+        (is (= [505 true] (answer-and-eof p "GET / HTTP/9.9\r\nHost: x\r\n\r\n")))
+        (is (= [505 true] (answer-and-eof p "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"))))
+      (testing "HTTP/1.1 without Host -> 400 (RFC 9112 3.2)"
+        (is (= [400 true] (answer-and-eof p "GET / HTTP/1.1\r\nConnection: keep-alive\r\n\r\n"))))
       (testing "request line too long -> 414"
         (is (= [414 true] (answer-and-eof p (ts/request-text "GET" (str "/" (apply str (repeat 400 "a"))))))))
       (testing "headers too large -> 431"
@@ -53,6 +58,8 @@
                (is (ts/eof? c))
                (finally (ts/close! c)))))
       (is (= 1 @calls) "the handler never saw a malformed request")
+      (testing "HTTP/1.0 may omit Host"
+        (is (= 200 (first (answer-and-eof p "GET / HTTP/1.0\r\n\r\n")))))
       (testing "the server still serves after all that"
         (is (= "ok" (:body (ts/GET p "/"))))))))
 
@@ -70,6 +77,17 @@
           (try (ts/write! c "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
                (is (= 408 (:status (ts/read-response c))))
                (finally (ts/close! c))))))))
+
+(deftest ^:integration a-stalled-body-times-out-at-the-request-timeout
+  (with-server [s ok {:request-timeout-ms 1000 :idle-timeout-ms 0}]
+    (let [c (ts/open (ts/port s) 5000)]
+      (try (ts/write! c "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\nabc")
+           (let [t0 (System/nanoTime)
+                 status (:status (ts/read-response c))
+                 ms (/ (- (System/nanoTime) t0) 1e6)]
+             (is (= 408 status))
+             (is (<= 950 ms 1450) (str "408 after " ms " ms; the timer fires within 1.0-1.2x of the timeout")))
+           (finally (ts/close! c))))))
 
 (deftest ^:integration idle-timeout-closes-idle-connections-only
   (with-server [s ok {:idle-timeout-ms 250}]

@@ -6,8 +6,8 @@ import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /**
- * The idle and request timeouts of one connection: one task on its event loop every half of the shorter
- * timeout. A connection is idle only when nothing is being received, handled or written; a request whose head
+ * The idle and request timeouts of one connection: one task on its event loop every tenth of the shorter
+ * timeout (so a timeout fires between 1.0 and 1.2 times its configured value). A connection is idle only when nothing is being received, handled or written; a request whose head
  * or body does not arrive within the request timeout is answered 408.
  */
 final class ConnectionTimer implements Runnable {
@@ -34,7 +34,8 @@ final class ConnectionTimer implements Runnable {
         if (shorter == Long.MAX_VALUE) {
             return;
         }
-        long p = Math.max(10, shorter / 2);
+        // a tenth of the shorter timeout: a timeout fires between 1.0x and 1.2x of its configured value
+        long p = Math.max(10, shorter / 10);
         task = loop.scheduleAtFixedRate(this, p, p, TimeUnit.MILLISECONDS);
     }
 

@@ -119,7 +119,16 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             reject(r, RequestDecoder.statusOf(dr.cause()));
             return;
         }
+        HttpVersion version = r.protocolVersion();
+        if (version.majorVersion() != 1) {
+            reject(r, 505); // RFC 9110 15.6.6: HTTP/2.0 prefaces, HTTP/9.9, ... never reach the handler
+            return;
+        }
         HttpHeaders hs = r.headers();
+        if (version.minorVersion() >= 1 && !hs.contains(HttpHeaderNames.HOST)) {
+            reject(r, 400); // RFC 9112 3.2: an HTTP/1.1 request without Host
+            return;
+        }
         String expect = hs.get(HttpHeaderNames.EXPECT);
         if (expect != null && r.protocolVersion() == HttpVersion.HTTP_1_1) {
             if (!expect.equalsIgnoreCase("100-continue")) {
