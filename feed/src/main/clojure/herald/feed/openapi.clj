@@ -7,6 +7,16 @@
 (def ^:private link-schema
   {:type "string" :pattern "^/participant/[0-9]+$" :example "/participant/7"})
 
+(def ^:private ref-in-schema
+  "A participant as the service accepts it in a body: a link, a bare id string or an integer id."
+  {:oneOf [{:type "string" :pattern "^(/participant/)?[0-9]+$" :example "/participant/7"}
+           {:type "integer" :format "int64" :minimum 1}]})
+
+(def ^:private occurred-schema
+  {:type "string" :example "2026-11-22"
+   :pattern "^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,9})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?)?$"
+   :description "yyyy-MM-dd, optionally followed by an ISO-8601 time (T or a space, then HH:mm[:ss[.fraction]][Z|+hh:mm]); echoed as posted; defaults to today (UTC)"})
+
 (def schemas
   "The component schemas of the API's bodies."
   {"Error" {:type "object" :required ["error"]
@@ -14,18 +24,19 @@
                          :field {:type "string" :description "the request field or parameter at fault"}
                          :value {:description "the offending value"}}}
    "NewParticipant" {:type "object" :required ["name"]
-                     :properties {:name {:type "string" :maxLength 200}}}
+                     :properties {:name {:type "string" :minLength 1 :maxLength 200
+                                         :description "not blank"}}}
    "Participant" {:type "object" :required ["id" "name" "link"]
                   :properties {:id {:type "integer" :format "int64"} :name {:type "string"} :link link-schema}}
    "NewFriend" {:type "object" :required ["to"]
-                :properties {:from (assoc link-schema :description "defaults to the participant of the path")
-                             :to link-schema}}
+                :description "the participant of the path must be `from` or `to`"
+                :properties {:from (assoc ref-in-schema :description "defaults to the participant of the path")
+                             :to ref-in-schema}}
    "Friend" {:type "object" :required ["id" "from" "to"]
              :properties {:id {:type "integer" :format "int64"} :from link-schema :to link-schema}}
    "NewOutbound" {:type "object" :required ["subject" "story"]
-                  :properties {:from (assoc link-schema :description "defaults to the participant of the path")
-                               :occurred {:type "string" :example "2026-11-22"
-                                          :description "yyyy-MM-dd, optionally with an ISO-8601 time; echoed as posted; defaults to today (UTC)"}
+                  :properties {:from (assoc ref-in-schema :description "must be the participant of the path (the default)")
+                               :occurred occurred-schema
                                :subject {:type "string"} :story {:type "string"}}}
    "Outbound" {:type "object" :required ["from" "occurred" "subject" "story"]
                :properties {:from link-schema :occurred {:type "string"} :subject {:type "string"} :story {:type "string"}}}
@@ -46,21 +57,29 @@
 (def ^:private parameters
   {:id {:name "id" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
         :description "participant id"}
-   :limit {:name "limit" :in "query" :required false :schema {:type "integer" :minimum 1}
-           :description "page size (default 50, at most 1000; search: default 100)"}
+   :limit {:name "limit" :in "query" :required false :schema {:type "integer" :minimum 1 :maximum 1000}
+           :description "page size (default 50; search: default 100); an empty value is a 400"}
    :before {:name "before" :in "query" :required false :schema {:type "string"}
             :description "opaque cursor from the previous page's Link rel=\"next\" header"}
    :keywords {:name "keywords" :in "query" :required true :schema {:type "string"}
               :description "words that must all occur in a post's subject or story"}
-   :from {:name "from" :in "query" :required false :schema {:type "string"}
+   :from {:name "from" :in "query" :required false
+          :schema {:type "string" :pattern "^(-?[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
           :description "start: epoch millis, ISO-8601 instant, UTC date-time or date"}
-   :to {:name "to" :in "query" :required false :schema {:type "string"} :description "end, as from"}})
+   :to {:name "to" :in "query" :required false
+        :schema {:type "string" :pattern "^(-?[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
+        :description "end, as from (a date means the end of that day); not before from"}})
 
 (defn- error-responses [codes]
   (into {} (for [c codes]
-             [(str c) {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant"
-                                          413 "body too large" 415 "unsupported Content-Type" "error")
-                       :content (content (ref-schema "Error"))}])))
+             [(str c) (case (long c)
+                        413 {:description "body too large: a JSON Error above the feed's limit, plain text above the server's hard cap"
+                             :content (assoc (content (ref-schema "Error")) "text/plain" {:schema {:type "string"}})}
+                        503 {:description "not ready: the store is closed or the service is draining"
+                             :content (content {:type "object"})}
+                        {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant"
+                                            415 "unsupported Content-Type" "error")
+                         :content (content (ref-schema "Error"))})])))
 
 (defn- response-of [{:keys [response response-type]}]
   (case response-type
@@ -74,9 +93,17 @@
    :content {"application/json" {:schema (ref-schema schema-name)}
              "application/x-www-form-urlencoded" {:schema (ref-schema schema-name)}}})
 
+(defn operation-id
+  "The route's unique operationId: entity-op for the contract (outbound-search), else the path's
+  words and the method (perf-log-get, openapi-get)."
+  [{:keys [entity op path method]}]
+  (if entity
+    (str (name entity) "-" (name op))
+    (str (str/join "-" (re-seq #"[A-Za-z0-9]+" (str/replace path #"\.json$" ""))) "-" (name method))))
+
 (defn- operation [{:keys [summary params body errors entity op link?] :as route}]
   (cond-> {:summary summary
-           :operationId (str (name (or entity :ops)) "-" (name (or op (:method route))))
+           :operationId (operation-id route)
            :responses (merge {"200" (cond-> (response-of route)
                                       link? (assoc :headers {"Link" {:schema {:type "string"}
                                                                      :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))}

@@ -95,7 +95,7 @@
     :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400]}
    {:path "/health" :method :get :handler health :summary "Liveness" :response {:type "object"}}
    {:path "/ready" :method :get :handler ready :summary "Readiness: 200 while the store is open, 503 otherwise"
-    :response {:type "object"}}
+    :response {:type "object"} :errors [503]}
    {:path "/metrics" :method :get :handler metrics-page :summary "Prometheus metrics" :response-type :text}
    {:path "/openapi.json" :method :get :handler openapi-doc :summary "This document" :response {:type "object"}}
    {:path "/perf" :method :get :handler perf-json :params [:from :to]

@@ -4,8 +4,7 @@
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
             [herald.feed.store :as store])
-  (:import (java.time LocalDate ZoneOffset)
-           (java.time.format DateTimeParseException)))
+  (:import (java.time LocalDate LocalTime ZoneOffset)))
 
 (set! *warn-on-reflection* true)
 
@@ -104,19 +103,24 @@
           :else
           (let [bad #(err/bad-request (str "'occurred' must be a date yyyy-MM-dd (optionally with an ISO-8601 time), got " (pr-str v))
                                       "occurred" v %)]
-            (when-not (re-matches #"\d{4}-\d{2}-\d{2}([T ][0-9:.,]{2,20}(Z|[+-]\d{2}(:?\d{2})?)?)?" v)
-              (throw (bad nil)))
-            (try (LocalDate/parse (subs v 0 10)) v
-                 (catch DateTimeParseException e (throw (bad e))))))))
+            (let [[_ date time offset]
+                  (or (re-matches #"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?)(Z|[+-]\d{2}(?::?\d{2})?)?)?" v)
+                      (throw (bad nil)))]
+              ;; every part parsed, not only matched: 2014-02-30 and T25:00 are 400s
+              (try (LocalDate/parse date)
+                   (some-> ^String time (str/replace "," ".") LocalTime/parse)
+                   (some-> ^String offset ZoneOffset/of)
+                   v
+                   (catch java.time.DateTimeException e (throw (bad e)))))))))
 
 (defn page-opts
-  "Paging options from query params (string keys): ?limit= (1..max, default from limits) and
-  ?before= (an opaque cursor from a previous page's Link header)."
+  "Paging options from query params (string keys): ?limit= (1..max, default from limits when
+  absent; an empty value is a 400) and ?before= (an opaque cursor from a previous page's Link header)."
   [limits query default-key max-key]
   (let [limit (single "limit" (get query "limit"))
         before (single "before" (get query "before"))
         max-limit (long (get limits max-key))
-        n (if (str/blank? limit)
+        n (if (nil? limit)
             (get limits default-key)
             (or (some-> (parse-positive-long limit) (#(when (<= (long %) max-limit) %)))
                 (throw (err/bad-request (str "'limit' must be an integer in 1.." max-limit ", got " (pr-str limit))

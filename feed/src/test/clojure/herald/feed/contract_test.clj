@@ -136,6 +136,13 @@
       (is (error? (post (str (link a) "/friends") {:from (link a) :to "someone"}) 400 "to"))
       (is (error? (post (str (link a) "/friends") {:from (link a)}) 400 "to"))
       (is (error? (post (str (link a) "/outbound") {:from (link a) :occurred "yesterday" :subject "s" :story "t"}) 400 "occurred"))
+      (doseq [bad ["2014-01-05T25:00:00Z" "2014-01-05T19:61" "2014-01-05T19:25:51+25:00" "2014-02-30" "2014-01-05T19"]]
+        (is (error? (post (str (link a) "/outbound") {:occurred bad :subject "s" :story "t"}) 400 "occurred") bad))
+      (let [c (participant! "times")]
+        (doseq [ok ["2014-01-05 19:25" "2014-01-05T19:25:51,5+0200" "2014-01-05T23:59:59.999999999-05:00"]]
+          (is (= ok (get-in (post (str (link c) "/outbound") {:occurred ok :subject "s" :story "t"}) [:json "occurred"])))))
+      (is (error? (req "/outbound?limit=&keywords=x") 400 "limit") "an empty limit is not the default")
+      (is (error? (req (str (link a) "/outbound?limit=")) 400 "limit"))
       (is (error? (post (str (link a) "/outbound") {:from (link a) :subject "s"}) 400 "story"))
       (is (error? (post (str (link a) "/outbound") {:from "/participant/999999" :subject "s" :story "t"}) 400 "from"))
       (is (error? (req "/outbound") 400 "keywords"))

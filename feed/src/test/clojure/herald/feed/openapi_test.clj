@@ -1,0 +1,41 @@
+(ns herald.feed.openapi-test
+  "Tests of /openapi.json over real HTTP: a unique operationId on every route and the constraints the service enforces."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [herald.feed :as feed]
+            [herald.feed.openapi :as openapi]
+            [herald.feed.routes :as routes]
+            [herald.feed.test-util :as u]))
+
+(set! *warn-on-reflection* true)
+
+(defn- operations [doc]
+  (for [[path methods] (get doc "paths") [method op] methods] [path method op]))
+
+(deftest the-document-matches-the-service
+  (let [sys (u/start-feed! nil)]
+    (try
+      (let [doc (:json (u/request (feed/url sys) "/openapi.json"))
+            ops (operations doc)
+            ids (map #(get (nth % 2) "operationId") ops)]
+        (testing "every route is documented with an operationId, and the ids are unique (F3)"
+          (is (= (count (routes/route-specs)) (count ops)))
+          (doseq [{:keys [path method]} (routes/route-specs)]
+            (is (string? (get-in doc ["paths" (openapi/openapi-path path) (name method) "operationId"]))
+                (str method " " path)))
+          (is (= (count ids) (count (distinct ids))) (str "duplicates: " (pr-str (sort ids))))
+          (is (every? #(re-matches #"[a-z][a-z0-9-]*" %) ids)))
+        (testing "the constraints the service enforces are declared (F4)"
+          (let [schemas (get-in doc ["components" "schemas"])
+                limit (some #(when (= "limit" (get % "name")) %)
+                            (get-in doc ["paths" "/participant/{id}/inbound" "get" "parameters"]))]
+            (is (= 1000 (get-in limit ["schema" "maximum"])))
+            (is (= 1 (get-in schemas ["NewParticipant" "properties" "name" "minLength"])))
+            (is (re-matches (re-pattern (get-in schemas ["NewOutbound" "properties" "occurred" "pattern"]))
+                            "2014-01-05T19:25:51.490Z"))
+            (is (not (re-matches (re-pattern (get-in schemas ["NewOutbound" "properties" "occurred" "pattern"]))
+                                 "yesterday")))
+            (is (= ["string" "integer"] (map #(get % "type") (get-in schemas ["NewFriend" "properties" "to" "oneOf"]))))
+            (is (get-in doc ["paths" "/ready" "get" "responses" "503"]))
+            (is (get-in doc ["paths" "/participant" "post" "responses" "413" "content" "text/plain"])))))
+      (finally (feed/stop! sys)))))
