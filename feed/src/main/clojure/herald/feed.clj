@@ -1,6 +1,7 @@
 (ns herald.feed
   "The news feed service: start and stop it as a system (store, fan-out, performance recorder, HTTP server) from the EDN config."
-  (:require [clojure.java.io :as io]
+  (:require [herald.feed.quiet]            ; first: before Lucene loads
+            [clojure.java.io :as io]
             [herald.feed.config :as config]
             [herald.feed.fanout :as fanout]
             [herald.feed.perf :as perf]

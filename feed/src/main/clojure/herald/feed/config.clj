@@ -66,6 +66,25 @@
            :else v))
    x))
 
+(defn- known-profiles
+  "The profiles the config's #profile choices name (without :default), sorted."
+  [raw]
+  (let [acc (volatile! (sorted-set))]
+    (walk/postwalk (fn [v] (when (instance? ProfileChoice v)
+                             (vswap! acc into (remove #{:default}) (keys (:choices v))))
+                     v)
+                   raw)
+    @acc))
+
+(defn- check-profile!
+  "Throws naming :profile when `active` is not one of the profiles the config names."
+  [active raw]
+  (let [known (known-profiles raw)]
+    (when (and (seq known) (not (contains? known active)))
+      (throw (ex-info (str "unknown profile " (name active) ": use " (str/join " or " (map name known))
+                           " (--profile or HERALD_PROFILE)")
+                      {:type :herald.feed/config :key :profile :value active})))))
+
 (defn- resolve-refs [config]
   (letfn [(deref-path [path seen]
             (when (seen path)
@@ -99,7 +118,8 @@
   | `:string?` | boolean | false             | `source` is EDN text rather than a resource/file |
 
   Tags: `#env NAME` (string or nil), `#env [NAME default]` (coerced to the default's type),
-  `#profile {:embedded x :memory y :default z}`, `#ref [:path :to :value]`."
+  `#profile {:embedded x :memory y :default z}`, `#ref [:path :to :value]`. A profile that no
+  `#profile` map names is an ex-info naming `:profile`."
   ([source] (read-config source {}))
   ([source {:keys [profile env] text? :string? :or {env (System/getenv)}}]
    (let [text (if text? source (slurp (or (when (string? source) (io/resource source)) source)))
@@ -111,7 +131,8 @@
          _ (when-not (map? raw)
              (throw (ex-info "config must be an EDN map" {:type :herald.feed/config})))
          file-profile (resolve-tags (:profile raw) nil env)
-         active (keyword (or profile file-profile :embedded))]
+         active (keyword (or profile file-profile :embedded))
+         _ (check-profile! active raw)]
      (-> (resolve-tags (dissoc raw :profile) active env)
          resolve-refs
          (assoc :profile active)))))

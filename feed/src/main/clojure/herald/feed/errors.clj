@@ -19,10 +19,21 @@
   [msg field value]
   (ex-info msg {:type :herald.feed/not-found :field field :value value}))
 
+(defn json-text
+  "`v` as JSON text for an error message (\"x\", [1,2], {\"a\":1}), never a JVM or EDN rendering."
+  ^String [v]
+  (try (http/write-json v) (catch Exception _ (pr-str (str v)))))
+
+(defn json-kind
+  "The JSON kind of a decoded value, for messages: \"an object\", \"an array\", \"a string\"..."
+  [v]
+  (cond (nil? v) "null" (map? v) "an object" (sequential? v) "an array" (string? v) "a string"
+        (number? v) "a number" (boolean? v) "a boolean" :else "an unknown value"))
+
 (defn unsupported-media-type
-  "An ex-info for a 415 naming the content type received."
+  "An ex-info for a 415 naming the content type received (or its absence)."
   [content-type]
-  (ex-info (str "unsupported Content-Type " (pr-str content-type)
+  (ex-info (str (if content-type (str "unsupported Content-Type " (json-text content-type)) "no Content-Type")
                 ": send application/json or application/x-www-form-urlencoded")
            {:type :herald.feed/unsupported-media-type :field "Content-Type" :value content-type}))
 
@@ -55,7 +66,11 @@
   [msg field value]
   (cond-> {:error msg}
     field (assoc :field field)
-    (some? value) (assoc :value (if (or (string? value) (number? value) (boolean? value)) value (pr-str value)))))
+    ;; JSON values stay JSON (a repeated form key's values are an array), anything else its text
+    (some? value) (assoc :value (if (or (string? value) (number? value) (boolean? value)
+                                        (map? value) (sequential? value))
+                                  value
+                                  (str value)))))
 
 (defn response
   "A Ring response with a JSON error body."

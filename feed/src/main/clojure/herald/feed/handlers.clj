@@ -76,7 +76,7 @@
         (if (map? data)
           data
           (throw (err/bad-request (str "the JSON body must be an object, got "
-                                       (if (nil? data) "nothing" (pr-str (type data))))
+                                       (if (nil? (:body req)) "no body" (err/json-kind data)))
                                   "body"))))
 
       :else (throw (err/unsupported-media-type (get-in req [:headers "content-type"]))))))

@@ -27,6 +27,12 @@
   (str "Usage: java -jar herald-feed.jar [options]\n\nOptions:\n" summary
        "\n\nEnvironment: PORT, HOST, DATA_DIR, HERALD_PROFILE and the others in docs/feed.md."))
 
+(defn- bind-address
+  "The address the server binds, as operators should see it: 0.0.0.0 is every interface."
+  [cfg port]
+  (let [host (str (get-in cfg [:http :host] "0.0.0.0"))]
+    (str host ":" port (when (#{"0.0.0.0" "::" ""} host) ", all interfaces"))))
+
 (defn -main
   "Starts the feed service and blocks until the JVM is asked to stop."
   [& args]
@@ -56,7 +62,8 @@
                                      (.countDown done))
                                    "herald-feed-shutdown"))
         (println (str "herald.feed " (feed/version) " listening on " (feed/url sys)
-                      " (profile " (name (:profile cfg))
+                      " (bound to " (bind-address cfg (feed/port sys))
+                      "; profile " (name (:profile cfg))
                       (when-let [d (get-in cfg [:store :data-dir])] (str ", data dir " d)) ")"))
         (flush)
         (.await done)))))

@@ -61,7 +61,7 @@
   "A participant id from a path segment (\"7\"); throws a 400 naming `field` otherwise."
   [field s]
   (or (parse-positive-long s)
-      (throw (err/bad-request (str "'" field "' must be a positive integer id, got " (pr-str s)) field s))))
+      (throw (err/bad-request (str "'" field "' must be a positive integer id, got " (err/json-text s)) field s))))
 
 (defn parse-link
   "A participant id from a link (\"/participant/7\", also a full URL ending so), a bare id string or an
@@ -70,15 +70,29 @@
   (or (cond (and (integer? v) (pos? (long v))) (long v)
             (string? v) (some-> (re-matches #"(?:.*/participant/)?(\d{1,19})/?" (str/trim v)) second parse-positive-long))
       (throw (err/bad-request (str "'" field "' must be a participant link like \"/participant/7\", got "
-                                   (pr-str v))
+                                   (err/json-text v))
                               field v))))
 
 (defn- single
-  "Form bodies may repeat a key: a vector value is an error."
+  "Form bodies and query strings may repeat a key, JSON may send an array: a vector value is an error."
   [field v]
   (if (sequential? v)
-    (throw (err/bad-request (str "'" field "' must be given once, got " (count v) " values") field (vec v)))
+    (throw (err/bad-request (str "'" field "' must be a single value, got " (count v) (if (= 1 (count v)) " value in an array" " values")) field (vec v)))
     v))
+
+(defn- lone-surrogate?
+  "True when `s` has a UTF-16 surrogate that is not part of a pair (JSON can carry one as \\ud800;
+  it is no Unicode character, and strict clients reject it)."
+  [^String s]
+  (let [n (.length s)]
+    (loop [i 0]
+      (if (>= i n)
+        false
+        (let [c (.charAt s i)]
+          (cond (and (Character/isHighSurrogate c) (< (inc i) n) (Character/isLowSurrogate (.charAt s (inc i))))
+                (recur (+ i 2))
+                (Character/isSurrogate c) true
+                :else (recur (inc i))))))))
 
 (defn required-string
   "The string value of `field` in `params` (keyword keys), at most `max-chars` long; a 400 naming the
@@ -86,7 +100,9 @@
   [params field max-chars non-blank?]
   (let [v (single field (get params (keyword field)))]
     (cond (nil? v) (throw (err/bad-request (str "'" field "' is required") field))
-          (not (string? v)) (throw (err/bad-request (str "'" field "' must be a string, got " (pr-str v)) field v))
+          (not (string? v)) (throw (err/bad-request (str "'" field "' must be a string, got " (err/json-kind v)) field v))
+          (lone-surrogate? v)
+          (throw (err/bad-request (str "'" field "' is not valid Unicode: it has an unpaired surrogate (\\ud800-\\udfff)") field))
           (and non-blank? (str/blank? v)) (throw (err/bad-request (str "'" field "' must not be blank") field v))
           (> (.length ^String v) (long max-chars))
           (throw (err/bad-request (str "'" field "' is longer than " max-chars " characters") field))
@@ -99,9 +115,9 @@
   [params]
   (let [v (single "occurred" (:occurred params))]
     (cond (nil? v) (str (LocalDate/now ZoneOffset/UTC))
-          (not (string? v)) (throw (err/bad-request (str "'occurred' must be a date string yyyy-MM-dd, got " (pr-str v)) "occurred" v))
+          (not (string? v)) (throw (err/bad-request (str "'occurred' must be a date string yyyy-MM-dd, got " (err/json-kind v)) "occurred" v))
           :else
-          (let [bad #(err/bad-request (str "'occurred' must be a date yyyy-MM-dd (optionally with an ISO-8601 time), got " (pr-str v))
+          (let [bad #(err/bad-request (str "'occurred' must be a date yyyy-MM-dd (optionally with an ISO-8601 time), got " (err/json-text v))
                                       "occurred" v %)]
             (let [[_ date time offset]
                   (or (re-matches #"(\d{4}-\d{2}-\d{2})(?:[T ](\d{2}:\d{2}(?::\d{2}(?:[.,]\d{1,9})?)?)(Z|[+-]\d{2}(?::?\d{2})?)?)?" v)
@@ -123,7 +139,7 @@
         n (if (nil? limit)
             (get limits default-key)
             (or (some-> (parse-positive-long limit) (#(when (<= (long %) max-limit) %)))
-                (throw (err/bad-request (str "'limit' must be an integer in 1.." max-limit ", got " (pr-str limit))
+                (throw (err/bad-request (str "'limit' must be an integer in 1.." max-limit ", got " (err/json-text limit))
                                         "limit" limit))))]
     (cond-> {:limit (long n)}
       (not (str/blank? before)) (assoc :before before))))

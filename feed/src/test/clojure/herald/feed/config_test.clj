@@ -31,7 +31,12 @@
     (is (= {:type :memory} (:store (read-str src {:env {"HERALD_PROFILE" "memory"}}))))
     (is (= :memory (:profile (read-str src {:env {} :profile :memory}))) "the caller's profile wins")
     (is (= 1 (:x (read-str src {:env {} :profile :memory}))))
-    (is (= 2 (:x (read-str src {:env {}}))) ":default applies to other profiles")))
+    (is (= 2 (:x (read-str src {:env {}}))) ":default applies to other profiles")
+    (testing "an unknown profile fails naming the key (F11)"
+      (doseq [opts [{:env {"HERALD_PROFILE" "memroy"}} {:env {} :profile :nope}]
+              :let [e (try (read-str src opts) (catch Exception e e))]]
+        (is (= :profile (:key (ex-data e))))
+        (is (re-find #"unknown profile (memroy|nope): use embedded or memory" (str (ex-message e))))))))
 
 (deftest ref-tag-links-values
   (is (= {:a {:b 5} :c 5 :d 5 :profile :embedded}

@@ -142,6 +142,28 @@
         (doseq [ok ["2014-01-05 19:25" "2014-01-05T19:25:51,5+0200" "2014-01-05T23:59:59.999999999-05:00"]]
           (is (= ok (get-in (post (str (link c) "/outbound") {:occurred ok :subject "s" :story "t"}) [:json "occurred"])))))
       (is (error? (req "/outbound?limit=&keywords=x") 400 "limit") "an empty limit is not the default")
+      (testing "messages speak JSON, not JVM (F2)"
+        (doseq [[body kind] [["[1,2]" "an array"] ["\"x\"" "a string"] ["7" "a number"]]
+                :let [r (req "/participant" :method :post :body body :content-type "application/json")]]
+          (is (error? r 400 "body"))
+          (is (= (str "the JSON body must be an object, got " kind) (get-in r [:json "error"]))))
+        (let [r (req "/participant" :method :post)]
+          (is (error? r 415 "Content-Type"))
+          (is (str/starts-with? (get-in r [:json "error"]) "no Content-Type")))
+        (is (= "'name' must be a string, got a number" (get-in (post "/participant" {:name 1}) [:json "error"])))
+        (is (= {"error" "'name' must be a single value, got 1 value in an array" "field" "name" "value" [1]}
+               (:json (post "/participant" {:name [1]})))))
+      (testing "lone surrogates are a 400 naming the field; paired ones are fine (F15)"
+        (doseq [[field body] [["name" "{\"name\":\"a\\ud800\"}"] ["name" "{\"name\":\"\\udc00b\"}"]
+                              ["subject" "{\"subject\":\"\\ud83d\",\"story\":\"s\"}"]]
+                :let [path (if (= "name" field) "/participant" (str (link a) "/outbound"))]]
+          (is (error? (req path :method :post :body body :content-type "application/json") 400 field) body))
+        (is (= "\uD83D\uDE00" (get-in (req "/participant" :method :post :body "{\"name\":\"\\ud83d\\ude00\"}"
+                                             :content-type "application/json") [:json "name"]))))
+      (testing "a repeated key's values come back as a JSON array (F15)"
+        (is (= ["a" "b"] (get-in (req "/participant" :method :post :body "name=a&name=b"
+                                      :content-type "application/x-www-form-urlencoded") [:json "value"])))
+        (is (= ["1" "2"] (get-in (req (str (link a) "/inbound?limit=1&limit=2")) [:json "value"]))))
       (is (error? (req (str (link a) "/outbound?limit=")) 400 "limit"))
       (is (error? (post (str (link a) "/outbound") {:from (link a) :subject "s"}) 400 "story"))
       (is (error? (post (str (link a) "/outbound") {:from "/participant/999999" :subject "s" :story "t"}) 400 "from"))

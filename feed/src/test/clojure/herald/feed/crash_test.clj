@@ -30,7 +30,7 @@
       (throw (ex-info (str "the child feed did not start; see " dir "/child-stderr.log") {:dir dir})))
     ;; keep draining stdout so the child never blocks on a full pipe
     (future (try (while (.readLine ^BufferedReader out)) (catch Exception _)))
-    {:process p :base (second (re-find #"listening on (http://\S+)" line))}))
+    {:process p :base (second (re-find #"listening on (http://\S+)" line)) :line line}))
 
 (defn- link [id] (str "/participant/" id))
 
@@ -109,6 +109,9 @@
                   (is (some? inbound) (str "inbound of " x " got every acknowledged post of its friends"))
                   (is (= (count inbound) (count (set inbound))) "no duplicate inbound item"))))
             (some->> (slurp (io/file dir "child-stderr.log")) (re-find #"resuming \d+ pending fan-outs") (println "crash test:"))
+            (testing "the start line names the bind address; no Lucene vector warning (F12)"
+              (is (re-find #"\(bound to 127\.0\.0\.1:\d+; profile embedded" (:line second-run)))
+              (is (not (str/includes? (slurp (io/file dir "child-stderr.log")) "vector incubator"))))
             (testing "acknowledged posts are searchable after the restart"
               (let [[_ subject] (last (:posts acked))]
                 (is (seq (eventually 10000 #(not-empty (:json (req (str "/outbound?keywords=" subject)))))))))
