@@ -50,6 +50,7 @@
    :herald.feed/unsupported-media-type 415
    :herald.feed/unavailable 503
    :herald.feed.store/invalid 400
+   :herald.feed.store/unavailable 503
    :herald.feed.store/bad-cursor 400
    :herald.http/malformed-json 400})
 

@@ -1,7 +1,8 @@
 (ns herald.feed.metrics
   "The Prometheus text exposition (format 0.0.4) of the feed's request figures, fan-out, store and JVM gauges."
   (:require [clojure.string :as str]
-            [herald.feed.perf :as perf])
+            [herald.feed.perf :as perf]
+            [herald.feed.store :as store])
   (:import (java.lang.management ManagementFactory)
            (org.HdrHistogram AbstractHistogram)))
 
@@ -10,6 +11,12 @@
 (def buckets-seconds
   "Upper bounds of the request duration histogram buckets, in seconds."
   [0.0005 0.001 0.0025 0.005 0.01 0.025 0.05 0.1 0.25 0.5 1.0 2.5 5.0 10.0])
+
+(defn- bound-label
+  "A bucket bound as the conventional plain decimal: 0.0005 (not 5.0E-4), 1.0, 10.0."
+  [le]
+  (let [s (.toPlainString (.stripTrailingZeros (BigDecimal/valueOf (double le))))]
+    (if (str/includes? s ".") s (str s ".0"))))
 
 (defn- escape [s]
   (-> (str s) (str/replace "\\" "\\\\") (str/replace "\"" "\\\"") (str/replace "\n" "\\n")))
@@ -38,16 +45,24 @@
         :let [base {:entity (name entity) :operation (name op)}]
         sample (concat
                 (for [le buckets-seconds]
-                  ["_bucket" (assoc base :le (str le))
+                  ["_bucket" (assoc base :le (bound-label le))
                    (.getCountBetweenValues histogram 0 (long (* 1e6 (double le))))])
                 [["_bucket" (assoc base :le "+Inf") count]
                  ["_sum" base (/ (* (.getMean histogram) (double count)) 1e6)]
                  ["_count" base count]])]
     sample))
 
-(defn- store-samples [stats]
-  (for [[k v] (sort-by key stats) :when (number? v)]
-    [(str "herald_feed_store_" (str/replace (name k) #"[^a-zA-Z0-9_]" "_")) v]))
+(defn- store-samples
+  "[metric type help value] of the store's stats: the keys in store/counter-stats are counters
+  (named ..._total), the others gauges; HELP from store/stat-help."
+  [stats]
+  (for [[k v] (sort-by key stats) :when (number? v)
+        :let [counter? (contains? store/counter-stats k)
+              base (str "herald_feed_store_" (str/replace (name k) #"[^a-zA-Z0-9_]" "_"))]]
+    [(if (and counter? (not (str/ends-with? base "_total"))) (str base "_total") base)
+     (if counter? "counter" "gauge")
+     (get store/stat-help k "Store value.")
+     v]))
 
 (defn- jvm-samples []
   (let [mem (ManagementFactory/getMemoryMXBean)
@@ -60,8 +75,8 @@
 
 (defn prometheus-text
   "The metrics page: request counts by entity, operation and status, request duration histograms,
-  fan-out counters (`fanout-stats`, a map as herald.feed.fanout/stats), store gauges (`store-stats`,
-  a flat map of numbers) and JVM gauges."
+  fan-out counters (`fanout-stats`, a map as herald.feed.fanout/stats), store counters and gauges
+  (`store-stats`, a flat map of numbers as herald.feed.store/stats) and JVM gauges."
   [recorder fanout-stats store-stats]
   (let [sb (StringBuilder.)]
     (family sb "herald_feed_requests_total" "counter" "Requests served by entity, operation and HTTP status."
@@ -77,8 +92,8 @@
             :when (contains? fanout-stats k)]
       (family sb (str "herald_feed_fanout_" (name k) (when (= type "counter") "_total")) type help
               [["" {} (get fanout-stats k)]]))
-    (doseq [[metric v] (store-samples store-stats)]
-      (family sb metric "gauge" "Store gauge." [["" {} v]]))
+    (doseq [[metric type help v] (store-samples store-stats)]
+      (family sb metric type help [["" {} v]]))
     (doseq [[metric type help v] (jvm-samples)]
       (family sb metric type help [["" {} v]]))
     (str sb)))
