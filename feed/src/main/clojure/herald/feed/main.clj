@@ -48,7 +48,8 @@
                        (binding [*out* *err*]
                          (println "herald.feed: failed to start:" (ex-message t))
                          (some->> (ex-cause t) ex-message (println "  cause:")))
-                       (System/exit 1)))
+                       ;; a bad config (like a bad option) is a usage error: 2; anything else 1
+                       (System/exit (if (= :herald.feed/config (:type (ex-data t))) 2 1))))
             done (CountDownLatch. 1)
             cfg (:config sys)]
         (.addShutdownHook (Runtime/getRuntime)

@@ -62,3 +62,18 @@
     (is (= "h" (get-in (config/load-config nil {:env {}} {:http {:host "h"}}) [:http :host])))
     (is (thrown-with-msg? clojure.lang.ExceptionInfo #"does not exist"
                           (config/load-config "/nonexistent/feed.edn" {} nil)))))
+
+(deftest an-unknown-profile-stops-the-command-line
+  ;; a child JVM: a typo in HERALD_PROFILE must not silently run the embedded store in ./data (F11)
+  (let [java (str (java.io.File. (System/getProperty "java.home") "bin/java"))
+        ^java.util.List cmd [java "-XX:TieredStopAtLevel=1" "-cp" (System/getProperty "java.class.path")
+                             "herald.feed.Main" "--port" "0"]
+        pb (doto (ProcessBuilder. cmd) (.redirectErrorStream true))
+        _ (.put (.environment pb) "HERALD_PROFILE" "memroy")
+        p (.start pb)
+        out (future (slurp (.getInputStream p)))]
+    (if (.waitFor p 120 java.util.concurrent.TimeUnit/SECONDS)
+      (do (is (= 2 (.exitValue p)))
+          (is (re-find #"unknown profile memroy: use embedded or memory" @out)))
+      (do (.destroyForcibly p)
+          (is false "the feed started with an unknown profile")))))
