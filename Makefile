@@ -40,7 +40,7 @@ test-deps:
 	@build/test-deps.sh
 
 bench: bench-http bench-feed bench-flow bench-load
-bench-http: build
+bench-http:   # compiles the committed http sources itself
 	bench/http.sh
 bench-feed: build
 	bench/feed.sh
