@@ -22,17 +22,14 @@ import java.util.ArrayDeque;
  * timeouts, and flushes once per read batch.
  */
 public final class HttpConnection extends ChannelInboundHandlerAdapter {
-
     final ServerContext server;
     final ServerConfig config;
     RingRequest.Connection info;
     private ChannelHandlerContext ctx;
     private EventLoop eventLoop;
-
     private HttpRequest head;
     private BodyBuffer body;
     private boolean headKeepAlive;
-
     private final ArrayDeque<Exchange> queue = new ArrayDeque<>(4);
     /** Exchanges handed to a worker after {@code active}, answered in order (pipelining off the event loop). */
     private final ArrayDeque<Exchange> running = new ArrayDeque<>(4);
@@ -46,7 +43,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private ConnectionTimer timer;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
     OutputBatch output;
-
     private final RequestDecoder decoder;
 
     HttpConnection(ServerContext server, RequestDecoder decoder) {
@@ -119,16 +115,12 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             reject(r, RequestDecoder.statusOf(dr.cause()));
             return;
         }
-        HttpVersion version = r.protocolVersion();
-        if (version.majorVersion() != 1) {
-            reject(r, 505); // RFC 9110 15.6.6: HTTP/2.0 prefaces, HTTP/9.9, ... never reach the handler
+        int refused = RequestDecoder.protocolStatus(r);
+        if (refused != 0) {
+            reject(r, refused);
             return;
         }
         HttpHeaders hs = r.headers();
-        if (version.minorVersion() >= 1 && !hs.contains(HttpHeaderNames.HOST)) {
-            reject(r, 400); // RFC 9112 3.2: an HTTP/1.1 request without Host
-            return;
-        }
         String expect = hs.get(HttpHeaderNames.EXPECT);
         if (expect != null && r.protocolVersion() == HttpVersion.HTTP_1_1) {
             if (!expect.equalsIgnoreCase("100-continue")) {

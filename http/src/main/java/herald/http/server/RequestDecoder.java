@@ -4,8 +4,10 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.http.HttpDecoderConfig;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpRequestDecoder;
+import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
 import java.util.List;
@@ -24,6 +26,18 @@ final class RequestDecoder extends HttpRequestDecoder {
             return 431;
         }
         return 400;
+    }
+
+    /**
+     * 0 when a decoded head may proceed; 505 for a version other than HTTP/1.x (RFC 9110 15.6.6: an HTTP/2
+     * preface or HTTP/9.9 never reaches the handler); 400 for HTTP/1.1 without Host (RFC 9112 3.2).
+     */
+    static int protocolStatus(HttpRequest r) {
+        HttpVersion v = r.protocolVersion();
+        if (v.majorVersion() != 1) {
+            return 505;
+        }
+        return v.minorVersion() >= 1 && !r.headers().contains(HttpHeaderNames.HOST) ? 400 : 0;
     }
 
     RequestDecoder(HttpDecoderConfig config) {
