@@ -98,7 +98,8 @@ public final class HeraldServer implements Closeable {
             return null;
         }
         if (config.mode == HandlerMode.VIRTUAL_THREADS) {
-            return Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("herald-http-vt-", 0).factory());
+            // unnamed: a thread name costs ~130 B per request (bench/results/http-profile-notes.md)
+            return Executors.newThreadPerTaskExecutor(Thread.ofVirtual().factory());
         }
         ThreadPoolExecutor pool = new ThreadPoolExecutor(config.workerThreads, config.workerThreads, 60,
             TimeUnit.SECONDS, new LinkedBlockingQueue<>(), new DefaultThreadFactory("herald-http-worker", true));
