@@ -28,6 +28,10 @@ public final class ServerConfig {
     public final int maxPipelined;
     /** Serves TLS (https) on the port when non-null; null (the default) serves plaintext. */
     public final io.netty.handler.ssl.SslContext sslContext;
+    /** Serve HTTP/2 too: h2 via ALPN on TLS, h2c (prior knowledge and Upgrade) on plaintext. */
+    public final boolean http2;
+    /** SETTINGS_MAX_CONCURRENT_STREAMS: streams one HTTP/2 connection may have open at once. */
+    public final int http2MaxConcurrentStreams;
 
     private ServerConfig(Builder b) {
         host = b.host;
@@ -50,6 +54,8 @@ public final class ServerConfig {
         websocketMaxFrameBytes = b.websocketMaxFrameBytes;
         maxPipelined = b.maxPipelined;
         sslContext = b.sslContext;
+        http2 = b.http2;
+        http2MaxConcurrentStreams = b.http2MaxConcurrentStreams;
     }
 
     /** A builder holding the documented defaults. */
@@ -79,6 +85,8 @@ public final class ServerConfig {
         private int websocketMaxFrameBytes = 1024 * 1024;
         private int maxPipelined = 16;
         private io.netty.handler.ssl.SslContext sslContext;
+        private boolean http2 = true;
+        private int http2MaxConcurrentStreams = 128;
 
         public Builder host(String v) { host = Objects.requireNonNull(v, "host"); return this; }
         public Builder port(int v) { port = v; return this; }
@@ -100,6 +108,8 @@ public final class ServerConfig {
         public Builder websocketMaxFrameBytes(int v) { websocketMaxFrameBytes = v; return this; }
         public Builder maxPipelined(int v) { maxPipelined = v; return this; }
         public Builder sslContext(io.netty.handler.ssl.SslContext v) { sslContext = v; return this; }
+        public Builder http2(boolean v) { http2 = v; return this; }
+        public Builder http2MaxConcurrentStreams(int v) { http2MaxConcurrentStreams = v; return this; }
 
         /** Checks every range and returns the immutable config. */
         public ServerConfig build() {
@@ -116,6 +126,7 @@ public final class ServerConfig {
             check(ioThreads >= 1, "ioThreads", ioThreads);
             check(websocketMaxFrameBytes >= 125, "websocketMaxFrameBytes", websocketMaxFrameBytes);
             check(maxPipelined >= 1, "maxPipelined", maxPipelined);
+            check(http2MaxConcurrentStreams >= 1, "http2MaxConcurrentStreams", http2MaxConcurrentStreams);
             check(sslContext == null || sslContext.isServer(), "sslContext (a client context)", sslContext);
             return new ServerConfig(this);
         }
