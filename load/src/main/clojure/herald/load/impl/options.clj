@@ -1,6 +1,7 @@
 (ns herald.load.impl.options
   "Defaults and validation of the option maps of every mode; a bad option is an ex-info naming the key."
-  (:require [clojure.string :as str]))
+  (:require [clojure.string :as str]
+            [herald.load.impl.schedule :as schedule]))
 
 (set! *warn-on-reflection* true)
 
@@ -27,7 +28,8 @@
 (defn- positive-int? [x] (and (integer? x) (pos? (long x))))
 
 (defn validate
-  "Fills defaults into the options of `mode` (:rate, :max or :sweep) and checks them."
+  "Fills defaults into the options of `mode` (:rate, :max or :sweep) and checks them. In rate mode :phases
+  is the validated schedule (herald.load.impl.schedule/normalize of :rate or :schedule)."
   [mode opts]
   (let [m (merge engine-defaults opts)
         m (update m :threads #(or % (max 1 (min (cores) (long (:connections m))))))]
@@ -43,4 +45,6 @@
         (check :script #(or (nil? %) (ifn? %)) "must be a fn of the request number returning a request map")
         (check :progress #{:auto :text :json :quiet} "must be one of :auto :text :json :quiet")
         (check :on-interval #(or (nil? %) (ifn? %)) "must be a fn of an interval map")
-        (cond-> (= mode :rate) (check :rate pos-num? "must be a positive number of requests per second")))))
+        (check :on-step #(or (nil? %) (ifn? %)) "must be a fn of a step map")
+        (check :on-send #(or (nil? %) (ifn? %)) "must be a fn of (request intended-ns sent-ns)")
+        (cond-> (= mode :rate) (as-> v (assoc v :phases (schedule/normalize v)))))))

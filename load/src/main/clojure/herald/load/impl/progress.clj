@@ -32,6 +32,22 @@
     :text (fn [m] (binding [*out* *err*] (println (text-line m)) (flush)))
     :json (fn [m] (println (json/write-str (assoc m :type "interval"))) (flush))))
 
+(defn- step-line [{:keys [step label target-rate achieved requests errors connection-waits latency service warnings]}]
+  (str (format "[step %d %s] %.1f req/s (target %.1f)  requests %d  errors %d  waits %d  p50 %s  p99 %s  p99.9 %s  service p99 %s"
+               (long step) label (double achieved) (double target-rate) (long requests) (long (reduce + (vals errors)))
+               (long connection-waits)
+               (if (:p50 latency) (hist/format-ms (:p50 latency)) "-") (if (:p99 latency) (hist/format-ms (:p99 latency)) "-")
+               (if (:p999 latency) (hist/format-ms (:p999 latency)) "-") (if (:p99 service) (hist/format-ms (:p99 service)) "-"))
+       (apply str (for [w warnings] (str "\nWARNING: " w)))))
+
+(defn step-reporter
+  "A fn of a settled step's map printing it as `mode` says (as `reporter`; JSON lines have \"type\":\"step\")."
+  [mode]
+  (case (if (= mode :auto) (if (terminal?) :text :quiet) mode)
+    :quiet (fn [_])
+    :text (fn [m] (binding [*out* *err*] (println (step-line m)) (flush)))
+    :json (fn [m] (println (json/write-str (assoc m :type "step"))) (flush))))
+
 (defn with-interrupt
   "Calls (f) with Ctrl-C (SIGINT) bound to `on-interrupt` for the duration; a second Ctrl-C exits at once.
   Restores the previous handler afterwards. Where signals cannot be handled, just calls (f)."

@@ -7,9 +7,11 @@
             [herald.load.impl.options :as options]
             [herald.load.impl.progress :as progress]
             [herald.load.impl.request :as request]
+            [herald.load.impl.schedule :as schedule]
+            [herald.load.impl.steps :as steps]
             [clojure.string :as str])
   (:import (herald.load.client ErrorKind)
-           (herald.load.engine EngineConfig EngineConfig$Mode LoadEngine)
+           (herald.load.engine EngineConfig LoadEngine RateSchedule SendListener)
            (java.util.concurrent CompletableFuture TimeUnit TimeoutException)
            (org.HdrHistogram Histogram)))
 
@@ -23,16 +25,25 @@
   (.getProcessCpuTime ^com.sun.management.OperatingSystemMXBean
                       (java.lang.management.ManagementFactory/getOperatingSystemMXBean)))
 
+(defn- send-listener [f]
+  (when f
+    (reify SendListener
+      (onSend [_ k intended sent] (f k intended sent)))))
+
 (defn engine-config
-  "The EngineConfig for `mode` (:rate or :max) and validated options."
-  ^EngineConfig [mode {:keys [url connections threads rate warmup duration timeout new-connection? script] :as opts}]
+  "The EngineConfig for `mode` (:rate or :max) and validated options (rate mode: :phases from
+  herald.load.impl.schedule/normalize, run after a warm-up phase when :warmup > 0)."
+  ^EngineConfig [mode {:keys [url connections threads phases warmup duration timeout new-connection? script on-send] :as opts}]
   (let [{:keys [host port path]} (request/parse-url url)
         host-header (if (= 80 port) host (str host ":" port))
         req (merge {:path path} (select-keys opts [:method :headers :body]))
         source (if script (request/script-source script req host-header) (request/constant-source req host-header))]
-    (EngineConfig. (if (= mode :rate) EngineConfig$Mode/RATE EngineConfig$Mode/MAX)
-                   host (int port) (int connections) (int threads) (double (or rate 0))
-                   (nanos warmup) (nanos duration) (nanos timeout) (boolean new-connection?) source)))
+    (if (= mode :rate)
+      (EngineConfig/rate host (int port) (int connections) (int threads) (schedule/engine-schedule phases warmup)
+                         (if (pos? (double warmup)) 1 0) (nanos timeout) (boolean new-connection?) source
+                         (send-listener on-send))
+      (EngineConfig/max host (int port) (int connections) (int threads) (nanos warmup) (nanos duration)
+                        (nanos timeout) (boolean new-connection?) source (send-listener on-send)))))
 
 (defn- error-counts [^LoadEngine engine status]
   (let [kinds (into {} (for [^ErrorKind k (ErrorKind/values)] [(keyword (.label k)) (.errors engine k)]))]
@@ -41,17 +52,58 @@
 (defn- status-map [^LoadEngine engine]
   (into (sorted-map) (keep-indexed (fn [i n] (when (pos? n) [i n]))) (.statusCounts engine)))
 
-(defn- interval-entry [t dt ^Histogram l target errors]
-  {:t (/ (Math/round (* 1000.0 (double t))) 1000.0)
-   :count (.getTotalCount l)
-   :rate (/ (.getTotalCount l) (max 1e-9 (double dt)))
-   :target target
-   :errors errors
-   :latency (select-keys (hist/summary l) [:p50 :p90 :p99 :p999 :max])})
+(defn- interval-entry [t dt ^Histogram l target step errors]
+  (cond-> {:t (/ (Math/round (* 1000.0 (double t))) 1000.0)
+           :count (.getTotalCount l)
+           :rate (/ (.getTotalCount l) (max 1e-9 (double dt)))
+           :target target
+           :errors errors
+           :latency (select-keys (hist/summary l) [:p50 :p90 :p99 :p999 :max])}
+    step (assoc :step step)))
+
+(defn- warmup-s ^double [^LoadEngine engine] (/ (- (.measureFromNanos engine) (.startNanos engine)) 1e9))
+
+(defn- interval-target
+  "The target rate over measured seconds [t0, t1) and the step at t1 (rate mode), else [nil nil]."
+  [^LoadEngine engine phases t0 t1]
+  (if-let [^RateSchedule s (.schedule engine)]
+    (let [w (warmup-s engine)
+          target (schedule/target-rate s (+ w (double t0)) (+ w (double t1)))
+          i (- (.phaseAtNanos s (long (* 1e9 (+ w (max 0.0 (- (double t1) 1e-9)))))) (- (.phases s) (count phases)))]
+      [(when target (/ (Math/round (* 1000.0 (double target))) 1000.0)) (inc (long i))])
+    [nil nil]))
+
+(defn- live-steps
+  "Watches the steps of a rate run while it goes: reports each step once it has settled (its time is over
+  and every request of it answered or failed) through `on-step`, and asks `stop?` (given every ended
+  step, settled or not, each with :settled? and :since-end-s) whether to stop the run now."
+  [^LoadEngine engine phases connections on-step stop?]
+  (let [reported (atom 0)
+        ^RateSchedule s (.schedule engine)
+        wp (- (.phases s) (count phases))
+        w (warmup-s engine)]
+    (fn []
+      (let [now-s (- (/ (- (System/nanoTime) (.startNanos engine)) 1e9) w)
+            ended (count (take-while #(<= (- (/ (.phaseStartNanos s (int (+ wp % 1))) 1e9) w) now-s) (range (count phases))))]
+        (when (> ended (if stop? 0 @reported))
+          (let [st (.steps engine)
+                ms (mapv (fn [j]
+                           (let [m (steps/step-map s st phases wp j now-s connections)
+                                 end-s (+ (:start-s m) (:duration-s m))]
+                             (assoc m :since-end-s (- now-s end-s)
+                                    :settled? (and (zero? (:in-flight m)) (= (:sent m) (:planned m))))))
+                         (range ended))]
+            (loop []
+              (let [m (get ms @reported)]
+                (when (and m (:settled? m))
+                  (when on-step (on-step (dissoc m :histograms :settled? :since-end-s)))
+                  (swap! reported inc)
+                  (recur))))
+            (when (and stop? (stop? ms)) (.stop engine))))))))
 
 (defn- collect-loop
   "Waits for `done`, collecting an interval every `interval` seconds; returns the intervals."
-  [^LoadEngine engine ^CompletableFuture done {:keys [interval rate method]} total-l total-s hlog report minutes]
+  [^LoadEngine engine ^CompletableFuture done {:keys [interval phases method]} total-l total-s hlog report minutes watch]
   (loop [intervals [] last-t 0.0 last-errors 0]
     (let [finished? (try (.get done (nanos interval) TimeUnit/NANOSECONDS) true
                          (catch TimeoutException _ false))
@@ -59,24 +111,32 @@
           _ (.collect engine l s)
           t (max 0.0 (/ (- (min (System/nanoTime) (.endNanos engine)) (.measureFromNanos engine)) 1e9))
           errors (long (reduce + (vals (error-counts engine {}))))
-          entry (interval-entry t (- t last-t) l rate (- errors last-errors))]
+          [target step] (interval-target engine phases last-t t)
+          entry (interval-entry t (- t last-t) l target step (- errors last-errors))]
       (.add ^Histogram total-l l)
       (.add ^Histogram total-s s)
       (when (pos? (.getTotalCount l))
         (agg/add-histogram! minutes (System/currentTimeMillis) "request" (str/lower-case (name method)) l))
       (when (and hlog (pos? (.getTotalCount l))) (hist/hlog-interval! hlog last-t t l))
       (let [intervals (if (or (pos? (:count entry)) (> t last-t)) (conj intervals entry) intervals)]
-        (when-not finished? (report entry))
+        (when-not finished? (report entry) (when watch (watch)))
         (if finished? intervals (recur intervals t errors))))))
 
-(defn- warnings [mode {:keys [rate]} achieved backlog errors]
-  (cond-> []
-    (and (= mode :rate) (< achieved (* 0.99 rate)))
-    (conj (format "ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: the generator or the server fell short" achieved (double rate)))
-    (pos? backlog)
-    (conj (format "%d requests were due but found no free connection: raise :connections" backlog))
-    (pos? (reduce + (vals errors)))
-    (conj (format "%d requests failed: %s" (reduce + (vals errors)) (pr-str (into {} (filter (comp pos? val)) errors))))))
+(defn- warnings [mode target achieved backlog errors step-list]
+  (let [waits (reduce + 0 (map :connection-waits step-list))
+        sent (reduce + 0 (map :sent step-list))]
+    (cond-> []
+      (and (= mode :rate) (< achieved (* 0.99 target)))
+      (conj (format "ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: the generator or the server fell short" achieved (double target)))
+      (pos? backlog)
+      (conj (format "%d requests were due but found no free connection: raise :connections" backlog))
+      (and (= 1 (count step-list)) (> waits (* 0.01 sent)))
+      (conj (format "%d requests (%.1f%%) WAITED FOR A FREE CONNECTION: the generator fell short of connections: raise :connections"
+                    waits (/ (* 100.0 waits) (max 1 sent))))
+      (pos? (reduce + (vals errors)))
+      (conj (format "%d requests failed: %s" (reduce + (vals errors)) (pr-str (into {} (filter (comp pos? val)) errors))))
+      (> (count step-list) 1)
+      (into (mapcat :warnings step-list)))))
 
 (defn execute
   "Runs `mode` (:rate or :max) with options (see herald.load/rate for the table); returns the result map."
@@ -86,24 +146,37 @@
         total-l (hist/histogram) total-s (hist/histogram)
         minutes (agg/aggregator)
         report (or (:on-interval opts) (progress/reporter (:progress opts)))
+        step-report (or (:on-step opts) (when (> (count (:phases opts)) 1) (progress/step-reporter (:progress opts))))
         started (System/currentTimeMillis)]
     (try
       (let [cpu0 (process-cpu-nanos)
             done (.start engine)
             hlog (when-let [p (:hlog opts)] (hist/hlog-writer p (+ started (long (* 1000 (:warmup opts))))))
-            body #(collect-loop engine done opts total-l total-s hlog report minutes)
+            watch (when (and (= mode :rate) (or step-report (::stop? opts)))
+                    (live-steps engine (:phases opts) (:connections opts) step-report (::stop? opts)))
+            body #(collect-loop engine done opts total-l total-s hlog report minutes watch)
             intervals (if (:handle-interrupt? opts) (progress/with-interrupt #(.stop engine) body) (body))
             _ (when hlog (hist/hlog-close! hlog))
             cpu (- (process-cpu-nanos) cpu0)
             seconds (/ (- (.endNanos engine) (.measureFromNanos engine)) 1e9)
             status (status-map engine)
             errors (error-counts engine status)
-            achieved (/ (.getTotalCount total-l) (max 1e-9 seconds))]
+            achieved (/ (.getTotalCount total-l) (max 1e-9 seconds))
+            step-list (when (= mode :rate)
+                        (steps/step-maps (.schedule engine) (.steps engine) (:phases opts)
+                                         (if (pos? (double (:warmup opts))) 1 0) seconds (:connections opts)))
+            target (when (= mode :rate)
+                     (let [[p & more] (:phases opts)]
+                       (if (and (nil? more) (nil? (:to p)))
+                         (double (:rate p))
+                         (/ (Math/round (* 1000.0 (double (schedule/target-rate (.schedule engine) (warmup-s engine)
+                                                                                  (+ (warmup-s engine) (max seconds 1e-9))))))
+                            1000.0))))]
         {:herald.load/result 1
          :mode mode
-         :meta (meta/run-meta (dissoc opts :on-interval))
+         :meta (meta/run-meta (dissoc opts :on-interval :on-step :on-send ::stop? :phases))
          :url (:url opts)
-         :rate {:target (when (= mode :rate) (double (:rate opts))) :achieved achieved}
+         :rate {:target target :achieved achieved}
          :requests (.getTotalCount total-l)
          :duration-s seconds
          :connections (:connections opts)
@@ -117,5 +190,7 @@
          :histograms {:latency (hist/encode total-l) :service (hist/encode total-s)}
          :intervals intervals
          :per-minute (agg/rows minutes)
-         :warnings (warnings mode opts achieved (.backlog engine) errors)})
+         :schedule (:phases opts)
+         :steps step-list
+         :warnings (warnings mode target achieved (.backlog engine) errors step-list)})
       (finally (.close engine)))))

@@ -2,7 +2,7 @@ package herald.load.engine;
 
 /** The validated settings of one engine run (built by herald.load from its option map). */
 public final class EngineConfig {
-  /** Open-loop constant rate, or closed-loop as fast as possible. */
+  /** Open-loop rate schedule, or closed-loop as fast as possible. */
   public enum Mode { RATE, MAX }
 
   public final Mode mode;
@@ -10,31 +10,57 @@ public final class EngineConfig {
   public final int port;
   public final int connections;
   public final int threads;
-  /** Requests per second over all connections (RATE mode). */
-  public final double rate;
+  /** The intended sends (RATE mode), warm-up phases first; null in MAX mode. */
+  public final RateSchedule schedule;
+  /** Leading phases of {@link #schedule} that are warm-up (sent, not recorded). */
+  public final int warmupPhases;
   public final long warmupNanos;
   public final long durationNanos;
   public final long timeoutNanos;
   public final boolean newConnectionPerRequest;
   public final RequestSource source;
+  /** Optional, may be null. */
+  public final SendListener sendListener;
 
-  public EngineConfig(Mode mode, String host, int port, int connections, int threads, double rate,
-                      long warmupNanos, long durationNanos, long timeoutNanos, boolean newConnectionPerRequest,
-                      RequestSource source) {
+  /** A RATE run: warm-up and measured time come from the schedule's phases. */
+  public static EngineConfig rate(String host, int port, int connections, int threads, RateSchedule schedule,
+                                  int warmupPhases, long timeoutNanos, boolean newConnectionPerRequest,
+                                  RequestSource source, SendListener sendListener) {
+    if (schedule == null) throw new IllegalArgumentException("a rate run needs a schedule");
+    if (warmupPhases < 0 || warmupPhases >= schedule.phases()) {
+      throw new IllegalArgumentException("warm-up phases " + warmupPhases + " of " + schedule.phases());
+    }
+    long warmup = schedule.phaseStartNanos(warmupPhases);
+    return new EngineConfig(Mode.RATE, host, port, connections, threads, schedule, warmupPhases, warmup,
+        schedule.durationNanos() - warmup, timeoutNanos, newConnectionPerRequest, source, sendListener);
+  }
+
+  /** A MAX run (closed loop) of {@code durationNanos} after {@code warmupNanos}. */
+  public static EngineConfig max(String host, int port, int connections, int threads, long warmupNanos,
+                                 long durationNanos, long timeoutNanos, boolean newConnectionPerRequest,
+                                 RequestSource source, SendListener sendListener) {
+    return new EngineConfig(Mode.MAX, host, port, connections, threads, null, 0, warmupNanos, durationNanos,
+        timeoutNanos, newConnectionPerRequest, source, sendListener);
+  }
+
+  private EngineConfig(Mode mode, String host, int port, int connections, int threads, RateSchedule schedule,
+                       int warmupPhases, long warmupNanos, long durationNanos, long timeoutNanos,
+                       boolean newConnectionPerRequest, RequestSource source, SendListener sendListener) {
     if (connections < 1) throw new IllegalArgumentException("connections must be >= 1: " + connections);
     if (threads < 1) throw new IllegalArgumentException("threads must be >= 1: " + threads);
-    if (mode == Mode.RATE && !(rate > 0)) throw new IllegalArgumentException("rate must be > 0: " + rate);
     if (durationNanos <= 0) throw new IllegalArgumentException("duration must be > 0");
     this.mode = mode;
     this.host = host;
     this.port = port;
     this.connections = connections;
     this.threads = Math.min(threads, connections);
-    this.rate = rate;
+    this.schedule = schedule;
+    this.warmupPhases = warmupPhases;
     this.warmupNanos = Math.max(0, warmupNanos);
     this.durationNanos = durationNanos;
     this.timeoutNanos = timeoutNanos;
     this.newConnectionPerRequest = newConnectionPerRequest;
     this.source = source;
+    this.sendListener = sendListener;
   }
 }

@@ -66,6 +66,20 @@ public final class LoadEngine implements AutoCloseable {
   /** System.nanoTime() at which issuing stops (earlier after {@link #stop()}). */
   public long endNanos() { return endNanos; }
 
+  /**
+   * A snapshot of every step's figures so far (RATE mode; null in MAX mode), read on each worker's event
+   * loop so it is consistent per worker. Waits at most a second per worker; call before {@link #close()}.
+   */
+  public StepStats steps() throws Exception {
+    if (cfg.schedule == null) return null;
+    StepStats into = new StepStats(cfg.schedule.phases());
+    for (Worker w : workers) w.addSteps(into).get(1, TimeUnit.SECONDS);
+    return into;
+  }
+
+  /** The schedule of a RATE run (warm-up phases first), null in MAX mode. */
+  public RateSchedule schedule() { return cfg.schedule; }
+
   /** Adds every worker's latency and service-time histograms recorded since the previous call. */
   public void collect(Histogram latencyInto, Histogram serviceInto) {
     for (Worker w : workers) w.collect(latencyInto, serviceInto);

@@ -22,12 +22,15 @@ import org.HdrHistogram.SingleWriterRecorder;
 final class Worker implements ConnectionListener {
   private static final long RECONNECT_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
   private static final long BACKLOG_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+  /** A request sent by a freed connection this late after its intended time waited for that connection. */
+  private static final long CONNECTION_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
 
   static final class Slot {
     HttpConnection conn;
     long intended;
     long sent;
     long seq;
+    int step;
     boolean busy;
     boolean pending;
   }
@@ -38,8 +41,9 @@ final class Worker implements ConnectionListener {
   private final Bootstrap bootstrap;
   private final Slot[] slots;
   private final ArrayDeque<Slot> idle = new ArrayDeque<>();
-  private final double interval;
-  private final double globalInterval;
+  private final RateSchedule schedule;
+  private final StepStats steps;
+  private final SendListener sendListener;
   private final int stride;
   private ByteBuf shared;
   private ByteBuf sharedRaw;
@@ -51,7 +55,7 @@ final class Worker implements ConnectionListener {
   volatile long completed;
   volatile long issued;
   volatile long backlog;
-  private long start, measureFrom, end, planned;
+  private long start, measureFrom, end, planned, nextIntended;
   private boolean stopping;
   private int connectsPending;
   private final CompletableFuture<Void> connected = new CompletableFuture<>();
@@ -59,7 +63,7 @@ final class Worker implements ConnectionListener {
 
   /**
    * Worker {@code index} of {@code stride} takes the global schedule's requests index, index + stride, ...
-   * so that the total over workers is exactly rate x duration whatever the thread count.
+   * so that the total over workers is exactly the schedule's whatever the thread count.
    */
   Worker(int index, int stride, EventLoop loop, EngineConfig cfg, int connections) {
     this.stride = stride;
@@ -70,8 +74,22 @@ final class Worker implements ConnectionListener {
         .group(loop);
     this.slots = new Slot[connections];
     for (int i = 0; i < connections; i++) slots[i] = new Slot();
-    this.globalInterval = cfg.mode == EngineConfig.Mode.RATE ? 1e9 / cfg.rate : 0;
-    this.interval = globalInterval * stride;
+    this.schedule = cfg.mode == EngineConfig.Mode.RATE ? cfg.schedule : null;
+    this.steps = schedule == null ? null : new StepStats(schedule.phases());
+    this.sendListener = cfg.sendListener;
+  }
+
+  /** How many of this worker's requests are among the global requests 0 .. k-1. */
+  private long countBelow(long k) {
+    return k <= index ? 0 : (k - index + stride - 1) / stride;
+  }
+
+  private long globalOf(long seq) {
+    return seq * stride + index;
+  }
+
+  private long intendedOf(long seq) {
+    return start + schedule.intendedNanos(globalOf(seq));
   }
 
   /** Opens every connection (keep-alive mode); completes when each one connected or failed once. */
@@ -96,18 +114,20 @@ final class Worker implements ConnectionListener {
   /** Starts sending at {@code startNanos}; requests intended before {@code measureFromNanos} are not recorded. */
   void begin(long startNanos, long measureFromNanos, long endNanos) {
     loop.execute(() -> {
-      start = startNanos + (long) (index * globalInterval);
+      start = startNanos;
       measureFrom = measureFromNanos;
       end = endNanos;
-      if (cfg.mode == EngineConfig.Mode.RATE) {
-        long total = (long) Math.ceil((endNanos - startNanos) / globalInterval - 1e-6);
-        planned = Math.max(0, (total - index + stride - 1) / stride);
+      if (schedule != null) {
+        planned = countBelow(schedule.total());
+        for (int i = 0; i < schedule.phases(); i++) {
+          steps.planned[i] = countBelow(schedule.firstRequest(i + 1)) - countBelow(schedule.firstRequest(i));
+        }
+        nextIntended = planned > 0 ? intendedOf(0) : Long.MAX_VALUE;
+        if (planned > 0) loop.schedule(this::tick, Math.max(0, nextIntended - System.nanoTime()), TimeUnit.NANOSECONDS);
       } else {
         planned = Long.MAX_VALUE;
+        loop.schedule(this::fill, Math.max(0, start - System.nanoTime()), TimeUnit.NANOSECONDS);
       }
-      long first = Math.max(0, start - System.nanoTime());
-      if (cfg.mode == EngineConfig.Mode.RATE) loop.schedule(this::tick, first, TimeUnit.NANOSECONDS);
-      else loop.schedule(this::fill, first, TimeUnit.NANOSECONDS);
       loop.schedule(this::stopIssuing, Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
       long every = Math.max(TimeUnit.MILLISECONDS.toNanos(5), Math.min(cfg.timeoutNanos / 8, TimeUnit.MILLISECONDS.toNanos(100)));
       loop.scheduleAtFixedRate(this::checkTimeouts, every, every, TimeUnit.NANOSECONDS);
@@ -117,6 +137,20 @@ final class Worker implements ConnectionListener {
   /** Stops issuing now (Ctrl-C); in-flight requests may still complete. */
   void stop() {
     loop.execute(this::stopIssuing);
+  }
+
+  /** Adds this worker's per-step figures into {@code into}; runs on the worker's event loop. */
+  CompletableFuture<Void> addSteps(StepStats into) {
+    CompletableFuture<Void> f = new CompletableFuture<>();
+    loop.execute(() -> {
+      try {
+        if (steps != null) steps.addTo(into);
+        f.complete(null);
+      } catch (Throwable t) {
+        f.completeExceptionally(t);
+      }
+    });
+    return f;
   }
 
   /** Adds this worker's interval histograms (since the last call) to the given ones. */
@@ -137,25 +171,36 @@ final class Worker implements ConnectionListener {
   private void tick() {
     if (stopping) return;
     long now = System.nanoTime();
-    dispatch(now);
+    dispatch(now, false);
     if (issued >= planned) return;
-    long next = start + (long) (issued * interval);
-    long delay = next > now ? next - now : BACKLOG_RECHECK_NANOS;
+    long delay = nextIntended > now ? nextIntended - now : BACKLOG_RECHECK_NANOS;
     loop.schedule(this::tick, delay, TimeUnit.NANOSECONDS);
   }
 
-  private long dueAt(long now) {
-    if (now < start) return 0;
-    return Math.min(planned, (long) ((now - start) / interval) + 1);
+  /** How many of this worker's requests are intended at or before {@code t} (nanoTime). */
+  private long dueAt(long t) {
+    long lo = issued, hi = planned;   // requests before `issued` are due already
+    while (lo < hi) {
+      long mid = lo + (hi - lo) / 2;
+      if (intendedOf(mid) <= t) lo = mid + 1; else hi = mid;
+    }
+    return lo;
   }
 
-  private void dispatch(long now) {
-    long due = dueAt(now);
-    while (issued < due && !idle.isEmpty()) {
+  /** Sends every due request on a free connection; {@code freed}: called because a connection became free. */
+  private void dispatch(long now, boolean freed) {
+    while (issued < planned && nextIntended <= now && !idle.isEmpty()) {
       Slot s = idle.pollFirst();
       long seq = issued;
+      long intended = nextIntended;
       issued = seq + 1;
-      send(s, start + (long) (seq * interval), seq);
+      nextIntended = issued < planned ? intendedOf(issued) : Long.MAX_VALUE;
+      int step = schedule.phaseOf(globalOf(seq));
+      if (freed && now - intended > CONNECTION_WAIT_NANOS) steps.connectionWaits[step]++;
+      steps.sent[step]++;
+      steps.inFlight[step]++;
+      s.step = step;
+      send(s, intended, seq);
     }
   }
 
@@ -172,6 +217,7 @@ final class Worker implements ConnectionListener {
     s.seq = seq * stride + index;
     s.busy = true;
     s.sent = System.nanoTime();
+    if (sendListener != null) sendListener.onSend(s.seq, intended - start, s.sent - start);
     if (cfg.newConnectionPerRequest) {
       s.pending = true;
       open(s);
@@ -203,11 +249,14 @@ final class Worker implements ConnectionListener {
     if (body != null) body.release();
     Slot s = (Slot) c.attachment;
     long now = System.nanoTime();
+    if (steps != null && s.busy) steps.inFlight[s.step]--;
     if (s.intended >= measureFrom && s.intended < end) {
-      latency.recordValue(Math.max(0, (now - s.intended) / 1000));
-      service.recordValue(Math.max(0, (now - s.sent) / 1000));
+      long lat = Math.max(0, (now - s.intended) / 1000), svc = Math.max(0, (now - s.sent) / 1000);
+      latency.recordValue(lat);
+      service.recordValue(svc);
       statusCounts[Math.min(599, Math.max(0, status))]++;
       completed++;
+      if (steps != null) steps.record(s.step, lat, svc, status);
     }
     s.busy = false;
     if (cfg.newConnectionPerRequest) {
@@ -231,7 +280,14 @@ final class Worker implements ConnectionListener {
     boolean wasBusy = s.busy;
     s.busy = false;
     s.pending = false;
-    if ((inFlight || wasBusy || kind == ErrorKind.CONNECT) && s.intended >= measureFrom) errors[kind.ordinal()]++;
+    if (steps != null && wasBusy) steps.inFlight[s.step]--;
+    if ((inFlight || wasBusy || kind == ErrorKind.CONNECT) && s.intended >= measureFrom) {
+      errors[kind.ordinal()]++;
+      if (steps != null) {
+        int step = wasBusy ? s.step : schedule.phaseAtNanos(System.nanoTime() - start);
+        steps.errors[step][kind.ordinal()]++;
+      }
+    }
     if (connectsPending > 0 && kind == ErrorKind.CONNECT && --connectsPending == 0) connected.complete(null);
     idle.remove(s);
     if (stopping) {
@@ -256,7 +312,7 @@ final class Worker implements ConnectionListener {
       }
     } else {
       idle.addLast(s);
-      dispatch(System.nanoTime());
+      dispatch(System.nanoTime(), true);
     }
   }
 
@@ -272,7 +328,15 @@ final class Worker implements ConnectionListener {
     if (stopping) return;
     stopping = true;
     long now = System.nanoTime();
-    if (cfg.mode == EngineConfig.Mode.RATE) backlog = Math.max(0, dueAt(Math.min(now, end)) - issued);
+    if (schedule != null) {
+      long due = dueAt(Math.min(now, end));
+      backlog = Math.max(0, due - issued);
+      for (int i = 0; i < schedule.phases() && backlog > 0; i++) {
+        long a = Math.max(issued, countBelow(schedule.firstRequest(i)));
+        long b = Math.min(due, countBelow(schedule.firstRequest(i + 1)));
+        if (b > a) steps.unsent[i] += b - a;
+      }
+    }
     if (now < end) end = now;
     maybeFinish();
   }
