@@ -6,9 +6,16 @@ import clojure.lang.ILookup;
 import clojure.lang.ISeq;
 import clojure.lang.RT;
 import herald.http.exception.InvalidResponseException;
+import herald.http.http2.Http2Request;
+import herald.http.http2.ResponseHeaders;
 import herald.http.websocket.WebSocketUpgrade;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.DefaultFileRegion;
+import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
+import io.netty.handler.codec.http2.DefaultHttp2HeadersFrame;
+import io.netty.handler.stream.ChunkedWriteHandler;
 import io.netty.handler.stream.ChunkedFile;
 import io.netty.handler.codec.http.HttpVersion;
 import java.io.File;
@@ -32,6 +39,11 @@ final class ResponseWriter {
         return s.getBytes(StandardCharsets.US_ASCII);
     }
 
+    /** The sink for {@code ex}: HTTP/2 frames for a request that came on an HTTP/2 stream, else HTTP/1.1 bytes. */
+    static Sink sink(Exchange ex) {
+        return ex.request != null && ex.request.protocolVersion() == Http2Request.VERSION ? H2 : H1;
+    }
+
     /** Writes the handler's answer (or a 500 when it failed or is not a valid response). */
     static void write(HttpConnection c, Exchange ex) {
         ServerContext server = c.server;
@@ -43,17 +55,21 @@ final class ResponseWriter {
             writeError(c, ex, 500);
             return;
         }
+        Sink sink = sink(ex);
         Object listener = RT.get(resp, WS_LISTENER);
         if (listener != null) {
-            upgrade(c, ex, resp, listener);
+            if (sink == H1) {
+                upgrade(c, ex, resp, listener);
+            } else {
+                writeError(c, ex, 400); // no WebSocket over HTTP/2 (RFC 8441 is not offered)
+            }
             return;
         }
-        ByteBuf buf = c.output.out();
-        int mark = buf.writerIndex();
+        int mark = sink.mark(c);
         try {
-            encode(c, ex, resp, buf);
+            encode(c, ex, resp, sink);
         } catch (Throwable t) {
-            buf.writerIndex(mark);
+            sink.rollback(c, mark);
             server.logError(t, ex.ringRequest);
             writeError(c, ex, 500);
         }
@@ -82,12 +98,13 @@ final class ResponseWriter {
         return o == null ? "nil" : o.getClass().getName();
     }
 
-    private static void encode(HttpConnection c, Exchange ex, Object resp, ByteBuf buf) throws Exception {
+    /** The Ring response rules, once for both protocols: status, headers, body types, HEAD and bodiless statuses. */
+    private static void encode(HttpConnection c, Exchange ex, Object resp, Sink sink) throws Exception {
         int status = status(RT.get(resp, STATUS));
         Object body = RT.get(resp, BODY);
         LoopState loop = LoopState.get();
         HeadBuffer h = loop.head.reset();
-        h.put(StatusLines.of(status));
+        sink.start(h, status);
         HeaderScan scan = HeaderScan.write(h, RT.get(resp, HEADERS), loop.lastScan);
         loop.lastScan = scan;
         if (!scan.server && c.server.serverLine != null) {
@@ -102,51 +119,37 @@ final class ResponseWriter {
         ex.keepAlive = ex.keepAlive && !scan.close;
         if (body instanceof String s) {
             byte[] b = s.getBytes(Charsets.of(scan.contentType));
-            head(h, buf, ex, bodiless ? -1 : b.length, http10);
-            if (!noBody) {
-                buf.writeBytes(b);
-            }
+            sink.fixed(c, ex, h, status, bodiless ? -1 : b.length, noBody ? null : b, http10);
             c.finished(ex);
         } else if (body instanceof byte[] b) {
-            head(h, buf, ex, bodiless ? -1 : b.length, http10);
-            if (!noBody) {
-                buf.writeBytes(b);
-            }
+            sink.fixed(c, ex, h, status, bodiless ? -1 : b.length, noBody ? null : b, http10);
             c.finished(ex);
         } else if (body == null) {
             if (scan.contentLength != null && (ex.head || status == 304)) {
                 line(h, "Content-Length", scan.contentLength);
-                head(h, buf, ex, -1, http10);
+                sink.fixed(c, ex, h, status, -1, null, http10);
             } else {
-                head(h, buf, ex, bodiless ? -1 : 0, http10);
+                sink.fixed(c, ex, h, status, bodiless ? -1 : 0, null, http10);
             }
             c.finished(ex);
         } else if (body instanceof File f) {
-            writeFile(c, ex, h, buf, f, bodiless, noBody, http10);
+            if (!f.isFile() || !f.canRead()) {
+                throw new InvalidResponseException("response body file is not a readable file: " + f);
+            }
+            long len = f.length();
+            sink.file(c, ex, h, status, bodiless ? -1 : len, noBody || len == 0 ? null : f, http10);
+            c.finished(ex);
         } else if (body instanceof InputStream || body instanceof ISeq || c.server.hooks.bodyWriter != null
             && RT.booleanCast(c.server.hooks.bodyWriter.invoke(body))) {
-            writeStream(c, ex, h, buf, resp, body, scan, noBody, http10);
+            writeStream(c, ex, h, status, resp, body, scan, noBody, http10, sink);
         } else {
             throw new InvalidResponseException("unsupported response body type " + describe(body)
                 + " (extend herald.http/StreamableResponseBody to it)");
         }
     }
 
-    private static void writeFile(HttpConnection c, Exchange ex, HeadBuffer h, ByteBuf buf, File f,
-                                  boolean bodiless, boolean noBody, boolean http10) {
-        if (!f.isFile() || !f.canRead()) {
-            throw new InvalidResponseException("response body file is not a readable file: " + f);
-        }
-        long len = f.length();
-        head(h, buf, ex, bodiless ? -1 : len, http10);
-        if (!noBody && len > 0) {
-            c.output.write(c.info.tls != null ? chunkedFile(f, len) : new DefaultFileRegion(f, 0, len));
-        }
-        c.finished(ex);
-    }
-
-    /** A File body for a TLS connection (no zero-copy through the SslHandler): read in 16 KiB chunks. */
-    private static ChunkedFile chunkedFile(File f, long len) {
+    /** A File body for a TLS connection or an HTTP/2 stream (no zero-copy): read in 16 KiB chunks. */
+    static ChunkedFile chunkedFile(File f, long len) {
         try {
             return new ChunkedFile(new java.io.RandomAccessFile(f, "r"), 0, len, 16384);
         } catch (java.io.IOException e) {
@@ -154,27 +157,18 @@ final class ResponseWriter {
         }
     }
 
-    private static void writeStream(HttpConnection c, Exchange ex, HeadBuffer h, ByteBuf buf, Object resp,
-                                    Object body, HeaderScan scan, boolean noBody, boolean http10) {
+    private static void writeStream(HttpConnection c, Exchange ex, HeadBuffer h, int status, Object resp,
+                                    Object body, HeaderScan scan, boolean noBody, boolean http10, Sink sink) {
         if (noBody) {
             if (scan.contentLength != null) {
                 line(h, "Content-Length", scan.contentLength);
             }
-            head(h, buf, ex, -1, http10);
+            sink.fixed(c, ex, h, status, -1, null, http10);
             discard(body);
             c.finished(ex);
             return;
         }
-        boolean chunked = false;
-        if (scan.contentLength != null) {
-            line(h, "Content-Length", scan.contentLength);
-        } else if (http10) {
-            ex.keepAlive = false;
-        } else {
-            chunked = true;
-            h.put(CHUNKED);
-        }
-        head(h, buf, ex, -1, http10);
+        boolean chunked = sink.streamHead(c, ex, h, status, scan, http10);
         c.output.flushNow();
         Charset cs = Charsets.of(scan.contentType);
         c.server.blockingExecutor.execute(new BodyStreamer(c, ex, resp, body, chunked, cs));
@@ -222,9 +216,9 @@ final class ResponseWriter {
         if (ex.reject != 0) {
             ex.keepAlive = false;
         }
-        ByteBuf buf = c.output.out();
+        Sink sink = sink(ex);
         HeadBuffer h = LoopState.get().head.reset();
-        h.put(StatusLines.of(status));
+        sink.start(h, status);
         if (c.server.serverLine != null) {
             h.put(c.server.serverLine);
         }
@@ -234,10 +228,7 @@ final class ResponseWriter {
             h.put(RETRY_AFTER);
         }
         boolean http10 = ex.request != null && ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
-        head(h, buf, ex, body.length, http10);
-        if (!ex.head) {
-            buf.writeBytes(body);
-        }
+        sink.fixed(c, ex, h, status, body.length, ex.head ? null : body, http10);
         c.finished(ex);
     }
 
@@ -252,4 +243,135 @@ final class ResponseWriter {
             }
         }
     }
+
+    /**
+     * Where a response that passed the Ring rules goes: {@link #H1} encodes HTTP/1.1 bytes into the read batch's
+     * buffer, {@link #H2} writes HTTP/2 frames on the stream. Each call writes the head built in {@code h}
+     * (header lines; for HTTP/1.1 after the status line) and the body, if any.
+     */
+    abstract static class Sink {
+        /** Begins the head (HTTP/1.1: the status line). */
+        abstract void start(HeadBuffer h, int status);
+
+        /** The head, with Content-Length when {@code length >= 0}, then {@code body} unless null (the whole body). */
+        abstract void fixed(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, byte[] body,
+                            boolean http10);
+
+        /** The head, with Content-Length when {@code length >= 0}, then the file unless {@code f} is null. */
+        abstract void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f,
+                           boolean http10);
+
+        /** The head of a streamed body; true when the body must be chunk-framed. */
+        abstract boolean streamHead(HttpConnection c, Exchange ex, HeadBuffer h, int status, HeaderScan scan,
+                                    boolean http10);
+
+        /** Where to roll back to when encoding fails half-way. */
+        int mark(HttpConnection c) {
+            return 0;
+        }
+
+        void rollback(HttpConnection c, int mark) {
+        }
+    }
+
+    /** HTTP/1.1: the head and fixed bodies go into the read batch's buffer, files as a FileRegion (ChunkedFile on TLS). */
+    static final Sink H1 = new Sink() {
+        @Override
+        void start(HeadBuffer h, int status) {
+            h.put(StatusLines.of(status));
+        }
+
+        @Override
+        void fixed(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, byte[] body,
+                   boolean http10) {
+            ByteBuf buf = c.output.out();
+            head(h, buf, ex, length, http10);
+            if (body != null) {
+                buf.writeBytes(body);
+            }
+        }
+
+        @Override
+        void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f, boolean http10) {
+            head(h, c.output.out(), ex, length, http10);
+            if (f != null) {
+                c.output.write(c.info.tls != null ? chunkedFile(f, length) : new DefaultFileRegion(f, 0, length));
+            }
+        }
+
+        @Override
+        boolean streamHead(HttpConnection c, Exchange ex, HeadBuffer h, int status, HeaderScan scan, boolean http10) {
+            boolean chunked = false;
+            if (scan.contentLength != null) {
+                line(h, "Content-Length", scan.contentLength);
+            } else if (http10) {
+                ex.keepAlive = false;
+            } else {
+                chunked = true;
+                h.put(CHUNKED);
+            }
+            head(h, c.output.out(), ex, -1, http10);
+            return chunked;
+        }
+
+        @Override
+        int mark(HttpConnection c) {
+            return c.output.out().writerIndex();
+        }
+
+        @Override
+        void rollback(HttpConnection c, int mark) {
+            c.output.out().writerIndex(mark);
+        }
+    };
+
+    /**
+     * HTTP/2: the head becomes a HEADERS frame (lower-case names, no connection-specific fields), a fixed body one
+     * DATA frame; files and streams are written as ByteBufs that the stream's adapter frames, ending with an empty one.
+     */
+    static final Sink H2 = new Sink() {
+        @Override
+        void start(HeadBuffer h, int status) {
+        }
+
+        @Override
+        void fixed(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, byte[] body,
+                   boolean http10) {
+            headers(c, h, status, length, body == null);
+            if (body != null) {
+                c.output.write(new DefaultHttp2DataFrame(Unpooled.wrappedBuffer(body), true));
+            }
+        }
+
+        @Override
+        void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f, boolean http10) {
+            headers(c, h, status, length, f == null);
+            if (f != null) {
+                ChannelPipeline p = c.ctx().pipeline();
+                if (p.get(ChunkedWriteHandler.class) == null) {
+                    p.addBefore(c.ctx().name(), ServerInitializer.CHUNKED, new ChunkedWriteHandler());
+                }
+                c.output.write(chunkedFile(f, length));
+                c.output.write(Unpooled.EMPTY_BUFFER); // the end of the stream, after the file's last chunk
+            }
+        }
+
+        @Override
+        boolean streamHead(HttpConnection c, Exchange ex, HeadBuffer h, int status, HeaderScan scan, boolean http10) {
+            if (scan.contentLength != null) {
+                line(h, "Content-Length", scan.contentLength);
+            }
+            headers(c, h, status, -1, false);
+            return false;
+        }
+
+        private void headers(HttpConnection c, HeadBuffer h, int status, long length, boolean last) {
+            if (length >= 0) {
+                h.put(CONTENT_LENGTH);
+                h.putLong(length);
+                h.crlf();
+            }
+            c.output.write(new DefaultHttp2HeadersFrame(ResponseHeaders.of(status, h.bytes, h.size), last));
+        }
+    };
 }

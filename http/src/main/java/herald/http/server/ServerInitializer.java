@@ -1,20 +1,33 @@
 package herald.http.server;
 
+import herald.http.config.ServerConfig;
+import herald.http.http2.AlpnSwitch;
+import herald.http.http2.Http2Host;
+import herald.http.http2.PrefaceDetector;
+import herald.http.http2.UpgradeWatcher;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.stream.ChunkedWriteHandler;
 import java.nio.charset.StandardCharsets;
 
-/** Sets up each accepted channel: connection limit, TLS when configured, decoder with limits, the HTTP connection handler. */
-final class ServerInitializer extends ChannelInitializer<SocketChannel> {
+/**
+ * Sets up each accepted channel: connection limit, TLS when configured, then HTTP/1.1 (decoder with limits, the
+ * HTTP connection handler) or, with {@code http2} on, whatever the client chose: ALPN on TLS, the h2c preface or
+ * {@code Upgrade: h2c} on plaintext. It is also the {@link Http2Host} the HTTP/2 handlers build streams with: each
+ * stream gets its own {@link HttpConnection}, so limits, handler modes and response rules are shared.
+ */
+final class ServerInitializer extends ChannelInitializer<SocketChannel> implements Http2Host {
     static final String DECODER = "herald-http-decoder";
     static final String HANDLER = "herald-http";
     static final String TLS = "herald-tls";
     static final String CHUNKED = "herald-chunked";
+    static final String UPGRADE = "herald-h2c-upgrade";
     private static final byte[] BUSY = ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
         + "Content-Length: 19\r\nRetry-After: 1\r\nConnection: close\r\n\r\nService Unavailable")
         .getBytes(StandardCharsets.US_ASCII);
@@ -51,12 +64,56 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> {
         }
         ch.closeFuture().addListener(f -> server.connections.decrementAndGet());
         server.channels.add(ch);
+        ChannelPipeline p = ch.pipeline();
         if (server.config.sslContext != null) {
-            // TLS first; ChunkedWriteHandler streams File bodies (SslHandler cannot take a FileRegion)
-            ch.pipeline().addLast(TLS, server.config.sslContext.newHandler(ch.alloc()))
-                .addLast(CHUNKED, new ChunkedWriteHandler());
+            if (server.config.http2) {
+                // the protocol is known once the handshake is done: AlpnSwitch then adds HTTP/2 or HTTP/1.1
+                p.addLast(TLS, AlpnSwitch.tlsHandler(server.config.sslContext, ch.alloc()))
+                    .addLast("herald-alpn", new AlpnSwitch(this));
+                return;
+            }
+            p.addLast(TLS, server.config.sslContext.newHandler(ch.alloc()));
+        } else if (server.config.http2) {
+            p.addLast("herald-h2c-preface", new PrefaceDetector(this));
+            return;
+        }
+        addHttp1(p, false);
+    }
+
+    @Override
+    public ServerConfig config() {
+        return server.config;
+    }
+
+    @Override
+    public void addHttp1(ChannelPipeline p, boolean watchUpgrade) {
+        if (p.get(TLS) != null) {
+            p.addLast(CHUNKED, new ChunkedWriteHandler()); // File bodies: SslHandler cannot take a FileRegion
         }
         RequestDecoder decoder = new RequestDecoder(decoderConfig);
-        ch.pipeline().addLast(DECODER, decoder).addLast(HANDLER, new HttpConnection(server, decoder));
+        p.addLast(DECODER, decoder);
+        if (watchUpgrade) {
+            p.addLast(UPGRADE, new UpgradeWatcher(this, DECODER));
+        }
+        p.addLast(HANDLER, new HttpConnection(server, decoder));
+    }
+
+    @Override
+    public void removeHttp1(ChannelPipeline p) {
+        HttpConnection c = (HttpConnection) p.get(HANDLER);
+        c.upgraded(null);
+        p.remove(c);
+    }
+
+    @Override
+    public Object connectionFacts(Channel parent) {
+        return RingRequest.Connection.of(parent, server.serverPort, server.config.proxy);
+    }
+
+    @Override
+    public void addStreamHandler(ChannelPipeline stream, Object facts) {
+        HttpConnection c = new HttpConnection(server, null);
+        stream.addLast(HANDLER, c);
+        c.info = (RingRequest.Connection) facts; // the parent's addresses and TLS session, not the stream's
     }
 }

@@ -1,0 +1,78 @@
+package herald.http.http2;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.netty.handler.codec.http.DefaultHttpContent;
+import io.netty.handler.codec.http.DefaultLastHttpContent;
+import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
+import io.netty.handler.codec.http2.Http2DataFrame;
+import io.netty.handler.codec.http2.Http2HeadersFrame;
+import io.netty.handler.codec.http2.Http2StreamFrame;
+import io.netty.util.ReferenceCountUtil;
+
+/**
+ * The first handler of a stream's pipeline. Inbound: HEADERS become the request head ({@link Http2Request}),
+ * DATA becomes body content, the end of the stream becomes the last content (trailers are dropped). Outbound:
+ * frames pass; a readable ByteBuf (a streamed or file body) becomes a DATA frame and an empty one ends the stream,
+ * so the HTTP/1.1 body writers work unchanged; anything written after the end is dropped.
+ */
+public final class StreamAdapter extends ChannelDuplexHandler {
+    private final int maxTargetBytes;
+    private boolean headSeen;
+    private boolean ended;
+
+    public StreamAdapter(int maxTargetBytes) {
+        this.maxTargetBytes = maxTargetBytes;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (msg instanceof Http2HeadersFrame h) {
+            if (!headSeen) {
+                headSeen = true;
+                ctx.fireChannelRead(Http2Request.of(h.headers(), maxTargetBytes));
+                if (h.isEndStream()) {
+                    ctx.fireChannelRead(LastHttpContent.EMPTY_LAST_CONTENT);
+                }
+            } else if (h.isEndStream()) {
+                ctx.fireChannelRead(LastHttpContent.EMPTY_LAST_CONTENT); // trailers end the body
+            }
+        } else if (msg instanceof Http2DataFrame d) {
+            ByteBuf content = d.content();
+            ctx.fireChannelRead(d.isEndStream() ? new DefaultLastHttpContent(content) : new DefaultHttpContent(content));
+        } else {
+            ReferenceCountUtil.release(msg); // resets, window updates, unknown frames: the stream's channel reacts itself
+        }
+    }
+
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (ended) {
+            ReferenceCountUtil.release(msg);
+            promise.trySuccess();
+            return;
+        }
+        if (msg instanceof ByteBuf b) {
+            boolean last = !b.isReadable();
+            if (last) {
+                b.release();
+                ended = true;
+            }
+            ctx.write(new DefaultHttp2DataFrame(last ? Unpooled.EMPTY_BUFFER : b, last), promise);
+            return;
+        }
+        if (msg instanceof Http2HeadersFrame h && h.isEndStream() || msg instanceof Http2DataFrame d && d.isEndStream()) {
+            ended = true;
+        }
+        if (!(msg instanceof Http2StreamFrame)) {
+            ReferenceCountUtil.release(msg);
+            promise.tryFailure(new IllegalArgumentException("not an HTTP/2 stream frame: " + msg.getClass().getName()));
+            return;
+        }
+        ctx.write(msg, promise);
+    }
+}
