@@ -1,7 +1,8 @@
 (ns herald.feed
-  "The news feed service: start and stop it as a system (store, fan-out, performance recorder, HTTP server) from the EDN config."
+  "The news feed service: start and stop it as a system (store, fan-out and indexing jobs, per-minute performance job, HTTP server) from the EDN config."
   (:require [herald.feed.quiet]            ; first: before Lucene loads
             [clojure.java.io :as io]
+            [clojure.string :as str]
             [herald.feed.config :as config]
             [herald.feed.fanout :as fanout]
             [herald.feed.perf :as perf]
@@ -25,20 +26,54 @@
 (defn- log [& xs]
   (binding [*out* *err*] (apply println "herald.feed:" xs)))
 
+(def ^:private fanout-keys
+  #{:runtime :threads :index-threads :queue-size :batch-size :batch-timeout-ms :retries :drain-timeout-ms})
+
+(defn- fanout-component
+  "Starts the configured fan-out runtime over `store`: `:flow` (herald.flow jobs, the default) or
+  `:executor` (the in-process thread pool, kept as the fallback)."
+  [store cfg]
+  (doseq [k (keys cfg) :when (not (fanout-keys k))]
+    (throw (ex-info (str "unknown :fanout option " k ", expected one of " (str/join " " (sort fanout-keys)))
+                    {:type :herald.feed/config :key [:fanout k] :value (get cfg k)})))
+  (case (config/check-one-of! [:fanout :runtime] (:runtime cfg :flow) [:flow :executor])
+    :flow ((requiring-resolve 'herald.feed.jobs.posts/flow-fanout) store (dissoc cfg :runtime :drain-timeout-ms))
+    :executor (fanout/executor-fanout (svc/fanout-work store) (dissoc cfg :runtime :drain-timeout-ms :index-threads
+                                                                      :batch-size :batch-timeout-ms))))
+
+(defn perf-dir
+  "Where the per-minute job stores closed minutes: `:perf :dir`, else `perf/` in the store's data
+  directory, else nil (memory only)."
+  [config]
+  (or (get-in config [:perf :dir])
+      (some-> (get-in config [:store :data-dir]) (io/file "perf") str)))
+
+(defn- recorder-component
+  "Starts the configured performance recorder: `:flow` (the per-minute herald.flow job, the default) or
+  `:direct` (HdrHistograms updated on the request thread)."
+  [config]
+  (let [cfg (:perf config)]
+    (case (config/check-one-of! [:perf :runtime] (:runtime cfg :flow) [:flow :direct])
+      :flow ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder)
+             (assoc (dissoc cfg :runtime) :dir (perf-dir config)))
+      :direct (perf/recorder (select-keys cfg [:retention-minutes])))))
+
 (defn components
   "The system definition for a resolved `config` (see herald.feed.config/load-config): key ->
   {:deps :start :stop}. Started in dependency order, stopped in reverse: the HTTP server first
-  (stop accepting, drain in-flight requests), then the fan-out (finish queued jobs), then the store
-  (flush and close)."
+  (stop accepting, drain in-flight requests), then the fan-out (finish queued jobs) and the performance
+  recorder (close and store the open minutes), then the store (flush and close)."
   [config]
   (let [draining? (atom false)
         drain-ms (long (get-in config [:fanout :drain-timeout-ms] 10000))]
     {::store {:start (fn [_] (store/open-store (:store config)))
               :stop store/close-store!}
-     ::recorder {:start (fn [_] (perf/recorder (:perf config)))}
+     ::recorder {:deps [::store]
+                 :start (fn [_] (recorder-component config))
+                 :stop (fn [r] (when-not (perf/close-recorder! r drain-ms)
+                                 (log "the per-minute job did not finish in" drain-ms "ms")))}
      ::fanout {:deps [::store]
-               :start (fn [{s ::store}]
-                        (fanout/executor-fanout (svc/fanout-work s) (dissoc (:fanout config) :drain-timeout-ms)))
+               :start (fn [{s ::store}] (fanout-component s (:fanout config)))
                :stop (fn [f] (when-not (fanout/close! f drain-ms)
                                (log "fan-out did not drain in" drain-ms "ms; the rest resumes on the next start")))}
      ::service {:deps [::store ::fanout]
@@ -94,6 +129,12 @@
   "The service context of a running system (see herald.feed.service)."
   [sys]
   (system/value sys ::service))
+
+(defn await-perf
+  "Blocks until every request served so far shows in /perf and /metrics; true if within `timeout-ms`.
+  For tests and tools (the endpoints themselves wait a bounded time, see `:perf :sync-wait-ms`)."
+  [sys timeout-ms]
+  (perf/await-recorded (system/value sys ::recorder) timeout-ms))
 
 (defn await-fanout
   "Blocks until the background work of every post accepted so far has run (copied into the friends'

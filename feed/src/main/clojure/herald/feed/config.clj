@@ -98,6 +98,16 @@
                     :else v)))]
     (walk/prewalk #(if (instance? Ref %) (deref-path (:path %) #{}) %) config)))
 
+(defn check-one-of!
+  "Returns `v` when it is one of `allowed`; else throws ex-info {:type :herald.feed/config :key path
+  :value v} whose message names the key path (e.g. [:fanout :runtime]) and the choices."
+  [path v allowed]
+  (if (some #{v} allowed)
+    v
+    (throw (ex-info (str (str/join " " (map pr-str path)) " must be one of " (str/join ", " (map pr-str allowed))
+                         ", got " (pr-str v))
+                    {:type :herald.feed/config :key path :value v}))))
+
 (defn deep-merge
   "Merges maps recursively; later values win, nil values in later maps are ignored."
   [& ms]

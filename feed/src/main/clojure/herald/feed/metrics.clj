@@ -1,5 +1,5 @@
 (ns herald.feed.metrics
-  "The Prometheus text exposition (format 0.0.4) of the feed's request figures, fan-out, store and JVM gauges."
+  "The Prometheus text exposition (format 0.0.4) of the feed's request figures, background work, store and JVM gauges."
   (:require [clojure.string :as str]
             [herald.feed.perf :as perf]
             [herald.feed.store :as store])
@@ -73,9 +73,27 @@
      ["herald_process_uptime_seconds" "gauge" "Seconds since the JVM started."
       (/ (.getUptime (ManagementFactory/getRuntimeMXBean)) 1000.0)]]))
 
+(def ^:private fanout-families
+  [[:submitted "counter" "Posts handed to the background work (fan-out and indexing), including resumed ones."]
+   [:completed "counter" "Posts whose fan-out to the friends' inbound feeds completed."]
+   [:failed "counter" "Posts whose fan-out failed after retries (left pending in the store for the next start)."]
+   [:indexed "counter" "Posts put into the search index by the indexing job."]
+   [:index-failed "counter" "Posts whose indexing failed after retries (their search-pending marker brings them back on the next open)."]
+   [:pending "gauge" "Posts whose fan-out or indexing has not run yet (queued or running)."]
+   [:queued "gauge" "Posts waiting in the fan-out's queue."]
+   [:index-queued "gauge" "Posts waiting in the indexing job's queue."]])
+
+(def ^:private perf-families
+  [[:recorded "counter" "Request records taken by the performance recorder."]
+   [:dropped "counter" "Request records dropped because the per-minute job was too far behind (its queue full)."]
+   [:late "counter" "Request records that came after their minute was final (started more than the allowed lateness before the newest record)."]
+   [:queued "gauge" "Request records waiting for the per-minute job."]
+   [:store-errors "counter" "Failed writes of closed minutes to the data directory."]])
+
 (defn prometheus-text
   "The metrics page: request counts by entity, operation and status, request duration histograms,
-  fan-out counters (`fanout-stats`, a map as herald.feed.fanout/stats), store counters and gauges
+  background work counters (`fanout-stats`, a map as herald.feed.fanout/stats), the recorder's own
+  counters (herald.feed.perf/recorder-stats), store counters and gauges
   (`store-stats`, a flat map of numbers as herald.feed.store/stats) and JVM gauges."
   [recorder fanout-stats store-stats]
   (let [sb (StringBuilder.)]
@@ -84,14 +102,13 @@
               ["" {:entity (name entity) :operation (name op) :status status} n]))
     (family sb "herald_feed_request_duration_seconds" "histogram" "Request durations by entity and operation."
             (duration-samples (perf/totals recorder)))
-    (doseq [[k type help] [[:submitted "counter" "Fan-out jobs submitted (posts, including resumed ones)."]
-                           [:completed "counter" "Fan-out jobs completed."]
-                           [:failed "counter" "Fan-out jobs that failed after retries (left pending in the store)."]
-                           [:pending "gauge" "Fan-out jobs queued or running."]
-                           [:queued "gauge" "Fan-out jobs waiting in the executor's queue."]]
-            :when (contains? fanout-stats k)]
-      (family sb (str "herald_feed_fanout_" (name k) (when (= type "counter") "_total")) type help
+    (doseq [[k type help] fanout-families :when (contains? fanout-stats k)]
+      (family sb (str "herald_feed_fanout_" (str/replace (name k) "-" "_") (when (= type "counter") "_total")) type help
               [["" {} (get fanout-stats k)]]))
+    (let [rs (perf/recorder-stats recorder)]
+      (doseq [[k type help] perf-families :when (contains? rs k)]
+        (family sb (str "herald_feed_perf_" (str/replace (name k) "-" "_") (when (= type "counter") "_total")) type help
+                [["" {} (get rs k)]])))
     (doseq [[metric type help v] (store-samples store-stats)]
       (family sb metric type help [["" {} v]]))
     (doseq [[metric type help v] (jvm-samples)]

@@ -1,15 +1,45 @@
 (ns herald.feed.perf
-  "Per-minute performance figures: every request's (entity, operation, duration, status) aggregated per minute and per entity x operation into count, median, p95, p99 and max with HdrHistogram."
+  "Per-minute performance figures: the `Recorder` role (every request's entity, operation, duration and status in; per-minute and since-start HdrHistograms out), its direct in-process implementation, and the views /perf, /perf/log and /metrics render."
   (:require [clojure.string :as str])
   (:import (java.time Instant ZoneOffset ZonedDateTime)
            (java.util.concurrent ConcurrentHashMap ConcurrentSkipListMap)
            (java.util.concurrent.atomic LongAdder)
            (java.util.function Function)
-           (org.HdrHistogram AbstractHistogram ConcurrentHistogram Histogram HistogramIterationValue)))
+           (org.HdrHistogram AbstractHistogram ConcurrentHistogram HistogramIterationValue)))
 
 (set! *warn-on-reflection* true)
 
+;; A cell is the figures of one entity x operation over some time: {:histogram h :errors n} where h is an
+;; HdrHistogram of durations in microseconds (3 significant digits) that nobody modifies any more, and
+;; :errors counts statuses >= 400. Minutes are epoch minutes (epoch millis / 60000).
+
+(defprotocol Recorder
+  "Records requests and serves their per-minute figures. Guarantees: `-record!` never blocks and never throws
+  (an implementation that sheds load under overload counts the records it dropped in `-recorder-stats`); the
+  views (`-minutes`, `-totals`, `-status-counts`) reflect every request recorded before the call and not
+  dropped, after a bounded wait (`-await`); the cells they return are never modified afterwards."
+  (-record! [r entity op nanos status start-ms] "Records one request (see `record!`).")
+  (-now-ms [r] "The recorder's clock, epoch millis.")
+  (-minutes [r from-minute to-minute] "Seq of [minute {[entity op] cell}], oldest first, minutes in [from, to] (inclusive).")
+  (-closed? [r minute] "True once `minute`'s figures are final.")
+  (-totals [r] "{[entity op] cell} since the recorder started.")
+  (-status-counts [r] "{[entity op status] count} since the recorder started.")
+  (-await [r timeout-ms] "Blocks until the views reflect every request recorded before the call; true if in time.")
+  (-recorder-stats [r] "Counters of the recorder itself: {:recorded n :dropped n :late n}.")
+  (-close-recorder! [r timeout-ms] "Stops recording; finishes what was recorded within `timeout-ms`; idempotent."))
+
 (def ^:private significant-digits 3)
+
+(defn check-positive!
+  "Throws ex-info {:type :herald.feed/config :key k} unless `v` is a positive integer; returns `v`."
+  [k v]
+  (when-not (and (integer? v) (pos? (long v)))
+    (throw (ex-info (str (pr-str k) " must be a positive integer, got " (pr-str v))
+                    {:type :herald.feed/config :key k :value v})))
+  v)
+
+;; ---------------------------------------------------------------------------------------------------
+;; the direct recorder: HdrHistograms updated on the request thread
 
 (deftype Cell [^ConcurrentHistogram histogram ^LongAdder errors])
 
@@ -19,103 +49,139 @@
 (def ^:private minute-fn (reify Function (apply [_ _] (ConcurrentHashMap.))))
 (def ^:private adder-fn (reify Function (apply [_ _] (LongAdder.))))
 
-(defn recorder
-  "Creates a per-minute performance recorder.
+(defn- snapshot-cell
+  "The cell map of a live Cell: a copy of its histogram (nothing modifies the copy)."
+  [^Cell c]
+  {:histogram (.copy ^ConcurrentHistogram (.histogram c)) :errors (.sum ^LongAdder (.errors c))})
 
-  | key                  | type | default                    | meaning |
-  |----------------------|------|----------------------------|---------|
-  | `:retention-minutes` | long | 1440                       | closed minutes older than this are dropped |
-  | `:clock`             | fn   | `System/currentTimeMillis` | () -> epoch millis (tests pass their own) |"
-  ([] (recorder {}))
-  ([{:keys [retention-minutes clock] :or {retention-minutes 1440}}]
-   (when-not (and (integer? retention-minutes) (pos? retention-minutes))
-     (throw (ex-info (str ":retention-minutes must be a positive integer, got " (pr-str retention-minutes))
-                     {:type :herald.feed/config :key :retention-minutes :value retention-minutes})))
-   {:minutes (ConcurrentSkipListMap.)      ; epoch minute -> ConcurrentHashMap [entity op] -> Cell
-    :totals (ConcurrentHashMap.)           ; [entity op] -> Cell, since start (for /metrics)
-    :statuses (ConcurrentHashMap.)         ; [entity op status] -> LongAdder
-    :retention (long retention-minutes)
-    :clock (or clock #(System/currentTimeMillis))}))
-
-(defn- prune! [{:keys [^ConcurrentSkipListMap minutes retention]} ^long minute]
-  (let [oldest (- minute (long retention))]
+(defn- prune! [^ConcurrentSkipListMap minutes ^long retention ^long minute]
+  (let [oldest (- minute retention)]
     (while (when-let [k (.firstKey minutes)] (< (long k) oldest))
       (.pollFirstEntry minutes))))
 
-(defn- minute-map ^ConcurrentHashMap [{:keys [^ConcurrentSkipListMap minutes] :as r} ^long minute]
-  (or (.get minutes minute)
-      (let [m (.computeIfAbsent minutes minute minute-fn)]
-        (prune! r minute)
-        m)))
+(defn- add-to-cell! [^Cell cell ^long micros ^long status]
+  (.recordValue ^ConcurrentHistogram (.histogram cell) micros)
+  (when (>= status 400) (.increment ^LongAdder (.errors cell))))
+
+(defn- record-direct! [^ConcurrentSkipListMap minutes ^ConcurrentHashMap totals ^ConcurrentHashMap statuses
+                       retention entity op nanos status start-ms]
+  (let [k [entity op]
+        status (long status)
+        micros (max 0 (quot (long nanos) 1000))
+        minute (quot (long start-ms) 60000)
+        ^ConcurrentHashMap cells (or (.get minutes minute)
+                                     (let [m (.computeIfAbsent minutes minute minute-fn)]
+                                       (prune! minutes retention minute)
+                                       m))]
+    (add-to-cell! (.computeIfAbsent cells k cell-fn) micros status)
+    (add-to-cell! (.computeIfAbsent totals k cell-fn) micros status)
+    (.increment ^LongAdder (.computeIfAbsent statuses [entity op status] adder-fn))))
+
+(defn recorder
+  "A `Recorder` that updates HdrHistograms on the request thread (the `:perf {:runtime :direct}` fallback;
+  `herald.feed.jobs.perf/flow-recorder` is the herald.flow job). Figures live in memory only.
+
+  | key                  | type | default                    | meaning |
+  |----------------------|------|----------------------------|---------|
+  | `:retention-minutes` | long | 1440                       | minutes older than this (before the newest recorded one) are dropped |
+  | `:clock`             | fn   | `System/currentTimeMillis` | () -> epoch millis (tests pass their own) |"
+  ([] (recorder {}))
+  ([{:keys [retention-minutes clock] :or {retention-minutes 1440}}]
+   (check-positive! :retention-minutes retention-minutes)
+   (let [minutes (ConcurrentSkipListMap.)      ; epoch minute -> ConcurrentHashMap [entity op] -> Cell
+         totals (ConcurrentHashMap.)           ; [entity op] -> Cell, since start
+         statuses (ConcurrentHashMap.)         ; [entity op status] -> LongAdder
+         retention (long retention-minutes)
+         clock (or clock #(System/currentTimeMillis))]
+     (reify Recorder
+       (-record! [_ entity op nanos status start-ms]
+         (record-direct! minutes totals statuses retention entity op nanos status start-ms))
+       (-now-ms [_] (long (clock)))
+       (-minutes [_ lo hi]
+         (for [[minute ^ConcurrentHashMap cells] (.subMap minutes (Long/valueOf (long lo)) true (Long/valueOf (long hi)) true)]
+           [minute (into {} (map (fn [[k c]] [k (snapshot-cell c)])) cells)]))
+       (-closed? [_ minute] (< (long minute) (quot (long (clock)) 60000)))
+       (-totals [_] (into {} (map (fn [[k c]] [k (snapshot-cell c)])) totals))
+       (-status-counts [_] (into {} (map (fn [[k ^LongAdder n]] [k (.sum n)])) statuses))
+       (-await [_ _] true)
+       (-recorder-stats [_] {:recorded (reduce + 0 (map (fn [^LongAdder n] (.sum n)) (.values statuses)))
+                             :dropped 0 :late 0})
+       (-close-recorder! [_ _] true)))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; the public API over any Recorder
 
 (defn record!
-  "Records one request: `entity` and `op` keywords (e.g. :outbound :post), its duration in
+  "Records one request in `r`: `entity` and `op` keywords (e.g. :outbound :post), its duration in
   nanoseconds, its HTTP status, and `start-ms` (epoch millis when it started; defaults to now)."
-  ([r entity op nanos status] (record! r entity op nanos status ((:clock r))))
-  ([r entity op nanos status start-ms]
-   (let [k [entity op]
-         status (long status)
-         micros (max 0 (quot (long nanos) 1000))
-         ^ConcurrentHashMap cells (minute-map r (quot (long start-ms) 60000))
-         ^Cell cell (.computeIfAbsent cells k cell-fn)
-         ^Cell total (.computeIfAbsent ^ConcurrentHashMap (:totals r) k cell-fn)]
-     (.recordValue ^ConcurrentHistogram (.histogram cell) micros)
-     (.recordValue ^ConcurrentHistogram (.histogram total) micros)
-     (when (>= status 400)
-       (.increment ^LongAdder (.errors cell))
-       (.increment ^LongAdder (.errors total)))
-     (.increment ^LongAdder (.computeIfAbsent ^ConcurrentHashMap (:statuses r) [entity op status] adder-fn)))))
+  ([r entity op nanos status] (-record! r entity op nanos status (-now-ms r)))
+  ([r entity op nanos status start-ms] (-record! r entity op nanos status start-ms)))
+
+(defn await-recorded
+  "Blocks until every request recorded in `r` so far shows in its figures; true if within `timeout-ms`."
+  [r timeout-ms]
+  (-await r timeout-ms))
+
+(defn recorder-stats
+  "The recorder's own counters: {:recorded n :dropped n :late n} (dropped: shed under overload; late: came
+  after their minute was final)."
+  [r]
+  (-recorder-stats r))
+
+(defn close-recorder!
+  "Stops `r`, finishing (and, where it stores them, storing) the figures of what was recorded; idempotent."
+  [r timeout-ms]
+  (-close-recorder! r timeout-ms))
 
 (defn- ms [micros] (/ (double micros) 1000.0))
 
 (defn summarize
-  "Count, median, p95, p99, max (milliseconds) and errors of one HdrHistogram cell."
-  [^Cell cell]
-  (let [^Histogram h (.copy ^ConcurrentHistogram (.histogram cell))]
-    {:count (.getTotalCount h)
-     :median_ms (ms (.getValueAtPercentile h 50.0))
-     :p95_ms (ms (.getValueAtPercentile h 95.0))
-     :p99_ms (ms (.getValueAtPercentile h 99.0))
-     :max_ms (ms (.getMaxValue h))
-     :errors (.sum ^LongAdder (.errors cell))}))
+  "Count, median, p95, p99, max (milliseconds) and errors of a cell {:histogram :errors}."
+  [{:keys [^AbstractHistogram histogram errors]}]
+  {:count (.getTotalCount histogram)
+   :median_ms (ms (.getValueAtPercentile histogram 50.0))
+   :p95_ms (ms (.getValueAtPercentile histogram 95.0))
+   :p99_ms (ms (.getValueAtPercentile histogram 99.0))
+   :max_ms (ms (.getMaxValue histogram))
+   :errors (long errors)})
 
 (defn minute->iso
   "Formats an epoch minute as an ISO-8601 UTC instant, e.g. 2026-11-22T13:05:00Z."
   [^long minute]
   (str (Instant/ofEpochSecond (* minute 60))))
 
-(defn- minute-range [{:keys [^ConcurrentSkipListMap minutes]} from-ms to-ms]
+(defn- minute-range [r from-ms to-ms]
   (let [lo (if from-ms (quot (long from-ms) 60000) Long/MIN_VALUE)
         hi (if to-ms (quot (long to-ms) 60000) Long/MAX_VALUE)]
-    (if (> lo hi)
-      {}
-      (.subMap minutes (Long/valueOf lo) true (Long/valueOf hi) true))))
+    (if (> lo hi) [] (-minutes r lo hi))))
+
+(defn- by-name [cells] (sort-by (comp vec (partial map name) key) cells))
 
 (defn figures
   "Per-minute figures between `from-ms` and `to-ms` (epoch millis, inclusive minutes; nil = open),
   oldest first, then by entity and operation. Each is {:minute iso :entity :operation :count
-  :median_ms :p95_ms :p99_ms :max_ms :errors :closed bool}; the current minute is not closed."
+  :median_ms :p95_ms :p99_ms :max_ms :errors :closed bool}; a minute is closed once its figures are final."
   [r from-ms to-ms]
-  (let [now-minute (quot (long ((:clock r))) 60000)]
-    (for [[minute ^ConcurrentHashMap cells] (minute-range r from-ms to-ms)
-          [[entity op] cell] (sort-by (comp vec (partial map name) key) cells)]
+  (let [minutes (minute-range r from-ms to-ms)]
+    (for [[minute cells] minutes
+          :let [closed (-closed? r minute)]
+          [[entity op] cell] (by-name cells)]
       (merge {:minute (minute->iso minute) :entity (name entity) :operation (name op)}
              (summarize cell)
-             {:closed (< (long minute) now-minute)}))))
+             {:closed closed}))))
 
 (defn totals
-  "Since-start summaries per [entity op]: a map [entity op] -> (summarize cell) plus :histogram,
-  a copy of the cumulative HdrHistogram in microseconds."
+  "Since-start summaries per [entity op]: a map [entity op] -> (summarize cell) plus :histogram, the
+  cumulative HdrHistogram in microseconds."
   [r]
   (into (sorted-map-by #(compare (mapv name %1) (mapv name %2)))
-        (map (fn [[k ^Cell cell]]
-               [k (assoc (summarize cell) :histogram (.copy ^ConcurrentHistogram (.histogram cell)))]))
-        (:totals r)))
+        (map (fn [[k cell]] [k (assoc (summarize cell) :histogram (:histogram cell))]))
+        (-totals r)))
 
 (defn status-counts
   "Request counts since start: a map [entity op status] -> count."
   [r]
-  (into {} (map (fn [[k ^LongAdder n]] [k (.sum n)])) (:statuses r)))
+  (-status-counts r))
 
 (defn- log-prefix [^long minute]
   (let [t (ZonedDateTime/ofInstant (Instant/ofEpochSecond (* minute 60)) ZoneOffset/UTC)]
@@ -140,14 +206,15 @@
   request, its duration as whole milliseconds taken from the minute's histogram (3 significant
   digits), so a batch job over these lines computes the same per-minute figures. A lazy seq."
   [r from-ms to-ms]
-  (for [[minute ^ConcurrentHashMap cells] (minute-range r from-ms to-ms)
-        :let [prefix (log-prefix minute)]
-        [[entity op] ^Cell cell] (sort-by (comp vec (partial map name) key) cells)
-        :let [head (str prefix (name entity) "|" (name op) "|")]
-        [micros n] (recorded-values (.copy ^ConcurrentHistogram (.histogram cell)))
-        :let [line (str head (Math/round (/ (double micros) 1000.0)))]
-        line (repeat n line)]
-    line))
+  (let [minutes (minute-range r from-ms to-ms)]
+    (for [[minute cells] minutes
+          :let [prefix (log-prefix minute)]
+          [[entity op] cell] (by-name cells)
+          :let [head (str prefix (name entity) "|" (name op) "|")]
+          [micros n] (recorded-values (:histogram cell))
+          :let [line (str head (Math/round (/ (double micros) 1000.0)))]
+          line (repeat n line)]
+      line)))
 
 (defn parse-time
   "Parses a /perf time bound: epoch millis, an ISO-8601 instant (2026-11-22T13:05:00Z), a UTC

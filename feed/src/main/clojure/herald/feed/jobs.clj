@@ -1,0 +1,101 @@
+(ns herald.feed.jobs
+  "The feed's background work as herald.flow jobs, each a plain value: fan-out, indexing and per-minute performance.
+
+  The runtimes that run them sit behind the feed's roles: `herald.feed.jobs.posts/flow-fanout` is a
+  `herald.feed.fanout/Fanout` over the fan-out and indexing jobs, `herald.feed.jobs.perf/flow-recorder` a
+  `herald.feed.perf/Recorder` over the per-minute job. Live values (queues, the store, sinks) go in through
+  `herald.flow/submit-job`'s `:inject`, so these values stay printable data. See
+  docs/adr/0008-feed-jobs-on-flow.md."
+  (:require [clojure.string :as str]))
+
+(set! *warn-on-reflection* true)
+
+(defn check-options!
+  "Checks `opts` against `spec` (key -> [pred \"what it must be\"]): an unknown key or a bad value throws
+  ex-info {:type :herald.feed/config :key [section k] :value v} whose message names both. Returns `opts`."
+  [section spec opts]
+  (doseq [[k v] opts]
+    (if-let [[ok? what] (get spec k)]
+      (when-not (ok? v)
+        (throw (ex-info (str (pr-str section) " option " k " must be " what ", got " (pr-str v))
+                        {:type :herald.feed/config :key [section k] :value v})))
+      (throw (ex-info (str "unknown " (pr-str section) " option " k ", expected one of "
+                           (str/join " " (sort (keys spec))))
+                      {:type :herald.feed/config :key [section k] :value v}))))
+  opts)
+
+(defn pos-long? "A positive integer." [x] (and (integer? x) (pos? (long x))))
+(defn nat-long? "A non-negative integer." [x] (and (integer? x) (not (neg? (long x)))))
+
+(defn fan-out-job
+  "The fan-out job: each published post (`{:post p :recipients [ids]}`, fed by the service after the store
+  acknowledged it, and at start from the store's pending fan-out records) goes to every recipient's inbound
+  feed; the output's write is an idempotent upsert per (recipient, post) that completes the post's fan-out
+  record in the same atomic store write.
+
+  | key                 | type | meaning |
+  |---------------------|------|---------|
+  | `:threads`          | long | threads of the fan-out task and its output (one fused stage) |
+  | `:batch-size`       | long | most posts per batch |
+  | `:batch-timeout-ms` | long | longest the input waits for a first post of a batch |"
+  [{:keys [threads batch-size batch-timeout-ms]}]
+  {:job/name :feed-fan-out
+   :job/doc "post -> each friend's inbound feed (idempotent upserts) -> the post's fan-out record completed"
+   :workflow [[:posts :fan-out] [:fan-out :inbound]]
+   :catalog [{:task/name :posts :task/type :input :task/plugin :herald.flow.plugin/queue-input
+              :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
+             {:task/name :fan-out :task/type :function :task/fn :herald.feed.jobs.posts/fan-out
+              :task/parallelism threads}
+             {:task/name :inbound :task/type :output :task/plugin :herald.feed.jobs.posts/inbound-output
+              :task/parallelism threads}]})
+
+(defn index-job
+  "The indexing job: each published post goes into the search index, a batch at a time; the store drops the
+  post's search-pending marker once a Lucene commit holds it.
+
+  | key                 | type | meaning |
+  |---------------------|------|---------|
+  | `:index-threads`    | long | threads of the index task and its output (one fused stage) |
+  | `:batch-size`       | long | most posts per batch (one index call per batch where the store can) |
+  | `:batch-timeout-ms` | long | longest the input waits for a first post of a batch |"
+  [{:keys [index-threads batch-size batch-timeout-ms]}]
+  {:job/name :feed-index
+   :job/doc "post -> search index"
+   :workflow [[:posts :index] [:index :search]]
+   :catalog [{:task/name :posts :task/type :input :task/plugin :herald.flow.plugin/queue-input
+              :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
+             {:task/name :index :task/type :function :task/fn :herald.feed.jobs.posts/document
+              :task/parallelism index-threads}
+             {:task/name :search :task/type :output :task/plugin :herald.feed.jobs.posts/search-output
+              :task/parallelism index-threads}]})
+
+(defn perf-job
+  "The per-minute performance job: request records `{:entity :operation :us :status :at}` (`:at` the
+  request's start, epoch millis) are grouped by entity x operation into one-minute fixed windows whose
+  state is an HdrHistogram of `:us` with counts per status (`herald.feed.jobs.perf/latency`). Every
+  `:publish-ms` the minutes that changed are handed to the sink (open figures); when the watermark (the
+  newest record's time minus `:allowed-lateness-ms`) passes a minute's end, or the job completes, the
+  minute is handed on final once (closed figures, which the sink stores).
+
+  | key                    | type | meaning |
+  |------------------------|------|---------|
+  | `:publish-ms`          | long | period of the open-minute figures |
+  | `:allowed-lateness-ms` | long | how long after a minute's end records that started in it are still counted |
+  | `:batch-size`          | long | most records per batch |"
+  [{:keys [publish-ms allowed-lateness-ms batch-size]}]
+  {:job/name :feed-perf
+   :job/doc "request records -> 1-minute windows per entity x operation -> count, median, p95, p99, max"
+   :workflow [[:requests :per-minute] [:per-minute :minutes]]
+   :catalog [{:task/name :requests :task/type :input :task/plugin :herald.feed.jobs.mailbox/mailbox-input
+              :task/batch-size batch-size :task/batch-timeout-ms 20}
+             {:task/name :per-minute :task/type :reduce :task/group-by-key [:entity :operation]}
+             {:task/name :minutes :task/type :output :task/plugin :herald.flow.plugin/fn-output}]
+   :windows [{:window/id :minute :window/task :per-minute :window/type :fixed :window/range [1 :minute]
+              :window/time-key :at :window/allowed-lateness [allowed-lateness-ms :ms]
+              :window/aggregation :herald.feed.jobs.perf/latency}]
+   ;; the timer comes first: at a close every dirty trigger fires in this order, and the open-minute emit
+   ;; ignores every event but :timer, so the final row is the last one the sink sees for a minute
+   :triggers [{:trigger/window-id :minute :trigger/id :open :trigger/on :timer :trigger/period [publish-ms :ms]
+               :trigger/emit :herald.feed.jobs.perf/open-minute}
+              {:trigger/window-id :minute :trigger/id :closed :trigger/on :watermark
+               :trigger/emit :herald.feed.jobs.perf/closed-minute}]})

@@ -1,0 +1,205 @@
+(ns herald.feed.jobs.posts
+  "The fan-out and indexing jobs' parts (their task fns, the outputs that complete a post's durable record in the store) and `flow-fanout`, a `herald.feed.fanout/Fanout` that runs both jobs."
+  (:require [herald.feed.fanout :as fanout]
+            [herald.feed.jobs :as jobs]
+            [herald.feed.store :as store]
+            [herald.flow :as flow]
+            [herald.flow.plugin :as plugin]
+            [herald.flow.spi :as spi])
+  (:import (java.util.concurrent ArrayBlockingQueue BlockingQueue TimeUnit)
+           (java.util.concurrent.atomic AtomicLong)))
+
+(set! *warn-on-reflection* true)
+
+;; A segment is a fan-out job as the service submits it: {:post <stored post> :recipients [ids]}.
+
+;; ---------------------------------------------------------------------------------------------------
+;; task fns: pure
+
+(defn fan-out
+  "The fan-out task: the deliveries of a post, its recipients without repeats and without the sender."
+  [{:keys [post recipients]}]
+  {:post post :recipients (into [] (comp (remove #{(:from post)}) (distinct)) recipients)})
+
+(defn document
+  "The index task: what the search index needs of a post (the stored post itself)."
+  [{:keys [post]}]
+  {:post post})
+
+;; ---------------------------------------------------------------------------------------------------
+;; outputs: each segment's store write, retried, then reported to :*/done as true or false
+
+(defn- attempt!
+  "Runs (f); on a throw retries `retries` times (10 ms, 100 ms, 1 s ... apart), then calls
+  (on-error throwable) and returns false."
+  [f retries on-error]
+  (loop [n 0]
+    (let [r (try (f) ::ok (catch Throwable t t))]
+      (cond (= ::ok r) true
+            (< n (long retries)) (do (Thread/sleep (long (* 10 (Math/pow 10 (min n 3))))) (recur (inc n)))
+            :else (do (on-error r) false)))))
+
+(defn- output-options [task prefix]
+  (let [k #(keyword prefix %)]
+    {:store (spi/option task (k "store") some? "a herald.feed.store store")
+     :retries (spi/option task (k "retries") #(and (integer? %) (not (neg? (long %)))) "a non-negative integer")
+     :done (spi/option task (k "done") fn? "a fn of (ok? segment)")
+     :on-error (spi/option task (k "on-error") fn? "a fn of (throwable segment)")}))
+
+(defn inbound-output
+  "The fan-out job's output: `store/fan-out!` per post (every recipient's inbound upsert and the completion
+  of the post's fan-out record, one atomic write in the embedded store). Idempotent, so a replay is harmless.
+
+  | key | type | meaning |
+  |---|---|---|
+  | `:inbound/store` | store | the feed's store |
+  | `:inbound/retries` | long | retries of a failing write before `:inbound/on-error` (the record then stays pending in the store) |
+  | `:inbound/done` | fn | `(f ok? segment)` after each post |
+  | `:inbound/on-error` | fn | `(f throwable segment)` after the last retry failed |"
+  [task]
+  (let [{:keys [store retries done on-error]} (output-options task "inbound")]
+    (reify spi/Output
+      (-write! [_ segments]
+        (doseq [{:keys [post recipients] :as seg} segments]
+          (done (attempt! #(when (seq recipients) (store/fan-out! store post recipients))
+                          retries #(on-error % seg))
+                seg)))
+      (-flush! [_])
+      (-close-output! [_]))))
+
+(defn search-output
+  "The indexing job's output: puts each post of a batch into the search index (`store/index!`, idempotent by
+  post id); the store drops the post's search-pending marker once a Lucene commit holds it.
+
+  | key | type | meaning |
+  |---|---|---|
+  | `:search/store` | store | the feed's store |
+  | `:search/retries` | long | retries of a failing index call |
+  | `:search/done` | fn | `(f ok? segment)` after each post |
+  | `:search/on-error` | fn | `(f throwable segment)` after the last retry failed (the marker brings the post back on the next open) |"
+  [task]
+  (let [{:keys [store retries done on-error]} (output-options task "search")]
+    (reify spi/Output
+      (-write! [_ segments]
+        (doseq [{:keys [post] :as seg} segments]
+          (done (attempt! #(store/index! store post) retries #(on-error % seg)) seg)))
+      (-flush! [_])
+      (-close-output! [_]))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; the Fanout
+
+(def ^:private option-spec
+  {:threads [jobs/pos-long? "a positive integer"]
+   :index-threads [jobs/pos-long? "a positive integer"]
+   :queue-size [jobs/pos-long? "a positive integer"]
+   :batch-size [jobs/pos-long? "a positive integer"]
+   :batch-timeout-ms [jobs/nat-long? "a non-negative integer (milliseconds)"]
+   :retries [jobs/nat-long? "a non-negative integer"]
+   :on-error [fn? "a fn of (throwable job)"]})
+
+(def defaults
+  "The default options of `flow-fanout`."
+  {:threads 2 :index-threads 1 :queue-size 10000 :batch-size 256 :batch-timeout-ms 5 :retries 3})
+
+(defn- default-on-error [^Throwable t job]
+  (binding [*out* *err*]
+    (println "herald.feed: background work of post" (get-in job [:post :id]) "failed:" (.getMessage t))))
+
+(defn- put!
+  "Puts `job` into `q`, waiting while it is full (backpressure) as long as the flow job runs."
+  [^BlockingQueue q job handle]
+  (loop []
+    (when-not (.offer q job 100 TimeUnit/MILLISECONDS)
+      (if (= :running (:status (flow/job-metrics handle)))
+        (recur)
+        (throw (ex-info (str "the " (name (get-in handle [:job :job/name])) " job is not running")
+                        {:type :herald.feed/unavailable}))))))
+
+(defn- end! [^BlockingQueue q ^long deadline]
+  (.offer q plugin/end-of-input (max 0 (- deadline (System/currentTimeMillis))) TimeUnit/MILLISECONDS))
+
+(defn- counters [] {:submitted (AtomicLong.) :fanned-out (AtomicLong.) :fan-out-failed (AtomicLong.)
+                    :indexed (AtomicLong.) :index-failed (AtomicLong.)})
+
+(defn- pending ^long [{:keys [^AtomicLong submitted ^AtomicLong fanned-out ^AtomicLong fan-out-failed
+                              ^AtomicLong indexed ^AtomicLong index-failed]}]
+  (let [n (.get submitted)]
+    (max (- n (.get fanned-out) (.get fan-out-failed)) (- n (.get indexed) (.get index-failed)))))
+
+(defn- submit-jobs!
+  "Submits the fan-out and indexing jobs over queues `fq` and `iq`; returns [fan-out-handle index-handle]."
+  [store o fq iq c lock]
+  (let [done (fn [ok-key fail-key]
+               (fn [ok? _]
+                 (.incrementAndGet ^AtomicLong (c (if ok? ok-key fail-key)))
+                 (when (zero? (pending c)) (locking lock (.notifyAll ^Object lock)))))
+        on-error (fn [t seg] ((:on-error o) t seg))
+        task-error (fn [k] (fn [{:keys [exception segment]}] (on-error exception segment) ((done nil k) false segment)))
+        fj (flow/submit-job (jobs/fan-out-job o)
+                            {:inject {:posts {:queue/queue fq}
+                                      :inbound {:inbound/store store :inbound/retries (:retries o)
+                                                :inbound/done (done :fanned-out :fan-out-failed) :inbound/on-error on-error}}
+                             :on-error (task-error :fan-out-failed)})]
+    (try [fj (flow/submit-job (jobs/index-job o)
+                              {:inject {:posts {:queue/queue iq}
+                                        :search {:search/store store :search/retries (:retries o)
+                                                 :search/done (done :indexed :index-failed) :search/on-error on-error}}
+                               :on-error (task-error :index-failed)})]
+         (catch Throwable t (flow/kill-job fj) (throw t)))))
+
+(defn flow-fanout
+  "A `herald.feed.fanout/Fanout` that runs the fan-out and indexing jobs (`herald.feed.jobs/fan-out-job`,
+  `index-job`) on herald.flow's in-process runtime. `submit!` puts the job into each job's bounded input
+  queue (waiting while one is full: backpressure); the outputs complete the post's durable record in the
+  store. `close!` ends both inputs and lets the jobs drain; what does not finish stays pending in the
+  store and resumes on the next start.
+
+  | key                 | type | default | meaning |
+  |---------------------|------|---------|---------|
+  | `:threads`          | long | 2       | fan-out threads |
+  | `:index-threads`    | long | 1       | indexing threads |
+  | `:queue-size`       | long | 10000   | posts each job's input queue holds before posting requests wait |
+  | `:batch-size`       | long | 256     | most posts per batch |
+  | `:batch-timeout-ms` | long | 5       | longest an input waits for the first post of a batch |
+  | `:retries`          | long | 3       | retries of a failing store write (10 ms, 100 ms, 1 s apart) |
+  | `:on-error`         | fn   | prints  | `(fn [throwable job])` after the last retry failed |"
+  [store opts]
+  (jobs/check-options! :fanout option-spec opts)
+  (let [o (merge defaults {:on-error default-on-error} opts)
+        fq (ArrayBlockingQueue. (int (:queue-size o)))
+        iq (ArrayBlockingQueue. (int (:queue-size o)))
+        c (counters)
+        lock (Object.)
+        closed (volatile! false)
+        [fj ij] (submit-jobs! store o fq iq c lock)]
+    (reify fanout/Fanout
+      (-submit! [_ job]
+        (when @closed (throw (ex-info "fan-out is closed" {:type :herald.feed/unavailable})))
+        (.incrementAndGet ^AtomicLong (:submitted c))
+        (put! fq job fj)
+        (put! iq job ij))
+      (-await-idle [_ timeout-ms]
+        (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))]
+          (locking lock
+            (loop []
+              (let [left (- deadline (System/currentTimeMillis))]
+                (cond (zero? (pending c)) true
+                      (<= left 0) false
+                      :else (do (.wait lock (min left 50)) (recur))))))))
+      (-stats [_]
+        {:submitted (.get ^AtomicLong (:submitted c)) :completed (.get ^AtomicLong (:fanned-out c))
+         :failed (.get ^AtomicLong (:fan-out-failed c)) :indexed (.get ^AtomicLong (:indexed c))
+         :index-failed (.get ^AtomicLong (:index-failed c)) :pending (pending c)
+         :queued (.size fq) :index-queued (.size iq)})
+      (-close! [_ timeout-ms]
+        (vreset! closed true)
+        (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))
+              finish (fn [q h]
+                       (let [ended? (end! q deadline)
+                             st (when ended? (flow/await-job h (max 1 (- deadline (System/currentTimeMillis)))))]
+                         (or (= :completed (:status st))
+                             (do (flow/kill-job h) false))))]
+          ;; both jobs drain at once; each gets what is left of the deadline
+          (let [a (future (finish fq fj)) b (finish iq ij)]
+            (and @a b)))))))
