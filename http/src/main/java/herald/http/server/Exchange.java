@@ -5,12 +5,13 @@ import clojure.lang.IPersistentMap;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import java.io.InputStream;
-import java.util.concurrent.RejectedExecutionException;
+import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
 
 /**
- * One request/response exchange. It is its own Runnable: first the handler runs (on a worker, a virtual
- * thread or inline on the event loop), then the completion runs on the connection's event loop.
+ * One request/response exchange. It is its own Runnable: the handler runs (on a worker, a virtual thread or
+ * inline on the event loop), then the answer goes back to the connection's event loop through its
+ * {@link Handoff}, which writes it.
  */
 final class Exchange implements Runnable {
     final HttpConnection conn;
@@ -23,7 +24,10 @@ final class Exchange implements Runnable {
     IPersistentMap ringRequest;
     Object response;
     Throwable failure;
-    private boolean completing;
+    /** The batch of units this exchange was started with (virtual threads), or null. */
+    Handoff.Group group;
+    /** The thread running the handler (off the event loop), interrupted when the server stops for good. */
+    volatile Thread thread;
     /** The answer is recorded (set by the answering thread before the completion is posted). */
     volatile boolean ready;
     /** The response writing started (event loop only). */
@@ -43,27 +47,26 @@ final class Exchange implements Runnable {
 
     @Override
     public void run() {
-        if (completing) {
-            conn.complete(this);
-        } else {
-            invoke();
-        }
+        invoke();
     }
 
     /** Builds the request map and calls the handler; the answer reaches the event loop via {@link #answer}. */
     void invoke() {
         ServerContext server = conn.server;
+        if (server.offLoop) {
+            thread = Thread.currentThread();
+        }
         try {
             ringRequest = RingRequest.build(request, body, conn.info);
             if (server.config.async) {
                 server.hooks.handler.invoke(ringRequest, new Respond(this), new Raise(this));
+                thread = null; // no thread to interrupt while the answer is awaited
                 return;
             }
             Object resp = server.hooks.handler.invoke(ringRequest);
-            if (server.handlerExecutor == null) {
+            if (!server.offLoop) {
                 answered = 1;
                 response = resp;
-                completing = true;
                 ready = true;
                 conn.complete(this);
                 return;
@@ -81,21 +84,30 @@ final class Exchange implements Runnable {
         }
         response = resp;
         failure = t;
-        completing = true;
         ready = true;
-        if (conn.server.handlerExecutor != null) {
+        thread = null;
+        if (conn.server.offLoop) {
             conn.server.pending.decrementAndGet();
         }
         if (conn.eventLoop().inEventLoop()) {
             conn.complete(this);
         } else {
-            try {
-                conn.eventLoop().execute(this);
-            } catch (RejectedExecutionException stopped) {
-                ResponseWriter.discard(resp);
-            }
+            conn.handoff.answered(this);
         }
         return true;
+    }
+
+    /** Interrupts the threads still running the handlers of {@code active} and {@code running}. */
+    static void interrupt(Exchange active, Iterable<Exchange> running) {
+        Thread t = active == null ? null : active.thread;
+        if (t != null) {
+            t.interrupt();
+        }
+        for (Exchange ex : running) {
+            if ((t = ex.thread) != null) {
+                t.interrupt();
+            }
+        }
     }
 
     /** Runs exchanges of one connection one after the other on one worker (pipelined requests). */
@@ -104,6 +116,30 @@ final class Exchange implements Runnable {
 
         Batch(Exchange[] exchanges) {
             this.exchanges = exchanges;
+        }
+
+        /**
+         * {@code first} and the requests queued behind it, while {@code :max-pending} allows, as one unit; those
+         * taken from {@code queue} move to {@code running} and count as pending.
+         */
+        static Runnable of(Exchange first, ArrayDeque<Exchange> queue, ArrayDeque<Exchange> running,
+                           ServerContext server) {
+            ArrayDeque<Exchange> batch = new ArrayDeque<>();
+            batch.add(first);
+            while (!queue.isEmpty() && queue.peek().reject == 0 && server.pending.get() < server.config.maxPending) {
+                server.pending.incrementAndGet();
+                Exchange next = queue.poll();
+                batch.add(next);
+                running.add(next);
+            }
+            return batch.size() == 1 ? first : new Batch(batch.toArray(new Exchange[0]));
+        }
+
+        /** Marks every exchange as started with {@code g}. */
+        void join(Handoff.Group g) {
+            for (Exchange ex : exchanges) {
+                ex.group = g;
+            }
         }
 
         @Override

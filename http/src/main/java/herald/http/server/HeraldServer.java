@@ -97,9 +97,8 @@ public final class HeraldServer implements Closeable {
         if (config.mode == HandlerMode.EVENT_LOOP) {
             return null;
         }
-        if (config.mode == HandlerMode.VIRTUAL_THREADS) {
-            // unnamed: a thread name costs ~130 B per request (bench/results/http-profile-notes.md)
-            return Executors.newThreadPerTaskExecutor(Thread.ofVirtual().factory());
+        if (config.mode != HandlerMode.WORKER_POOL) {
+            return null; // virtual threads are started by each event loop's Handoff, untracked: pending counts them
         }
         ThreadPoolExecutor pool = new ThreadPoolExecutor(config.workerThreads, config.workerThreads, 60,
             TimeUnit.SECONDS, new LinkedBlockingQueue<>(), new DefaultThreadFactory("herald-http-worker", true));
@@ -159,6 +158,7 @@ public final class HeraldServer implements Closeable {
             while (!context.channels.isEmpty() && System.nanoTime() < deadline) {
                 Thread.sleep(5);
             }
+            context.closing = true;
             context.channels.close().awaitUninterruptibly();
             HttpDate.stop(dateTask);
             group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();

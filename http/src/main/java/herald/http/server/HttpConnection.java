@@ -11,7 +11,6 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpUtil;
-import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.util.ReferenceCountUtil;
 import java.util.ArrayDeque;
@@ -39,6 +38,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private boolean readPaused;
     private boolean reading;
     private boolean needsFlush;
+    /** Set by the {@link Handoff} while it writes a drain's answers: flushes wait for the end of the drain. */
+    boolean deferFlush;
+    Handoff handoff;
     private boolean draining;
     private ConnectionTimer timer;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
@@ -74,6 +76,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         this.eventLoop = ctx.channel().eventLoop();
         this.output = new OutputBatch(ctx);
         info = RingRequest.Connection.of(ctx.channel(), server.serverPort, config.proxy);
+        handoff = server.handoff(eventLoop);
         timer = new ConnectionTimer(this, config, decoder);
         timer.start(eventLoop);
     }
@@ -120,19 +123,14 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             reject(r, refused);
             return;
         }
-        HttpHeaders hs = r.headers();
-        String expect = hs.get(HttpHeaderNames.EXPECT);
-        if (expect != null && r.protocolVersion() == HttpVersion.HTTP_1_1) {
-            if (!expect.equalsIgnoreCase("100-continue")) {
-                reject(r, 417);
-                return;
-            }
-            if (HttpUtil.getContentLength(r, -1L) > config.maxBodyBytes) {
-                reject(r, 413);
-                return;
-            }
+        int expect = RequestDecoder.expectStatus(r, config.maxBodyBytes);
+        if (expect > 100) {
+            reject(r, expect);
+            return;
+        } else if (expect == 100) {
             output.writeContinue();
         }
+        HttpHeaders hs = r.headers();
         head = r;
         headKeepAlive = KeepAlive.of(r.protocolVersion(), hs.get(HttpHeaderNames.CONNECTION));
         timer.headNanos = 0;
@@ -239,20 +237,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     /** Hands {@code ex}, and the requests pipelined behind it, to one worker that runs them in order. */
     private void dispatch(Exchange ex) {
-        Runnable task = ex;
-        if (!queue.isEmpty()) {
-            ArrayDeque<Exchange> batch = new ArrayDeque<>();
-            batch.add(ex);
-            while (!queue.isEmpty() && queue.peek().reject == 0 && server.pending.get() < config.maxPending) {
-                server.pending.incrementAndGet();
-                Exchange next = queue.poll();
-                batch.add(next);
-                running.add(next);
-            }
-            task = batch.size() == 1 ? ex : new Exchange.Batch(batch.toArray(new Exchange[0]));
-        }
         try {
-            server.handlerExecutor.execute(task);
+            handoff.submit(queue.isEmpty() ? ex : Exchange.Batch.of(ex, queue, running, server));
         } catch (RuntimeException rejected) {
             server.pending.addAndGet(-(1 + running.size()));
             running.clear();
@@ -326,9 +312,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         timer.cancel();
     }
 
-    /** Flush now, or at the end of the current read batch. */
+    /** Flush now, or at the end of the current read batch or hand-off drain. */
     void flushLater() {
-        if (reading) {
+        if (reading || deferFlush) {
             needsFlush = true;
             output.writeIfLarge();
         } else {
@@ -336,6 +322,13 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /** The end of a hand-off drain: flush what it wrote. */
+    void flushDeferred() {
+        if (needsFlush && !reading) {
+            needsFlush = false;
+            output.flushNow();
+        }
+    }
 
     /** Graceful shutdown: close now when idle, else after the current exchange (or the one being received). */
     void shutdown() {
@@ -357,6 +350,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         timer.cancel();
+        if (server.closing) {
+            Exchange.interrupt(active, running); // the server stopped for good
+        }
         queue.clear();
         running.clear();
         head = null;

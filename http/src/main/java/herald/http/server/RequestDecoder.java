@@ -7,6 +7,7 @@ import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpRequestDecoder;
+import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.TooLongHttpHeaderException;
 import io.netty.handler.codec.http.TooLongHttpLineException;
@@ -38,6 +39,21 @@ final class RequestDecoder extends HttpRequestDecoder {
             return 505;
         }
         return v.minorVersion() >= 1 && !r.headers().contains(HttpHeaderNames.HOST) ? 400 : 0;
+    }
+
+    /**
+     * For {@code Expect} on HTTP/1.1: 100 to send "100 Continue" now, 417 for an expectation other than
+     * 100-continue, 413 when the declared body is over {@code maxBodyBytes}; 0 without {@code Expect}.
+     */
+    static int expectStatus(HttpRequest r, long maxBodyBytes) {
+        String expect = r.headers().get(HttpHeaderNames.EXPECT);
+        if (expect == null || r.protocolVersion() != HttpVersion.HTTP_1_1) {
+            return 0;
+        }
+        if (!expect.equalsIgnoreCase("100-continue")) {
+            return 417;
+        }
+        return HttpUtil.getContentLength(r, -1L) > maxBodyBytes ? 413 : 100;
     }
 
     RequestDecoder(HttpDecoderConfig config) {

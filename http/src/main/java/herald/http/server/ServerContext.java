@@ -1,23 +1,34 @@
 package herald.http.server;
 
+import herald.http.config.HandlerMode;
 import herald.http.config.ServerConfig;
+import io.netty.channel.EventLoop;
 import io.netty.channel.group.ChannelGroup;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutorService;
+import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /** State shared by the server and all its connections: config, hooks, executors, counters. */
 final class ServerContext {
     final ServerConfig config;
     final Hooks hooks;
-    /** Runs handlers; null in event-loop mode. */
+    /** The worker pool (worker-pool mode); null otherwise. */
     final ExecutorService handlerExecutor;
+    /** Unnamed, untracked virtual threads for handlers (virtual-threads mode); null otherwise. */
+    final ThreadFactory virtualThreads;
+    /** Handlers run off the event loop (virtual threads or the worker pool). */
+    final boolean offLoop;
     /** Runs streamed response bodies and WebSocket callbacks (virtual threads). */
     final ExecutorService blockingExecutor;
     final ChannelGroup channels;
     /** Handler invocations dispatched to the executor and not yet answered (backpressure). */
     final AtomicInteger pending = new AtomicInteger();
     final AtomicInteger connections = new AtomicInteger();
+    private final ConcurrentHashMap<EventLoop, Handoff> handoffs = new ConcurrentHashMap<>();
     volatile boolean draining;
+    /** The drain is over: connections still open are being closed; handlers still running are interrupted. */
+    volatile boolean closing;
     volatile int serverPort;
     /** "Server: ...\r\n", or null when no Server header is sent. */
     final byte[] serverLine;
@@ -27,10 +38,19 @@ final class ServerContext {
         this.config = config;
         this.hooks = hooks;
         this.handlerExecutor = handlerExecutor;
+        this.virtualThreads = config.mode == HandlerMode.VIRTUAL_THREADS
+            // unnamed: a thread name costs ~130 B per request (bench/results/http-profile-notes.md)
+            ? Thread.ofVirtual().factory() : null;
+        this.offLoop = config.mode != HandlerMode.EVENT_LOOP;
         this.blockingExecutor = blockingExecutor;
         this.channels = channels;
         this.serverLine = config.serverHeader == null || config.serverHeader.isEmpty() ? null
             : ("Server: " + config.serverHeader + "\r\n").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
+    }
+
+    /** The hand-off between {@code loop} and the handler threads (one per event loop). */
+    Handoff handoff(EventLoop loop) {
+        return handoffs.computeIfAbsent(loop, l -> new Handoff(l, virtualThreads, handlerExecutor));
     }
 
     /** Hands {@code t} to the user's error logger; a failing logger falls back to stderr. */
