@@ -13,7 +13,9 @@
 # netty_validating = the ceiling with Netty's header validation on, herald_wp = herald's worker pool,
 # herald_router = herald with herald.http/router), EXTRA_CP
 # [""] (prepended to the servers' classpath), NICE [""] (a nice level for servers and wrk, e.g. -10 on a
-# machine busy with other work), SOURCE [head] (head: the committed http sources; worktree: the files on disk).
+# machine busy with other work), SOURCE [head] (head: the committed http sources; worktree: the files on disk),
+# BASE [""] (a git revision: adds the servers herald_base and herald_vt_base, built from that revision's http
+# sources, for an A/B in one run; add them to SERVERS).
 # See bench/README.md for the methodology.
 set -euo pipefail
 
@@ -112,6 +114,19 @@ find "$SRC/main/java" "$SRC/test/java/herald/http/bench" -name '*.java' >"$WORK/
   || die "javac failed"
 CP="${EXTRA_CP:+$EXTRA_CP:}$SRC/test/clojure:$SRC/main/clojure:$SRC/main/resources"
 CP="$CP:$WORK/classes:$(cat "$WORK/deps.txt")"
+# BASE=<rev>: the same servers built from another revision (herald_base, herald_vt_base), for an A/B in one run
+BASE=${BASE:-}
+if [ -n "$BASE" ]; then
+  BASE_REV=$(git rev-parse --short "$BASE") || die "unknown BASE revision $BASE"
+  mkdir -p "$WORK/base"
+  git archive "$BASE_REV" http/src | tar -x -C "$WORK/base"
+  find "$WORK/base/http/src/main/java" "$WORK/base/http/src/test/java/herald/http/bench" -name '*.java' >"$WORK/base-sources.txt"
+  "$JAVA_HOME/bin/javac" --release 21 -nowarn -d "$WORK/base-classes" -cp "$(cat "$WORK/deps.txt")" \
+    @"$WORK/base-sources.txt" || die "javac failed for BASE=$BASE"
+  B="$WORK/base/http/src"
+  BASE_CP="$B/test/clojure:$B/main/clojure:$B/main/resources:$WORK/base-classes:$(cat "$WORK/deps.txt")"
+  log "BASE: herald_base and herald_vt_base run http/src of $BASE_REV"
+fi
 
 JVM_FLAGS=(-Xmx1g -Xms1g -XX:+UseParallelGC)
 [ "$JAVA_MAJOR" -ge 22 ] && JVM_FLAGS+=(--enable-native-access=ALL-UNNAMED)
@@ -141,14 +156,17 @@ server_main() {
     herald_router) echo "clojure.main -m herald.http.bench-app --port 0 --mode event-loop --io-threads $IO_THREADS --router true" ;;
     herald) echo "clojure.main -m herald.http.bench-app --port 0 --mode event-loop --io-threads $IO_THREADS" ;;
     herald_vt) echo "clojure.main -m herald.http.bench-app --port 0 --mode virtual-threads --io-threads $IO_THREADS" ;;
-    *) die "unknown server $1 (netty, netty_validating, herald, herald_vt, herald_wp, herald_router)" ;;
+    herald_base) [ -n "$BASE" ] || die "herald_base needs BASE=<rev>"; server_main herald ;;
+    herald_vt_base) [ -n "$BASE" ] || die "herald_vt_base needs BASE=<rev>"; server_main herald_vt ;;
+    *) die "unknown server $1 (netty, netty_validating, herald, herald_vt, herald_wp, herald_router, herald_base, herald_vt_base)" ;;
   esac
 }
 
 start_server() {
   local s=$1 out="$WORK/$1.log" i
   # shellcheck disable=SC2046
-  "${ON_SERVER[@]}" "$JAVA_HOME/bin/java" "${JVM_FLAGS[@]}" -cp "$CP" $(server_main "$s") >"$out" 2>&1 &
+  local cp="$CP"; case $s in *_base) cp="$BASE_CP" ;; esac
+  "${ON_SERVER[@]}" "$JAVA_HOME/bin/java" "${JVM_FLAGS[@]}" -cp "$cp" $(server_main "$s") >"$out" 2>&1 &
   PID[$s]=$!
   for i in $(seq 1 1200); do
     if grep -qs '^READY ' "$out"; then PORT[$s]=$(awk '/^READY /{print $2; exit}' "$out"); break; fi
@@ -211,10 +229,11 @@ run_wrk() {
 }
 
 record() {
-  local s=$1 t=$2 stamp
+  local s=$1 t=$2 stamp commit=$COMMIT
+  case $s in *_base) commit=$BASE_REV ;; esac
   stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   [ -s "$RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,test,rps,cpu_us_per_req,requests,non2xx,socket_errors,p50_ms,p99_ms,server_core_other_pct" >"$RESULTS"
-  echo "$stamp,$COMMIT,$CORES shared: $PINNING,$JVM_NAME,ParallelGC,$OPTIONS,$s,$t,$W_RPS,$W_CPU,$W_REQUESTS,$W_NON2XX,$W_ERRORS,$W_P50,$W_P99,$W_OTHER" >>"$RESULTS"
+  echo "$stamp,$commit,$CORES shared: $PINNING,$JVM_NAME,ParallelGC,$OPTIONS,$s,$t,$W_RPS,$W_CPU,$W_REQUESTS,$W_NON2XX,$W_ERRORS,$W_P50,$W_P99,$W_OTHER" >>"$RESULTS"
   if [ "$W_NON2XX" -eq 0 ]; then
     echo "$W_RPS" >>"$WORK/rps.$s.$t"; echo "$W_CPU" >>"$WORK/cpu.$s.$t"
   else
@@ -300,6 +319,13 @@ for s in "${SERVER_LIST[@]}"; do
   done
 done
 ratio() { awk -v h="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", h / n; else print "nan" }'; }
+for t in "${TESTS[@]}"; do
+  for s in "${SERVER_LIST[@]}"; do
+    [ "$s" = netty ] && continue
+    echo "info $t $s/netty rps_ratio=$(ratio "$(median "$WORK/rps.$s.$t")" "$(median "$WORK/rps.netty.$t")")" \
+      "cpu_ratio(netty/$s)=$(ratio "$(median "$WORK/cpu.netty.$t" %.2f)" "$(median "$WORK/cpu.$s.$t" %.2f)")"
+  done
+done
 for t in "${TESTS[@]}"; do
   per_round=""
   for r in $(seq 1 "$ROUNDS"); do
