@@ -12,19 +12,22 @@
 (set! *warn-on-reflection* true)
 
 (defn rate
-  "Open-loop constant-rate load: `:rate` requests/s spread over `:connections` connections for `:duration`
-  seconds. Each request's latency is measured from its intended send time (start + n/rate), so a stalled
-  server shows in the percentiles for every request it delayed (no coordinated omission); the service time
-  from the actual send is recorded beside it. Returns the result map (see docs/load.md).
+  "Open-loop load following a rate schedule over `:connections` connections: one constant `:rate` for
+  `:duration` seconds, or a `:schedule` of steps and linear ramps run one after the other on the same
+  connections. Request k is intended at the time t where the schedule's cumulative count N(t) reaches k
+  (k/rate for one step) and its latency is measured from then, so a stalled server shows in the
+  percentiles for every request it delayed (no coordinated omission); the service time from the actual send
+  is recorded beside it. Returns the result map (see docs/load.md) with per-step figures in :steps.
 
   | key                | type              | default        | meaning |
   |--------------------|-------------------|----------------|---------|
   | :url               | string            | required       | http://host:port/path?query |
-  | :rate              | number            | required       | target requests per second (fractional allowed) |
+  | :rate              | number or string  | :rate or :schedule | requests per second (fractional allowed), or the text form \"1000:30s,2000..4000:1m\" |
+  | :schedule          | [phase] or string | :rate or :schedule | phases {:rate R :duration S} (a step) or {:rate R :to R2 :duration S} (a linear ramp); EDN text too |
   | :connections       | int               | 16             | connections (at most one request in flight each) |
   | :threads           | int               | cores          | event loop threads (capped at :connections) |
-  | :duration          | seconds           | 10             | measured time |
-  | :warmup            | seconds           | 0              | load before measuring, same connections, not recorded |
+  | :duration          | seconds           | 10             | measured time of :rate, or of each phase without its own :duration |
+  | :warmup            | seconds           | 0              | load before measuring at the first phase's rate, same connections, not recorded |
   | :method            | keyword           | :get           | HTTP method |
   | :headers           | map               | {}             | request headers |
   | :body              | string or bytes   | nil            | request body |
@@ -35,6 +38,8 @@
   | :hlog              | path              | nil            | write the interval histogram log (.hlog) there |
   | :progress          | keyword           | :auto          | :auto (text on a terminal), :text, :json (JSON lines), :quiet |
   | :on-interval       | fn                | nil            | called with each interval map instead of printing |
+  | :on-step           | fn                | nil            | called with each step's map once it settled, instead of printing |
+  | :on-send           | fn                | nil            | (fn [k intended-ns sent-ns]) per request sent, on the event loop (tests, tracing) |
   | :handle-interrupt? | boolean           | false          | Ctrl-C stops the run early and still returns results |"
   [opts]
   (run/execute :rate opts))
@@ -47,9 +52,11 @@
   (run/execute :max opts))
 
 (defn sweep
-  "Finds the wall: measures the maximum rate (a `max-load` run) unless given, then runs `rate` at fractions
-  of it and reports the highest rate whose p99 and p99.9 stay under their bounds, with the target achieved
-  within 1% and no errors. Takes `rate`'s options (not :rate) plus:
+  "Finds the wall (the highest rate under an SLO): measures the maximum rate (a `max-load` run) unless
+  given, then makes one `rate` run whose schedule steps through fractions of it, each for `:duration`, on
+  the same connections, stops it after `:stop-after-failures` failing steps in a row, and reports the
+  highest rate whose p99 and p99.9 stay under their bounds, with the target achieved within 1% and no
+  errors. Takes `rate`'s options (not :rate or :schedule) plus:
 
   | key                  | type          | default            | meaning |
   |----------------------|---------------|--------------------|---------|
@@ -59,9 +66,10 @@
   | :fractions           | [number]      | 0.1 .. 1.5         | fractions of :max-rate to run |
   | :rates               | [number]      | nil                | explicit rates instead of fractions |
   | :stop-after-failures | int           | 2                  | stop after this many failing steps in a row |
-  | :on-step             | fn            | nil                | called with each step map |
+  | :on-step             | fn            | nil                | called with each step's verdict as soon as it is known |
 
-  Returns {:mode :sweep :max-rate :steps [{:rate :achieved :p99 :p999 :errors :ok?}] :wall :runs}."
+  Returns {:mode :sweep :max-rate :steps [{:rate :achieved :p99 :p999 :errors :ok?}] :wall :runs :run}:
+  :run is the stepped rate run, :runs the max run (when measured) and one result view per step."
   [opts]
   (sweep/execute opts))
 

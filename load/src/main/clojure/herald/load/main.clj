@@ -4,7 +4,8 @@
             [clojure.tools.cli :as cli]
             [herald.load :as load]
             [herald.load.impl.cli :as c]
-            [herald.load.impl.json :as json])
+            [herald.load.impl.json :as json]
+            [herald.load.impl.output :as output])
   (:gen-class))
 
 (set! *warn-on-reflection* true)
@@ -15,9 +16,10 @@
 Usage: herald-load COMMAND [options] [args]
 
 Commands:
-  rate URL      open-loop constant rate (--rate N): latency from the intended send time
+  rate URL      open-loop rate (--rate N, or steps/ramps 1000:30s,2000:30s / 1000..5000:60s on the
+                same connections): latency from the intended send time, per-step figures
   max URL       closed-loop, as fast as possible (like wrk)
-  sweep URL     rate runs at fractions of the max; finds the highest rate under --p99
+  sweep URL     steps at fractions of the max on the same connections; the highest rate under --p99
   feed          the reference news feed workload against a feed service (--host, --port)
   report R...   HTML report with inline SVG and PNG plots of result files (overlaid) into --out
   compare R...  side-by-side table of result files (and an overlaid report with --out)
@@ -25,15 +27,16 @@ Commands:
   aggregate LOG per-minute count/median/p95/p99/max of a reference performance log (- for stdin)
 
 Run `herald-load COMMAND --help` for a command's options. Results go to --out DIR: result.edn,
-summary.json, latency.hgrm, service.hgrm, per-minute.csv/.edn, report.html, *.png.")
+summary.json, latency.hgrm, service.hgrm, per-minute.csv/.edn, steps.csv/.json, report.html, *.png.")
 
 (defn- finish! [r opts]
   (let [r (cond-> r (:label opts) (assoc :label (:label opts)))]
     (when-let [dir (:out opts)]
       (doseq [p (load/write-result! dir r)] (binding [*out* *err*] (println "wrote" p))))
     (if (= :json (:progress opts))
-      (println (json/write-str (assoc (dissoc r :histograms) :type "summary")))
+      (println (json/write-str (assoc (output/summary r) :type "summary")))
       (println (load/summary-text r)))
+    (run! println (c/step-lines r))
     (println (c/summary-line r))
     (flush)))
 

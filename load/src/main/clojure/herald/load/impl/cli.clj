@@ -6,7 +6,8 @@
             [herald.load.impl.aggregate :as agg]
             [herald.load.impl.output :as output]
             [herald.load.impl.plot :as plot]
-            [herald.load.impl.report :as report]))
+            [herald.load.impl.report :as report]
+            [herald.load.impl.schedule :as schedule]))
 
 (set! *warn-on-reflection* true)
 
@@ -14,12 +15,14 @@
   "The subcommands."
   #{:rate :max :sweep :feed :report :compare :merge :aggregate})
 
-(defn parse-seconds
+(def parse-seconds
   "\"10s\", \"500ms\", \"2m\", \"1h\" or a plain number of seconds, as seconds (a double)."
+  schedule/parse-seconds)
+
+(defn- parse-rate
+  "A plain number stays a number; a schedule text (\"1000:30s,2000:30s\", \"1000..5000:60s\") stays text."
   [s]
-  (let [[_ n unit] (re-matches #"([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?" (str/trim (str s)))]
-    (when-not n (throw (ex-info (str "bad duration: " s) {:type :herald.load/bad-option :value s})))
-    (* (parse-double n) (case unit "ms" 0.001 "m" 60.0 "h" 3600.0 1.0))))
+  (or (when (re-matches #"[0-9]*\.?[0-9]+" (str/trim s)) (parse-double (str/trim s))) s))
 
 (defn- header [m _ v]
   (let [[k val] (str/split v #":\s*" 2)]
@@ -37,7 +40,7 @@
 (def ^:private engine-specs
   [["-c" "--connections N" "connections" :default 16 :parse-fn parse-long]
    ["-t" "--threads N" "event loop threads (default: cores)" :parse-fn parse-long]
-   ["-d" "--duration TIME" "measured time: 30s, 2m" :default 10.0 :parse-fn parse-seconds]
+   ["-d" "--duration TIME" "measured time: 30s, 2m (default 10s); with --rate phases, each phase without a time" :parse-fn parse-seconds]
    ["-w" "--warmup TIME" "unrecorded load before measuring" :default 0.0 :parse-fn parse-seconds]
    ["-m" "--method METHOD" "HTTP method" :default :get :parse-fn (comp keyword str/lower-case)]
    ["-H" "--header 'NAME: VALUE'" "request header (repeatable)" :id :headers :default {} :assoc-fn header]
@@ -51,7 +54,10 @@
   "The tools.cli specs of subcommand `cmd`."
   [cmd]
   (case cmd
-    :rate (concat [["-R" "--rate N" "target requests/s" :parse-fn parse-double]] engine-specs common)
+    :rate (concat [["-R" "--rate RATE|PHASES" "requests/s, or steps and ramps: 1000:30s,2000:30s or 1000..5000:60s" :parse-fn parse-rate]
+                   [nil "--ramp FROM..TO:TIME" "a linear ramp (same grammar as --rate)"]
+                   [nil "--schedule EDN|@FILE" "phases as EDN: [{:rate 1000 :duration 30} {:rate 1000 :to 5000 :duration 60}]"]]
+                  engine-specs common)
     :max (concat engine-specs common)
     :sweep (concat [[nil "--p99 MS" "p99 bound in ms" :id :p99-bound :parse-fn parse-double]
                     [nil "--p999 MS" "p99.9 bound in ms (default 2 x p99)" :id :p999-bound :parse-fn parse-double]
@@ -88,9 +94,21 @@
   [cmd]
   (case cmd (:rate :max :sweep) "URL [options]" :feed "[options]" (:report :compare :merge) "RESULT.edn... [options]" :aggregate "LOGFILE|- [options]"))
 
+(defn- schedule-opts
+  "--rate, --ramp and --schedule as the API's :rate or :schedule (only one of them may be given)."
+  [{:keys [rate ramp schedule] :as options}]
+  (when (< 1 (count (filter some? [rate ramp schedule])))
+    (throw (ex-info "give one of --rate, --ramp, --schedule" {:type :herald.load/bad-option :key :schedule})))
+  (when (and ramp (not (str/includes? ramp "..")))
+    (throw (ex-info (str "--ramp wants FROM..TO:TIME, not " ramp) {:type :herald.load/bad-option :key :ramp :value ramp})))
+  (cond-> (dissoc options :ramp)
+    ramp (assoc :rate ramp)
+    (and schedule (str/starts-with? schedule "@")) (assoc :schedule (slurp (subs schedule 1)))))
+
 (defn- engine-opts [options [url]]
   (when-not url (throw (ex-info "missing URL argument" {:type :herald.load/bad-option :key :url})))
-  (let [body (:body options)]
+  (let [body (:body options)
+        options (schedule-opts options)]
     (cond-> (-> options (dissoc :out :quiet :label :help) (assoc :url url :handle-interrupt? true))
       (:quiet options) (assoc :progress :quiet)
       (and (:out options) (not (:hlog options))) (assoc :hlog (str (io/file (:out options) "latency.hlog")))
@@ -107,12 +125,24 @@
          " p50_ms=" (:p50 l) " p99_ms=" (:p99 l) " p999_ms=" (:p999 l) " max_ms=" (:max l)
          " errors=" (reduce + (vals (:errors r))))))
 
+(defn step-lines
+  "One machine-readable line per step of a scheduled run (none for a one-step run)."
+  [r]
+  (when (> (count (:steps r)) 1)
+    (for [s (:steps r) :let [l (:latency s)]]
+      (str "herald-load step=" (:step s) " label=" (:label s) " requests=" (:requests s)
+           " target_rps=" (format "%.1f" (double (:target-rate s))) " achieved_rps=" (format "%.1f" (double (:achieved s)))
+           " p50_ms=" (:p50 l) " p99_ms=" (:p99 l) " p999_ms=" (:p999 l) " max_ms=" (:max l)
+           " service_p99_ms=" (get-in s [:service :p99]) " errors=" (reduce + (vals (:errors s)))
+           " connection_waits=" (:connection-waits s)))))
+
 (defn- sweep! [options args]
   (let [r (load/sweep (assoc (dissoc (engine-opts options args) :hlog) :on-step #(binding [*out* *err*] (prn %))))]
     (when-let [dir (:out options)]
       (io/make-parents (io/file dir "sweep.edn"))
-      (spit (io/file dir "sweep.edn") (pr-str (update r :runs #(mapv :label %))))
-      (doseq [run (:runs r)] (load/write-result! (io/file dir (str/replace (:label run) #"[^A-Za-z0-9.]+" "-")) run))
+      (spit (io/file dir "sweep.edn") (pr-str (-> r (update :runs #(mapv :label %)) (update :run :label))))
+      (when-let [m (first (filter #(= "max" (:label %)) (:runs r)))] (load/write-result! (io/file dir "max") m))
+      (load/write-result! (io/file dir "steps") (:run r))
       (load/report! dir (:runs r))
       (when (seq (:steps r))
         (spit (io/file dir "sweep.svg") (plot/svg (report/sweep-chart r)))
@@ -126,7 +156,8 @@
   "Runs subcommand `cmd` with parsed `options` and `args`; `finish!` prints and writes a run result."
   [cmd options args finish!]
   (case cmd
-    :rate (do (when-not (:rate options) (throw (ex-info "--rate is required" {:type :herald.load/bad-option :key :rate})))
+    :rate (do (when-not (some options [:rate :ramp :schedule])
+                (throw (ex-info "--rate (or --ramp or --schedule) is required" {:type :herald.load/bad-option :key :rate})))
               (finish! (load/rate (engine-opts options args)) options) 0)
     :max (do (finish! (load/max-load (engine-opts options args)) options) 0)
     :sweep (sweep! options args)

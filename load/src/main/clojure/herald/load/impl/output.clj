@@ -9,7 +9,8 @@
             [herald.load.impl.histogram :as hist]
             [herald.load.impl.json :as json]
             [herald.load.impl.plot :as plot]
-            [herald.load.impl.report :as report]))
+            [herald.load.impl.report :as report]
+            [herald.load.impl.steps :as steps]))
 
 (set! *warn-on-reflection* true)
 
@@ -39,11 +40,18 @@
         (doall (for [[stem chart] (report/charts results)]
                  (spit-file dir (str stem ".png") (plot/png chart))))))
 
+(defn summary
+  "Result `r` without its histograms (the run's and each step's): the content of summary.json."
+  [r]
+  (cond-> (dissoc r :histograms)
+    (:steps r) (update :steps (partial mapv #(dissoc % :histograms)))))
+
 (defn write-result!
   "Writes every file of result `r` into directory `dir`: result.edn, summary.json, latency.hgrm,
-  service.hgrm, per-minute.csv, per-minute.edn, report.html and the PNG plots. Returns the paths."
+  service.hgrm, per-minute.csv, per-minute.edn, steps.csv and steps.json (rate mode), report.html and the
+  PNG plots. Returns the paths."
   [dir r]
-  (let [summary (dissoc r :histograms)
+  (let [summary (summary r)
         lat (some-> (get-in r [:histograms :latency]) hist/decode)
         svc (some-> (get-in r [:histograms :service]) hist/decode)]
     (doall
@@ -52,6 +60,9 @@
        (spit-file dir "summary.json" (json/write-str summary))]
       (when lat [(spit-file dir "latency.hgrm" (hist/hgrm lat))])
       (when svc [(spit-file dir "service.hgrm" (hist/hgrm svc))])
+      (when (seq (:steps r))
+        [(spit-file dir "steps.csv" (str (steps/csv (:steps r)) "\n"))
+         (spit-file dir "steps.json" (json/write-str (:steps summary)))])
       (when (seq (:per-minute r))
         [(spit-file dir "per-minute.csv" (str (agg/rows->csv (:per-minute r)) "\n"))
          (spit-file dir "per-minute.edn" (with-out-str (pp/pprint (:per-minute r))))])
@@ -79,6 +90,7 @@
                 (str/join (for [p [50.0 90.0 99.0 99.9 100.0]] (format "  %s %s" (if (= p 100.0) "max" (str "p" p)) (hist/format-ms (hist/value-at svc p)))))
                 "\n"))
          (when (seq (:operations r)) (operations-text (:operations r)))
+         (when (> (count (:steps r)) 1) (steps/text-table (:steps r)))
          (when (seq (:roles r)) (format "  users: %s\n" (str/join ", " (for [[k n] (:roles r)] (str n " " (name k))))))
          "----------------------------------------------------------\n"
          (format "  %d requests in %.2fs\n" (long (:requests r)) (double (:duration-s r)))

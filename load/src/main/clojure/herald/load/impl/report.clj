@@ -3,7 +3,8 @@
   minute), the self-contained HTML report with inline SVG, PNG files, and the comparison table."
   (:require [clojure.string :as str]
             [herald.load.impl.histogram :as hist]
-            [herald.load.impl.plot :as plot])
+            [herald.load.impl.plot :as plot]
+            [herald.load.impl.steps :as steps])
   (:import (org.HdrHistogram Histogram HistogramIterationValue)))
 
 (set! *warn-on-reflection* true)
@@ -51,10 +52,40 @@
                 :points (vec (for [i (:intervals r) :when (get-in i [:latency :p99])] [(:t i) (get-in i [:latency :p99])]))}))})
 
 (defn rate-chart
-  "Requests per second per interval, one line per run."
+  "Requests per second per interval, one line per run, with the schedule's target when there is one run."
   [results]
   {:title "Throughput per interval" :x-label "time (s)" :y-label "requests/s"
-   :series (for [r results] {:name (label r) :points (mapv (juxt :t :rate) (:intervals r))})})
+   :series (concat (for [r results] {:name (label r) :points (mapv (juxt :t :rate) (:intervals r))})
+                   (when (= 1 (count results))
+                     (let [pts (vec (for [i (:intervals (first results)) :when (:target i)] [(:t i) (:target i)]))]
+                       (when (seq pts) [{:name "target" :points pts}]))))})
+
+(defn- multi-step? [r] (> (count (:steps r)) 1))
+
+(defn- step-x
+  "The x of each step: its target rate when targets strictly increase (a staircase), else its number."
+  [step-list]
+  (let [rates (map :target-rate step-list)]
+    (if (and (every? #(nil? (get-in % [:target :to])) step-list) (apply < rates))
+      [:target-rate "target rate (requests/s)"]
+      [:step "step"])))
+
+(defn steps-latency-chart
+  "Latency percentiles (corrected) and service time p99 of each step of run `r`."
+  [r]
+  (let [[xk xl] (step-x (:steps r))]
+    {:title "Per step: latency" :x-label xl :y-label "latency (ms)"
+     :series (for [[path n] [[[:latency :p50] "p50"] [[:latency :p90] "p90"] [[:latency :p99] "p99"]
+                             [[:latency :p999] "p99.9"] [[:service :p99] "service p99"]]]
+               {:name n :points (vec (for [s (:steps r) :when (get-in s path)] [(xk s) (get-in s path)]))})}))
+
+(defn steps-rate-chart
+  "Target against achieved rate of each step of run `r`."
+  [r]
+  (let [[xk xl] (step-x (:steps r))]
+    {:title "Per step: target and achieved rate" :x-label xl :y-label "requests/s"
+     :series [{:name "target" :points (mapv (juxt xk :target-rate) (:steps r))}
+              {:name "achieved" :points (mapv (juxt xk :achieved) (:steps r))}]}))
 
 (defn per-minute-chart
   "Requests per minute as bars: per entity x operation for one run, per run otherwise."
@@ -86,7 +117,15 @@
   (cond-> {"spectrum" (spectrum-chart results)
            "latency-over-time" (over-time-chart results)
            "throughput" (rate-chart results)}
-    (some (comp seq :per-minute) results) (assoc "per-minute" (per-minute-chart results))))
+    (some (comp seq :per-minute) results) (assoc "per-minute" (per-minute-chart results))
+    (and (= 1 (count results)) (multi-step? (first results)))
+    (assoc "steps-latency" (steps-latency-chart (first results))
+           "steps-rate" (steps-rate-chart (first results))
+           "steps-spectrum" (assoc (spectrum-chart (steps/step-results (first results))) :title "Per step: latency by percentile (log scale)"))))
+
+(def chart-order
+  "The charts of a report, in the order shown."
+  ["spectrum" "latency-over-time" "throughput" "per-minute" "steps-latency" "steps-rate" "steps-spectrum"])
 
 (def ^:private table-columns
   [["run" label] ["mode" #(some-> % :mode name)] ["target/s" #(some->> % :rate :target (format "%.1f"))]
@@ -123,6 +162,22 @@
           [[(label r) (:url r) (:commit m) (:jvm m) (str/join ", " (:gc m)) (:cores m) (some-> (:transport m) name)
             (:started-at m) (:connections r)]])))
 
+(defn- steps-html [r]
+  (let [step-list (:steps r)
+        rows (cons ["step" "target" "start s" "target/s" "achieved/s" "planned" "sent" "requests" "errors" "waits"
+                    "p50" "p90" "p99" "p99.9" "max" "svc p50" "svc p99"]
+                   (for [s step-list]
+                     (mapv str [(:step s) (:label s) (:start-s s) (format "%.1f" (double (:target-rate s)))
+                                (format "%.1f" (double (:achieved s))) (:planned s) (:sent s) (:requests s)
+                                (reduce + (vals (:errors s))) (:connection-waits s)
+                                (get-in s [:latency :p50]) (get-in s [:latency :p90]) (get-in s [:latency :p99])
+                                (get-in s [:latency :p999]) (get-in s [:latency :max])
+                                (get-in s [:service :p50]) (get-in s [:service :p99])])))]
+    (str "<h2>Steps: " (esc (label r)) "</h2>\n<p>Every step ran on the same connections, one after the other; "
+         "a request belongs to the step of its intended send time. Waits: requests that found no free connection.</p>\n"
+         (html-table rows)
+         (str/join (for [s step-list w (:warnings s)] (str "<p class=\"warn\">" (esc w) "</p>\n"))))))
+
 (defn html
   "A self-contained HTML report of `results` (one or more result maps), every plot inline as SVG."
   [results]
@@ -135,19 +190,43 @@
          "<p>Latencies in milliseconds. In rate mode latency is measured from each request's intended send time "
          "(no coordinated omission); service time is measured from the actual send.</p>\n"
          (html-table (table-rows results))
-         (str/join (for [r results w (:warnings r)] (str "<p class=\"warn\">" (esc (label r)) ": " (esc w) "</p>\n")))
-         (str/join (for [k ["spectrum" "latency-over-time" "throughput" "per-minute"] :when (cs k)]
+         (str/join (for [r results w (:warnings r) :when (not (str/starts-with? w "STEP "))]
+                     (str "<p class=\"warn\">" (esc (label r)) ": " (esc w) "</p>\n")))
+         (str/join (for [k (take 4 chart-order) :when (cs k)]
+                     (str "<h2>" (esc (:title (cs k))) "</h2>\n" (plot/svg (cs k)) "\n")))
+         (str/join (for [r results :when (multi-step? r)] (steps-html r)))
+         (str/join (for [k (drop 4 chart-order) :when (cs k)]
                      (str "<h2>" (esc (:title (cs k))) "</h2>\n" (plot/svg (cs k)) "\n")))
          "<h2>Runs</h2>\n" (str/join (for [r results] (html-table (meta-rows r))))
          (str/join (for [r results :let [h (histogram-of r :latency)] :when h]
                      (str "<h3>" (esc (label r)) "</h3><pre>" (esc (hist/spectrum-text "Recorded Latency" h)) "</pre>\n")))
          "</body></html>\n")))
 
+(defn- merge-steps
+  "Steps of side-by-side runs with the same schedule, merged by position: histograms added exactly,
+  counts, targets and achieved rates summed."
+  [step-lists]
+  (when (and (seq step-lists) (every? seq step-lists) (apply = (map count step-lists)))
+    (vec (apply map (fn [& ss]
+                      (let [h (fn [k] (hist/merge-histograms (map #(hist/decode (get-in % [:histograms k])) ss)))
+                            lat (h :latency) svc (h :service)
+                            sum (fn [k] (reduce + (map k ss)))]
+                        (assoc (first ss)
+                               :target-rate (sum :target-rate) :achieved (sum :achieved) :planned (sum :planned)
+                               :sent (sum :sent) :requests (sum :requests) :unsent (sum :unsent)
+                               :in-flight (sum :in-flight) :connection-waits (sum :connection-waits)
+                               :errors (apply merge-with + (map :errors ss))
+                               :latency (hist/summary lat) :service (hist/summary svc)
+                               :histograms {:latency (hist/encode lat) :service (hist/encode svc)}
+                               :warnings (vec (mapcat :warnings ss)))))
+                step-lists))))
+
 (defn merge-results
   "One result from results of generators that ran side by side against the same target (same mode):
   histograms are merged exactly, counts, errors, statuses and rates summed; intervals are summed by
   position (counts and rates; their percentiles are each generator's worst); per-minute rows keep their
-  counts summed and the worst percentiles. :merged-from lists the inputs' labels."
+  counts summed and the worst percentiles; steps of the same schedule are merged by position like the
+  whole run. :merged-from lists the inputs' labels."
   [results]
   (let [merged (fn [k] (some->> (keep #(get-in % [:histograms k]) results) seq (map hist/decode) hist/merge-histograms))
         lat (merged :latency) svc (merged :service)
@@ -171,6 +250,7 @@
                    :per-minute (->> (mapcat :per-minute results)
                                     (group-by (juxt :minute-ms :entity :operation))
                                     (map (fn [[_ rows]] (assoc (worst rows) :count (reduce + (map :count rows)))))
-                                    (sort-by (juxt :minute-ms :entity :operation)) vec))
+                                    (sort-by (juxt :minute-ms :entity :operation)) vec)
+                   :steps (merge-steps (map :steps results)))
       lat (assoc :latency (hist/summary lat) :histograms {:latency (hist/encode lat)})
       svc (-> (assoc :service (hist/summary svc)) (assoc-in [:histograms :service] (hist/encode svc))))))

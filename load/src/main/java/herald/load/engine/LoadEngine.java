@@ -68,12 +68,12 @@ public final class LoadEngine implements AutoCloseable {
 
   /**
    * A snapshot of every step's figures so far (RATE mode; null in MAX mode), read on each worker's event
-   * loop so it is consistent per worker. Waits at most a second per worker; call before {@link #close()}.
+   * loop so it is consistent per worker. Waits at most 10 s per worker; call before {@link #close()}.
    */
   public StepStats steps() throws Exception {
     if (cfg.schedule == null) return null;
     StepStats into = new StepStats(cfg.schedule.phases());
-    for (Worker w : workers) w.addSteps(into).get(1, TimeUnit.SECONDS);
+    for (Worker w : workers) w.addSteps(into).get(10, TimeUnit.SECONDS);
     return into;
   }
 

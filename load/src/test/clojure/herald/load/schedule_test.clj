@@ -1,0 +1,184 @@
+(ns herald.load.schedule-test
+  "Rate schedules: the text form and validation, the intended send times against an exact computation
+  (rationals for steps, bisection for ramps), and the engine following them exactly over every mix of
+  rate, threads and connections against a real loopback server."
+  (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [clojure.test.check.clojure-test :refer [defspec]]
+            [clojure.test.check.generators :as gen]
+            [clojure.test.check.properties :as prop]
+            [herald.load :as load]
+            [herald.load.impl.schedule :as schedule]
+            [herald.load.test-server :as ts])
+  (:import (herald.load.engine RateSchedule)))
+
+(set! *warn-on-reflection* true)
+
+;; ---------------------------------------------------------------- the exact math, independent of the engine
+
+(defn- cumulative-at-starts
+  "C_i, the exact (rational) count intended before phase i, for i = 0 .. n."
+  [phases]
+  (reductions + 0 (for [{:keys [rate to duration]} phases]
+                    (* (rationalize duration) (/ (+ (rationalize rate) (rationalize (or to rate))) 2)))))
+
+(defn- ceil-rational [x]
+  (if (integer? x) (long x) (- (Math/floorDiv (- (long (numerator x))) (long (denominator x))))))
+
+(defn expected-total
+  "Requests intended over `phases`: every k with N(t_k) = k at t_k < end, i.e. ceil(N(end))."
+  [phases]
+  (ceil-rational (rationalize (last (cumulative-at-starts phases)))))
+
+(defn expected-seconds
+  "The intended time of request k (seconds): the t where N(t) = k; exact rationals for constant steps,
+  bisection of N (not the engine's closed form) for ramps."
+  [phases k]
+  (let [cs (vec (cumulative-at-starts phases))
+        i (dec (count (take-while #(<= % k) (butlast cs))))
+        {:keys [rate to duration]} (nth phases i)
+        t0 (reduce + 0 (map (comp rationalize :duration) (take i phases)))
+        x (- k (nth cs i))]
+    (if (or (nil? to) (== to rate))
+      (+ t0 (/ x (rationalize rate)))
+      (let [r0 (double rate) slope (/ (- (double to) r0) (double duration))
+            n (fn [t] (+ (* r0 t) (/ (* slope t t) 2.0)))]
+        (loop [lo 0.0 hi (double duration) it 0]
+          (if (= it 200)
+            (+ (double t0) (/ (+ lo hi) 2.0))
+            (let [mid (/ (+ lo hi) 2.0)]
+              (if (< (n mid) (double x)) (recur mid hi (inc it)) (recur lo mid (inc it))))))))))
+
+(defn- nanos-of [t] (if (ratio? t) (long (Math/round (double (* t 1000000000)))) (Math/round (* 1e9 (double t)))))
+
+(defn- ramp? [phases k]
+  (let [cs (vec (cumulative-at-starts phases))
+        i (dec (count (take-while #(<= % k) (butlast cs))))]
+    (some? (:to (nth phases i)))))
+
+;; ---------------------------------------------------------------- generators
+
+(def gen-rate
+  "0.5 .. 300 requests/s in tenths (fractional rates and rates below the thread count included)."
+  (gen/fmap #(/ % 10.0) (gen/frequency [[3 (gen/choose 5 40)] [2 (gen/choose 41 3000)]])))
+
+(def gen-phase
+  (gen/one-of [(gen/let [r gen-rate d (gen/fmap #(/ % 20.0) (gen/choose 1 8))] {:rate r :duration d})
+               (gen/let [a (gen/fmap #(/ % 10.0) (gen/choose 0 3000)) b gen-rate d (gen/fmap #(/ % 20.0) (gen/choose 1 8)) up gen/boolean]
+                 (if up {:rate a :to b :duration d} {:rate b :to a :duration d}))]))
+
+(defn- engine-schedule ^RateSchedule [phases] (schedule/engine-schedule (schedule/normalize {:schedule phases}) 0))
+
+;; ---------------------------------------------------------------- the schedule itself
+
+(defspec intended-times-match-the-math 150
+  (prop/for-all [phases (gen/vector gen-phase 1 5)]
+    (let [s (engine-schedule phases)
+          total (expected-total phases)]
+      (and (= total (.total s))
+           (every? (fn [k]
+                     (let [diff (Math/abs (- (.intendedNanos s k) (long (nanos-of (expected-seconds phases k)))))]
+                       (<= diff (if (ramp? phases k) 10 1))))
+                   (range total))
+           (apply <= (map #(.intendedNanos s %) (range total)))))))
+
+(deftest known-schedules
+  (testing "one step is wrk2's k / rate, ceil(rate x duration) requests"
+    (let [s (engine-schedule [{:rate 7.5 :duration 0.4}])]
+      (is (= 3 (.total s)) "7.5 x 0.4 = 3: the request at 0.4 s is not before the end")
+      (is (= [0 133333333 266666667] (mapv #(.intendedNanos s %) (range 3))))))
+  (testing "0.5/s: one request per two seconds, the half carries over a step boundary"
+    (let [s (engine-schedule [{:rate 0.5 :duration 1} {:rate 0.5 :duration 1} {:rate 0.5 :duration 1}])]
+      (is (= 2 (.total s)))
+      (is (= [0 2000000000] (mapv #(.intendedNanos s %) (range 2))))
+      (is (= [0 1 1 2] (mapv #(.firstRequest s %) (range 4))) "N = 0, 0.5, 1, 1.5 at the phase starts")))
+  (testing "a ramp 0..10/s over 2 s: N(t) = 2.5 t^2, ten requests at sqrt(k / 2.5)"
+    (let [s (engine-schedule [{:rate 0 :to 10 :duration 2}])]
+      (is (= 10 (.total s)))
+      (is (= (mapv #(Math/round (* 1e9 (Math/sqrt (/ % 2.5)))) (range 10)) (mapv #(.intendedNanos s %) (range 10))))))
+  (testing "steps 1000:1s,2000:1s,4000:1s"
+    (let [s (engine-schedule [{:rate 1000 :duration 1} {:rate 2000 :duration 1} {:rate 4000 :duration 1}])]
+      (is (= 7000 (.total s)))
+      (is (= [0 1000 3000 7000] (mapv #(.firstRequest s %) (range 4))))
+      (is (= 1250000000 (.intendedNanos s 1500))))))
+
+(deftest text-form-and-validation
+  (is (= [{:rate 1000.0 :duration 30.0} {:rate 2000.0 :duration 30.0} {:rate 4000.0 :duration 30.0}]
+         (schedule/parse-text "1000:30s,2000:30s,4000:30s")))
+  (is (= [{:rate 1000.0 :to 5000.0 :duration 60.0}] (schedule/parse-text "1000..5000:1m")))
+  (is (= [{:rate 0.5 :duration 10} {:rate 1.5 :to 2.5 :duration 0.5}]
+         (schedule/normalize {:rate "0.5,1.5..2.5:500ms" :duration 10})) "a phase without a time lasts :duration")
+  (is (= [{:rate 5 :duration 2}] (schedule/normalize {:schedule "[{:rate 5 :to 5 :duration 2}]"})) "EDN text; :to = :rate is a step")
+  (doseq [[opts k] [[{:rate "1000:30x"} :rate] [{:rate "fast"} :rate] [{:rate 0} :rate] [{:rate -1} :rate]
+                    [{:schedule []} :schedule] [{:schedule [{:rate 0 :duration 1}]} :schedule]
+                    [{:schedule [{:rate 0 :to 0 :duration 1}]} :schedule] [{:schedule [{:rate 5}]} :schedule]
+                    [{:schedule [{:rate 5 :duration 1 :ramp 3}]} :schedule] [{:rate 5 :schedule [{:rate 5 :duration 1}]} :schedule]
+                    [{:schedule "[{:rate"} :schedule]]]
+    (let [e (try (schedule/normalize opts) nil (catch clojure.lang.ExceptionInfo e e))]
+      (is (= [:herald.load/bad-option k] ((juxt :type :key) (ex-data e))) (pr-str opts))))
+  (is (= 1 (:phase (ex-data (try (schedule/normalize {:schedule [{:rate 1 :duration 1} {:rate 1 :duration -1}]})
+                                 (catch clojure.lang.ExceptionInfo e e)))))
+      "the phase at fault is named"))
+
+;; ---------------------------------------------------------------- the engine follows the schedule
+
+(def ^:private server (delay (ts/start ts/hello 2)))
+(use-fixtures :once (fn [f] (try (f) (finally (when (realized? server) (ts/stop @server))))))
+
+(defn- run-traced [opts]
+  (let [sends (java.util.concurrent.ConcurrentLinkedQueue.)
+        r (load/rate (merge {:url (:url @server) :progress :quiet
+                             :on-send (fn [k intended sent] (.add sends [k intended sent]))}
+                            opts))]
+    [r (vec sends)]))
+
+(defspec ^:integration the-engine-sends-exactly-the-intended-schedule 14
+  ;; every mix of rate (0.5/s up, fractional), threads (more than connections too) and connections, with
+  ;; steps, ramps and a warm-up: the requests sent are 0 .. total-1, each once, at or after its intended time,
+  ;; which equals the math; per step, planned = the math and every planned request is accounted for
+  (prop/for-all [phases (gen/vector gen-phase 1 3)
+                 threads (gen/choose 1 4)
+                 connections (gen/choose 1 8)
+                 warmup (gen/elements [0 0 0.15])]
+    (let [all (cond->> phases (pos? warmup) (cons (schedule/warmup-phase (schedule/normalize {:schedule phases}) warmup)))
+          total (expected-total all)
+          [r sends] (run-traced {:schedule phases :threads threads :connections (max connections 1)
+                                 :warmup warmup :timeout 5})
+          ks (sort (map first sends))
+          cs (vec (cumulative-at-starts all))
+          wp (- (count all) (count phases))
+          per-step-planned (mapv #(- (ceil-rational (nth cs (+ wp % 1))) (ceil-rational (nth cs (+ wp %)))) (range (count phases)))
+          accounted (fn [s] (+ (:requests s) (reduce + (vals (dissoc (:errors s) :status))) (:unsent s) (:in-flight s)))]
+      (and (= ks (distinct ks))
+           (every? #(< -1 % total) ks)
+           (every? (fn [[k intended sent]]
+                     (and (<= (Math/abs (- (long intended) (long (nanos-of (expected-seconds all k))))) (if (ramp? all k) 10 1))
+                          (>= sent intended)))
+                    sends)
+           ;; on a calm machine nothing is left unsent; when it is overloaded, what was not sent is reported
+           (or (= total (count sends)) (pos? (reduce + (map :unsent (:steps r)))) (pos? (:backlog r)))
+           (= per-step-planned (mapv :planned (:steps r)))
+           (every? #(= (:planned %) (accounted %)) (:steps r))
+           (= (count phases) (count (:steps r)))))))
+
+(deftest ^:integration steps-and-a-ramp-on-the-same-connections
+  (let [peers (java.util.concurrent.ConcurrentHashMap.)]
+    (ts/with-server [s (fn [^com.sun.net.httpserver.HttpExchange ex]
+                         (.put peers (str (.getRemoteAddress ex)) true)
+                         (ts/hello ex)) 2]
+      (let [r (load/rate {:url (:url s) :schedule "100:0.5s,200:0.5s,100..300:0.5s" :connections 4 :threads 1
+                          :interval 0.2 :progress :quiet})
+            steps (:steps r)]
+        (is (= [50 100 100] (mapv :planned steps)))
+        (is (= [100.0 200.0 200.0] (mapv :target-rate steps)))
+        (is (= ["100/s" "200/s" "100..300/s"] (mapv :label steps)))
+        (is (= 250 (:requests r) (reduce + (map :requests steps))))
+        (is (= 1.5 (:duration-s r)))
+        (is (= [0.0 0.5 1.0] (mapv :start-s steps)))
+        (is (every? :complete? steps))
+        (is (every? #(= (:count (:latency %)) (:requests %)) steps))
+        (is (< (Math/abs (- (/ 250 1.5) (get-in r [:rate :target]))) 0.001) "the run's target is the schedule's mean")
+        (is (<= (count peers) 4) "every step ran on the same 4 connections")
+        (ts/when-calm
+         (is (every? #(<= 0.99 (/ (:achieved %) (:target-rate %)) 1.01) steps) (pr-str (map :achieved steps)))
+         (is (empty? (:warnings r)) (pr-str (:warnings r))))
+        (is (= [1 2 3] (distinct (map :step (:intervals r)))) "intervals carry their step")))))
