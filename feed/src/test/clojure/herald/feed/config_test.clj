@@ -57,11 +57,21 @@
     (is (= {:type :embedded :data-dir "data" :sync? false :search-max-lag-ms 1000} (:store c)))
     (is (= 8080 (get-in c [:http :port])))
     (is (= 10000 (get-in c [:fanout :drain-timeout-ms])) "#ref to the http shutdown timeout")
+    (is (= [:flow :flow] [(get-in c [:fanout :runtime]) (get-in c [:perf :runtime])]) "background work runs as herald.flow jobs")
+    (is (= [:executor :direct] (map #(get-in (config/load-config nil {:env {"FANOUT_RUNTIME" "executor" "PERF_RUNTIME" "direct"}} nil) [% :runtime])
+                                    [:fanout :perf]))
+        "the fallbacks are one environment variable away")
     (is (= {:type :memory} (:store (config/load-config nil {:env {"HERALD_PROFILE" "memory"}} nil))))
     (is (= 1 (get-in (config/load-config nil {:env {"PORT" "1"}} {:http {:host "h"}}) [:http :port])))
     (is (= "h" (get-in (config/load-config nil {:env {}} {:http {:host "h"}}) [:http :host])))
     (is (thrown-with-msg? clojure.lang.ExceptionInfo #"does not exist"
                           (config/load-config "/nonexistent/feed.edn" {} nil)))))
+
+(deftest one-of-names-the-key-and-the-choices
+  (is (= :flow (config/check-one-of! [:fanout :runtime] :flow [:flow :executor])))
+  (let [e (try (config/check-one-of! [:fanout :runtime] :flwo [:flow :executor]) (catch Exception e e))]
+    (is (= {:type :herald.feed/config :key [:fanout :runtime] :value :flwo} (ex-data e)))
+    (is (= ":fanout :runtime must be one of :flow, :executor, got :flwo" (ex-message e)))))
 
 (deftest an-unknown-profile-stops-the-command-line
   ;; a child JVM: a typo in HERALD_PROFILE must not silently run the embedded store in ./data (F11)

@@ -28,6 +28,12 @@
             (when (= "counter" t) (is (str/ends-with? m "_total") m))
             (is (not (str/blank? (helps m))) m)
             (is (not (#{"Store gauge." "Store value."} (helps m))) m)))
+        (testing "the background jobs' and the recorder's own figures are there"
+          (doseq [m ["herald_feed_fanout_indexed_total" "herald_feed_fanout_index_failed_total"
+                     "herald_feed_perf_recorded_total" "herald_feed_perf_dropped_total" "herald_feed_perf_late_total"]]
+            (is (= "counter" (types m)) m))
+          (is (= "gauge" (types "herald_feed_fanout_index_queued")))
+          (is (re-find #"(?m)^herald_feed_perf_recorded_total [1-9]\d*$" text)))
         (testing "bucket bounds are plain decimals"
           (is (str/includes? text "le=\"0.0005\""))
           (is (not (re-find #"le=\"[0-9.]+E" text)))))

@@ -2,14 +2,21 @@
   "Tests of the service operations over the in-memory store: semantics of the contract and validation naming the field."
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.fanout :as fanout]
+            [herald.feed.jobs.posts :as posts]
             [herald.feed.service :as svc]
             [herald.feed.store :as store]))
 
 (set! *warn-on-reflection* true)
 
-(defn- ctx []
-  (let [s (store/open-store {:type :memory})]
-    (svc/context s (fanout/executor-fanout (svc/fanout-work s) {:threads 1}) {})))
+(defn- ctx
+  "A context over a memory store and a fan-out runtime: :executor (the default here) or :flow."
+  ([] (ctx :executor))
+  ([runtime]
+   (let [s (store/open-store {:type :memory})]
+     (svc/context s (case runtime
+                      :executor (fanout/executor-fanout (svc/fanout-work s) {:threads 1})
+                      :flow (posts/flow-fanout s {:threads 1}))
+                  {}))))
 
 (defn- err [f]
   (try (f) nil (catch clojure.lang.ExceptionInfo e (assoc (ex-data e) :message (ex-message e)))))
@@ -31,8 +38,8 @@
   (doseq [bad ["2026-13-01" "22/11/2026" "2026-11-22Tnoon" 20261122]]
     (is (= "occurred" (:field (err #(svc/parse-occurred {:occurred bad})))) (pr-str bad))))
 
-(deftest participants-friends-posts-and-fan-out
-  (let [{:keys [fanout] :as c} (ctx)
+(defn- posts-and-fan-out [runtime]
+  (let [{:keys [fanout] :as c} (ctx runtime)
         a (:id (svc/create-participant! c {:name "Ann"}))
         b (:id (svc/create-participant! c {:name "Bob ☃"}))
         z (:id (svc/create-participant! c {:name "Zoe"}))]
@@ -61,7 +68,12 @@
             p2 (svc/outbound c a {:limit 1 :before (:next p1)})]
         (is (= ["second"] (map :subject (:items p1))))
         (is (= ["hello"] (map :subject (:items p2))))
-        (is (nil? (:next p2)))))))
+        (is (nil? (:next p2)))))
+    (fanout/close! fanout 10000)))
+
+(deftest participants-friends-posts-and-fan-out
+  (testing "the executor runtime" (posts-and-fan-out :executor))
+  (testing "the herald.flow runtime" (posts-and-fan-out :flow)))
 
 (deftest errors-name-the-field-and-leave-no-state
   (let [{:keys [store] :as c} (ctx)

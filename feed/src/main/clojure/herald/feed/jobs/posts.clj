@@ -100,7 +100,7 @@
 
 (def defaults
   "The default options of `flow-fanout`."
-  {:threads 2 :index-threads 1 :queue-size 10000 :batch-size 256 :batch-timeout-ms 5 :retries 3})
+  {:threads 2 :index-threads 1 :queue-size 10000 :batch-size 256 :batch-timeout-ms 50 :retries 3})
 
 (defn- default-on-error [^Throwable t job]
   (binding [*out* *err*]
@@ -161,7 +161,7 @@
   | `:index-threads`    | long | 1       | indexing threads |
   | `:queue-size`       | long | 10000   | posts each job's input queue holds before posting requests wait |
   | `:batch-size`       | long | 256     | most posts per batch |
-  | `:batch-timeout-ms` | long | 5       | longest an input waits for the first post of a batch |
+  | `:batch-timeout-ms` | long | 50      | longest an input waits for the first post of a batch (a post arriving ends the wait at once; a longer wait means fewer idle wake-ups) |
   | `:retries`          | long | 3       | retries of a failing store write (10 ms, 100 ms, 1 s apart) |
   | `:on-error`         | fn   | prints  | `(fn [throwable job])` after the last retry failed |"
   [store opts]
