@@ -3,6 +3,7 @@ package herald.http.http2;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.handler.codec.http.DefaultHttpContent;
@@ -23,7 +24,8 @@ import io.netty.util.ReferenceCountUtil;
 public final class StreamAdapter extends ChannelDuplexHandler {
     private final int maxTargetBytes;
     private boolean headSeen;
-    private boolean ended;
+    /** The write of the frame that ended the stream; null until then. */
+    private ChannelFuture ended;
 
     public StreamAdapter(int maxTargetBytes) {
         this.maxTargetBytes = maxTargetBytes;
@@ -51,28 +53,30 @@ public final class StreamAdapter extends ChannelDuplexHandler {
 
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
-        if (ended) {
+        if (ended != null) {
+            // after the end: completes when the end is written, so a close that waits for it cannot cut the response
             ReferenceCountUtil.release(msg);
-            promise.trySuccess();
+            ended.addListener(f -> promise.trySuccess());
             return;
         }
+        Object frame = msg;
         if (msg instanceof ByteBuf b) {
             boolean last = !b.isReadable();
             if (last) {
                 b.release();
-                ended = true;
             }
-            ctx.write(new DefaultHttp2DataFrame(last ? Unpooled.EMPTY_BUFFER : b, last), promise);
-            return;
-        }
-        if (msg instanceof Http2HeadersFrame h && h.isEndStream() || msg instanceof Http2DataFrame d && d.isEndStream()) {
-            ended = true;
-        }
-        if (!(msg instanceof Http2StreamFrame)) {
+            frame = new DefaultHttp2DataFrame(last ? Unpooled.EMPTY_BUFFER : b, last);
+        } else if (!(msg instanceof Http2StreamFrame)) {
             ReferenceCountUtil.release(msg);
             promise.tryFailure(new IllegalArgumentException("not an HTTP/2 stream frame: " + msg.getClass().getName()));
             return;
         }
-        ctx.write(msg, promise);
+        if (frame instanceof Http2HeadersFrame h && h.isEndStream() || frame instanceof Http2DataFrame d && d.isEndStream()) {
+            ChannelPromise p = promise.isVoid() ? ctx.newPromise() : promise;
+            ended = p;
+            ctx.write(frame, p);
+            return;
+        }
+        ctx.write(frame, promise);
     }
 }
