@@ -75,6 +75,64 @@
       (let [cmp (with-out-str (main/run-cli ["compare" (str dir "/r/result.edn") (str dir "/r/result.edn")]))]
         (is (str/includes? cmp "achieved/s"))))))
 
+(deftest ^:integration stepped-run-outputs-per-step
+  (ts/with-server [s ts/hello]
+    (let [dir (temp-dir)
+          err (java.io.StringWriter.)
+          out (with-out-str (binding [*err* err]
+                              (is (zero? (main/run-cli ["rate" (:url s) "--rate" "40:0.5s,80:0.5s" "-c" "4" "-t" "1"
+                                                        "--progress" "text" "--interval" "0.25" "-o" (str dir "/r")])))))
+          r (load/read-result (io/file dir "r" "result.edn"))]
+      (testing "the result holds the schedule and one map per step"
+        (is (= [{:rate 40.0 :duration 0.5} {:rate 80.0 :duration 0.5}] (:schedule r)))
+        (is (= [20 40] (mapv :planned (:steps r)) (mapv :sent (:steps r))))
+        (is (= (:requests r) (reduce + (map :requests (:steps r))))))
+      (testing "stdout has the step table and one machine-readable line per step before the last line"
+        (is (str/includes? out "Steps (latency corrected from intended send time"))
+        (is (re-find #"(?m)^herald-load step=1 label=40/s requests=\d+ target_rps=40.0 achieved_rps=[\d.]+ p50_ms=[\d.]+ p99_ms=[\d.]+ p999_ms=[\d.]+ max_ms=[\d.]+ service_p99_ms=[\d.]+ errors=0 connection_waits=\d+$" out))
+        (is (re-find #"(?m)^herald-load step=2 label=80/s .* target_rps=80.0 " out))
+        (is (str/starts-with? (last (str/split-lines out)) "herald-load mode=rate ")))
+      (testing "settled steps are reported live on stderr"
+        (is (re-find #"\[step 1 40/s\] [\d.]+ req/s \(target 40.0\)" (str err))))
+      (testing "steps.csv and steps.json"
+        (let [[header & rows] (str/split-lines (slurp (io/file dir "r" "steps.csv")))
+              js (json/read-bytes (.getBytes (slurp (io/file dir "r" "steps.json")) "UTF-8"))]
+          (is (str/starts-with? header "step,label,start_s,duration_s,target_from_rps,target_to_rps,target_rps,achieved_rps,planned,sent,requests"))
+          (is (= 2 (count rows)))
+          (is (str/starts-with? (first rows) "1,40/s,0.0,0.5,40.0,40.0,40.0,"))
+          (is (= [1 2] (mapv :step js)))
+          (is (not-any? :histograms js) "histograms stay in result.edn")
+          (is (not-any? :histograms (:steps (json/read-bytes (.getBytes (slurp (io/file dir "r" "summary.json")) "UTF-8")))))))
+      (testing "the report has a per-step section with its plots"
+        (let [html (slurp (io/file dir "r" "report.html"))]
+          (is (str/includes? html "<h2>Steps: "))
+          (is (str/includes? html "Per step: latency"))
+          (is (str/includes? html "Per step: target and achieved rate"))
+          (is (str/includes? html "Per step: latency by percentile"))
+          (is (>= (count (re-seq #"<svg " html)) 6)))
+        (doseq [f ["steps-latency.png" "steps-rate.png" "steps-spectrum.png"]]
+          (is (some? (ImageIO/read (io/file dir "r" f))) f)))
+      (testing "merging side-by-side stepped runs merges their steps exactly"
+        (let [m (load/merge-results [r r])]
+          (is (= (mapv #(* 2 (:requests %)) (:steps r)) (mapv :requests (:steps m))))
+          (is (= (mapv #(* 2 (:target-rate %)) (:steps r)) (mapv :target-rate (:steps m))))
+          (is (= (mapv #(get-in % [:latency :p99]) (:steps r)) (mapv #(get-in % [:latency :p99]) (:steps m)))))))))
+
+(deftest ^:integration ramp-and-schedule-options-on-the-command-line
+  (ts/with-server [s ts/hello]
+    (let [run (fn [& args] (binding [*err* (java.io.StringWriter.)]
+                             (let [code (atom nil) out (with-out-str (reset! code (main/run-cli (into ["rate" (:url s) "-c" "4" "-q"] args))))]
+                               [@code out])))
+          [code out] (run "--ramp" "20..60:0.5s")
+          [code2 out2] (run "--schedule" "[{:rate 30 :duration 0.3} {:rate 30 :to 90 :duration 0.3}]")]
+      (is (zero? code))
+      (is (re-find #"(?m)^herald-load mode=rate requests=\d+ target_rps=40.0 " out) "a ramp's target is its mean")
+      (is (zero? code2))
+      (is (re-find #"(?m)^herald-load step=2 label=30..90/s " out2))
+      (is (= 1 (first (run "--rate" "10" "--ramp" "10..20:1s"))) "one of --rate, --ramp, --schedule")
+      (is (= 1 (first (run "--ramp" "10:1s"))) "--ramp wants FROM..TO")
+      (is (= 1 (first (run "--rate" "10:1s,0:1s"))) "a step at rate 0 is refused"))))
+
 (deftest ^:integration progress-as-json-lines
   (ts/with-server [s ts/hello]
     (let [out (with-out-str (load/rate {:url (:url s) :rate 100 :duration 1.2 :interval 0.5 :connections 2 :progress :json}))

@@ -178,7 +178,24 @@
         (is (every? #(= (:count (:latency %)) (:requests %)) steps))
         (is (< (Math/abs (- (/ 250 1.5) (get-in r [:rate :target]))) 0.001) "the run's target is the schedule's mean")
         (is (<= (count peers) 4) "every step ran on the same 4 connections")
-        (ts/when-calm
-         (is (every? #(<= 0.99 (/ (:achieved %) (:target-rate %)) 1.01) steps) (pr-str (map :achieved steps)))
-         (is (empty? (:warnings r)) (pr-str (:warnings r))))
         (is (= [1 2 3] (distinct (map :step (:intervals r)))) "intervals carry their step")))))
+
+(deftest ^:integration steps-achieve-their-targets
+  (ts/when-calm
+   (ts/with-server [s ts/hello 2]
+     (let [r (load/rate {:url (:url s) :schedule "100:1s,200:1s,100..300:1s" :warmup 0.5 :connections 8 :threads 2 :progress :quiet})
+           steps (:steps r)]
+       (is (every? #(<= 0.99 (/ (:achieved %) (:target-rate %)) 1.01) steps) (pr-str (map :achieved steps)))
+       (is (every? #(<= 0.9 (/ (:throughput %) (:target-rate %)) 1.1) steps) (pr-str (map :throughput steps)))
+       (is (every? #(zero? (:connection-waits %)) steps))
+       (is (empty? (:warnings r)) (pr-str (:warnings r)))))))
+
+(deftest ^:integration too-few-connections-are-warned-about-loudly
+  ;; one connection to a server taking 20 ms per request carries at most 50 requests/s: a 150/s step must
+  ;; show its requests waiting for the connection and its rate short of the target, whatever the machine's load
+  (ts/with-server [s (fn [ex] (Thread/sleep 20) (ts/hello ex)) 1]
+    (let [r (load/rate {:url (:url s) :schedule "20:0.5s,150:0.5s" :connections 1 :threads 1 :progress :quiet :timeout 5})
+          [_ busy] (:steps r)]
+      (is (pos? (:connection-waits busy)))
+      (is (some #(re-find #"^STEP 2 \(150/s\): .*WAITED FOR A FREE CONNECTION.*raise :connections" %) (:warnings r)) (pr-str (:warnings r)))
+      (is (some #(re-find #"^STEP 2 \(150/s\): ACHIEVED RATE [\d.]+/s IS BELOW THE TARGET 150.0/s" %) (:warnings r)) (pr-str (:warnings r))))))

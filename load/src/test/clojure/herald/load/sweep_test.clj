@@ -21,14 +21,22 @@
     (is (nil? (sweep/wall [{:rate 100 :ok? false}])))))
 
 (deftest ^:integration sweep-finds-the-wall-of-a-one-thread-server
-  ;; one server thread taking 10 ms per request saturates at 100 requests/s: 50/s passes, 200/s cannot
+  ;; one server thread taking 10 ms per request saturates at 100 requests/s: 50/s passes, 200/s cannot.
+  ;; The rates are steps of one run on the same connections, stopped after two failing steps in a row.
   (ts/when-calm
-  (ts/with-server [s (fn [ex] (Thread/sleep 10) (ts/respond! ex 200 "ok")) 1]
+  (let [peers (java.util.concurrent.ConcurrentHashMap.)]
+  (ts/with-server [s (fn [^com.sun.net.httpserver.HttpExchange ex]
+                       (.put peers (str (.getRemoteAddress ex)) true)
+                       (Thread/sleep 10) (ts/respond! ex 200 "ok")) 1]
     (let [steps (atom [])
-          r (load/sweep {:url (:url s) :rates [20 50 200 400 800] :duration 1.5 :connections 8 :p99-bound 200
+          r (load/sweep {:url (:url s) :rates [20 50 200 400 800] :duration 1.5 :warmup 0.5 :connections 8 :p99-bound 200
                          :progress :quiet :on-step #(swap! steps conj %)})]
       (is (= [20 50 200 400] (map :rate (:steps r))) "stops after two failing steps in a row")
       (is (= [true true false false] (map :ok? (:steps r))))
       (is (= 50 (:wall r)))
       (is (= 4 (count @steps) (count (:runs r))))
-      (is (re-find #"<svg .*p99 bound" (str/replace (plot/svg (report/sweep-chart r)) "\n" " ")))))))
+      (is (= (map (juxt :rate :ok?) (:steps r)) (map (juxt :rate :ok?) @steps)) "the live verdicts are the final ones")
+      (is (= [20 50 200 400 800] (map #(get-in % [:target :rate]) (:steps (:run r)))) "one run with every rate as a step")
+      (is (not (:complete? (last (:steps (:run r))))) "the run stopped during the 800/s step")
+      (is (<= (count peers) 8) "every step ran on the same 8 connections")
+      (is (re-find #"<svg .*p99 bound" (str/replace (plot/svg (report/sweep-chart r)) "\n" " "))))))))

@@ -48,6 +48,7 @@
            :complete? (>= ran (- end start 1e-9))
            :planned (.planned st i) :sent (.sent st i) :requests completed
            :achieved (/ completed (max 1e-9 ran))
+           :throughput (/ (.answeredDuring st i) (max 1e-9 ran))
            :unsent (.unsent st i) :in-flight (.inFlight st i) :connection-waits (.connectionWaits st i)
            :errors (errors-of st i)
            :latency (hist/summary lat) :service (hist/summary svc)
@@ -73,6 +74,7 @@
   [["step" :step] ["label" :label] ["start_s" :start-s] ["duration_s" :duration-s]
    ["target_from_rps" #(get-in % [:target :rate])] ["target_to_rps" #(or (get-in % [:target :to]) (get-in % [:target :rate]))]
    ["target_rps" #(round3 (:target-rate %))] ["achieved_rps" #(round3 (:achieved %))]
+   ["throughput_rps" #(round3 (:throughput %))]
    ["planned" :planned] ["sent" :sent] ["requests" :requests] ["unsent" :unsent] ["connection_waits" :connection-waits]
    ["errors" #(reduce + (vals (:errors %)))]
    ["p50_ms" #(get-in % [:latency :p50])] ["p90_ms" #(get-in % [:latency :p90])] ["p99_ms" #(get-in % [:latency :p99])]

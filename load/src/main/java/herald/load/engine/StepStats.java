@@ -18,6 +18,7 @@ public final class StepStats {
   final long[] connectionWaits;
   final long[] inFlight;
   final long[] unsent;
+  final long[] answeredDuring;
   final long[][] errors;
 
   StepStats(int phases) {
@@ -34,6 +35,7 @@ public final class StepStats {
     connectionWaits = new long[phases];
     inFlight = new long[phases];
     unsent = new long[phases];
+    answeredDuring = new long[phases];
     errors = new long[phases][ErrorKind.values().length];
   }
 
@@ -55,6 +57,7 @@ public final class StepStats {
       into.connectionWaits[i] += connectionWaits[i];
       into.inFlight[i] += inFlight[i];
       into.unsent[i] += unsent[i];
+      into.answeredDuring[i] += answeredDuring[i];
       for (int k = 0; k < errors[i].length; k++) into.errors[i][k] += errors[i][k];
     }
   }
@@ -88,6 +91,9 @@ public final class StepStats {
 
   /** Requests of the step that were due when issuing stopped but never sent (no free connection). */
   public long unsent(int step) { return unsent[step]; }
+
+  /** Responses (to requests of any step) that arrived within the step's time span: the server's throughput then. */
+  public long answeredDuring(int step) { return answeredDuring[step]; }
 
   /** Failed requests of the step of one kind. */
   public long errors(int step, ErrorKind kind) { return errors[step][kind.ordinal()]; }

@@ -256,7 +256,10 @@ final class Worker implements ConnectionListener {
       service.recordValue(svc);
       statusCounts[Math.min(599, Math.max(0, status))]++;
       completed++;
-      if (steps != null) steps.record(s.step, lat, svc, status);
+      if (steps != null) {
+        steps.record(s.step, lat, svc, status);
+        if (now - start < schedule.durationNanos()) steps.answeredDuring[schedule.phaseAtNanos(now - start)]++;
+      }
     }
     s.busy = false;
     if (cfg.newConnectionPerRequest) {
