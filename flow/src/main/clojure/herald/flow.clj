@@ -1,5 +1,5 @@
 (ns herald.flow
-  "A data-driven dataflow engine: a job is a plain map (workflow, catalog, flow conditions, lifecycles, windows, triggers) run by an in-process runtime.
+  "A data-driven dataflow engine: a job is a plain map (workflow, catalog, flow conditions, lifecycles, windows, triggers) run in-process or on Kafka Streams.
 
   ```clojure
   (def job {:workflow [[:in :inc] [:inc :out]]
@@ -11,7 +11,8 @@
       (await-job 5000))
   ```
   Every key of a job is described by `model` (see `describe`) and checked by `validate` before anything
-  runs; docs/flow.md is generated from the same model. Plugins: `herald.flow.spi`, `herald.flow.plugin`."
+  runs; docs/flow.md is generated from the same model. Plugins: `herald.flow.spi`, `herald.flow.plugin`.
+  The same job runs on Kafka Streams with `(submit-job job {:runtime :kafka-streams :kafka {...}})`."
   (:require [herald.flow.impl.log :as log]
             [herald.flow.impl.metrics :as metrics]
             [herald.flow.impl.model :as model]
@@ -30,8 +31,8 @@
 
 (defn describe
   "The model of `section` (:job :task :flow-condition :lifecycle :lifecycle-calls :window :trigger
-  :aggregation :fired) as a map of key -> description, or the description of one `key`; with no argument,
-  the section names."
+  :aggregation :fired, and the runtime options :submit and :kafka) as a map of key -> description, or the
+  description of one `key`; with no argument, the job's section names."
   ([] (mapv first model/sections))
   ([section] (model/by-section section))
   ([section key] (get-in model/by-section [section key])))
@@ -58,83 +59,90 @@
    (mapv #(select-keys % [:id :tasks :parallelism :targets])
          (herald.flow.impl.plan/wire (validate job) (herald.flow.impl.plan/stages (validate job) opts) 1))))
 
-(def ^:private submit-opts
-  {:data-dir [#(or (string? %) (instance? java.io.File %)) "a directory path"]
-   :checkpoint-interval-ms [pos-int? "a positive integer"]
-   :queue-capacity [pos-int? "a positive integer"]
-   :on-error [fn? "a fn of an error map"]
-   :inject [#(and (map? %) (every? map? (vals %))) "a map of task name to a map of task keys"]
-   :fuse? [boolean? "true or false"]})
+(defn- kafka
+  "The var `sym` of the Kafka Streams runtime, loaded on first use so that in-process users never load Kafka."
+  [sym]
+  (requiring-resolve (symbol "herald.flow.kafka" (name sym))))
 
-(defn- check-opts! [opts]
-  (doseq [[k v] opts]
-    (if-let [[ok? what] (submit-opts k)]
-      (when-not (ok? v) (t/invalid! [:opts k] k v (str "is not " what) (str "make " k " " what)))
-      (t/invalid! [:opts k] k v "is not an option of submit-job" (str "use one of " (vec (sort (keys submit-opts))))))))
+(defn- kafka? [handle] (= :kafka-streams (:runtime handle)))
 
 (defn submit-job
-  "Validates `job` (see `validate`), builds its plugins, restores its last snapshot from `:data-dir` and
-  starts it; returns a handle for `await-job`, `kill-job` and `job-metrics`. A job that cannot run throws
-  here, before any thread starts.
+  "Validates `job` (see `validate`) and starts it on the runtime `:runtime` names; returns a handle for
+  `await-job`, `kill-job` and `job-metrics`. A job that cannot run throws here, before anything starts.
+  In-process, its plugins are built and its last snapshot in `:data-dir` is restored. On `:kafka-streams`
+  the job becomes a Kafka Streams topology (see docs/flow.md, \"Running on Kafka Streams\"); what cannot be
+  mapped there throws `:herald.flow/unsupported` naming the key (\"not supported on :kafka-streams: ...\").
 
   | option | type | default | meaning |
   |---|---|---|---|
-  | `:data-dir` | string or File | none | where snapshots go; with it, window state is exactly-once over replayable inputs and a resubmitted job resumes from its last snapshot; without it nothing is checkpointed |
-  | `:checkpoint-interval-ms` | pos-int | 1000 | time between epoch barriers (snapshots) |
-  | `:queue-capacity` | pos-int | 32 | batches each task thread's inbound queue holds before senders block |
+  | `:runtime` | `:in-process` or `:kafka-streams` | `:in-process` | what runs the job; the Kafka namespaces are loaded only for `:kafka-streams` |
+  | `:data-dir` | string or File | none | in-process: where snapshots go; with it, window state is exactly-once over replayable inputs and a resubmitted job resumes from its last snapshot; without it nothing is checkpointed. Kafka Streams: the parent of its local state (`state.dir`) |
+  | `:checkpoint-interval-ms` | pos-int | 1000 | time between epoch barriers (snapshots); Kafka Streams: `commit.interval.ms` (its default when absent) |
+  | `:queue-capacity` | pos-int | 32 | in-process only: batches each task thread's inbound queue holds before senders block |
   | `:on-error` | fn | prints to stderr, keeps the last 20 in `job-metrics` | `(f {:task :segment :exception})` for a task fn that threw and no flow condition routed |
-  | `:inject` | map | {} | task name -> map merged into that task map (live values: queues, atoms, fns) |
-  | `:fuse?` | boolean | true | run straight chains of tasks in one loop |"
+  | `:inject` | map | {} | task name -> map merged into that task map (live values: queues, atoms, fns; `:kafka/topic`) |
+  | `:fuse?` | boolean | true | in-process: run straight chains of tasks in one loop (`false` is refused on Kafka Streams) |
+  | `:kafka` | map | required for `:kafka-streams` | `:bootstrap-servers`, `:application-id`, `:processing-guarantee` (`:exactly-once-v2`), `:threads`, `:store`, `:start-from`, `:replication-factor`, `:config`: see `(describe :kafka)` |"
   ([job] (submit-job job {}))
   ([job opts]
-   (check-opts! opts)
+   (validate/validate-opts opts)
    (let [names (set (map :task/name (:catalog job)))]
      (doseq [n (keys (:inject opts)) :when (not (names n))]
        (t/invalid! [:opts :inject n] :inject n "names no task of the catalog" (str "inject into one of " (vec (sort names))))))
    (let [job (cond-> job
-               (:inject opts) (update :catalog (fn [c] (mapv #(merge % (get-in opts [:inject (:task/name %)])) c))))
-         job (validate job)]
-     (assoc (runtime/start! job opts) :opts opts))))
+               (:inject opts) (update :catalog (fn [c] (mapv #(merge % (get-in opts [:inject (:task/name %)])) c))))]
+     (if (= :kafka-streams (:runtime opts))
+       ((kafka 'start!) job (validate job) opts)
+       (assoc (runtime/start! (validate job) opts) :opts opts)))))
 
 (defn await-job
   "Blocks until the job ends (or `timeout-ms` passes: then nil); returns its status map:
-  `{:status :completed|:killed|:failed, :error Throwable (when failed), :last-snapshot {:epoch :at}}`."
+  `{:status :completed|:killed|:failed, :error Throwable (when failed), :last-snapshot {:epoch :at}}`.
+  A job on Kafka Streams reads unbounded topics: it ends only when killed or failed."
   ([handle] (deref (get-in handle [:coord :done])))
   ([handle timeout-ms] (deref (get-in handle [:coord :done]) timeout-ms nil)))
 
 (defn kill-job
-  "Stops the job (threads interrupted, plugins closed); its last snapshot stays for a resubmit to resume.
-  Returns the status map.
+  "Stops the job and returns the status map. In-process: threads interrupted, plugins closed; its last
+  snapshot stays for a resubmit to resume. Kafka Streams: the application closes cleanly (committing its
+  transaction and leaving the group); a resubmit with the same `:application-id` resumes from the committed
+  offsets and state.
 
   | option | type | default | meaning |
   |---|---|---|---|
-  | `:snapshot?` | boolean | false | first take one more snapshot (flushing outputs), so a resubmit replays nothing; needs `:data-dir` |
-  | `:timeout-ms` | pos-int | 10000 | longest to wait for that snapshot before stopping anyway |"
+  | `:snapshot?` | boolean | false | in-process: first take one more snapshot (flushing outputs), so a resubmit replays nothing; needs `:data-dir`. Kafka Streams always commits on close |
+  | `:timeout-ms` | pos-int | 10000 | longest to wait for that snapshot (Kafka Streams: for the close) before stopping anyway |"
   ([handle] (kill-job handle {}))
   ([handle {:keys [snapshot? timeout-ms] :or {timeout-ms 10000} :as opts}]
    (doseq [[k v] opts :when (not (#{:snapshot? :timeout-ms} k))]
      (t/invalid! [:opts k] k v "is not an option of kill-job" "use :snapshot? or :timeout-ms"))
-   (when (and snapshot? (:data-dir (:opts handle)))
-     ((get-in handle [:coord :checkpoint!]) timeout-ms))
-   ((get-in handle [:coord :kill!]))
+   (if (kafka? handle)
+     ((kafka 'kill-job!) handle timeout-ms)
+     (do (when (and snapshot? (:data-dir (:opts handle)))
+           ((get-in handle [:coord :checkpoint!]) timeout-ms))
+         ((get-in handle [:coord :kill!]))))
    (await-job handle)))
 
 (defn job-metrics
   "A live view of the job: `{:status ... :last-snapshot {:epoch :at} :tasks {name {...}} :recent-errors [...]}`;
   per task: `:segments-in`, `:segments-out`, `:batches`, `:errors`, `:throughput-sps` (over the last second),
   `:late`, `:batch-latency-us` quantiles (for an input: of its polls), `:parallelism`, `:stage` (tasks fused in
-  one loop share it) and, for inputs that can tell, `:lag` (the log input: bytes not yet read)."
+  one loop share it) and, for inputs that can tell, `:lag` (the log input: bytes not yet read; on Kafka
+  Streams: records behind the topic's end, summed over partitions). On Kafka Streams also `:kafka`
+  `{:state :process-rate :process-total :commit-rate :records-lag-max}` from the client's own metrics."
   [handle]
-  (let [stage-of (into {} (for [s (:stages handle) t (:tasks s)] [t s]))]
-    (assoc @(get-in handle [:coord :status])
-           :job/name (get-in handle [:job :job/name])
-           :recent-errors @(:recent-errors handle)
-           :tasks (into {} (for [[tname m] (:metrics handle)]
-                             [tname (cond-> (assoc (metrics/report m)
-                                                   :parallelism (:parallelism (stage-of tname))
-                                                   :stage (:tasks (stage-of tname)))
-                                      (satisfies? spi/Lag (get-in handle [:inputs tname]))
-                                      (assoc :lag (spi/-lag (get-in handle [:inputs tname]))))])))))
+  (if (kafka? handle)
+    ((kafka 'job-metrics) handle)
+    (let [stage-of (into {} (for [s (:stages handle) t (:tasks s)] [t s]))]
+      (assoc @(get-in handle [:coord :status])
+             :job/name (get-in handle [:job :job/name])
+             :recent-errors @(:recent-errors handle)
+             :tasks (into {} (for [[tname m] (:metrics handle)]
+                               [tname (cond-> (assoc (metrics/report m)
+                                                     :parallelism (:parallelism (stage-of tname))
+                                                     :stage (:tasks (stage-of tname)))
+                                        (satisfies? spi/Lag (get-in handle [:inputs tname]))
+                                        (assoc :lag (spi/-lag (get-in handle [:inputs tname]))))]))))))
 
 (defn open-log
   "The durable local log in directory `dir` (shared by every caller in this JVM), for a service to append to

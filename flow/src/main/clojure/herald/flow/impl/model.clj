@@ -46,7 +46,11 @@
       [:entity :operation] :optional? true :allowed-when [:task/type #{:function :reduce :output}])
    (k :task/group-by-fn :fn "Like `:task/group-by-key` with a fn of the segment returning the group."
       :my.app/tenant :optional? true :allowed-when [:task/type #{:function :reduce :output}])
-   (k :task/doc :string "Free text." "adds one to :n" :optional? true)])
+   (k :task/doc :string "Free text." "adds one to :n" :optional? true)
+   (k :kafka/topic :string "On the `:kafka-streams` runtime (where it is required for inputs and outputs): the topic an input reads or an output writes. The in-process runtime uses `:task/plugin` instead and ignores it."
+      "requests" :optional? true :allowed-when [:task/type #{:input :output}])
+   (k :kafka/serde :serde "On `:kafka-streams`: how the topic's values are read and written. `:edn` (EDN text; reading also accepts the binary form), `:codec` (herald's tagged binary codec) or a namespaced keyword naming a var holding an `org.apache.kafka.common.serialization.Serde` of maps (default `:edn`)."
+      :edn :optional? true :allowed-when [:task/type #{:input :output}])])
 
 (def flow-condition-keys
   "The keys of a flow condition."
@@ -143,9 +147,52 @@
    [:aggregation "Aggregation (the map a custom `:window/aggregation` keyword names)" aggregation-keys]
    [:fired "Fired extent (what `:trigger/sync` and `:trigger/emit` receive)" fired-keys]])
 
+(def submit-keys
+  "The options of `herald.flow/submit-job`."
+  [(k :runtime :enum "What runs the job: `:in-process` (threads and bounded queues in this JVM) or `:kafka-streams` (a Kafka Streams application: edges become topics, windows state stores; see *Kafka Streams options*)."
+      :kafka-streams :optional? true :default :in-process :one-of [:in-process :kafka-streams])
+   (k :data-dir :path "Where the job's state goes. In-process: snapshots (with it, window state is exactly-once over replayable inputs and a resubmitted job resumes from its last snapshot; without it nothing is checkpointed). On `:kafka-streams`: the parent of the local state stores (`state.dir`; the state itself is in changelog topics)."
+      "data/perf" :optional? true)
+   (k :checkpoint-interval-ms :pos-int "Time between epoch barriers (snapshots); on `:kafka-streams` the commit interval (`commit.interval.ms`, Kafka's default there: 100 with exactly-once, 30000 otherwise)."
+      1000 :optional? true :default 1000)
+   (k :queue-capacity :pos-int "In-process only: batches each task thread's inbound queue holds before senders block."
+      32 :optional? true :default 32)
+   (k :on-error :live-fn "`(f {:task :segment :exception})` for a task fn that threw and no flow condition routed (default: printed to stderr, the last 20 kept in `job-metrics`)."
+      nil :optional? true)
+   (k :inject :inject "Task name -> map merged into that task map (live values: queues, atoms, fns; or `:kafka/topic` per environment)."
+      {:in {:kafka/topic "requests"}} :optional? true :default {})
+   (k :fuse? :boolean "In-process: run straight chains of tasks in one loop (Kafka Streams always runs a sub-topology's processors in one loop)."
+      true :optional? true :default true)
+   (k :kafka :map "The options of the `:kafka-streams` runtime (see *Kafka Streams options*)."
+      {:bootstrap-servers "127.0.0.1:9092"} :optional? true :required-when [:runtime #{:kafka-streams}]
+      :allowed-when [:runtime #{:kafka-streams}])])
+
+(def kafka-keys
+  "The options of the `:kafka-streams` runtime (`submit-job`'s `:kafka` map)."
+  [(k :bootstrap-servers :string "The brokers to connect to (`bootstrap.servers`)." "127.0.0.1:9092")
+   (k :application-id :string "The Kafka Streams `application.id`: the consumer group, the prefix of internal topics and the identity a restarted job resumes under. Default: `herald-` and the job's name."
+      "herald-perf" :optional? true)
+   (k :processing-guarantee :enum "`:exactly-once-v2` (state, outputs and input offsets commit in one transaction) or `:at-least-once`."
+      :exactly-once-v2 :optional? true :default :exactly-once-v2 :one-of [:exactly-once-v2 :at-least-once])
+   (k :threads :pos-int "Stream threads (`num.stream.threads`). Default: the largest `:task/parallelism` of the job."
+      2 :optional? true)
+   (k :store :enum "Window state stores: `:rocksdb` (on disk under the state dir) or `:in-memory` (rebuilt from the changelog on start); both are changelogged."
+      :rocksdb :optional? true :default :rocksdb :one-of [:rocksdb :in-memory])
+   (k :start-from :enum "Where an application with no committed offsets starts reading its inputs (`auto.offset.reset`)."
+      :earliest :optional? true :default :earliest :one-of [:earliest :latest])
+   (k :replication-factor :pos-int "Replication of the topics the runtime creates (repartition topics; changelogs through `replication.factor`)."
+      3 :optional? true :default 1)
+   (k :config :config "Any other Kafka Streams, consumer, producer or admin setting, by its Kafka name (string or keyword key); applied last, so it wins."
+      {"max.poll.records" 500} :optional? true :default {})])
+
+(def runtime-sections
+  "The options of running a job (not part of the job value), in documentation order."
+  [[:submit "Submit options (the second argument of `submit-job`)" submit-keys]
+   [:kafka "Kafka Streams options (the `:kafka` map of the submit options)" kafka-keys]])
+
 (def by-section
-  "Section key -> key -> description."
-  (into {} (map (fn [[s _ ks]] [s (into {} (map (juxt :key identity)) ks)])) sections))
+  "Section key -> key -> description (the job's sections and the runtime options)."
+  (into {} (map (fn [[s _ ks]] [s (into {} (map (juxt :key identity)) ks)])) (concat sections runtime-sections)))
 
 (defn defaults
   "The defaults of `section` as a map, for keys that have one."
@@ -159,7 +206,7 @@
   []
   (str/join
    "\n"
-   (for [[_ title ks] sections]
+   (for [[_ title ks] (concat sections runtime-sections)]
      (str "### " title "\n\n| key | type | optional? | default | meaning | example |\n|---|---|---|---|---|---|\n"
           (str/join (for [{:keys [key type optional? default doc example one-of required-when] :as d} ks]
                       (format "| `%s` | %s | %s | %s | %s | %s |\n" key

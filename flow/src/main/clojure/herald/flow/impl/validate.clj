@@ -25,7 +25,20 @@
       :targets (or (#{:all :none} v) (and (vector? v) (seq v) (every? keyword? v)))
       :predicate (or (qualified-keyword? v) (and (vector? v) (#{:and :or :not} (first v))))
       :aggregation (or (qualified-keyword? v) (and (vector? v) (qualified-keyword? (first v))))
+      :serde (or (#{:edn :codec} v) (qualified-keyword? v))
+      :path (or (string? v) (instance? java.io.File v))
+      :live-fn (fn? v)
+      :inject (and (map? v) (every? map? (vals v)))
+      :map (map? v)
+      :config (and (map? v) (every? #(or (string? %) (keyword? %)) (keys v)))
       true)))
+
+(def ^:private type-words
+  {:serde ":edn, :codec or a namespaced keyword naming a Serde" :path "a directory path (string or File)"
+   :live-fn "a fn" :inject "a map of task name to a map of task keys" :map "a map"
+   :config "a map with string or keyword keys"})
+
+(defn- words [type one-of] (or (when-not one-of (type-words type)) (t/describe-type type one-of)))
 
 (defn- check-keys!
   "Unknown keys, missing keys, keys not allowed here and values of the wrong type, for one map of `section`."
@@ -42,7 +55,7 @@
             when-holds? (fn [[wk wvs]] (contains? wvs (get m wk (:default (get ks wk)))))]
         (when (and (not present?) (or (not optional?) (and required-when (when-holds? required-when))))
           (invalid! (conj path key) key nil (str "is missing from " default-label)
-                    (str "add " key ", " (t/describe-type type one-of)
+                    (str "add " key ", " (words type one-of)
                          (when required-when (str " (required when " (first required-when) " is "
                                                   (get m (first required-when)) ")")))))
         (when (and present? allowed-when (not (when-holds? allowed-when)))
@@ -50,8 +63,8 @@
                                                (pr-str (get m (first allowed-when))))
                     (str "remove it, or use it only when " (first allowed-when) " is one of " (vec (second allowed-when)))))
         (when (and present? (not (type-ok? type one-of v)))
-          (invalid! (conj path key) key v (str "is not " (t/describe-type type one-of))
-                    (str "make it " (t/describe-type type one-of))))))))
+          (invalid! (conj path key) key v (str "is not " (words type one-of))
+                    (str "make it " (words type one-of))))))))
 
 (defn- own-ns [ns-name] (fn [k] (or (nil? (namespace k)) (= ns-name (namespace k)))))
 
@@ -231,6 +244,16 @@
       :lifecycles [:task (get-in job [:lifecycles i :lifecycle/task])]
       :triggers [:window (get-in job [:triggers i :trigger/window-id])]
       nil)))
+
+(defn validate-opts
+  "Checks the options of `submit-job` (and their `:kafka` map) against the model's runtime sections; throws
+  `:herald.flow/invalid-job` with `:path [:opts ...]` naming the key at fault."
+  [opts]
+  (when-not (map? opts) (invalid! [:opts] :opts opts "is not a map" "pass submit-job a map of options"))
+  (check-keys! :submit opts [:opts] (constantly true) "the options of submit-job")
+  (when (map? (:kafka opts))
+    (check-keys! :kafka (:kafka opts) [:opts :kafka] (constantly true) "the :kafka options of submit-job"))
+  opts)
 
 (defn validate
   "Checks `job` against the model; returns it with defaults filled in or throws `:herald.flow/invalid-job`

@@ -1,0 +1,172 @@
+(ns herald.flow.kafka
+  "The :kafka-streams runtime of herald.flow: runs a job value as a Kafka Streams application (loaded by herald.flow only when a job asks for it).
+
+  Use it through `herald.flow/submit-job` with `{:runtime :kafka-streams :kafka {...}}`; the handle answers
+  `await-job`, `kill-job` and `job-metrics` like the in-process one. docs/flow.md, \"Running on Kafka
+  Streams\", and docs/adr/0009-flow-on-kafka-streams.md describe the mapping."
+  (:require [herald.flow.impl.lifecycle :as lc]
+            [herald.flow.impl.metrics :as metrics]
+            [herald.flow.impl.route :as route]
+            [herald.flow.kafka.check :as check]
+            [herald.flow.kafka.topology :as topology])
+  (:import (java.time Duration)
+           (java.util Properties)
+           (java.util.concurrent Executors ScheduledExecutorService TimeUnit)
+           (org.apache.kafka.clients.admin Admin NewTopic)
+           (org.apache.kafka.common Metric MetricName)
+           (org.apache.kafka.common.errors TopicExistsException)
+           (org.apache.kafka.streams KafkaStreams KafkaStreams$CloseOptions KafkaStreams$State KafkaStreams$StateListener StreamsConfig)
+           (org.apache.kafka.streams.errors StreamsUncaughtExceptionHandler
+                                            StreamsUncaughtExceptionHandler$StreamThreadExceptionResponse)))
+
+(set! *warn-on-reflection* true)
+
+(defn- explicit
+  "The values of task key `k` that the job's tasks set themselves (not the model's defaults)."
+  [raw-job k]
+  (keep k (:catalog raw-job)))
+
+(defn- config
+  "The Kafka Streams properties of validated `job` under `opts` (raw-job: as given, to tell set keys from defaults)."
+  ^Properties [raw-job job {:keys [data-dir checkpoint-interval-ms kafka]}]
+  (let [{:keys [bootstrap-servers application-id processing-guarantee threads start-from replication-factor config]
+         :or {processing-guarantee :exactly-once-v2 start-from :earliest replication-factor 1}} kafka
+        batch (explicit raw-job :task/batch-size)
+        wait (explicit raw-job :task/batch-timeout-ms)
+        m (cond-> {StreamsConfig/APPLICATION_ID_CONFIG application-id
+                   StreamsConfig/BOOTSTRAP_SERVERS_CONFIG bootstrap-servers
+                   StreamsConfig/PROCESSING_GUARANTEE_CONFIG (if (= processing-guarantee :at-least-once)
+                                                               StreamsConfig/AT_LEAST_ONCE StreamsConfig/EXACTLY_ONCE_V2)
+                   StreamsConfig/NUM_STREAM_THREADS_CONFIG (str (or threads (reduce max 1 (map :task/parallelism (:catalog job)))))
+                   StreamsConfig/REPLICATION_FACTOR_CONFIG (str replication-factor)
+                   "auto.offset.reset" (name start-from)}
+            data-dir (assoc StreamsConfig/STATE_DIR_CONFIG (str (java.io.File. (str data-dir) "kafka-streams")))
+            checkpoint-interval-ms (assoc StreamsConfig/COMMIT_INTERVAL_MS_CONFIG (str checkpoint-interval-ms))
+            (seq batch) (assoc "max.poll.records" (str (reduce max batch)))
+            (seq wait) (assoc StreamsConfig/POLL_MS_CONFIG (str (max 1 (long (reduce min wait))))))]
+    (doto (Properties.)
+      (.putAll m)
+      (.putAll (into {} (map (fn [[k v]] [(if (keyword? k) (name k) k) (str v)])) config)))))
+
+(defn- admin-call [what f]
+  (try (f)
+       (catch Exception e
+         (let [c (if (instance? java.util.concurrent.ExecutionException e) (.getCause e) e)]
+           (throw (ex-info (str "Kafka " what " failed: " (.getMessage ^Throwable c))
+                           {:type :herald.flow/kafka-unavailable :operation what} c))))))
+
+(defn- prepare-topics!
+  "Checks that every input and output topic exists (refusing the job naming :kafka/topic otherwise) and
+  creates the repartition topics the topology needs."
+  [^Properties props job {:keys [inputs outputs repartition-topics]} replication]
+  (with-open [^Admin admin (Admin/create (doto (Properties.)
+                                    (.put "bootstrap.servers" (.getProperty props StreamsConfig/BOOTSTRAP_SERVERS_CONFIG))
+                                    (.put "default.api.timeout.ms" "20000") (.put "request.timeout.ms" "10000")))]
+    (let [existing (admin-call "listing topics" #(set (.get (.names (.listTopics admin)) 20 TimeUnit/SECONDS)))
+          index (into {} (map-indexed (fn [i t] [(:task/name t) i])) (:catalog job))]
+      (doseq [[n topic] (concat inputs outputs) :when (not (existing topic))]
+        (check/unsupported! [:catalog (index n) :kafka/topic] :kafka/topic topic
+                            (str "topic " topic " of task " n " does not exist on " (.getProperty props "bootstrap.servers"))
+                            "create the topic first (the runtime creates only its own repartition topics)"))
+      (doseq [{:keys [topic partitions]} repartition-topics :when (not (existing topic))]
+        (admin-call (str "creating " topic)
+                    #(try (.get (.all (.createTopics admin [(NewTopic. ^String topic (int partitions) (short replication))]))
+                                20 TimeUnit/SECONDS)
+                          (catch java.util.concurrent.ExecutionException e
+                            (when-not (instance? TopicExistsException (.getCause e)) (throw e)))))))))
+
+(defn- default-on-error [recent]
+  (fn [{:keys [task segment ^Throwable exception] :as e}]
+    (swap! recent (fn [v] (vec (take-last 20 (conj v (assoc e :exception (.toString exception)))))))
+    (binding [*out* *err*]
+      (println "herald.flow: task" task "threw on" (pr-str segment) ":" (.toString exception)))))
+
+(defn- watch!
+  "Ends the handle's status when the application fails (closing it on another thread) or stops."
+  [^KafkaStreams streams {:keys [done status error killed]}]
+  (.setUncaughtExceptionHandler streams
+                                (reify StreamsUncaughtExceptionHandler
+                                  (handle [_ e]
+                                    (reset! error e)
+                                    StreamsUncaughtExceptionHandler$StreamThreadExceptionResponse/SHUTDOWN_CLIENT)))
+  (.setStateListener streams
+                     (reify KafkaStreams$StateListener
+                       (onChange [_ new-state _]
+                         (swap! status assoc :kafka/state (str new-state))
+                         (when (= new-state KafkaStreams$State/ERROR)
+                           (let [st {:status :failed :error @error}]
+                             (swap! status merge st)
+                             (deliver done st)
+                             (doto (Thread. ^Runnable (fn [] (.close streams (Duration/ofSeconds 10)))) (.setDaemon true) (.start))))
+                         (when (and (= new-state KafkaStreams$State/NOT_RUNNING) (not (realized? done)))
+                           (let [st (if @killed {:status :killed} {:status :failed :error @error})]
+                             (swap! status merge st)
+                             (deliver done st)))))))
+
+(defn start!
+  "Starts validated `job` (`raw-job`: as submitted, after :inject) on Kafka Streams under submit `opts`;
+  returns the handle. Throws before anything starts when the job cannot run there."
+  [raw-job job opts]
+  (check/check! job opts)
+  (let [opts (update opts :kafka #(merge {:application-id (str "herald-" (name (:job/name job)))} %))
+        props (config raw-job job opts)
+        recent (atom [])
+        task-metrics (into {} (map (fn [t] [(:task/name t) (metrics/task-metrics)])) (:catalog job))
+        built (topology/build job {:app-id (get-in opts [:kafka :application-id]) :resolve (route/resolver)
+                                   :on-error (or (:on-error opts) (default-on-error recent))
+                                   :metrics task-metrics :lifecycles (lc/compile-lifecycles job)
+                                   :store (get-in opts [:kafka :store] :rocksdb)})
+        _ (prepare-topics! props job built (get-in opts [:kafka :replication-factor] 1))
+        streams (KafkaStreams. ^org.apache.kafka.streams.Topology (:topology built) props)
+        done (promise)
+        status (atom {:status :running :started-at (System/currentTimeMillis)})
+        state {:done done :status status :error (atom nil) :killed (atom false)}
+        sampler (doto (Executors/newSingleThreadScheduledExecutor
+                       (reify java.util.concurrent.ThreadFactory
+                         (newThread [_ r] (doto (Thread. r (str "herald-flow-kafka-metrics-" (name (:job/name job)))) (.setDaemon true)))))
+                  (.scheduleAtFixedRate ^Runnable (fn [] (run! metrics/sample! (vals task-metrics))) 1 1 TimeUnit/SECONDS))]
+    (watch! streams state)
+    (future (deref done) (.shutdownNow ^ScheduledExecutorService sampler))
+    (.start streams)
+    (merge state
+           {:runtime :kafka-streams :job job :opts opts :streams streams :config props :coord {:done done}
+            :metrics task-metrics :recent-errors recent :inputs (:inputs built) :outputs (:outputs built)
+            :repartition-topics (:repartition-topics built) :topology (:topology built)})))
+
+(defn kill-job!
+  "Closes the application cleanly (committing, leaving the consumer group), waiting at most `timeout-ms`."
+  [{:keys [^KafkaStreams streams killed done status]} timeout-ms]
+  (reset! killed true)
+  (.close streams (-> (KafkaStreams$CloseOptions.) (.timeout (Duration/ofMillis timeout-ms)) (.leaveGroup true)))
+  (when-not (realized? done)
+    (swap! status assoc :status :killed)
+    (deliver done {:status :killed})))
+
+(defn- metric-values
+  "[group name tags value] of every metric of the client."
+  [^KafkaStreams streams]
+  (for [[^MetricName mn ^Metric m] (.metrics streams)
+        :let [v (.metricValue m)] :when (and (number? v) (not (Double/isNaN (double v))))]
+    [(.group mn) (.name mn) (.tags mn) (double v)]))
+
+(defn job-metrics
+  "The job's metrics map (see `herald.flow/job-metrics`)."
+  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job]}]
+  (let [ms (metric-values streams)
+        sum (fn [g n] (reduce + 0.0 (for [[g' n' _ v] ms :when (and (= g g') (= n n'))] v)))
+        lag (fn [topic] (let [vs (for [[g n tags v] ms :when (and (= g "consumer-fetch-manager-metrics") (= n "records-lag")
+                                                                 (= topic (get tags "topic")))] v)]
+                          (when (seq vs) (long (reduce + vs)))))]
+    (assoc @status
+           :job/name (:job/name job)
+           :runtime :kafka-streams
+           :recent-errors @recent-errors
+           :kafka {:state (str (.state streams))
+                   :process-rate (sum "stream-thread-metrics" "process-rate")
+                   :process-total (sum "stream-thread-metrics" "process-total")
+                   :commit-rate (sum "stream-thread-metrics" "commit-rate")
+                   :records-lag-max (reduce max 0.0 (for [[g n _ v] ms :when (and (= g "consumer-fetch-manager-metrics")
+                                                                                  (= n "records-lag-max"))] v))}
+           :tasks (into {} (for [[tname m] metrics]
+                             [tname (cond-> (assoc (metrics/report m) :parallelism (:task/parallelism (some #(when (= tname (:task/name %)) %) (:catalog job))))
+                                      (inputs tname) (assoc :lag (lag (inputs tname))))])))))
