@@ -63,12 +63,24 @@
   (.port server))
 
 (defn server-stats
-  "A snapshot of `server`'s load: `{:connections n :pending n :transport \"epoll\"|\"nio\"}`, where `:pending` counts
-  handler invocations waiting for or running on a thread (the figure `:max-pending` bounds)."
+  "A snapshot of `server`'s load, cheap enough to poll every second:
+
+  | key | meaning |
+  |-----|---------|
+  | `:connections` | open connections |
+  | `:pending` | handler invocations waiting for or running on a thread (the figure `:max-pending` bounds) |
+  | `:queue-depth` | requests waiting for a handler thread right now (handed off, handler not started) |
+  | `:handlers-started` | handlers started off the event loop since the server started |
+  | `:queue-wait-ms-total` | the time those requests waited for their thread, summed (ms, a double) |
+  | `:queue-wait-ms-max` | the longest such wait since the server started (ms) |
+  | `:rejected` | requests answered 503 because `:max-pending` handlers were pending |
+  | `:transport` | `\"epoll\"` or `\"nio\"` |
+
+  The mean queue wait over an interval is the change of `:queue-wait-ms-total` divided by the change of
+  `:handlers-started` between two snapshots. With `:mode :event-loop` handlers run inline, with no queue: every
+  figure but `:connections` and `:transport` stays 0."
   [^HeraldServer server]
-  {:connections (.connections server)
-   :pending (.pending server)
-   :transport (.transport server)})
+  (server/stats server))
 
 (def StreamableResponseBody
   "The protocol herald uses for response body types beyond String, byte[], ISeq, File, InputStream and nil.

@@ -43,9 +43,42 @@
           (is (= 503 (:status r)))
           (is (= "1" ((:headers r) "retry-after")))
           (is (< (- (System/nanoTime) t0) 4e9) "answered without waiting for the gate"))
+        (is (= 1 (:rejected (http/server-stats s))) "the 503 is counted")
         (.countDown gate)
         (is (= ["done" "done"] (map (comp :body deref) blocked)))
         (is (= 200 (:status (ts/GET p "/"))) "serves again once drained")))))
+
+(defn- eventually
+  "True as soon as `(f)` is, polling every 10 ms for up to 5 s."
+  [f]
+  (loop [n 500] (cond (f) true (zero? n) false :else (do (Thread/sleep 10) (recur (dec n))))))
+
+(deftest ^:integration queue-depth-and-wait-in-server-stats
+  (let [gate (CountDownLatch. 1)
+        entered (CountDownLatch. 1)]
+    (with-server [s (fn [_] (.countDown entered) (.await gate 5 TimeUnit/SECONDS) {:status 200 :body "done"})
+                  {:mode :worker-pool :worker-threads 1}]
+      (let [p (ts/port s)
+            first-one (future (ts/GET p "/"))
+            _ (.await entered 5 TimeUnit/SECONDS)
+            queued (doall (for [_ (range 2)] (future (ts/GET p "/"))))]
+        (is (eventually #(= 2 (:queue-depth (http/server-stats s)))) "two requests wait for the only worker")
+        (is (= 3 (:pending (http/server-stats s))))
+        (Thread/sleep 300)
+        (.countDown gate)
+        (is (= ["done" "done" "done"] (map (comp :body deref) (cons first-one queued))))
+        (let [st (http/server-stats s)]
+          (is (= 0 (:queue-depth st)))
+          (is (= 3 (:handlers-started st)))
+          (is (<= 300 (:queue-wait-ms-max st) 10000) "the longest wait covers the time the worker was held")
+          (is (<= (* 2 300) (:queue-wait-ms-total st)) "both queued requests waited at least that long")
+          (is (= 0 (:rejected st))))))))
+
+(deftest ^:integration event-loop-mode-has-no-queue
+  (with-server [s (fn [_] {:status 200 :body "ok"}) {:mode :event-loop}]
+    (is (= 200 (:status (ts/GET (ts/port s) "/"))))
+    (is (= {:queue-depth 0 :handlers-started 0 :queue-wait-ms-total 0.0 :rejected 0}
+           (select-keys (http/server-stats s) [:queue-depth :handlers-started :queue-wait-ms-total :rejected])))))
 
 (deftest ^:integration max-connections
   (with-server [s (fn [_] {:status 200 :body "ok"}) {:max-connections 2}]

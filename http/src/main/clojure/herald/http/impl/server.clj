@@ -3,7 +3,7 @@
   (:require [herald.http.impl.options :as options]
             [herald.http.impl.response :as response]
             [herald.http.impl.websocket :as websocket])
-  (:import (herald.http.server HeraldServer Hooks)
+  (:import (herald.http.server HandlerStats HeraldServer Hooks)
            (java.util.logging Level Logger)))
 
 (set! *warn-on-reflection* true)
@@ -31,3 +31,16 @@
          (catch java.io.IOException e
            (throw (ex-info (str "cannot bind " (.host config) ":" (.port config) ": " (.getMessage e))
                            {:type :herald.http/bind-failed :host (.host config) :port (.port config)} e))))))
+
+(defn stats
+  "The snapshot `herald.http/server-stats` returns (see its docstring)."
+  [^HeraldServer server]
+  (let [^HandlerStats st (.stats server)]
+    {:connections (.connections server)
+     :pending (.pending server)
+     :queue-depth (.queueDepth st)
+     :handlers-started (.started st)
+     :queue-wait-ms-total (/ (.queueWaitNanos st) 1e6)
+     :queue-wait-ms-max (/ (.maxQueueWaitNanos st) 1e6)
+     :rejected (.rejected st)
+     :transport (.transport server)}))

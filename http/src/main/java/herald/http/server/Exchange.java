@@ -26,6 +26,8 @@ final class Exchange implements Runnable {
     Throwable failure;
     /** The batch of units this exchange was started with (virtual threads), or null. */
     Handoff.Group group;
+    /** System.nanoTime() when handed to a handler thread (off the event loop). */
+    long queuedAt;
     /** The thread running the handler (off the event loop), interrupted when the server stops for good. */
     volatile Thread thread;
     /** The answer is recorded (set by the answering thread before the completion is posted). */
@@ -55,6 +57,7 @@ final class Exchange implements Runnable {
         ServerContext server = conn.server;
         if (server.offLoop) {
             thread = Thread.currentThread();
+            server.stats.started(System.nanoTime() - queuedAt);
         }
         try {
             ringRequest = RingRequest.build(request, body, conn.info);
@@ -123,12 +126,13 @@ final class Exchange implements Runnable {
          * taken from {@code queue} move to {@code running} and count as pending.
          */
         static Runnable of(Exchange first, ArrayDeque<Exchange> queue, ArrayDeque<Exchange> running,
-                           ServerContext server) {
+                           ServerContext server, long now) {
             ArrayDeque<Exchange> batch = new ArrayDeque<>();
             batch.add(first);
             while (!queue.isEmpty() && queue.peek().reject == 0 && server.pending.get() < server.config.maxPending) {
                 server.pending.incrementAndGet();
                 Exchange next = queue.poll();
+                next.queuedAt = now;
                 batch.add(next);
                 running.add(next);
             }

@@ -126,6 +126,11 @@ public final class HeraldServer implements Closeable {
         return context.pending.get();
     }
 
+    /** The handler queue's figures: depth, wait, 503s at {@code :max-pending}. */
+    public HandlerStats stats() {
+        return context.stats;
+    }
+
     /** The server's configuration. */
     public ServerConfig config() {
         return context.config;

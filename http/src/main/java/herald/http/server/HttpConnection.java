@@ -229,6 +229,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             ex.invoke();
         } else if (server.pending.incrementAndGet() > config.maxPending) {
             server.pending.decrementAndGet();
+            server.stats.reject();
             ResponseWriter.writeError(this, ex, 503);
         } else {
             dispatch(ex);
@@ -237,8 +238,11 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     /** Hands {@code ex}, and the requests pipelined behind it, to one worker that runs them in order. */
     private void dispatch(Exchange ex) {
+        long now = System.nanoTime();
+        ex.queuedAt = now;
         try {
-            handoff.submit(queue.isEmpty() ? ex : Exchange.Batch.of(ex, queue, running, server));
+            handoff.submit(queue.isEmpty() ? ex : Exchange.Batch.of(ex, queue, running, server, now));
+            server.stats.queued(1 + running.size());
         } catch (RuntimeException rejected) {
             server.pending.addAndGet(-(1 + running.size()));
             running.clear();

@@ -25,6 +25,8 @@ final class ServerContext {
     /** Handler invocations dispatched to the executor and not yet answered (backpressure). */
     final AtomicInteger pending = new AtomicInteger();
     final AtomicInteger connections = new AtomicInteger();
+    /** Queue depth and wait of the handlers run off the event loop. */
+    final HandlerStats stats = new HandlerStats();
     private final ConcurrentHashMap<EventLoop, Handoff> handoffs = new ConcurrentHashMap<>();
     volatile boolean draining;
     /** The drain is over: connections still open are being closed; handlers still running are interrupted. */
