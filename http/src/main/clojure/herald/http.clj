@@ -43,6 +43,7 @@
   | `:error-logger` | fn | logs to java.util.logging | `(fn [throwable request])`, called for each handler failure (the client gets a 500 with no stack trace) |
   | `:websocket-max-frame-bytes` | int | `1048576` | largest WebSocket message (frames aggregated); larger ones close with 1009 |
   | `:max-pipelined` | int | `16` | pipelined requests buffered per connection before the server stops reading it |
+  | `:max-write-buffer-bytes` | int | `65536` | response bytes queued for one connection (a client that does not read) above which the server stops reading its requests and starting its next pipelined one, until they drain below half |
   | `:tls` | map | none | serve HTTPS on `:port` from PEM files: `{:cert-chain-file :private-key-file}` (String or File; PKCS#8 key), optional `:private-key-password`, `:client-auth` (`:none` default, `:optional`, `:require`) and `:trust-cert-file` (PEM CAs client certificates are checked against) |
   | `:ssl-context` | SSLContext or SslContext | none | serve HTTPS on `:port` with a `javax.net.ssl.SSLContext` or a server-side Netty `SslContext` (JDK provider works; no tcnative needed); not together with `:tls` |
 

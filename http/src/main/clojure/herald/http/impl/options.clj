@@ -86,6 +86,8 @@
                        ":private-key-password (String), :client-auth (:none, :optional, :require), :trust-cert-file")
          (fn [^ServerConfig$Builder b v] (.sslContext b (tls-context v)))]
    :max-pipelined [(int-in 1 1024) "an integer 1-1024" (fn [^ServerConfig$Builder b v] (.maxPipelined b (int v)))]
+   :max-write-buffer-bytes [(int-in 2 max-int) "an integer >= 2"
+                            (fn [^ServerConfig$Builder b v] (.maxWriteBufferBytes b (int v)))]
    :http2? [boolean? "a boolean" (fn [^ServerConfig$Builder b v] (.http2 b (boolean v)))]
    :http2-max-concurrent-streams [(int-in 1 max-int) "a positive integer"
                                   (fn [^ServerConfig$Builder b v] (.http2MaxConcurrentStreams b (int v)))]})

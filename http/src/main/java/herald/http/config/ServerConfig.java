@@ -26,6 +26,8 @@ public final class ServerConfig {
     public final boolean proxy;
     public final int websocketMaxFrameBytes;
     public final int maxPipelined;
+    /** Outbound bytes queued for one connection above which it stops being read (Netty's high water mark). */
+    public final int maxWriteBufferBytes;
     /** Serves TLS (https) on the port when non-null; null (the default) serves plaintext. */
     public final io.netty.handler.ssl.SslContext sslContext;
     /** Serve HTTP/2 too: h2 via ALPN on TLS, h2c (prior knowledge and Upgrade) on plaintext. */
@@ -53,6 +55,7 @@ public final class ServerConfig {
         proxy = b.proxy;
         websocketMaxFrameBytes = b.websocketMaxFrameBytes;
         maxPipelined = b.maxPipelined;
+        maxWriteBufferBytes = b.maxWriteBufferBytes;
         sslContext = b.sslContext;
         http2 = b.http2;
         http2MaxConcurrentStreams = b.http2MaxConcurrentStreams;
@@ -84,6 +87,7 @@ public final class ServerConfig {
         private boolean proxy = false;
         private int websocketMaxFrameBytes = 1024 * 1024;
         private int maxPipelined = 16;
+        private int maxWriteBufferBytes = 64 * 1024;
         private io.netty.handler.ssl.SslContext sslContext;
         private boolean http2 = true;
         private int http2MaxConcurrentStreams = 128;
@@ -107,6 +111,7 @@ public final class ServerConfig {
         public Builder proxy(boolean v) { proxy = v; return this; }
         public Builder websocketMaxFrameBytes(int v) { websocketMaxFrameBytes = v; return this; }
         public Builder maxPipelined(int v) { maxPipelined = v; return this; }
+        public Builder maxWriteBufferBytes(int v) { maxWriteBufferBytes = v; return this; }
         public Builder sslContext(io.netty.handler.ssl.SslContext v) { sslContext = v; return this; }
         public Builder http2(boolean v) { http2 = v; return this; }
         public Builder http2MaxConcurrentStreams(int v) { http2MaxConcurrentStreams = v; return this; }
@@ -126,6 +131,7 @@ public final class ServerConfig {
             check(ioThreads >= 1, "ioThreads", ioThreads);
             check(websocketMaxFrameBytes >= 125, "websocketMaxFrameBytes", websocketMaxFrameBytes);
             check(maxPipelined >= 1, "maxPipelined", maxPipelined);
+            check(maxWriteBufferBytes >= 2, "maxWriteBufferBytes", maxWriteBufferBytes);
             check(http2MaxConcurrentStreams >= 1, "http2MaxConcurrentStreams", http2MaxConcurrentStreams);
             check(sslContext == null || sslContext.isServer(), "sslContext (a client context)", sslContext);
             return new ServerConfig(this);
