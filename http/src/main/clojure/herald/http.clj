@@ -46,6 +46,8 @@
   | `:max-write-buffer-bytes` | int | `65536` | response bytes queued for one connection (a client that does not read) above which the server stops reading its requests and starting its next pipelined one, until they drain below half |
   | `:tls` | map | none | serve HTTPS on `:port` from PEM files: `{:cert-chain-file :private-key-file}` (String or File; PKCS#8 key), optional `:private-key-password`, `:client-auth` (`:none` default, `:optional`, `:require`) and `:trust-cert-file` (PEM CAs client certificates are checked against) |
   | `:ssl-context` | SSLContext or SslContext | none | serve HTTPS on `:port` with a `javax.net.ssl.SSLContext` or a server-side Netty `SslContext` (JDK provider works; no tcnative needed); not together with `:tls` |
+  | `:http2?` | boolean | `true` | serve HTTP/2 on the same port as well: h2 by ALPN with `:tls`/`:ssl-context` (clients that do not offer h2 get HTTP/1.1), h2c by prior knowledge or `Upgrade: h2c` on plaintext; requests carry `:protocol \"HTTP/2.0\"` (docs/http.md, HTTP/2) |
+  | `:http2-max-concurrent-streams` | int | `128` | streams one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); `:max-pending` still bounds handlers server-wide |
 
   An unknown key or an invalid value throws ex-info `{:type :herald.http/invalid-option :key k :value v}`."
   ^HeraldServer [handler opts]
