@@ -80,12 +80,13 @@
                {:name n :points (vec (for [s (:steps r) :when (get-in s path)] [(xk s) (get-in s path)]))})}))
 
 (defn steps-rate-chart
-  "Target against achieved rate of each step of run `r`."
+  "Target against achieved rate (and throughput during the step) of each step of run `r`."
   [r]
   (let [[xk xl] (step-x (:steps r))]
     {:title "Per step: target and achieved rate" :x-label xl :y-label "requests/s"
      :series [{:name "target" :points (mapv (juxt xk :target-rate) (:steps r))}
-              {:name "achieved" :points (mapv (juxt xk :achieved) (:steps r))}]}))
+              {:name "achieved" :points (mapv (juxt xk :achieved) (:steps r))}
+              {:name "throughput" :points (vec (for [s (:steps r) :when (:throughput s)] [(xk s) (:throughput s)]))}]}))
 
 (defn per-minute-chart
   "Requests per minute as bars: per entity x operation for one run, per run otherwise."
