@@ -144,13 +144,20 @@
 (defn- late ^long [job]
   (long (or (get-in (flow/job-metrics job) [:tasks :per-minute :late]) 0)))
 
-(defn- await-view [{:keys [mb ^AtomicLong reflected]} job ^long timeout-ms]
+(defn- await-view
+  "Waits until every record accepted before the call is reflected in the view or was late. The late
+  count comes from the job's metrics, which are costly to read (interval histograms): it is read again
+  only when the view has not caught up for two publish periods."
+  [{:keys [mb ^AtomicLong reflected ^AtomicLong late-seen publish-ms]} job ^long timeout-ms]
   (let [target (mailbox/accepted mb)
-        deadline (+ (System/currentTimeMillis) timeout-ms)]
-    (loop []
-      (cond (>= (+ (.get reflected) (late job)) target) true
-            (>= (System/currentTimeMillis) deadline) false
-            :else (do (Thread/sleep 2) (recur))))))
+        start (System/currentTimeMillis)
+        deadline (+ start timeout-ms)]
+    (loop [checked start]
+      (let [now (System/currentTimeMillis)]
+        (cond (>= (+ (.get reflected) (.get late-seen)) target) true
+              (>= now deadline) false
+              (>= (- now checked) (* 2 (long publish-ms))) (do (.set late-seen (late job)) (recur now))
+              :else (do (Thread/sleep 2) (recur checked)))))))
 
 (defn- totals [{:keys [closed-totals ^ConcurrentHashMap open]}]
   (reduce (fn [acc [[_ e op] v]] (update acc [e op] add-values v)) @closed-totals open))
@@ -175,7 +182,8 @@
       (into {} (for [[[e op] v] (totals st) [status n] (:statuses v)] [[e op status] n])))
     (-await [_ timeout-ms] (await-view st job timeout-ms))
     (-recorder-stats [_]
-      {:recorded (mailbox/accepted mb) :dropped (mailbox/dropped mb) :late (late job)
+      {:recorded (mailbox/accepted mb) :dropped (mailbox/dropped mb)
+       :late (let [n (late job)] (.set ^AtomicLong (:late-seen st) n) n)
        :queued (mailbox/queued mb) :store-errors (.get ^AtomicLong (:store-errors st))})
     (-close-recorder! [_ timeout-ms]
       (mailbox/close! mb)
@@ -210,7 +218,8 @@
          (merge defaults {:clock #(System/currentTimeMillis)} (into {} (remove (comp nil? val)) opts))
          st {:mb (mailbox/mailbox queue-size) :view (ConcurrentSkipListMap.) :base (HashMap.)
              :open (ConcurrentHashMap.) :closed-totals (atom {}) :reflected (AtomicLong.)
-             :newest (AtomicLong. Long/MIN_VALUE) :store-errors (AtomicLong.)
+             :newest (AtomicLong. Long/MIN_VALUE) :store-errors (AtomicLong.) :late-seen (AtomicLong.)
+             :publish-ms (:publish-ms o)
              :retention retention-minutes :lateness allowed-lateness-ms :clock clock
              :dir dir :run (str (java.util.UUID/randomUUID))}]
      (when dir

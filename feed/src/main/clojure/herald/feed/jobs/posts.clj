@@ -111,7 +111,7 @@
   [^BlockingQueue q job handle]
   (loop []
     (when-not (.offer q job 100 TimeUnit/MILLISECONDS)
-      (if (= :running (:status (flow/job-metrics handle)))
+      (if (nil? (flow/await-job handle 0))            ; still running
         (recur)
         (throw (ex-info (str "the " (name (get-in handle [:job :job/name])) " job is not running")
                         {:type :herald.feed/unavailable}))))))

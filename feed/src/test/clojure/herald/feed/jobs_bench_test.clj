@@ -1,0 +1,89 @@
+(ns herald.feed.jobs-bench-test
+  "^:benchmark The request-path cost of the background work, in-process runtimes side by side in one JVM: recording a request (direct HdrHistograms vs the per-minute job's enqueue), submitting a post's fan-out (executor vs herald.flow jobs) and a whole publish! on the embedded store. Run by hand: mvn -o -q -pl feed test -Dherald.test.include=benchmark -Dherald.test.ns='herald\\.feed\\.jobs-bench-test'"
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is]]
+            [herald.feed.fanout :as fanout]
+            [herald.feed.jobs.perf :as jperf]
+            [herald.feed.jobs.posts :as posts]
+            [herald.feed.perf :as perf]
+            [herald.feed.service :as svc]
+            [herald.feed.store :as store]
+            [herald.feed.test-util :as u])
+  (:import (java.lang.management ManagementFactory)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private ^java.lang.management.ThreadMXBean tmx (ManagementFactory/getThreadMXBean))
+(defn- thread-cpu ^long [] (.getCurrentThreadCpuTime tmx))
+(defn- job-cpu
+  "CPU time of the per-minute job's threads (named herald-flow-feed-perf-...)."
+  ^long []
+  (reduce + 0 (for [^Thread t (keys (Thread/getAllStackTraces))
+                    :when (.startsWith (.getName t) "herald-flow-feed-perf")]
+                (max 0 (.getThreadCpuTime tmx (.threadId t))))))
+
+(defn- median [xs] (nth (sort xs) (quot (count xs) 2)))
+
+(defn- record-round
+  "[request-thread-cpu-ns job-thread-cpu-ns] per record over `n` records, the recorder caught up at the end."
+  [r n]
+  (let [p0 (job-cpu) c0 (thread-cpu) at (System/currentTimeMillis)]
+    (dotimes [i n] (perf/record! r :outbound :post (* 1000 (inc (mod i 5000))) 200 at))
+    (let [c (- (thread-cpu) c0)]
+      (perf/await-recorded r 60000)
+      [(/ (double c) n) (/ (double (- (job-cpu) p0)) n)])))
+
+(defn- submit-round [f n]
+  (let [c0 (thread-cpu)]
+    (dotimes [i n] (fanout/submit! f {:post {:id (inc i) :from 1 :ts (inc i)} :recipients [2]}))
+    (let [c (- (thread-cpu) c0)] (fanout/await-idle f 60000) (/ (double c) n))))
+
+(def ^:private noop-store
+  (reify store/InboundStore (-fan-out! [_ _ _]) store/SearchIndex (-index! [_ _])))
+
+(defn- publish-round [ctx ids story n]
+  (let [c0 (thread-cpu)]
+    (dotimes [i n]
+      (svc/publish! ctx (nth ids (mod i (count ids))) {:subject "five words of a subject" :story story :occurred "2026-11-22"}))
+    (let [c (- (thread-cpu) c0)] (fanout/await-idle (:fanout ctx) 120000) (/ (double c) n 1000.0))))
+
+(defn- publish-setup [dir runtime]
+  (let [s (store/open-store {:type :embedded :data-dir dir})
+        f (case runtime
+            :executor (fanout/executor-fanout (svc/fanout-work s) {})
+            :flow (posts/flow-fanout s {}))
+        ctx (svc/context s f {})
+        ids (vec (for [i (range 10)] (:id (svc/create-participant! ctx {:name (str "p" i)}))))]
+    (doseq [i (range 10) j (range 1 4)] (svc/befriend! ctx (ids i) {:to (svc/link (ids (mod (+ i j) 10)))}))
+    [ctx ids]))
+
+(defn- fmt [x] (format "%.1f" (double x)))
+
+(deftest ^:benchmark request-path-cost
+  (let [direct (perf/recorder) job (jperf/flow-recorder)
+        ex (fanout/executor-fanout (fn [_]) {}) fl (posts/flow-fanout noop-store {})
+        dirs [(u/temp-dir "bench-ex") (u/temp-dir "bench-fl")]
+        [[cx ids] [cf _]] (map publish-setup dirs [:executor :flow])
+        story (str/join " " (repeat 150 "lorem"))
+        rounds 7]
+    (try
+      (dotimes [_ 3] (record-round direct 50000) (record-round job 50000)
+                     (submit-round ex 5000) (submit-round fl 5000)
+                     (publish-round cx ids story 1000) (publish-round cf ids story 1000))
+      (let [rs (vec (for [_ (range rounds)]
+                      {:rd (record-round direct 50000) :rj (record-round job 50000)
+                       :se (submit-round ex 5000) :sf (submit-round fl 5000)
+                       :pe (publish-round cx ids story 2000) :pf (publish-round cf ids story 2000)}))
+            m #(median (map % rs))
+            [rd rj] [(m (comp first :rd)) (m (comp first :rj))]
+            rjp (m (comp second :rj))]
+        (println (str "jobs-bench record_ns_thread direct=" (fmt rd) " flow=" (fmt rj) " ratio=" (fmt (/ rj rd))
+                      " job_thread_ns_per_record flow=" (fmt rjp)))
+        (println (str "jobs-bench submit_ns executor=" (fmt (m :se)) " flow=" (fmt (m :sf))))
+        (println (str "jobs-bench publish_us_thread executor=" (fmt (m :pe)) " flow=" (fmt (m :pf))
+                      " ratio=" (fmt (/ (m :pf) (m :pe)))))
+        (is (pos? rj)))
+      (finally
+        (perf/close-recorder! job 10000) (fanout/close! ex 10000) (fanout/close! fl 10000)
+        (doseq [c [cx cf]] (fanout/close! (:fanout c) 30000) (store/close-store! (:store c)))
+        (run! u/delete-tree! dirs)))))
