@@ -100,7 +100,7 @@
 
 (def defaults
   "The default options of `flow-fanout`."
-  {:threads 2 :index-threads 1 :queue-size 10000 :batch-size 256 :batch-timeout-ms 50 :retries 3})
+  {:threads 2 :index-threads 2 :queue-size 10000 :batch-size 256 :batch-timeout-ms 50 :retries 3})
 
 (defn- default-on-error [^Throwable t job]
   (binding [*out* *err*]
@@ -158,7 +158,7 @@
   | key                 | type | default | meaning |
   |---------------------|------|---------|---------|
   | `:threads`          | long | 2       | fan-out threads |
-  | `:index-threads`    | long | 1       | indexing threads |
+  | `:index-threads`    | long | 2       | indexing threads (Lucene indexes concurrently) |
   | `:queue-size`       | long | 10000   | posts each job's input queue holds before posting requests wait |
   | `:batch-size`       | long | 256     | most posts per batch |
   | `:batch-timeout-ms` | long | 50      | longest an input waits for the first post of a batch (a post arriving ends the wait at once; a longer wait means fewer idle wake-ups) |
