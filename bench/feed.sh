@@ -14,7 +14,11 @@
 # SEARCH_SHARE [0.1], FORM [0] (1 = form-encoded bodies), LOADGEN [auto: herald-load if bin/herald-load
 # exists, else wrk], JVM_OPTS [-XX:+UseZGC -Xmx2g], HTTP_MODE [virtual-threads] (or worker-pool,
 # event-loop; passed to the service like every variable of docs/feed.md), SERVER_CPU [""],
-# LOADGEN_CPU [""], SKIP_BUILD [0], RESULTS [bench/results/feed.csv], PORT [18090], KEEP_DATA [0].
+# LOADGEN_CPU [""], SKIP_BUILD [0], RESULTS [bench/results/feed.csv], PORT [18090], KEEP_DATA [0],
+# PROFILE [""] (comma list of async-profiler events, e.g. cpu,alloc: one extra profiled run of PROFILE_DURATION
+# [20] seconds per event after the measured run, not recorded in the CSV; output in PROFILE_DIR
+# [/tmp/herald-feed-profiles]: <event>.html flame graph, .collapsed stacks, .top.txt self-time leaves and the
+# cost per outbound post).
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -30,6 +34,9 @@ SKIP_BUILD=${SKIP_BUILD:-0}
 RESULTS=${RESULTS:-$ROOT/bench/results/feed.csv}
 PORT=${PORT:-18090}
 KEEP_DATA=${KEEP_DATA:-0}
+PROFILE=${PROFILE:-}
+PROFILE_DURATION=${PROFILE_DURATION:-20}
+PROFILE_DIR=${PROFILE_DIR:-/tmp/herald-feed-profiles}
 LOADGEN=${LOADGEN:-auto}
 if [ "$LOADGEN" = auto ]; then if [ -x "$ROOT/bin/herald-load" ]; then LOADGEN=herald-load; else LOADGEN=wrk; fi; fi
 export SEARCH_SHARE FORM
@@ -163,6 +170,41 @@ mkdir -p "$(dirname "$RESULTS")"
 NOTE=${NOTE:-"load generator and service shared the $(nproc) cores of this machine"}
 GEN=$([ "$LOADGEN" = wrk ] && echo "wrk+bench/feed.lua" || echo "herald-load feed")
 echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$(nproc),$JVM,$GC,$JVM_OPTS HTTP_MODE=${HTTP_MODE:-virtual-threads},${SERVER_CPU:-any},${LOADGEN_CPU:-any},$USERS,$SEARCH_SHARE,$FORM,$SECS,$POSTS_S,$PART_S,$FRIENDS_S,$SEARCH_S,$P50,$P99,$POST_P99,$SRV_P50,$SRV_P99,$CPU_US_PER_REQ,$FAILURES,$GEN,$LOAD_BEFORE,$NOTE" >>"$RESULTS"
+
+# --- profiling (PROFILE=cpu,alloc), after the measured run ------------------------------------------------
+profiler_lib() {
+  local get=(dependency:copy -Dartifact=tools.profiler:async-profiler:4.2 -DoutputDirectory="$WORK" -Dmdep.stripVersion=true)
+  (cd "$ROOT" && { mvn -o -q -B "${get[@]}" >/dev/null 2>&1 || mvn -q -B "${get[@]}" >/dev/null; }) || die "cannot fetch async-profiler"
+  (cd "$WORK" && unzip -qo async-profiler.jar 'linux-x64/libasyncProfiler.so')
+  echo "$WORK/linux-x64/libasyncProfiler.so"
+}
+agent_cmd() { # PID LIB ARGS (quoted for jcmd, which splits on '=')
+  local out; out=$(jcmd "$1" JVMTI.agent_load "$2" "\"$3\"" 2>&1)
+  grep -q 'return code: 0' <<<"$out" || die "async-profiler '$3' failed in pid $1: $out"
+}
+summarise() { # FILE.collapsed POSTS: the total per outbound post, then the top self-time leaves and threads
+  awk -v n="$2" '{t += $NF} END {printf "total %.0f, per outbound post %.0f (cpu: ns; alloc: bytes)\n", t, (n > 0 ? t / n : 0)}' "$1"
+  echo "-- by thread (first frame)"
+  awk '{c = $NF; $NF = ""; split($0, f, ";"); th = f[1]; gsub(/[0-9]+/, "N", th); s[th] += c; t += c}
+    END {for (k in s) printf "%6.2f%% %s\n", 100 * s[k] / t, k}' "$1" | sort -g -r | awk 'NR <= 15'
+  echo "-- self time by leaf frame"
+  awk '{c = $NF; $NF = ""; k = split($0, f, ";"); leaf = f[k]; sub(/ +$/, "", leaf); self[leaf] += c; tot += c}
+    END {for (l in self) printf "%6.2f%% %s\n", 100 * self[l] / tot, l}' "$1" | sort -k1,1 -g -r | awk 'NR <= 50'
+}
+if [ -n "$PROFILE" ]; then
+  LIB=$(profiler_lib)
+  mkdir -p "$PROFILE_DIR"
+  for ev in ${PROFILE//,/ }; do
+    base="$PROFILE_DIR/$ev"
+    agent_cmd "$SERVER_PID" "$LIB" "start,event=$ev$([ "$ev" = cpu ] && echo ,interval=1ms),threads"
+    run_load "$PROFILE_DURATION" "$WORK/profile-$ev.txt" || die "load generator failed while profiling"
+    agent_cmd "$SERVER_PID" "$LIB" "dump,collapsed,total,threads,file=$base.collapsed"
+    agent_cmd "$SERVER_PID" "$LIB" "stop,flamegraph,total,title=feed-$ev,file=$base.html"
+    P_POSTS=$(eval "$(figures "$WORK/profile-$ev.txt")"; echo "$POSTS")
+    summarise "$base.collapsed" "$P_POSTS" >"$base.top.txt"
+    log "profile $ev: $P_POSTS posts (profiled run), $base.{html,collapsed,top.txt}"
+  done
+fi
 
 log "friends_per_s=$FRIENDS_S failures=$FAILURES client_post_p99_ms=$POST_P99 server_post_p50_ms=$SRV_P50 server_post_p99_ms=$SRV_P99 server_cpu_us_per_req=$CPU_US_PER_REQ (row appended to $RESULTS)"
 echo "feed users=$USERS posts_per_s=$POSTS_S participants_per_s=$PART_S searches_per_s=$SEARCH_S p50_ms=$P50 p99_ms=$P99"

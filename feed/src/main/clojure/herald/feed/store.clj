@@ -50,6 +50,7 @@
   published post not yet committed to the index, so callers never need to re-index after a crash. Terms are Unicode words (Lucene's StandardAnalyzer: UAX#29 word
   boundaries, lower-cased); a post matches when EVERY keyword term occurs in its subject or story."
   (-index! [s post] "Makes post searchable (idempotent by :id).")
+  (-index-batch! [s posts] "Makes every post of posts searchable (idempotent by :id), as -index! on each.")
   (-search [s keywords opts] "Sender ids of matching posts, one per post (repeats kept), newest first; opts {:limit n}.")
   (-refresh-search! [s] "Makes every post indexed before the call visible to the next searches."))
 
@@ -197,6 +198,25 @@
   "Makes post (as returned by publish!) searchable. Idempotent by post id."
   [s post]
   (-index! s (check-stored-post post)))
+
+(defn index-batch!
+  "Makes every post of posts (a sequential collection of posts as returned by publish!) searchable, with
+  the guarantees of index! for each of them:
+  - idempotent by post id: a post already indexed, or repeated in posts, is indexed once;
+  - visible to searches within the backend's lag (:search-max-lag-ms) after the call returns;
+  - a post whose indexing fails does not fail the others and does not throw: the embedded backend counts
+    the failure (:index-errors, /ready false), retries the post before its next commit and, beyond that,
+    indexes it again on the next open (the index is derived data; nothing is lost);
+  - every post is validated before any is indexed: a malformed one throws ex-info
+    {:type :herald.feed.store/invalid} and nothing of the batch is indexed.
+  Posts may come in any order and from concurrent callers. The embedded backend adds the whole batch in one
+  Lucene call under one lock, so it costs less per post than index! on each; batches of 10-500 posts suit
+  it. Returns nil."
+  [s posts]
+  (when-not (sequential? posts) (invalid "posts must be a sequential collection of posts" :posts posts))
+  (run! check-stored-post posts)
+  (when (seq posts) (-index-batch! s posts))
+  nil)
 
 (defn search
   "Sender ids of the posts whose subject or story contain every term of keywords (a string), one per

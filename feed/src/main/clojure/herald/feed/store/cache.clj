@@ -63,6 +63,7 @@
 
   store/SearchIndex
   (-index! [_ post] (store/-index! inner post))
+  (-index-batch! [_ posts] (store/-index-batch! inner posts))
   (-search [_ keywords opts] (store/-search inner keywords opts))
   (-refresh-search! [_] (store/-refresh-search! inner))
 

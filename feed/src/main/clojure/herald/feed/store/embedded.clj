@@ -8,8 +8,9 @@
             [herald.feed.store.embedded.lucene :as lucene]
             [herald.feed.store.embedded.rocks :as rocks]
             [herald.feed.store.text :as text])
-  (:import (java.util Set)
-           (java.util.concurrent ConcurrentHashMap Executors LinkedBlockingQueue ScheduledExecutorService ThreadFactory TimeUnit)
+  (:import (java.util Map$Entry Set)
+           (java.util.concurrent ConcurrentHashMap ConcurrentSkipListMap Executors LinkedBlockingQueue
+                                 ScheduledExecutorService ThreadFactory TimeUnit)
            (java.util.concurrent.atomic AtomicLong)
            (java.util.concurrent.locks ReentrantReadWriteLock)
            (org.rocksdb WriteBatch)
@@ -80,29 +81,46 @@
         wb (WriteBatch.)]
     (.put wb (cf db :outbound) ok (c/encode-post post))
     (.put wb (cf db :posts) (c/long-key id) ok)
-    (.put wb (cf db :search-pending) (c/long-key id) ok)
     (when (seq recipients) (.put wb (cf db :fanout) (c/long-key id) (c/encode-fanout ok recipients)))
     wb))
 
 (defn- pending
-  "The in-memory set of post ids with a record in family (:fanout or :search-pending): exact counts for the
-  stats without iterating families that fill with tombstones (one boxed id per pending post)."
+  "The in-memory set of post ids with a pending fan-out record: an exact count for the stats without
+  iterating a family that fills with tombstones (one boxed id per pending post)."
   ^Set [db family]
   (get-in db [:pending family]))
 
-(defn- delete-markers! [db ids]
-  (when (seq ids)
-    (with-open [wb (WriteBatch.)]
-      (doseq [id ids] (.delete wb (cf db :search-pending) (c/long-key id)))
-      (rocks/write! db wb))
-    (let [^Set s (pending db :search-pending)] (doseq [id ids] (.remove s id)))))
+;; Search bookkeeping, in memory: idx :unindexed maps the id of every post published since open and not yet
+;; added to Lucene to a claim flag (false: waiting, true: being indexed); :unindexed-count counts it. A
+;; commit records the watermark: the highest id below every unindexed one (see commit-index!). Posts
+;; above the watermark of the last commit are checked and indexed on open (catch-up-index!).
+
+(defn- unindexed ^ConcurrentSkipListMap [idx] (:unindexed idx))
+
+(defn- track-unindexed! [idx id]
+  (.put (unindexed idx) id Boolean/FALSE)
+  (.incrementAndGet ^AtomicLong (:unindexed-count idx)))
+
+(defn- untrack! [idx id]
+  (when (.remove (unindexed idx) id) (.decrementAndGet ^AtomicLong (:unindexed-count idx))))
+
+(defn- claim!
+  "True for the one caller that takes post id for indexing: it must be unindexed and not claimed."
+  [idx id]
+  (.replace (unindexed idx) id Boolean/FALSE Boolean/TRUE))
+
+(defn- watermark
+  "The highest post id w such that every post up to w is in the index writer: below the lowest unindexed
+  id, else the last id assigned. Ids are assigned and tracked under post-lock, read here under it too."
+  ^long [idx post-lock ^AtomicLong post-ids]
+  (let [hi (locking post-lock (.get post-ids))
+        ^Map$Entry lo (.firstEntry (unindexed idx))]
+    (if lo (min hi (dec (long (.getKey lo)))) hi)))
 
 (defn- commit-index!
-  "Commits Lucene, then drops the search-pending markers (and the claims) of the posts in that commit."
-  [db idx]
-  (let [ids (lucene/commit! idx)]
-    (delete-markers! db ids)
-    (lucene/release-claims! idx ids)))
+  "Commits Lucene with the watermark computed before the commit starts."
+  [idx post-lock post-ids]
+  (lucene/commit! idx (watermark idx post-lock post-ids)))
 
 (defn- index-failed!
   "Counts an index failure and marks the index degraded (ready? false); logs the first failure of a streak
@@ -112,7 +130,7 @@
                                        (assoc :index-failure (str what ": " (ex-message e)))))]
     (when-not (:index-failure old)
       (.error log (str "search index failure while " what " (search degraded, /ready false until it recovers;"
-                       " failed posts keep their search-pending marker and are indexed on the next open)") e))))
+                       " failed posts stay below the index watermark and are indexed on the next open)") e))))
 
 (defn- index-ok!
   "Clears the degraded state after a successful index operation (logs the recovery)."
@@ -121,24 +139,32 @@
     (let [[old _] (swap-vals! state dissoc :index-failure)]
       (when (:index-failure old) (.info log "search index recovered")))))
 
-(defn- index! [db idx state {:keys [id] :as post}]
-  ;; a post without a marker is already in a commit; a claimed one is indexed (or being indexed) already
-  (when (and (rocks/get-bytes db :search-pending (c/long-key id)) (lucene/claim! idx id))
-    (try
-      (lucene/index-post! idx post)
-      (index-ok! state)
-      (catch Exception e
-        (lucene/release-claims! idx [id])
-        ;; retried before each commit; beyond the queue's bound the marker alone brings it back on open
-        (.offer ^LinkedBlockingQueue (:retry idx) post)
-        (index-failed! state (str "indexing post " id) e)))))
+(defn- index-posts!
+  "Indexes the posts not indexed yet (each id once, also under concurrent calls). A failed post is released,
+  queued for a retry before the next commit (beyond the queue's bound, the watermark brings it back on
+  open) and counted; it never fails the others."
+  [idx state posts]
+  (loop [mine (into [] (filter #(claim! idx (:id %))) posts)]
+    (when (seq mine)
+      (let [failed (try (lucene/add-posts! idx mine) nil
+                        (catch Exception e [(long (:added (ex-data e) 0)) (or (ex-cause e) e)]))
+            n (if failed (first failed) (count mine))]
+        (doseq [p (subvec mine 0 n)] (untrack! idx (:id p)))
+        (if-not failed
+          (index-ok! state)
+          (let [p (nth mine n)]
+            (.replace (unindexed idx) (:id p) Boolean/TRUE Boolean/FALSE)
+            (.offer ^LinkedBlockingQueue (:retry idx) p)
+            (index-failed! state (str "indexing post " (:id p)) (second failed))
+            (recur (subvec mine (inc n)))))))))
 
 (defn- retry-failed!
   "Indexes again the posts whose indexing failed (each at most once per call; a new failure queues it again)."
-  [db idx state]
-  (let [^LinkedBlockingQueue q (:retry idx)]
-    (dotimes [_ (.size q)]
-      (when-let [post (.poll q)] (index! db idx state post)))))
+  [idx state]
+  (let [^LinkedBlockingQueue q (:retry idx)
+        posts (loop [acc [] n (.size q)]
+                (if-let [p (when (pos? n) (.poll q))] (recur (conj acc p) (dec n)) acc))]
+    (run! #(index-posts! idx state [%]) posts)))
 
 (defn- search [idx state keywords limit]
   (try
@@ -173,9 +199,12 @@
   (-publish! [_ post recipients]
     (guarded
      (let [post (locking post-lock
-                  (assoc post :id (.incrementAndGet ^AtomicLong (:post ids)) :ts (clock/tick! last-ts)))]
-       (with-open [wb (publish-batch db post recipients)] (rocks/write! db wb))
-       (.add (pending db :search-pending) (:id post))
+                  (let [id (.incrementAndGet ^AtomicLong (:post ids))]
+                    (track-unindexed! idx id)
+                    (assoc post :id id :ts (clock/tick! last-ts))))]
+       (try
+         (with-open [wb (publish-batch db post recipients)] (rocks/write! db wb))
+         (catch Throwable t (untrack! idx (:id post)) (throw t)))
        (when (seq recipients) (.add (pending db :fanout) (:id post)))
        post)))
   (-outbound [_ sender opts] (guarded (outbound-page db sender opts)))
@@ -204,7 +233,8 @@
     (guarded (rocks/delete! db :fanout (c/long-key post-id)) (.remove (pending db :fanout) post-id) nil))
 
   store/SearchIndex
-  (-index! [_ post] (guarded (index! db idx state post) nil))
+  (-index! [_ post] (guarded (index-posts! idx state [post]) nil))
+  (-index-batch! [_ posts] (guarded (index-posts! idx state posts) nil))
   (-search [_ keywords {:keys [limit]}] (guarded (search idx state keywords limit)))
   (-refresh-search! [_] (guarded (lucene/refresh! idx)))
 
@@ -218,7 +248,7 @@
         (let [l (.writeLock ^ReentrantReadWriteLock rw)]
           (.lock l)
           (try
-            (try (commit-index! db idx) (finally (lucene/close-index! idx)))
+            (try (commit-index! idx post-lock (:post ids)) (finally (lucene/close-index! idx)))
             (finally (rocks/close-db! db) (.unlock l)))))
       nil))
   (-ready? [_] (let [st @state] (boolean (and (:open? st) (not (:index-failure st)) (lucene/open? idx)))))
@@ -227,7 +257,7 @@
      {:participants (.get ^AtomicLong (:participant ids)) :friendships (.get ^AtomicLong (:friendship ids))
       :posts (.get ^AtomicLong (:post ids))
       :pending-fanouts (.size (pending db :fanout))
-      :search-pending (.size (pending db :search-pending))
+      :search-pending (+ (.get ^AtomicLong (:unindexed-count idx)) (lucene/uncommitted idx))
       :indexed-posts (lucene/doc-count idx)
       :index-degraded (if (or (:index-failure @state) (not (lucene/open? idx))) 1 0)
       :index-errors (:index-errors @state 0)
@@ -243,24 +273,48 @@
   (let [id (last-id db :posts)]
     (if (zero? id) 0 (c/feed-key-ts (rocks/get-bytes db :posts (c/long-key id))))))
 
+(def ^:private rebuild-batch
+  "Posts per Lucene call when the catch-up indexes many posts."
+  256)
+
+(defn- add-all!
+  "Adds posts to Lucene in batches; a failure fails the open (the caller's catch-up)."
+  [idx posts]
+  (doseq [batch (partition-all rebuild-batch posts)] (lucene/add-posts! idx batch)))
+
 (defn- catch-up-index!
-  "Indexes the posts missing from the last Lucene commit: those with a search-pending marker whose
-  document is not in the index (a crash can fall between a commit and the deletion of its markers), or
-  every post when the index is empty (deleted or never built). Then commits and clears every marker."
-  [db idx]
-  (let [markers (volatile! [])]
-    (rocks/each! db :search-pending (fn [k ok] (vswap! markers conj [(c/key-long k 0) ok])))
-    (if (and (zero? (lucene/doc-count idx)) (pos? (last-id db :posts)))
-      (let [t0 (System/nanoTime) n (volatile! 0)]
-        (rocks/each! db :outbound (fn [_ v] (lucene/index-post! idx (c/decode-post v)) (vswap! n inc)))
-        (.info log (str "search index rebuilt from the store: " @n " posts in "
-                        (quot (- (System/nanoTime) t0) 1000000) " ms"
-                        (when-let [r (:rebuilt idx)] (str " (the index found was " r ")")))))
-      (let [present (lucene/present-ids idx (map first @markers))]
-        (doseq [[id ok] @markers :when (not (present id))]
-          (some->> (outbound-post db ok) (lucene/index-post! idx)))))
-    (commit-index! db idx)
-    (delete-markers! db (map first @markers))
+  "Indexes the posts missing from the last Lucene commit: those above its watermark whose document is not
+  in the index (a commit may hold posts above its watermark), or every post when the index is empty
+  (deleted, never built, or replaced because of another format). Then commits (the watermark is the last
+  post id), clears the search-pending markers of builds before format 3 and refreshes."
+  [db idx post-ids]
+  (let [t0 (System/nanoTime)
+        w (.get ^AtomicLong (:watermark idx))
+        rebuild? (and (zero? (lucene/doc-count idx)) (pos? (last-id db :posts)))
+        n (volatile! 0)]
+    (if rebuild?
+      (let [batch (java.util.ArrayList.)]
+        (rocks/each! db :outbound (fn [_ v]
+                                    (.add batch (c/decode-post v))
+                                    (when (= rebuild-batch (.size batch))
+                                      (add-all! idx (vec batch)) (vswap! n + (.size batch)) (.clear batch))))
+        (add-all! idx (vec batch))
+        (vswap! n + (.size batch)))
+      (let [present (lucene/ids-above idx w)
+            missing (volatile! [])]
+        (rocks/each! db :posts (c/long-key (inc w))
+                     (fn [k ok] (when-not (present (c/key-long k 0))
+                                  (when-let [p (outbound-post db ok)] (vswap! missing conj p)))))
+        (add-all! idx @missing)
+        (vreset! n (count @missing))))
+    (when (or rebuild? (pos? (long @n)))
+      (.info log (str "search index " (if rebuild? "rebuilt from the store: " "caught up: ") @n " posts in "
+                      (quot (- (System/nanoTime) t0) 1000000) " ms"
+                      (when-let [r (and rebuild? (:rebuilt idx))] (str " (the index found was " r ")")))))
+    (lucene/commit! idx (.get ^AtomicLong post-ids))
+    (with-open [wb (WriteBatch.)]
+      (rocks/each! db :search-pending (fn [k _] (.delete wb (cf db :search-pending) ^bytes k)))
+      (when (pos? (.count wb)) (rocks/write! db wb)))
     (lucene/refresh! idx)))
 
 (defn- run-safely [state what f]
@@ -269,27 +323,41 @@
       ;; a successful commit or refresh does not clear a degraded state: the next indexed post does
       (try (f) (catch Throwable e (index-failed! state what e))))))
 
-(defn- start-scheduler [db idx state {:keys [index-commit-ms index-refresh-ms]}]
+(defn- refresh-ms
+  "The age of the oldest post not yet visible at which the background refresh runs: :index-refresh-ms, or
+  by default 90% of :search-max-lag-ms (so that searches rarely wait for a refresh themselves), 1000 when
+  the lag is 0 (searches then refresh before reading anyway)."
+  ^long [{:keys [index-refresh-ms search-max-lag-ms]}]
+  (long (or index-refresh-ms (if (pos? (long search-max-lag-ms)) (max 10 (quot (* 9 (long search-max-lag-ms)) 10)) 1000))))
+
+(defn- start-scheduler [idx state post-lock post-ids {:keys [index-commit-ms] :as opts}]
   (let [ex (Executors/newSingleThreadScheduledExecutor
             (reify ThreadFactory
-              (newThread [_ r] (doto (Thread. ^Runnable r "herald-feed-index") (.setDaemon true)))))]
-    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "committing" #(do (retry-failed! db idx state) (commit-index! db idx)))
+              (newThread [_ r] (doto (Thread. ^Runnable r "herald-feed-index") (.setDaemon true)))))
+        age (refresh-ms opts)
+        tick (max 5 (min 100 (quot age 4)))]
+    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "committing" #(do (retry-failed! idx state)
+                                                                              (commit-index! idx post-lock post-ids)))
                              (long index-commit-ms) (long index-commit-ms) TimeUnit/MILLISECONDS)
-    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "refreshing" #(lucene/refresh! idx))
-                             (long index-refresh-ms) (long index-refresh-ms) TimeUnit/MILLISECONDS)
+    ;; one refresh (a segment flush) per period of new posts, not a periodic one whatever the load
+    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "refreshing" #(when (>= (lucene/stale-ms idx) age)
+                                                                            (lucene/refresh! idx)))
+                             tick tick TimeUnit/MILLISECONDS)
     ex))
 
 (def ^:private defaults
   {:data-dir "data" :sync? false :block-cache-mb 64 :write-buffer-mb 32 :index-ram-mb 64
-   :index-commit-ms 5000 :index-refresh-ms 1000 :search-max-lag-ms 1000})
+   :index-commit-ms 5000 :index-refresh-ms nil :search-max-lag-ms 1000})
 
 (defn- validate [opts]
   (let [bad (fn [k what] (throw (ex-info (str k " must be " what ", got " (pr-str (get opts k)))
                                          {:type :herald.feed.store/invalid :key k :value (get opts k)})))]
     (when-not (and (string? (:data-dir opts)) (seq (:data-dir opts))) (bad :data-dir "a non-empty path string"))
     (when-not (boolean? (:sync? opts)) (bad :sync? "a boolean"))
-    (doseq [k [:block-cache-mb :write-buffer-mb :index-ram-mb :index-commit-ms :index-refresh-ms]]
+    (doseq [k [:block-cache-mb :write-buffer-mb :index-ram-mb :index-commit-ms]]
       (when-not (and (int? (get opts k)) (pos? (long (get opts k)))) (bad k "a positive integer")))
+    (when-not (or (nil? (:index-refresh-ms opts)) (and (int? (:index-refresh-ms opts)) (pos? (long (:index-refresh-ms opts)))))
+      (bad :index-refresh-ms "a positive integer (or nil for the default)"))
     (when-not (and (int? (:search-max-lag-ms opts)) (<= 0 (long (:search-max-lag-ms opts)) 60000))
       (bad :search-max-lag-ms "an integer in 0..60000"))
     opts))
@@ -305,8 +373,8 @@
   | :block-cache-mb   | int     | 64      | RocksDB block cache shared by all column families             |
   | :write-buffer-mb  | int     | 32      | memtable size of each feed column family                      |
   | :index-ram-mb     | int     | 64      | Lucene IndexWriter RAM buffer                                  |
-  | :index-commit-ms  | int     | 5000    | period of Lucene commits (search-pending markers cleared then) |
-  | :index-refresh-ms | int     | 1000    | period of background searcher refreshes (when posts were indexed) |
+  | :index-commit-ms  | int     | 5000    | period of Lucene commits (each records the index watermark; posts above it are checked on open) |
+  | :index-refresh-ms | int     | 90% of :search-max-lag-ms (1000 when the lag is 0) | the background searcher refresh runs once the oldest post not yet visible to searches is this old (a refresh flushes a segment: fewer is cheaper) |
   | :search-max-lag-ms | int    | 1000    | a search sees every post indexed at least this long before it; when the searcher lags more, the search refreshes it first. 0 is read-your-writes (a refresh, i.e. a small segment flush, per search after writes: costly under load) |"
   [config]
   (let [opts (validate (merge defaults (select-keys config (keys defaults))))
@@ -314,20 +382,21 @@
         fail (fn [what e] (throw (ex-info (str "cannot open the " what " in " dir ": " (ex-message e))
                                           {:type :herald.feed.store/io :key :data-dir :value (str dir)} e)))
         db (try (rocks/open-db (io/file dir "rocksdb") opts) (catch Exception e (fail "RocksDB store" e)))
-        db (assoc db :pending {:fanout (ConcurrentHashMap/newKeySet) :search-pending (ConcurrentHashMap/newKeySet)})
+        db (assoc db :pending {:fanout (ConcurrentHashMap/newKeySet)})
         _ (rocks/each! db :fanout (fn [k _] (.add (pending db :fanout) (c/key-long k 0))))
         idx (try (lucene/open-index (io/file dir "search") (:index-ram-mb opts) (:search-max-lag-ms opts))
                  (catch Exception e (rocks/close-db! db) (fail "search index" e)))
-        idx (assoc idx :retry (LinkedBlockingQueue. 10000))
-        state (atom {:open? true})]
+        idx (assoc idx :retry (LinkedBlockingQueue. 10000)
+                   :unindexed (ConcurrentSkipListMap.) :unindexed-count (AtomicLong.))
+        state (atom {:open? true})
+        ids {:participant (AtomicLong. (last-id db :participants))
+             :friendship (AtomicLong. (last-id db :friendships))
+             :post (AtomicLong. (last-id db :posts))}
+        post-lock (Object.)]
     (try
-      (catch-up-index! db idx)
+      (catch-up-index! db idx (:post ids))
       (catch Exception e (lucene/close-index! idx) (rocks/close-db! db) (fail "search index (catch-up)" e)))
-    (swap! state assoc :scheduler (start-scheduler db idx state opts))
-    (EmbeddedStore. db idx
-                    {:participant (AtomicLong. (last-id db :participants))
-                     :friendship (AtomicLong. (last-id db :friendships))
-                     :post (AtomicLong. (last-id db :posts))}
-                    (AtomicLong. (last-ts db)) (Object.)
+    (swap! state assoc :scheduler (start-scheduler idx state post-lock (:post ids) opts))
+    (EmbeddedStore. db idx ids (AtomicLong. (last-ts db)) post-lock
                     (object-array (repeatedly stripes #(Object.)))
                     (ReentrantReadWriteLock.) state)))

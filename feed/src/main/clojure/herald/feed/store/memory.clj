@@ -88,6 +88,7 @@
     (let [entry {:ts (:ts post) :from (:from post) :terms (set (text/terms (text/post-text post)))}]
       (swap! state assoc-in [:index (:id post)] entry)
       nil))
+  (-index-batch! [s posts] (run! #(store/-index! s %) posts) nil)
   (-search [_ keywords {:keys [limit]}]
     (let [ks (text/terms keywords)]
       (if (empty? ks)

@@ -135,6 +135,19 @@
     (is (= ::s/invalid (thrown-type #(s/search st nil))))
     (is (= ::s/invalid (thrown-type #(s/search st "x" {:limit -1}))))))
 
+(defn- search-batch [st]
+  (let [[a b] (map :id (repeatedly 2 #(s/create-participant! st "p")))
+        ps (vec (for [i (range 12)] (s/publish! st (post-of (if (even? i) a b) (str "heron " i) "batch") [])))
+        [p0 p1] ps]
+    (is (nil? (s/index-batch! st [p1 p0 p1])) "any order, repeats indexed once")
+    (is (= [b a] (s/search st "heron")))
+    (s/index-batch! st (reverse ps))
+    (is (= (mapv #(if (even? %) a b) (range 11 -1 -1)) (s/search st "heron")) "newest first, each post once")
+    (is (= [a] (s/search st "heron 4")))
+    (is (nil? (s/index-batch! st [])))
+    (is (= ::s/invalid (thrown-type #(s/index-batch! st [p0 (dissoc p1 :ts)]))) "every post is validated first")
+    (is (= ::s/invalid (thrown-type #(s/index-batch! st nil))))))
+
 (defn- lifecycle [st]
   (is (true? (s/ready? st)))
   (s/create-participant! st "x")
@@ -144,7 +157,8 @@
 (def checks
   "The contract: name -> (fn [store])."
   (array-map "participants" participants "friends" friends "outbound" outbound "unicode" unicode
-             "inbound" inbound "fanouts" fanouts "search" search "lifecycle" lifecycle))
+             "inbound" inbound "fanouts" fanouts "search" search "search-batch" search-batch
+             "lifecycle" lifecycle))
 
 (defn run-check
   "Runs one check against a fresh store from (open), closing it afterwards with (close store)."

@@ -5,7 +5,9 @@
             [herald.feed.store :as s]
             [herald.feed.store.contract :refer [post-of thrown-type]]
             [herald.feed.store.embedded]
+            [herald.feed.store.embedded.codec :as c]
             [herald.feed.store.embedded.lucene :as lucene]
+            [herald.feed.store.embedded.rocks :as rocks]
             [herald.feed.store.fixtures :as fx]
             [herald.feed.store.text :as text])
   (:import (java.nio.file Paths)
@@ -42,24 +44,32 @@
       (finally (s/close-store! st)))))
 
 (defn- write-index!
-  "Replaces dir's search index by one written directly through Lucene: docs are [id ts from text];
-  from-stored? writes `from` as a StoredField (the layout before format 2), else as numeric doc values;
-  format, when not nil, is recorded in the commit user data as the store does."
-  [dir docs & {:keys [from-stored? format]}]
-  (let [sdir (io/file dir "search")]
+  "Replaces dir's search index by one written directly through Lucene: docs are [id ts from text].
+  layout :v1 is the layout before format 2 (`from` stored, `id` a term, sorted by `ts` doc values), :v2
+  format 2's (`from` doc values), :broken format 3's with `from` stored (its documents cannot take the
+  store's). format, when not nil, is recorded in the commit user data as the store does."
+  [dir docs & {:keys [layout format] :or {layout :v2}}]
+  (let [sdir (io/file dir "search")
+        sort-field (if (= layout :broken) "id" "ts")]
     (fx/delete-tree! sdir)
     (with-open [d (FSDirectory/open (Paths/get (str sdir) (make-array String 0)))
                 w (IndexWriter. d (doto (IndexWriterConfig. text/analyzer)
                                     (.setOpenMode IndexWriterConfig$OpenMode/CREATE)
-                                    (.setIndexSort (Sort. (into-array SortField [(SortField. "ts" SortField$Type/LONG true)])))))]
+                                    (.setIndexSort (Sort. (into-array SortField [(SortField. sort-field SortField$Type/LONG true)])))))]
       (doseq [[id ts from txt] docs]
         (.addDocument w (doto (Document.)
-                          (.add (StringField. "id" (str id) Field$Store/NO))
+                          (.add (if (= layout :broken) (NumericDocValuesField. "id" (long id)) (StringField. "id" (str id) Field$Store/NO)))
                           (.add (NumericDocValuesField. "ts" (long ts)))
-                          (.add (if from-stored? (StoredField. "from" (long from)) (NumericDocValuesField. "from" (long from))))
+                          (.add (if (= layout :v2) (NumericDocValuesField. "from" (long from)) (StoredField. "from" (long from))))
                           (.add (TextField. ^String text/field ^String txt Field$Store/NO)))))
       (when format (.setLiveCommitData w (.entrySet (doto (HashMap.) (.put lucene/format-key format)))))
       (.commit w))))
+
+(defn- with-rocks
+  "Calls (f db) on the RocksDB of a closed store in dir; returns its value."
+  [dir f]
+  (let [db (rocks/open-db (io/file dir "rocksdb") {:sync? false :block-cache-mb 8 :write-buffer-mb 4})]
+    (try (f db) (finally (rocks/close-db! db)))))
 
 (defn- with-dir [prefix f]
   (let [dir (fx/temp-dir prefix)]
@@ -84,7 +94,7 @@
     (fn [dir]
       (let [ab (populate! dir)]
         ;; the layout of builds before format 2: `from` stored, no format in the commit user data
-        (write-index! dir [[1 1 (first ab) "upgrade one"] [99 99 42 "stale upgrade"]] :from-stored? true)
+        (write-index! dir [[1 1 (first ab) "upgrade one"] [99 99 42 "stale upgrade"]] :layout :v1)
         (is (= "none" (with-open [d (FSDirectory/open (Paths/get (str dir "/search") (make-array String 0)))]
                         (lucene/index-format d))))
         (check-rebuilt dir ab)
@@ -99,6 +109,18 @@
       (let [ab (populate! dir)]
         (write-index! dir [[99 99 42 "stale upgrade"]] :format "1")
         (check-rebuilt dir ab)))))
+
+(deftest index-of-format-2-is-rebuilt
+  (with-dir "upgrade-v2"
+    (fn [dir]
+      (let [ab (populate! dir)]
+        ;; format 2 (ts doc values, id terms, search-pending markers in RocksDB), one post missing
+        (write-index! dir [[1 1 (first ab) "upgrade one"] [99 99 42 "stale upgrade"]] :format "2")
+        (with-rocks dir (fn [db] (doseq [id [2 3]]
+                                   (rocks/put! db :search-pending (c/long-key id) (rocks/get-bytes db :posts (c/long-key id))))))
+        (check-rebuilt dir ab)
+        (is (= 0 (with-rocks dir (fn [db] (count (rocks/scan db :search-pending nil (constantly true) 100)))))
+            "the search-pending markers of format 2 are cleared")))))
 
 (deftest unreadable-index-is-rebuilt
   (with-dir "upgrade-corrupt"
@@ -117,7 +139,7 @@
         ;; an old layout wrongly labelled with the current format: the store keeps it, and every
         ;; document it adds conflicts with the doc-values type of `from` (a real Lucene failure)
         (write-index! dir [[1 1 a "upgrade one"] [2 2 b "upgrade two"] [3 3 a "upgrade three"]]
-                      :from-stored? true :format lucene/format-version)
+                      :layout :broken :format lucene/format-version)
         (let [st (open dir :index-commit-ms 100)]
           (try
             (is (s/ready? st))
@@ -129,7 +151,7 @@
               (let [stats (s/stats st)]
                 (is (= 1 (:index-errors stats)))
                 (is (= 1 (:index-degraded stats)))
-                (is (= 1 (:search-pending stats)) "the post keeps its marker for the next open"))
+                (is (= 1 (:search-pending stats)) "the post stays pending (below the watermark) for the next open"))
               (is (not (s/ready? st)) "a broken index makes the store not ready")
               (is (eventually 5000 #(<= 3 (:index-errors (s/stats st))))
                   "the failed post is retried before each commit, and every failed attempt is counted")
@@ -158,6 +180,6 @@
         (let [st (open dir)]
           (try
             (is (= 19 (:pending-fanouts (s/stats st))) "pending fan-outs are counted again on open")
-            (is (= 0 (:search-pending (s/stats st))) "the catch-up on open indexed every marked post")
+            (is (= 0 (:search-pending (s/stats st))) "the catch-up on open indexed every pending post")
             (is (= 50 (:indexed-posts (s/stats st))))
             (finally (s/close-store! st))))))))

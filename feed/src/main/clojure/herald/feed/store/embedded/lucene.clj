@@ -3,22 +3,25 @@
   (:require [herald.feed.store.text :as text])
   (:import (java.io File)
            (java.nio.file Paths)
-           (java.util HashMap)
-           (java.util.concurrent ConcurrentHashMap ConcurrentLinkedQueue)
+           (java.util ArrayList Arrays HashMap)
            (java.util.concurrent.atomic AtomicLong)
-           (org.apache.lucene.document Document Field Field$Store FieldType NumericDocValuesField StringField)
-           (org.apache.lucene.index DirectoryReader DocValues IndexOptions SegmentInfos IndexWriter IndexWriterConfig IndexWriterConfig$OpenMode
-                                    LeafReaderContext NumericDocValues ReaderUtil Term TieredMergePolicy)
+           (java.util.concurrent.locks ReentrantLock)
+           (org.apache.lucene.document Document Field FieldType NumericDocValuesField)
+           (org.apache.lucene.index DirectoryReader DocValues IndexOptions IndexWriter IndexWriterConfig
+                                    IndexWriterConfig$OpenMode LeafReader LeafReaderContext NumericDocValues ReaderUtil
+                                    SegmentInfos Term TieredMergePolicy)
            (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder IndexSearcher ScoreDoc
-                                     SearcherFactory SearcherManager Sort SortField SortField$Type TermQuery
-                                     TopFieldDocs)
+                                     DocIdSetIterator SearcherFactory SearcherManager Sort SortField SortField$Type
+                                     TermQuery TopFieldDocs)
            (org.apache.lucene.store Directory NIOFSDirectory NRTCachingDirectory)
            (org.slf4j Logger LoggerFactory)))
 
 (set! *warn-on-reflection* true)
 
 (def ^:private ^Sort newest-first
-  (Sort. (into-array SortField [(SortField. "ts" SortField$Type/LONG true)])))
+  "Highest post id first. Ids and :ts are assigned together under one lock (store/publish!), so id order
+  is time order and the index needs no separate time field."
+  (Sort. (into-array SortField [(SortField. "id" SortField$Type/LONG true)])))
 
 (def ^:private ^FieldType text-type
   "Tokenized, documents only: no frequencies, positions or norms (hits are sorted by time, not scored)."
@@ -31,10 +34,17 @@
 (def format-version
   "The index layout this code writes, recorded in every commit's user data under format-key. Bump it on
   any change of fields, doc-values types, analysis or index sort: an index of another (or no) version is
-  rebuilt from RocksDB on open. 1 (unrecorded): `from` a StoredField; 2: `from` and `ts` numeric doc values."
-  "2")
+  rebuilt from RocksDB on open. 1 (unrecorded): `from` a StoredField; 2: `from` and `ts` numeric doc
+  values, `id` a term; 3: `id` and `from` numeric doc values only (no id term, no ts: newest first is the
+  highest id), the commit records watermark-key."
+  "3")
 
 (def format-key "The commit user data key holding format-version." "herald.index.format")
+
+(def watermark-key
+  "The commit user data key holding the watermark: every post id up to it is in that commit (posts above it
+  may be too; the store's catch-up on open checks them)."
+  "herald.index.watermark")
 
 (def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.store"))
 
@@ -49,87 +59,116 @@
     ;; no merge-on-refresh: a reopen must not wait (up to 500 ms by default) for merges
     (.setMaxFullFlushMergeWaitMillis 0)))
 
+(defn- commit-data
+  "The user data of the last commit in d: nil when there is no index, or [:unreadable cause]."
+  [^Directory d]
+  (try
+    (when (DirectoryReader/indexExists d)
+      (into {} (.getUserData (SegmentInfos/readLatestCommit d))))
+    (catch Exception e [:unreadable e])))
+
 (defn index-format
   "The format version recorded in the last commit of the index in d: nil when there is no index, \"none\"
   when the commit records none (an index of a build before versioning), or [:unreadable cause]."
   [^Directory d]
-  (try
-    (when (DirectoryReader/indexExists d)
-      (or (get (.getUserData (SegmentInfos/readLatestCommit d)) format-key) "none"))
-    (catch Exception e [:unreadable e])))
+  (let [data (commit-data d)]
+    (cond (nil? data) nil
+          (vector? data) data
+          :else (get data format-key "none"))))
 
 (defn- open-writer
   "An IndexWriter on d. An index of another format version, or one that cannot be read or opened, is
   replaced by an empty one (OpenMode CREATE; as a last resort its files are deleted), logged; the caller
-  then rebuilds it from RocksDB. Returns [writer rebuilt-reason-or-nil]."
+  then rebuilds it from RocksDB. Returns [writer rebuilt-reason-or-nil watermark]."
   [^Directory d ^File dir ram-mb]
-  (let [found (index-format d)
+  (let [data (commit-data d)
+        found (cond (nil? data) nil (vector? data) data :else (get data format-key "none"))
         reason (cond (nil? found) nil
                      (vector? found) (str "unreadable (" (ex-message (second found)) ")")
-                     (not= found format-version) (str "format " found ", this build writes " format-version))]
+                     (not= found format-version) (str "format " found ", this build writes " format-version))
+        watermark (or (when-not reason (some-> (get data watermark-key) parse-long)) 0)]
     (when reason
       (.warn log (str "search index in " dir " is " reason ": rebuilding it from the store")))
     (try
       [(IndexWriter. d (writer-config ram-mb (if reason IndexWriterConfig$OpenMode/CREATE
                                                  IndexWriterConfig$OpenMode/CREATE_OR_APPEND)))
-       reason]
+       reason watermark]
       (catch Exception e
         (.warn log (str "cannot open the search index in " dir ": deleting and rebuilding it from the store") e)
         (doseq [^String f (.listAll d)] (.deleteFile d f))
         [(IndexWriter. d (writer-config ram-mb IndexWriterConfig$OpenMode/CREATE))
-         (str "unopenable (" (ex-message e) ")")]))))
+         (str "unopenable (" (ex-message e) ")") 0]))))
 
 (defn open-index
   "Opens (creating if needed) the index in dir. ram-mb is IndexWriter's RAM buffer; max-lag-ms bounds how
   stale a search may be (see search). An index of another format version or an unreadable one is replaced
   by an empty one (see open-writer), :rebuilt then names why. Returns a map of :dir :writer :manager
-  :rebuilt and the counters used for refreshes and marker clean-up."
+  :rebuilt :watermark (of the last commit, 0 when none) and the counters used for refreshes."
   [dir ram-mb max-lag-ms]
   (let [;; NIOFS, not MMap: closing a reader of an mmapped segment closes a shared Arena, a handshake with
         ;; every JVM thread that took seconds on a loaded 2-core machine at each NRT reopen.
         ;; NRTCaching: small flushed segments stay in RAM until merged or committed.
         ^Directory d (NRTCachingDirectory. (NIOFSDirectory. (Paths/get (str dir) (make-array String 0))) 8.0 64.0)
-        [^IndexWriter w reason] (try (open-writer d (File. (str dir)) ram-mb)
-                                     (catch Exception e (.close d) (throw e)))]
-    (.setLiveCommitData w (.entrySet (doto (HashMap.) (.put format-key format-version))))
+        [^IndexWriter w reason watermark] (try (open-writer d (File. (str dir)) ram-mb)
+                                               (catch Exception e (.close d) (throw e)))]
+    ;; every commit, also the one of close, records the format and a watermark (commit! updates it)
+    (.setLiveCommitData w (.entrySet (doto (HashMap.) (.put format-key format-version)
+                                       (.put watermark-key (str watermark)))))
     {:dir d :writer w :manager (SearcherManager. w (SearcherFactory.)) :max-lag-ms (long max-lag-ms)
-     :rebuilt reason
+     :rebuilt reason :watermark (AtomicLong. watermark) :lock (ReentrantLock.)
      :write-gen (AtomicLong.) :refreshed-gen (AtomicLong.) :dirty-since (AtomicLong.) :refresh-lock (Object.)
-     :uncommitted (ConcurrentLinkedQueue.) :claimed (ConcurrentHashMap.)}))
+     :uncommitted (AtomicLong.)}))
 
-(defn- document ^Document [{:keys [id from ts] :as post}]
+(defn- document ^Document [{:keys [id from] :as post}]
   (doto (Document.)
-    (.add (StringField. "id" (Long/toString (long id)) Field$Store/NO))
-    (.add (NumericDocValuesField. "ts" (long ts)))
+    (.add (NumericDocValuesField. "id" (long id)))
     (.add (NumericDocValuesField. "from" (long from)))
     (.add (Field. ^String text/field ^CharSequence (text/post-text post) text-type))))
 
-(defn claim!
-  "True for the one caller that claims post id for indexing until its claim is released (after a commit)."
-  [{:keys [^ConcurrentHashMap claimed]} id]
-  (nil? (.putIfAbsent claimed id Boolean/TRUE)))
+(defn add-posts!
+  "Adds the documents of posts (a non-empty collection) under the index lock: one writer thread at a time
+  keeps one in-memory segment, so each refresh flushes one segment (not one per indexing thread) and merges
+  have fewer, larger segments to combine. Plain addDocument calls (no delete term to resolve at every
+  reopen; and no addDocuments: a block needs a parent field under an index sort): callers index each post
+  id once (see the store's claims) and recovery checks ids-above. Returns nil; a failure throws ex-info
+  {:added k} (the first k posts were added, post k failed) with the cause."
+  [{:keys [^IndexWriter writer ^ReentrantLock lock ^AtomicLong write-gen ^AtomicLong dirty-since
+           ^AtomicLong uncommitted]}
+   posts]
+  (let [docs (mapv document posts)
+        added (long (do (.lock lock)
+                        (try
+                          (loop [k 0]
+                            (if (< k (count docs))
+                              (if-let [e (try (.addDocument writer (nth docs k)) nil (catch Exception e e))]
+                                (do (.addAndGet uncommitted k)
+                                    (throw (ex-info (ex-message e) {:added k} e)))
+                                (recur (inc k)))
+                              k))
+                          (finally
+                            (.incrementAndGet write-gen)
+                            (when (zero? (.get dirty-since)) (.compareAndSet dirty-since 0 (System/currentTimeMillis)))
+                            (.unlock lock)))))]
+    (.addAndGet uncommitted added)
+    nil))
 
-(defn release-claims!
-  "Drops the claims of ids (their documents are committed)."
-  [{:keys [^ConcurrentHashMap claimed]} ids]
-  (doseq [id ids] (.remove claimed id)))
-
-(defn index-post!
-  "Adds the post's document. Plain addDocument (no delete term per document to resolve at every reopen):
-  callers make it idempotent by claiming the id first (see claim!) and by present-ids on recovery."
-  [{:keys [^IndexWriter writer ^AtomicLong write-gen ^AtomicLong dirty-since ^ConcurrentLinkedQueue uncommitted]}
-   post]
-  (.addDocument writer (document post))
-  (.incrementAndGet write-gen)
-  (when (zero? (.get dirty-since)) (.compareAndSet dirty-since 0 (System/currentTimeMillis)))
-  (.add uncommitted (:id post)))
-
-(defn present-ids
-  "The subset of post ids that have a document in the index as of the last refresh."
-  [{:keys [^SearcherManager manager]} ids]
+(defn ids-above
+  "The set of post ids greater than w that have a document in the index as of the last refresh."
+  [{:keys [^SearcherManager manager]} w]
   (let [^IndexSearcher s (.acquire manager)]
     (try
-      (into #{} (filter #(pos? (.count s (TermQuery. (Term. "id" (Long/toString (long %))))))) ids)
+      (persistent!
+       (reduce (fn [acc ^LeafReaderContext leaf]
+                 (let [^LeafReader r (.reader leaf)
+                       ^NumericDocValues dv (DocValues/getNumeric r "id")]
+                   ;; the segment is sorted by id, highest first: stop at the first id <= w
+                   (loop [acc acc]
+                     (let [d (.nextDoc dv)]
+                       (if (= d DocIdSetIterator/NO_MORE_DOCS)
+                         acc
+                         (let [id (.longValue dv)]
+                           (if (> id (long w)) (recur (conj! acc id)) acc)))))))
+               (transient #{}) (.leaves (.getIndexReader s))))
       (finally (.release manager s)))))
 
 (defn refresh!
@@ -147,15 +186,19 @@
            (.set refreshed-gen g2)))))
    nil))
 
+(defn stale-ms
+  "How long (ms) the oldest document not yet visible to searches has waited, 0 when none waits."
+  ^long [{:keys [^AtomicLong dirty-since]}]
+  (let [since (.get dirty-since)]
+    (if (pos? since) (max 0 (- (System/currentTimeMillis) since)) 0)))
+
 (defn- catch-up!
   "Before a search: refreshes when the searcher misses a document indexed max-lag-ms or more ago (any
   document when max-lag-ms is 0: read-your-writes)."
-  [{:keys [^AtomicLong write-gen ^AtomicLong refreshed-gen ^AtomicLong dirty-since ^long max-lag-ms] :as idx}]
+  [{:keys [^AtomicLong write-gen ^AtomicLong refreshed-gen ^long max-lag-ms] :as idx}]
   (let [g (.get write-gen)]
     (when (and (> g (.get refreshed-gen))
-               (or (zero? max-lag-ms)
-                   (let [since (.get dirty-since)]
-                     (and (pos? since) (>= (- (System/currentTimeMillis) since) max-lag-ms)))))
+               (or (zero? max-lag-ms) (>= (stale-ms idx) max-lag-ms)))
       (refresh! idx g))))
 
 (defn- query [terms]
@@ -163,14 +206,31 @@
     (doseq [^String t terms] (.add b (TermQuery. (Term. ^String text/field t)) BooleanClause$Occur/MUST))
     (.build b)))
 
-(defn- sender
-  "The sender of top-level document doc, from doc values (no stored-field block to decompress)."
-  ^long [^java.util.List leaves doc]
-  (let [^LeafReaderContext leaf (.get leaves (ReaderUtil/subIndex (int doc) leaves))
-        ^NumericDocValues dv (DocValues/getNumeric (.reader leaf) "from")
-        d (unchecked-subtract-int (int doc) (.-docBase leaf))]
-    ;; advance, not advanceExact: the latter is declared on a package-private class Clojure cannot call
-    (if (= d (.advance ^org.apache.lucene.search.DocIdSetIterator dv d)) (.longValue dv) 0)))
+(defn- senders
+  "The sender of each hit, in hit order, from the `from` doc values: hits are visited in doc id order so
+  that each segment's doc values are read by one forward iterator."
+  [^java.util.List leaves ^"[Lorg.apache.lucene.search.ScoreDoc;" hits]
+  (let [n (alength hits)
+        order (long-array n)
+        out (long-array n)]
+    ;; doc id in the high bits, hit position in the low 20 (limits are at most 10000)
+    (dotimes [i n] (aset order i (bit-or (bit-shift-left (long (.-doc ^ScoreDoc (aget hits i))) 20) i)))
+    (Arrays/sort order)
+    (loop [i 0 leaf-ord -1 dv nil base 0]
+      (when (< i n)
+        (let [x (aget order i)
+              doc (int (bit-shift-right x 20))
+              pos (int (bit-and x 0xFFFFF))
+              ord (long (ReaderUtil/subIndex doc leaves))
+              same? (= ord leaf-ord)
+              ^LeafReaderContext leaf (when-not same? (.get leaves ord))
+              dv (if same? dv (DocValues/getNumeric (.reader leaf) "from"))
+              base (if same? base (long (.-docBase leaf)))
+              d (int (- doc base))]
+          ;; advance, not advanceExact: the latter is declared on a package-private class Clojure cannot call
+          (aset out pos (if (= d (.advance ^NumericDocValues dv d)) (.longValue ^NumericDocValues dv) 0))
+          (recur (inc i) ord dv (long base)))))
+    (vec out)))
 
 (defn search
   "Sender ids of the newest limit posts containing every term. Sees every document indexed max-lag-ms or
@@ -182,18 +242,29 @@
       (catch-up! idx)
       (let [^IndexSearcher s (.acquire manager)]
         (try
-          (let [^TopFieldDocs top (.search s (query terms) (int limit) newest-first)
-                leaves (.leaves (.getIndexReader s))]
-            (mapv (fn [^ScoreDoc sd] (sender leaves (.-doc sd))) (.-scoreDocs top)))
+          (let [^TopFieldDocs top (.search s (query terms) (int limit) newest-first)]
+            (senders (.leaves (.getIndexReader s)) (.-scoreDocs top)))
           (finally (.release manager s)))))))
 
 (defn commit!
-  "Commits the index; returns the ids of the posts known to be in this commit (to clear their markers)."
-  [{:keys [^IndexWriter writer ^ConcurrentLinkedQueue uncommitted]}]
-  (let [ids (loop [acc (transient [])]
-              (if-let [id (.poll uncommitted)] (recur (conj! acc id)) (persistent! acc)))]
-    (.commit writer)
-    ids))
+  "Commits the index, recording watermark (every post id up to it is in this commit: the caller computes
+  it before the call from the posts not yet added) unless it would go down. Skips the commit when
+  nothing changed. Returns nil."
+  [{:keys [^IndexWriter writer ^AtomicLong watermark ^AtomicLong uncommitted]} w]
+  (let [w (max (long w) (.get watermark))
+        n (.get uncommitted)]
+    (when (or (pos? n) (not= w (.get watermark)) (.hasUncommittedChanges writer))
+      (.setLiveCommitData writer (.entrySet (doto (HashMap.) (.put format-key format-version)
+                                              (.put watermark-key (str w)))))
+      (.commit writer)
+      (.set watermark w)
+      (.addAndGet uncommitted (- n)))
+    nil))
+
+(defn uncommitted
+  "Documents added since the last commit started (an estimate while a commit runs)."
+  ^long [{:keys [^AtomicLong uncommitted]}]
+  (.get uncommitted))
 
 (defn doc-count
   "Documents in the index (committed or not)."

@@ -12,8 +12,9 @@
   "The column families, one per role. Keys (ids are 8 bytes big-endian): participants id -> name;
   friendships id -> (a, b); friends (owner, other) -> friendship id; posts id -> outbound key; outbound
   (sender, inverted ts, post id) -> post; inbound (recipient, inverted ts, post id) -> sender (a reference:
-  the post is read from outbound); fanout post id -> pending fan-out; search-pending post id -> outbound key
-  (a post not yet in a Lucene commit)."
+  the post is read from outbound); fanout post id -> pending fan-out; search-pending: no longer written
+  (builds before index format 3 marked each post not yet in a Lucene commit there; the store clears it on
+  open: the Lucene commit's watermark replaced it)."
   [:participants :friendships :friends :posts :outbound :inbound :fanout :search-pending])
 
 (def ^:private feed-families #{:outbound :inbound})
@@ -100,13 +101,15 @@
   (.delete db ^ColumnFamilyHandle (cfs family) write-options k))
 
 (defn each!
-  "Calls (f key value) on every entry of family in key order; returns nil."
-  [{:keys [^RocksDB db cfs ^ReadOptions read-options]} family f]
-  (with-open [^RocksIterator it (.newIterator db ^ColumnFamilyHandle (cfs family) read-options)]
-    (.seekToFirst it)
-    (while (.isValid it)
-      (f (.key it) (.value it))
-      (.next it))))
+  "Calls (f key value) on every entry of family in key order, from key start (inclusive) when given;
+  returns nil."
+  ([db family f] (each! db family nil f))
+  ([{:keys [^RocksDB db cfs ^ReadOptions read-options]} family ^bytes start f]
+   (with-open [^RocksIterator it (.newIterator db ^ColumnFamilyHandle (cfs family) read-options)]
+     (if start (.seek it start) (.seekToFirst it))
+     (while (.isValid it)
+       (f (.key it) (.value it))
+       (.next it)))))
 
 (defn write!
   "Writes batch atomically with the store's write options (WAL always; fsync when :sync?)."
