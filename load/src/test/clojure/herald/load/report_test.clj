@@ -98,7 +98,7 @@
         (let [[header & rows] (str/split-lines (slurp (io/file dir "r" "steps.csv")))
               js (json/read-bytes (.getBytes (slurp (io/file dir "r" "steps.json")) "UTF-8"))]
           (is (= (str "step,label,start_s,duration_s,target_from_rps,target_to_rps,target_rps,achieved_rps,throughput_rps,"
-                      "planned,sent,requests,unsent,connection_waits,errors,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,"
+                      "planned,sent,requests,unsent,connection_waits,late_sends,errors,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,"
                       "service_p50_ms,service_p99_ms,service_max_ms,complete")
                  header) "the columns docs/load.md lists")
           (is (= 2 (count rows)))

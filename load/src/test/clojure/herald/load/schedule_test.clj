@@ -190,6 +190,18 @@
        (is (every? #(zero? (:connection-waits %)) steps))
        (is (empty? (:warnings r)) (pr-str (:warnings r)))))))
 
+(deftest ^:integration a-late-generator-is-warned-about-loudly
+  ;; a script that holds the event loop 4 ms per request caps one thread at ~250 requests/s: at 400/s the
+  ;; requests leave late although connections are free
+  (ts/with-server [s ts/hello 2]
+    (let [r (load/rate {:url (:url s) :rate 400 :duration 0.5 :connections 16 :threads 1 :progress :quiet
+                        :script (fn [_] (Thread/sleep 4) {})})
+          [step] (:steps r)]
+      ;; (the blocked loop also reads responses late, so connections look busy and some requests count as
+      ;; connection waits too: both warnings may show, the late one must)
+      (is (> (:late-sends step) (* 0.01 (:sent step))) (pr-str (dissoc step :histograms)))
+      (is (some #(re-find #"^\d+ requests \([\d.]+%\) LEFT MORE THAN 1 MS LATE WITH A CONNECTION FREE" %) (:warnings r)) (pr-str (:warnings r))))))
+
 (deftest ^:integration too-few-connections-are-warned-about-loudly
   ;; one connection to a server taking 20 ms per request carries at most 50 requests/s: a 150/s step must
   ;; show its requests waiting for the connection and its rate short of the target, whatever the machine's load

@@ -165,17 +165,17 @@
 
 (defn- steps-html [r]
   (let [step-list (:steps r)
-        rows (cons ["step" "target" "start s" "target/s" "achieved/s" "throughput/s" "planned" "sent" "requests" "errors" "waits"
+        rows (cons ["step" "target" "start s" "target/s" "achieved/s" "throughput/s" "planned" "sent" "requests" "errors" "waits" "late"
                     "p50" "p90" "p99" "p99.9" "max" "svc p50" "svc p99"]
                    (for [s step-list]
                      (mapv str [(:step s) (:label s) (:start-s s) (format "%.1f" (double (:target-rate s)))
                                 (format "%.1f" (double (:achieved s))) (format "%.1f" (double (:throughput s))) (:planned s) (:sent s) (:requests s)
-                                (reduce + (vals (:errors s))) (:connection-waits s)
+                                (reduce + (vals (:errors s))) (:connection-waits s) (:late-sends s)
                                 (get-in s [:latency :p50]) (get-in s [:latency :p90]) (get-in s [:latency :p99])
                                 (get-in s [:latency :p999]) (get-in s [:latency :max])
                                 (get-in s [:service :p50]) (get-in s [:service :p99])])))]
     (str "<h2>Steps: " (esc (label r)) "</h2>\n<p>Every step ran on the same connections, one after the other; "
-         "a request belongs to the step of its intended send time. Achieved: responses to the step's requests per second of the step; throughput: responses that arrived during the step, to any request. Waits: requests that found no free connection.</p>\n"
+         "a request belongs to the step of its intended send time. Achieved: responses to the step's requests per second of the step; throughput: responses that arrived during the step, to any request. Waits: requests that found no free connection; late: requests the generator sent more than 1 ms late with a connection free.</p>\n"
          (html-table rows)
          (str/join (for [s step-list w (:warnings s)] (str "<p class=\"warn\">" (esc w) "</p>\n"))))))
 
@@ -214,7 +214,7 @@
                             sum (fn [k] (reduce + (map k ss)))]
                         (assoc (first ss)
                                :target-rate (sum :target-rate) :achieved (sum :achieved) :throughput (sum :throughput) :planned (sum :planned)
-                               :sent (sum :sent) :requests (sum :requests) :unsent (sum :unsent)
+                               :sent (sum :sent) :requests (sum :requests) :unsent (sum :unsent) :late-sends (sum :late-sends)
                                :in-flight (sum :in-flight) :connection-waits (sum :connection-waits)
                                :errors (apply merge-with + (map :errors ss))
                                :latency (hist/summary lat) :service (hist/summary svc)

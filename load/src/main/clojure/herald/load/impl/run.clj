@@ -123,20 +123,17 @@
         (if finished? intervals (recur intervals t errors))))))
 
 (defn- warnings [mode target achieved backlog errors step-list]
-  (let [waits (reduce + 0 (map :connection-waits step-list))
-        sent (reduce + 0 (map :sent step-list))]
-    (cond-> []
-      (and (= mode :rate) (< achieved (* 0.99 target)))
-      (conj (format "ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: the generator or the server fell short" achieved (double target)))
-      (pos? backlog)
-      (conj (format "%d requests were due but found no free connection: raise :connections" backlog))
-      (and (= 1 (count step-list)) (> waits (* 0.01 sent)))
-      (conj (format "%d requests (%.1f%%) WAITED FOR A FREE CONNECTION: the generator fell short of connections: raise :connections"
-                    waits (/ (* 100.0 waits) (max 1 sent))))
-      (pos? (reduce + (vals errors)))
-      (conj (format "%d requests failed: %s" (reduce + (vals errors)) (pr-str (into {} (filter (comp pos? val)) errors))))
-      (> (count step-list) 1)
-      (into (mapcat :warnings step-list)))))
+  (cond-> []
+    (and (= mode :rate) (< achieved (* 0.99 target)))
+    (conj (format "ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: the generator or the server fell short" achieved (double target)))
+    (pos? backlog)
+    (conj (format "%d requests were due but found no free connection: raise :connections" backlog))
+    (= 1 (count step-list))
+    (into (map #(str/replace % #"^STEP 1 \([^)]*\): " "")) (remove #(re-find #"ACHIEVED RATE|never sent" %) (:warnings (first step-list))))
+    (pos? (reduce + (vals errors)))
+    (conj (format "%d requests failed: %s" (reduce + (vals errors)) (pr-str (into {} (filter (comp pos? val)) errors))))
+    (> (count step-list) 1)
+    (into (mapcat :warnings step-list))))
 
 (defn execute
   "Runs `mode` (:rate or :max) with options (see herald.load/rate for the table); returns the result map."

@@ -16,7 +16,7 @@
   (assoc (into {} (for [^ErrorKind k (ErrorKind/values)] [(keyword (.label k)) (.errors st i k)]))
          :status (.statusErrors st i)))
 
-(defn- shortfall-warnings [{:keys [step label target-rate achieved sent unsent connection-waits service complete?]} connections]
+(defn- shortfall-warnings [{:keys [step label target-rate achieved sent unsent connection-waits late-sends service complete?]} connections]
   (let [tag (format "STEP %d (%s)" (long step) label)
         waits-share (if (pos? sent) (/ (double connection-waits) sent) 0.0)
         needed (when-let [mean (:mean service)] (long (Math/ceil (* (double target-rate) (/ (double mean) 1000.0)))))]
@@ -27,7 +27,10 @@
       (conj (format "%s: %d requests were due but never sent (no free connection): raise :connections" tag (long unsent)))
       (> waits-share 0.01)
       (conj (format "%s: %d requests (%.1f%%) WAITED FOR A FREE CONNECTION: the generator fell short of connections (%d; the step keeps about %s busy at target x mean service time): raise :connections"
-                    tag (long connection-waits) (* 100 waits-share) (long connections) (or needed "?"))))))
+                    tag (long connection-waits) (* 100 waits-share) (long connections) (or needed "?")))
+      (and (pos? sent) (> (/ (double late-sends) sent) 0.01))
+      (conj (format "%s: %d requests (%.1f%%) LEFT MORE THAN 1 MS LATE WITH A CONNECTION FREE: the generator (or the machine) could not keep up: give it more threads or cores"
+                    tag (long late-sends) (/ (* 100.0 late-sends) sent))))))
 
 (defn step-map
   "The figures of measured step `j` (engine phase `j + warmup-phases`) from snapshot `st`. `elapsed-s` is
@@ -50,6 +53,7 @@
            :achieved (/ completed (max 1e-9 ran))
            :throughput (/ (.answeredDuring st i) (max 1e-9 ran))
            :unsent (.unsent st i) :in-flight (.inFlight st i) :connection-waits (.connectionWaits st i)
+           :late-sends (.lateSends st i)
            :errors (errors-of st i)
            :latency (hist/summary lat) :service (hist/summary svc)
            :histograms {:latency (hist/encode lat) :service (hist/encode svc)}}]
@@ -75,7 +79,7 @@
    ["target_from_rps" #(get-in % [:target :rate])] ["target_to_rps" #(or (get-in % [:target :to]) (get-in % [:target :rate]))]
    ["target_rps" #(round3 (:target-rate %))] ["achieved_rps" #(round3 (:achieved %))]
    ["throughput_rps" #(round3 (:throughput %))]
-   ["planned" :planned] ["sent" :sent] ["requests" :requests] ["unsent" :unsent] ["connection_waits" :connection-waits]
+   ["planned" :planned] ["sent" :sent] ["requests" :requests] ["unsent" :unsent] ["connection_waits" :connection-waits] ["late_sends" :late-sends]
    ["errors" #(reduce + (vals (:errors %)))]
    ["p50_ms" #(get-in % [:latency :p50])] ["p90_ms" #(get-in % [:latency :p90])] ["p99_ms" #(get-in % [:latency :p99])]
    ["p999_ms" #(get-in % [:latency :p999])] ["max_ms" #(get-in % [:latency :max])]

@@ -16,6 +16,7 @@ public final class StepStats {
   final long[] completed;
   final long[] statusErrors;
   final long[] connectionWaits;
+  final long[] lateSends;
   final long[] inFlight;
   final long[] unsent;
   final long[] answeredDuring;
@@ -33,6 +34,7 @@ public final class StepStats {
     completed = new long[phases];
     statusErrors = new long[phases];
     connectionWaits = new long[phases];
+    lateSends = new long[phases];
     inFlight = new long[phases];
     unsent = new long[phases];
     answeredDuring = new long[phases];
@@ -55,6 +57,7 @@ public final class StepStats {
       into.completed[i] += completed[i];
       into.statusErrors[i] += statusErrors[i];
       into.connectionWaits[i] += connectionWaits[i];
+      into.lateSends[i] += lateSends[i];
       into.inFlight[i] += inFlight[i];
       into.unsent[i] += unsent[i];
       into.answeredDuring[i] += answeredDuring[i];
@@ -85,6 +88,12 @@ public final class StepStats {
 
   /** Requests of the step that were due but had to wait for a connection to become free. */
   public long connectionWaits(int step) { return connectionWaits[step]; }
+
+  /**
+   * Requests of the step sent more than 1 ms after their intended time while a connection was free: the
+   * generator's event loop (or the machine) was late.
+   */
+  public long lateSends(int step) { return lateSends[step]; }
 
   /** Requests of the step sent and neither answered nor failed yet. */
   public long inFlight(int step) { return inFlight[step]; }

@@ -24,6 +24,8 @@ final class Worker implements ConnectionListener {
   private static final long BACKLOG_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
   /** A request sent by a freed connection this late after its intended time waited for that connection. */
   private static final long CONNECTION_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
+  /** A request sent this late after its intended time while a connection was free was late because the generator was. */
+  private static final long LATE_SEND_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
 
   static final class Slot {
     HttpConnection conn;
@@ -187,8 +189,11 @@ final class Worker implements ConnectionListener {
     return lo;
   }
 
-  /** Sends every due request on a free connection; {@code freed}: called because a connection became free. */
-  private void dispatch(long now, boolean freed) {
+  /**
+   * Sends every due request on a free connection; {@code starved}: called because a connection became free
+   * when none was, so a late request waited for it (else a late request means the generator was late).
+   */
+  private void dispatch(long now, boolean starved) {
     while (issued < planned && nextIntended <= now && !idle.isEmpty()) {
       Slot s = idle.pollFirst();
       long seq = issued;
@@ -196,7 +201,8 @@ final class Worker implements ConnectionListener {
       issued = seq + 1;
       nextIntended = issued < planned ? intendedOf(issued) : Long.MAX_VALUE;
       int step = schedule.phaseOf(globalOf(seq));
-      if (freed && now - intended > CONNECTION_WAIT_NANOS) steps.connectionWaits[step]++;
+      if (starved && now - intended > CONNECTION_WAIT_NANOS) steps.connectionWaits[step]++;
+      else if (now - intended > LATE_SEND_NANOS) steps.lateSends[step]++;
       steps.sent[step]++;
       steps.inFlight[step]++;
       s.step = step;
@@ -314,8 +320,9 @@ final class Worker implements ConnectionListener {
         idle.addLast(s);
       }
     } else {
+      boolean starved = idle.isEmpty();
       idle.addLast(s);
-      dispatch(System.nanoTime(), true);
+      dispatch(System.nanoTime(), starved);
     }
   }
 
