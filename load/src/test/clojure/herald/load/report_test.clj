@@ -89,7 +89,7 @@
         (is (= (:requests r) (reduce + (map :requests (:steps r))))))
       (testing "stdout has the step table and one machine-readable line per step before the last line"
         (is (str/includes? out "Steps (latency corrected from intended send time"))
-        (is (re-find #"(?m)^herald-load step=1 label=40/s requests=\d+ target_rps=40.0 achieved_rps=[\d.]+ p50_ms=[\d.]+ p99_ms=[\d.]+ p999_ms=[\d.]+ max_ms=[\d.]+ service_p99_ms=[\d.]+ errors=0 connection_waits=\d+$" out))
+        (is (re-find #"(?m)^herald-load step=1 label=40/s requests=\d+ target_rps=40.0 achieved_rps=[\d.]+ p50_ms=[\d.]+ p99_ms=[\d.]+ p999_ms=[\d.]+ max_ms=[\d.]+ service_p99_ms=[\d.]+ errors=0 connection_waits=\d+ late_sends=\d+$" out))
         (is (re-find #"(?m)^herald-load step=2 label=80/s .* target_rps=80.0 " out))
         (is (str/starts-with? (last (str/split-lines out)) "herald-load mode=rate ")))
       (testing "settled steps are reported live on stderr"

@@ -134,7 +134,7 @@
            " target_rps=" (format "%.1f" (double (:target-rate s))) " achieved_rps=" (format "%.1f" (double (:achieved s)))
            " p50_ms=" (:p50 l) " p99_ms=" (:p99 l) " p999_ms=" (:p999 l) " max_ms=" (:max l)
            " service_p99_ms=" (get-in s [:service :p99]) " errors=" (reduce + (vals (:errors s)))
-           " connection_waits=" (:connection-waits s)))))
+           " connection_waits=" (:connection-waits s) " late_sends=" (:late-sends s)))))
 
 (defn- sweep! [options args]
   (let [r (load/sweep (assoc (dissoc (engine-opts options args) :hlog) :on-step #(binding [*out* *err*] (prn %))))]
