@@ -122,14 +122,17 @@ final class Exchange implements Runnable {
         }
 
         /**
-         * {@code first} and the requests queued behind it, while {@code :max-pending} allows, as one unit; those
-         * taken from {@code queue} move to {@code running} and count as pending.
+         * {@code first} and the requests queued behind it, up to {@code :max-pipelined} and while
+         * {@code :max-pending} allows, as one unit; those taken from {@code queue} move to {@code running} and
+         * count as pending.
          */
         static Runnable of(Exchange first, ArrayDeque<Exchange> queue, ArrayDeque<Exchange> running,
                            ServerContext server, long now) {
             ArrayDeque<Exchange> batch = new ArrayDeque<>();
             batch.add(first);
-            while (!queue.isEmpty() && queue.peek().reject == 0 && server.pending.get() < server.config.maxPending) {
+            int max = server.config.maxPipelined;
+            while (!queue.isEmpty() && batch.size() < max && queue.peek().reject == 0
+                   && server.pending.get() < server.config.maxPending) {
                 server.pending.incrementAndGet();
                 Exchange next = queue.poll();
                 next.queuedAt = now;

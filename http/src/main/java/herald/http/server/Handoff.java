@@ -141,8 +141,8 @@ final class Handoff {
         try {
             for (Exchange ex; (ex = answers.poll()) != null; ) {
                 HttpConnection c = ex.conn;
-                if (!c.deferFlush) {
-                    c.deferFlush = true;
+                if (!c.output.deferred) {
+                    c.output.deferred = true;
                     if (dirtyCount == dirty.length) {
                         dirty = Arrays.copyOf(dirty, dirtyCount * 2);
                     }
@@ -154,8 +154,8 @@ final class Handoff {
             for (int i = 0; i < dirtyCount; i++) {
                 HttpConnection c = dirty[i];
                 dirty[i] = null;
-                c.deferFlush = false;
-                c.flushDeferred();
+                c.output.deferred = false;
+                c.output.endBatch();
             }
             dirtyCount = 0;
         }

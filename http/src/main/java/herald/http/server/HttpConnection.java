@@ -5,10 +5,8 @@ import herald.http.config.ServerConfig;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoop;
-import io.netty.handler.codec.DecoderResult;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.LastHttpContent;
@@ -36,10 +34,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private Exchange active;
     private boolean closing;
     private boolean readPaused;
-    private boolean reading;
-    private boolean needsFlush;
-    /** Set by the {@link Handoff} while it writes a drain's answers: flushes wait for the end of the drain. */
-    boolean deferFlush;
+    /** The outbound buffer is over the write high water mark: read nothing, start nothing, until it drains. */
+    private boolean writePaused;
     Handoff handoff;
     private boolean draining;
     private ConnectionTimer timer;
@@ -83,7 +79,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        reading = true;
+        output.reading = true;
         timer.readSinceTick = true;
         if (msg instanceof LastHttpContent && config.mode == HandlerMode.EVENT_LOOP) {
             output.out(); // allocate where the stack is shallow: the leak detector's sampled traces stay cheap
@@ -102,37 +98,23 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
-        reading = false;
-        if (needsFlush) {
-            needsFlush = false;
-            output.flushNow();
-        }
+        output.reading = false;
+        output.endBatch();
     }
 
     private void onHead(HttpRequest r) {
         if (closing) {
             return;
         }
-        DecoderResult dr = r.decoderResult();
-        if (dr.isFailure()) {
-            reject(r, RequestDecoder.statusOf(dr.cause()));
+        int status = RequestDecoder.headStatus(r, config.maxBodyBytes);
+        if (status > 100) {
+            reject(r, status);
             return;
-        }
-        int refused = RequestDecoder.protocolStatus(r);
-        if (refused != 0) {
-            reject(r, refused);
-            return;
-        }
-        int expect = RequestDecoder.expectStatus(r, config.maxBodyBytes);
-        if (expect > 100) {
-            reject(r, expect);
-            return;
-        } else if (expect == 100) {
+        } else if (status == 100) {
             output.writeContinue();
         }
-        HttpHeaders hs = r.headers();
         head = r;
-        headKeepAlive = KeepAlive.of(r.protocolVersion(), hs.get(HttpHeaderNames.CONNECTION));
+        headKeepAlive = KeepAlive.of(r.protocolVersion(), r.headers().get(HttpHeaderNames.CONNECTION));
         timer.headNanos = 0;
     }
 
@@ -183,7 +165,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     }
 
     private void enqueue(Exchange ex) {
-        if (active == null && queue.isEmpty() && !draining) {
+        if (active == null && queue.isEmpty() && !draining && !writePaused) {
             draining = true;
             try {
                 start(ex); // the common case: nothing ahead of it
@@ -207,13 +189,13 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
         draining = true;
         try {
-            while (active == null && !queue.isEmpty()) {
+            while (active == null && !queue.isEmpty() && !writePaused) {
                 start(queue.poll());
             }
         } finally {
             draining = false;
         }
-        if (readPaused && queue.isEmpty() && !closing) {
+        if (readPaused && queue.isEmpty() && !closing && !writePaused) {
             readPaused = false;
             ctx.channel().config().setAutoRead(true);
         }
@@ -298,13 +280,13 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         if (next != null) {
             active = next;
             if (!next.ready) {
-                flushLater();
+                output.flushLater();
             } else if (!completingChain) {
                 complete(next);
             }
             return;
         }
-        flushLater();
+        output.flushLater();
         drain();
     }
     /** The exchange became a WebSocket: this handler is gone from the pipeline. */
@@ -316,30 +298,28 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         timer.cancel();
     }
 
-    /** Flush now, or at the end of the current read batch or hand-off drain. */
-    void flushLater() {
-        if (reading || deferFlush) {
-            needsFlush = true;
-            output.writeIfLarge();
-        } else {
-            output.flushNow();
-        }
-    }
-
-    /** The end of a hand-off drain: flush what it wrote. */
-    void flushDeferred() {
-        if (needsFlush && !reading) {
-            needsFlush = false;
-            output.flushNow();
-        }
-    }
-
     /** Graceful shutdown: close now when idle, else after the current exchange (or the one being received). */
     void shutdown() {
         if (active == null && queue.isEmpty() && running.isEmpty() && head == null) {
             closing = true;
             ctx.close();
         }
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        boolean writable = ctx.channel().isWritable();
+        if (!writable && !writePaused && !closing) {
+            writePaused = true;
+            ctx.channel().config().setAutoRead(false);
+        } else if (writable && writePaused) {
+            writePaused = false;
+            drain();
+            if (!readPaused && !closing) {
+                ctx.channel().config().setAutoRead(true);
+            }
+        }
+        ctx.fireChannelWritabilityChanged();
     }
 
     @Override

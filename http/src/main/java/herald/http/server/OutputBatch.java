@@ -10,7 +10,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * One pooled direct buffer that the fixed responses of a read batch are encoded into, written to the channel as
- * a single message before anything else is written and on flush: 16 pipelined responses, one write.
+ * a single message before anything else is written and on flush: 16 pipelined responses, one write. Flushes
+ * asked for during a read batch or a hand-off drain happen once, at its end.
  */
 final class OutputBatch {
     private static final int LARGE = 65536;
@@ -18,6 +19,11 @@ final class OutputBatch {
     private static final byte[] CONTINUE = "HTTP/1.1 100 Continue\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
     private final ChannelHandlerContext ctx;
     private ByteBuf batch;
+    /** A read batch is in progress: flushes wait for its end. */
+    boolean reading;
+    /** A {@link Handoff} drain is writing answers: flushes wait for its end. */
+    boolean deferred;
+    private boolean needsFlush;
 
     OutputBatch(ChannelHandlerContext ctx) {
         this.ctx = ctx;
@@ -52,6 +58,24 @@ final class OutputBatch {
     void write(Object msg) {
         writeBatch();
         ctx.write(msg, ctx.voidPromise());
+    }
+
+    /** Flush now, or at the end of the current read batch or hand-off drain. */
+    void flushLater() {
+        if (reading || deferred) {
+            needsFlush = true;
+            writeIfLarge();
+        } else {
+            flushNow();
+        }
+    }
+
+    /** The end of a read batch or a drain: flush what waited for it. */
+    void endBatch() {
+        if (needsFlush && !reading && !deferred) {
+            needsFlush = false;
+            flushNow();
+        }
     }
 
     void flushNow() {

@@ -30,6 +30,18 @@ final class RequestDecoder extends HttpRequestDecoder {
     }
 
     /**
+     * What to do with a decoded head: 0 to proceed, 100 to proceed after sending "100 Continue", else the status
+     * to refuse it with (the decoder's failure, {@link #protocolStatus}, {@link #expectStatus}).
+     */
+    static int headStatus(HttpRequest r, long maxBodyBytes) {
+        if (r.decoderResult().isFailure()) {
+            return statusOf(r.decoderResult().cause());
+        }
+        int refused = protocolStatus(r);
+        return refused != 0 ? refused : expectStatus(r, maxBodyBytes);
+    }
+
+    /**
      * 0 when a decoded head may proceed; 505 for a version other than HTTP/1.x (RFC 9110 15.6.6: an HTTP/2
      * preface or HTTP/9.9 never reaches the handler); 400 for HTTP/1.1 without Host (RFC 9112 3.2).
      */
