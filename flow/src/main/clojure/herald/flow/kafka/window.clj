@@ -70,18 +70,19 @@
 (defn- global? [w] (= :global (:type w)))
 
 (defn- each-extent!
-  "Calls `(f extent)` on every extent of `w` whose lower bound lies in [from, to] (all for a global window)."
-  [w ^long from ^long to f]
-  (let [^KeyValueIterator it (if (global? w)
-                               (.all ^KeyValueStore (:store w))
-                               (.fetchAll ^WindowStore (:store w) from to))
+  "Calls `(f extent)` on every extent of `w` whose lower bound is at most `to` (every extent when `to` is nil,
+  and always for a global window)."
+  [w to f]
+  (let [^KeyValueIterator it (cond (global? w) (.all ^KeyValueStore (:store w))
+                                   (nil? to) (.all ^WindowStore (:store w))
+                                   :else (.fetchAll ^WindowStore (:store w) 0 (long to)))
         xs (with-open [it it] (loop [acc []] (if (.hasNext it) (recur (conj acc (.value ^KeyValue (.next it)))) acc)))]
     (run! f xs)))
 
 (defn- recompute-next-close! [w]
   (let [m (volatile! Long/MAX_VALUE)]
     (when-not (global? w)
-      (each-extent! w 0 Long/MAX_VALUE (fn [e] (vswap! m min (long (:upper e))))))
+      (each-extent! w nil (fn [e] (vswap! m min (long (:upper e))))))
     (aset ^longs (:next-close w) 0 (long @m))))
 
 (defn windows
@@ -162,8 +163,23 @@
                (loop [lo (* (Math/floorDiv t s) s) acc []]
                  (if (> lo (- t r)) (recur (- lo s) (conj acc lo)) acc)))))
 
+(defn- close-passed!
+  "Closes the extents of `w` the watermark has passed: their dirty triggers fire with :watermark and they
+  leave the store."
+  [w ^List out]
+  (let [wm (watermark w)]
+    (when (and (not (global? w)) (> wm no-time) (>= wm (aget ^longs (:next-close w) 0)))
+      (each-extent! w (- wm (long (:range w)))
+                    (fn [e]
+                      (reduce (fn [e tr] (if (zero? (bit-and (long (:dirty e)) (long (:bit tr)))) e (fire w tr :watermark e out)))
+                              e (:triggers w))
+                      (delete-extent! w e)))
+      (recompute-next-close! w))))
+
 (defn- add-one!
-  "Aggregates `seg` into window `w`; returns 1 when it was late, else 0."
+  "Aggregates `seg` into window `w`; returns 1 when it was late, else 0. When the segment moves the
+  watermark, the extents it passes close first: a window store expires what lies a retention period
+  behind its newest put, and they must fire before that."
   ^long [w seg group ^List out]
   (let [t (event-time w seg)
         los (lowers w t)]
@@ -172,7 +188,8 @@
                       {:type :herald.flow/negative-extent :window/id (:id w) :key (:time-key w) :value t})))
     (when (and (not (global? w)) (> t (aget ^longs (:max-t w) 0)))
       (aset ^longs (:max-t w) 0 t)
-      (.put ^KeyValueStore (:marks w) (:id w) t))
+      (.put ^KeyValueStore (:marks w) (:id w) t)
+      (close-passed! w out))
     (let [wm (watermark w)
           r (long (or (:range w) 0))
           hits (reduce (fn [^long n ^long lo]
@@ -190,17 +207,9 @@
   (reduce (fn [^long late w] (+ late (add-one! w seg group out))) 0 ws))
 
 (defn advance!
-  "Closes the extents the watermark has passed: their dirty triggers fire with :watermark and they leave the store."
+  "Closes the extents the watermark has passed (see `close-passed!`)."
   [ws ^List out]
-  (doseq [w ws :when (not (global? w))
-          :let [wm (watermark w)]
-          :when (and (> wm no-time) (>= wm (aget ^longs (:next-close w) 0)))]
-    (each-extent! w 0 (- wm (long (:range w)))
-                  (fn [e]
-                    (reduce (fn [e tr] (if (zero? (bit-and (long (:dirty e)) (long (:bit tr)))) e (fire w tr :watermark e out)))
-                            e (:triggers w))
-                    (delete-extent! w e)))
-    (recompute-next-close! w)))
+  (doseq [w ws] (close-passed! w out)))
 
 (defn timer-triggers
   "[window trigger] for every :timer trigger of `ws`, to schedule as wall-clock punctuators."
@@ -210,6 +219,6 @@
 (defn fire-timer!
   "Fires timer trigger `tr` of window `w` for every extent that changed since it last fired."
   [w tr ^List out]
-  (each-extent! w 0 Long/MAX_VALUE
+  (each-extent! w nil
                 (fn [e] (when-not (zero? (bit-and (long (:dirty e)) (long (:bit tr))))
                           (put-extent! w (fire w tr :timer e out))))))
