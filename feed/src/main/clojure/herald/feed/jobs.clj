@@ -87,7 +87,7 @@
    :job/doc "request records -> 1-minute windows per entity x operation -> count, median, p95, p99, max"
    :workflow [[:requests :per-minute] [:per-minute :minutes]]
    :catalog [{:task/name :requests :task/type :input :task/plugin :herald.feed.jobs.mailbox/mailbox-input
-              :task/batch-size batch-size :task/batch-timeout-ms 20}
+              :task/batch-size batch-size :task/batch-timeout-ms 100}
              {:task/name :per-minute :task/type :reduce :task/group-by-key [:entity :operation]}
              {:task/name :minutes :task/type :output :task/plugin :herald.flow.plugin/fn-output}]
    :windows [{:window/id :minute :window/task :per-minute :window/type :fixed :window/range [1 :minute]

@@ -116,8 +116,15 @@
         (throw (ex-info (str "the " (name (get-in handle [:job :job/name])) " job is not running")
                         {:type :herald.feed/unavailable}))))))
 
-(defn- end! [^BlockingQueue q ^long deadline]
-  (.offer q plugin/end-of-input (max 0 (- deadline (System/currentTimeMillis))) TimeUnit/MILLISECONDS))
+(defn- finish!
+  "Ends the input queue `q` of job `h` and waits for the job to complete by `deadline` (epoch millis);
+  kills it when it does not. True when it completed."
+  [^BlockingQueue q h ^long deadline]
+  (let [left #(max 1 (- deadline (System/currentTimeMillis)))
+        st (when (.offer q plugin/end-of-input (left) TimeUnit/MILLISECONDS)
+             (flow/await-job h (left)))]
+    (or (= :completed (:status st))
+        (do (flow/kill-job h) false))))
 
 (defn- counters [] {:submitted (AtomicLong.) :fanned-out (AtomicLong.) :fan-out-failed (AtomicLong.)
                     :indexed (AtomicLong.) :index-failed (AtomicLong.)})
@@ -126,6 +133,15 @@
                               ^AtomicLong indexed ^AtomicLong index-failed]}]
   (let [n (.get submitted)]
     (max (- n (.get fanned-out) (.get fan-out-failed)) (- n (.get indexed) (.get index-failed)))))
+
+(defn- await-idle [c ^Object lock ^long timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
+    (locking lock
+      (loop []
+        (let [left (- deadline (System/currentTimeMillis))]
+          (cond (zero? (pending c)) true
+                (<= left 0) false
+                :else (do (.wait lock (min left 50)) (recur))))))))
 
 (defn- submit-jobs!
   "Submits the fan-out and indexing jobs over queues `fq` and `iq`; returns [fan-out-handle index-handle]."
@@ -179,14 +195,7 @@
         (.incrementAndGet ^AtomicLong (:submitted c))
         (put! fq job fj)
         (put! iq job ij))
-      (-await-idle [_ timeout-ms]
-        (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))]
-          (locking lock
-            (loop []
-              (let [left (- deadline (System/currentTimeMillis))]
-                (cond (zero? (pending c)) true
-                      (<= left 0) false
-                      :else (do (.wait lock (min left 50)) (recur))))))))
+      (-await-idle [_ timeout-ms] (await-idle c lock timeout-ms))
       (-stats [_]
         {:submitted (.get ^AtomicLong (:submitted c)) :completed (.get ^AtomicLong (:fanned-out c))
          :failed (.get ^AtomicLong (:fan-out-failed c)) :indexed (.get ^AtomicLong (:indexed c))
@@ -195,11 +204,7 @@
       (-close! [_ timeout-ms]
         (vreset! closed true)
         (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))
-              finish (fn [q h]
-                       (let [ended? (end! q deadline)
-                             st (when ended? (flow/await-job h (max 1 (- deadline (System/currentTimeMillis)))))]
-                         (or (= :completed (:status st))
-                             (do (flow/kill-job h) false))))]
-          ;; both jobs drain at once; each gets what is left of the deadline
-          (let [a (future (finish fq fj)) b (finish iq ij)]
-            (and @a b)))))))
+              ;; both jobs drain at once; each gets what is left of the deadline
+              a (future (finish! fq fj deadline))
+              b (finish! iq ij deadline)]
+          (and @a b))))))
