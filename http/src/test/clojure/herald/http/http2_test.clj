@@ -295,3 +295,13 @@
              (Thread/sleep 700)
              (is (ts/eof? c))
              (finally (ts/close! c)))))))
+
+(deftest ^:integration idle-connections-close-busy-ones-do-not
+  (with-server [s (fn [req] (when (= "/slow" (:uri req)) (Thread/sleep 700)) {:status 200 :body "ok"})
+                {:idle-timeout-ms 300}]
+    (with-open [c (h2-client s)]
+      (is (= "ok" (.text (h2 c "GET" "/slow"))) "a stream running longer than the idle timeout is not cut")
+      (is (.isOpen c))
+      (Thread/sleep 800)
+      (is (not (.isOpen c)) "no open stream for the idle timeout: closed")
+      (is (some? (.goAwayLastStream c)) "with GOAWAY"))))

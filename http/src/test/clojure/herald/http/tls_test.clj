@@ -53,10 +53,12 @@
             r (send! (ts/https-client) (ts/port s) "/post" body)]
         (is (= 200 (.statusCode r)))
         (is (Arrays/equals body ^bytes (:body-bytes @seen)))))
-    (testing "a client asking for HTTP/2 falls back to HTTP/1.1 (no ALPN without :http2?)"
+    (testing "a client asking for HTTP/2 gets it by ALPN (:http2? is on by default)"
       (let [r (send! (ts/https-client {:version :http2}) (ts/port s) "/")]
         (is (= "secure" (text r)))
-        (is (= HttpClient$Version/HTTP_1_1 (.version r)))))))
+        (is (= HttpClient$Version/HTTP_2 (.version r)))
+        (is (= "HTTP/2.0" (:protocol @seen)))
+        (is (= :https (:scheme @seen)))))))
 
 (deftest ^:integration a-jdk-ssl-context-and-a-netty-ssl-context-both-work
   (with-server [s recording {:ssl-context (ts/server-ssl-context)}]
@@ -112,6 +114,11 @@
         (let [cert (:ssl-client-cert @seen)]
           (is (instance? X509Certificate cert))
           (is (= "CN=herald-client" (.getName (.getSubjectX500Principal ^X509Certificate cert))))))
+      (testing "over HTTP/2 too: the streams of a connection share its TLS session"
+        (let [r (send! (ts/https-client {:client-cert? true :version :http2}) (ts/port s) "/")]
+          (is (= HttpClient$Version/HTTP_2 (.version r)))
+          (is (= "HTTP/2.0" (:protocol @seen)))
+          (is (instance? X509Certificate (:ssl-client-cert @seen)))))
       (testing "not presented with :optional: the key is absent"
         (is (= 200 (.statusCode (send! (ts/https-client) (ts/port s) "/"))))
         (is (not (contains? @seen :ssl-client-cert)))))

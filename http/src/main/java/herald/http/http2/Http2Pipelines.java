@@ -12,8 +12,7 @@ import io.netty.handler.codec.http2.Http2FrameCodecBuilder;
 import io.netty.handler.codec.http2.Http2MultiplexHandler;
 import io.netty.handler.codec.http2.Http2Settings;
 import io.netty.handler.codec.http2.Http2StreamChannel;
-import io.netty.handler.timeout.IdleStateEvent;
-import io.netty.handler.timeout.IdleStateHandler;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
 /** Builds an HTTP/2 connection's pipeline: frame codec, one child channel per stream, shutdown and idle control. */
@@ -39,9 +38,6 @@ public final class Http2Pipelines {
             .gracefulShutdownTimeoutMillis(config.shutdownTimeoutMs)
             .build();
         Object facts = host.connectionFacts(p.channel());
-        if (config.idleTimeoutMs > 0) {
-            p.addLast("herald-h2-idle", new IdleStateHandler(0, 0, config.idleTimeoutMs, TimeUnit.MILLISECONDS));
-        }
         p.addLast(CODEC, codec)
             .addLast("herald-h2-streams", new Http2MultiplexHandler(new ChannelInitializer<Http2StreamChannel>() {
                 @Override
@@ -50,30 +46,60 @@ public final class Http2Pipelines {
                     host.addStreamHandler(ch.pipeline(), facts);
                 }
             }))
-            .addLast("herald-h2-control", new Control(codec));
+            .addLast("herald-h2-control", new Control(codec, config.idleTimeoutMs));
         return codec;
     }
 
     /**
      * Graceful stop: on the server's shutdown event the connection is closed through the codec, which sends GOAWAY,
-     * refuses new streams and closes once the open ones are done (or the shutdown timeout passed). Idle: closed when
-     * nothing was read or written for the idle timeout and no stream is open.
+     * refuses new streams and closes once the open ones are done (or the shutdown timeout passed). Idle: closed
+     * (GOAWAY) once no stream has been open for the idle timeout, checked every tenth of it (no per-write cost).
      */
     static final class Control extends ChannelInboundHandlerAdapter {
         private final Http2FrameCodec codec;
+        private final long idleMs;
+        private ScheduledFuture<?> tick;
+        private long busyAt = System.nanoTime();
 
-        Control(Http2FrameCodec codec) {
+        Control(Http2FrameCodec codec, long idleMs) {
             this.codec = codec;
+            this.idleMs = idleMs;
+        }
+
+        @Override
+        public void handlerAdded(ChannelHandlerContext ctx) {
+            if (idleMs > 0) {
+                long p = Math.max(10, idleMs / 10);
+                tick = ctx.executor().scheduleAtFixedRate(() -> check(ctx), p, p, TimeUnit.MILLISECONDS);
+            }
+        }
+
+        private void check(ChannelHandlerContext ctx) {
+            long now = System.nanoTime();
+            if (codec.connection().numActiveStreams() > 0) {
+                busyAt = now;
+            } else if (now - busyAt >= TimeUnit.MILLISECONDS.toNanos(idleMs) && ctx.channel().isActive()) {
+                ctx.close();
+            }
+        }
+
+        @Override
+        public void handlerRemoved(ChannelHandlerContext ctx) {
+            if (tick != null) {
+                tick.cancel(false);
+            }
+        }
+
+        @Override
+        public void channelInactive(ChannelHandlerContext ctx) {
+            handlerRemoved(ctx);
+            ctx.fireChannelInactive();
         }
 
         @Override
         public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
             if (evt == HeraldServer.SHUTDOWN_EVENT) {
                 ctx.close();
-            } else if (evt instanceof IdleStateEvent) {
-                if (codec.connection().numActiveStreams() == 0) {
-                    ctx.close();
-                }
             } else {
                 ctx.fireUserEventTriggered(evt);
             }
