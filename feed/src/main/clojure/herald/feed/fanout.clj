@@ -1,5 +1,5 @@
 (ns herald.feed.fanout
-  "The fan-out executor interface and its in-process implementation: runs each durably recorded post's background work (inbound copies, indexing) off the request path."
+  "The `Fanout` role (each durably recorded post's background work: inbound copies, indexing, off the request path) and its fallback implementation, a thread pool; the default runs it as herald.flow jobs (herald.feed.jobs.posts/flow-fanout)."
   (:import (java.util.concurrent ArrayBlockingQueue RejectedExecutionHandler ThreadFactory
                                  ThreadPoolExecutor TimeUnit)
            (java.util.concurrent.atomic AtomicLong)))
@@ -7,18 +7,19 @@
 (set! *warn-on-reflection* true)
 
 (defprotocol Fanout
-  "Runs fan-out jobs ({:post post :recipients [ids]}) asynchronously, at least once while the
-  process lives: a job whose work function throws is retried with backoff, and a job that still
-  fails stays pending in the store (its durable record), to be resumed on the next start. The work
-  function must therefore be idempotent. Jobs may run in any order and concurrently."
-  (-submit! [f job] "Queues `job`; when the queue is full the caller runs it (backpressure).")
+  "Runs the background work of published posts ({:post post :recipients [ids]}: deliver to every
+  recipient's inbound feed, index) asynchronously, at least once while the process lives: a store write
+  that throws is retried with backoff, and a post whose fan-out still fails stays pending in the store (its
+  durable record), to be resumed on the next start. The work is idempotent, so a repeat is harmless. Posts
+  may be processed in any order and concurrently."
+  (-submit! [f job] "Hands `job` on; when the queue is full the caller waits or runs it itself (backpressure).")
   (-await-idle [f timeout-ms] "Blocks until no job is queued or running; true if idle in time.")
-  (-stats [f] "{:submitted n :completed n :failed n :pending n :queued n}")
+  (-stats [f] "{:submitted n :completed n :failed n :pending n :queued n}, and more where the implementation has them (:indexed, :index-failed, :index-queued).")
   (-close! [f timeout-ms] "Stops taking jobs, drains queued ones up to `timeout-ms`; idempotent."))
 
 (defn submit! "Queues a fan-out job, see `Fanout`." [f job] (-submit! f job))
 (defn await-idle "True once `f` has no queued or running job, false after `timeout-ms`." [f timeout-ms] (-await-idle f timeout-ms))
-(defn stats "Counters of `f`: :submitted :completed :failed :pending :queued." [f] (-stats f))
+(defn stats "Counters of `f`: :submitted :completed :failed :pending :queued (see `Fanout`)." [f] (-stats f))
 (defn close! "Drains and stops `f`, waiting at most `timeout-ms`; idempotent." [f timeout-ms] (-close! f timeout-ms))
 
 (defn- thread-factory ^ThreadFactory [prefix]
@@ -37,7 +38,8 @@
             :else (do (on-error result job) false)))))
 
 (defn executor-fanout
-  "An in-process `Fanout` on a bounded thread pool, calling `(work job)` for each job.
+  "An in-process `Fanout` on a bounded thread pool, calling `(work job)` for each job (the
+  `:fanout {:runtime :executor}` fallback).
 
   | key           | type | default | meaning |
   |---------------|------|---------|---------|
