@@ -2,10 +2,14 @@
 # bench/load.sh: is herald-load's generator ever the bottleneck? Against the raw Netty hello server
 # (herald.http.bench.RawNettyServer, GET /plaintext) pinned to core 0, runs wrk and `herald-load max` pinned
 # to core 1 with the same connections, one after the other (ROUNDS rounds, medians), then `herald-load rate`
-# at 50% of herald's max. The generator and the server share this machine's 2 cores (one each).
-# Prints LAST: load wrk_rps=<n> herald_rps=<n> ratio=<herald/wrk> rate_target=<n> rate_achieved=<n>
-# Env: CONNECTIONS (32), DURATION seconds (10), ROUNDS (3), SERVER_CORE (0), CLIENT_CORE (1).
-# Appends a row to bench/results/load.csv. Bounded: about ROUNDS x (2 x DURATION + 15) + DURATION + 30 s.
+# at 50% of herald's max, then (STEPS=1, the default) one `herald-load rate` run stepping through 25%, 50% and
+# 75% of herald's max on the same connections, DURATION each. The generator and the server share this
+# machine's 2 cores (one each).
+# Prints `load_steps targets=<a,b,c> achieved=<x,y,z>` and LAST:
+#   load wrk_rps=<n> herald_rps=<n> ratio=<herald/wrk> rate_target=<n> rate_achieved=<n>
+# Env: CONNECTIONS (32), DURATION seconds (10), ROUNDS (3), SERVER_CORE (0), CLIENT_CORE (1), STEPS (1).
+# Appends a row to bench/results/load.csv (the steps in its notes). Bounded: about
+# ROUNDS x (2 x DURATION + 15) + DURATION + 30 s, plus 3 x DURATION + 10 s with STEPS=1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -54,6 +58,16 @@ rate_out=$(hl rate "$url" -R "$target" -c "$C" -t 1 -w 2s -d "${D}s" -q)
 echo "$rate_out" | grep -E '^ *(50|99|99.9)0*%|Requests/sec|WARNING' >&2 || true
 achieved=$(echo "$rate_out" | sed -n 's/^herald-load mode=rate .*achieved_rps=\([0-9.]*\).*/\1/p')
 p99=$(echo "$rate_out" | sed -n 's/^herald-load mode=rate .* p99_ms=\([0-9.]*\).*/\1/p')
+steps_note=""
+if [ "${STEPS:-1}" = 1 ]; then
+  s1=$(awk -v h="$herald_rps" 'BEGIN {printf "%d", h / 4}'); s2=$((s1 * 2)); s3=$((s1 * 3))
+  steps_out=$(hl rate "$url" -R "$s1:${D}s,$s2:${D}s,$s3:${D}s" -c "$C" -t 1 -w 2s -q)
+  echo "$steps_out" | grep -E '^WARNING' >&2 || true
+  steps_achieved=$(echo "$steps_out" | sed -n 's/^herald-load step=[0-9]* .*achieved_rps=\([0-9.]*\).*/\1/p' | paste -sd, -)
+  steps_p99=$(echo "$steps_out" | sed -n 's/^herald-load step=[0-9]* .* p99_ms=\([0-9.]*\).*/\1/p' | paste -sd/ -)
+  echo "load_steps targets=$s1,$s2,$s3 achieved=$steps_achieved p99_ms=$steps_p99"
+  steps_note="; steps on the same connections targets $s1/$s2/$s3 achieved ${steps_achieved//,//} p99_ms $steps_p99"
+fi
 
 mkdir -p bench/results
 csv=bench/results/load.csv
@@ -62,5 +76,5 @@ commit=$(git rev-parse --short=12 HEAD)
 [ -n "$(git status --porcelain --untracked-files=no -- load bench/load.sh)" ] && commit="$commit-dirty"
 :
 jvm=$(java -version 2>&1 | sed -n 's/.*Runtime Environment \(.*\)/\1/p' | head -1 | tr ',' ' ')
-echo "$(date -u +%FT%TZ),$commit,$(nproc),$jvm,ParallelGC,$C,$D,$ROUNDS,$wrk_rps,$herald_rps,$ratio,$target,$achieved,$p99,server pinned core $SC; wrk and herald-load pinned core $CC (1 thread each); the 2 cores are shared with the server and other jobs; medians of $ROUNDS rounds; GET /plaintext non-pipelined; load average $load_start at start and $(cut -d' ' -f1 /proc/loadavg) at end; rounds wrk=${wrk_runs[*]} herald=${hl_runs[*]}" >>"$csv"
+echo "$(date -u +%FT%TZ),$commit,$(nproc),$jvm,ParallelGC,$C,$D,$ROUNDS,$wrk_rps,$herald_rps,$ratio,$target,$achieved,$p99,server pinned core $SC; wrk and herald-load pinned core $CC (1 thread each); the 2 cores are shared with the server and other jobs; medians of $ROUNDS rounds; GET /plaintext non-pipelined; load average $load_start at start and $(cut -d' ' -f1 /proc/loadavg) at end; rounds wrk=${wrk_runs[*]} herald=${hl_runs[*]}$steps_note" >>"$csv"
 echo "load wrk_rps=$wrk_rps herald_rps=$herald_rps ratio=$ratio rate_target=$target rate_achieved=$achieved"
