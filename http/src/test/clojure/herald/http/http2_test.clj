@@ -305,3 +305,11 @@
       (Thread/sleep 800)
       (is (not (.isOpen c)) "no open stream for the idle timeout: closed")
       (is (some? (.goAwayLastStream c)) "with GOAWAY"))))
+
+(deftest ^:integration a-stalled-request-body-gets-408-on-its-stream
+  (with-server [s recording {:request-timeout-ms 300}]
+    (with-open [c (h2-client s)]
+      (let [stalled (.sendHeadersOnly c "POST" "/upload")]
+        (is (= "h2 ok" (.text (h2 c "GET" "/other"))) "other streams are served meanwhile")
+        (is (= 408 (.status ^H2Client$Response (.get stalled 5 TimeUnit/SECONDS))))
+        (is (.isOpen c) "only the stream is ended")))))

@@ -105,6 +105,16 @@ public final class H2Client implements AutoCloseable {
 
     /** Sends a request on a new stream; {@code headers} may repeat names as a list of [name, value] pairs. */
     public CompletableFuture<Response> send(String method, String path, List<String[]> headers, byte[] body) {
+        return send(method, path, headers, body, false);
+    }
+
+    /** Sends only the HEADERS of a request with a body that never comes (the stream stays open). */
+    public CompletableFuture<Response> sendHeadersOnly(String method, String path) {
+        return send(method, path, null, null, true);
+    }
+
+    private CompletableFuture<Response> send(String method, String path, List<String[]> headers, byte[] body,
+                                             boolean stall) {
         CompletableFuture<Response> result = new CompletableFuture<>();
         Http2StreamChannelBootstrap b = new Http2StreamChannelBootstrap(channel).handler(new Collector(result));
         b.open().addListener(f -> {
@@ -121,7 +131,7 @@ public final class H2Client implements AutoCloseable {
                 }
             }
             boolean noBody = body == null;
-            s.write(new DefaultHttp2HeadersFrame(h, noBody));
+            s.write(new DefaultHttp2HeadersFrame(h, noBody && !stall));
             if (!noBody) {
                 int chunk = 16384;
                 for (int off = 0; off < body.length || off == 0; off += chunk) {
