@@ -127,11 +127,14 @@
                              (let [code (atom nil) out (with-out-str (reset! code (main/run-cli (into ["rate" (:url s) "-c" "4" "-q"] args))))]
                                [@code out])))
           [code out] (run "--ramp" "20..60:0.5s")
-          [code2 out2] (run "--schedule" "[{:rate 30 :duration 0.3} {:rate 30 :to 90 :duration 0.3}]")]
+          dir (temp-dir)
+          [code2 out2] (run "--schedule" "[{:rate 30 :duration 0.3} {:rate 30 :to 90 :duration 0.3}]" "--interval" "0.1" "-o" (str dir))]
       (is (zero? code))
       (is (re-find #"(?m)^herald-load mode=rate requests=\d+ target_rps=40.0 " out) "a ramp's target is its mean")
       (is (zero? code2))
       (is (re-find #"(?m)^herald-load step=2 label=30..90/s " out2))
+      (is (str/includes? (slurp (io/file dir "report.html")) "Latency against the target rate (per interval)"))
+      (is (some? (ImageIO/read (io/file dir "latency-by-target.png"))) "a ramp gets its latency-by-target plot")
       (is (= 1 (first (run "--rate" "10" "--ramp" "10..20:1s"))) "one of --rate, --ramp, --schedule")
       (is (= 1 (first (run "--ramp" "10:1s"))) "--ramp wants FROM..TO")
       (is (= 1 (first (run "--rate" "10:1s,0:1s"))) "a step at rate 0 is refused"))))

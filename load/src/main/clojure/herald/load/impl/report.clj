@@ -62,6 +62,16 @@
 
 (defn- multi-step? [r] (> (count (:steps r)) 1))
 
+(defn- ramped? [r] (some :to (:schedule r)))
+
+(defn latency-by-target-chart
+  "A ramped run's interval latencies (p50, p99, max) against the schedule's target rate in each interval."
+  [r]
+  {:title "Latency against the target rate (per interval)" :x-label "target rate (requests/s)" :y-label "latency (ms)"
+   :series (for [[k n] [[:p50 "p50"] [:p99 "p99"] [:max "max"]]]
+             {:name n :points (vec (sort (for [i (:intervals r) :when (and (:target i) (get-in i [:latency k]))]
+                                           [(:target i) (get-in i [:latency k])])))})})
+
 (defn- step-x
   "The x of each step: its target rate when targets strictly increase (a staircase), else its number."
   [step-list]
@@ -122,11 +132,13 @@
     (and (= 1 (count results)) (multi-step? (first results)))
     (assoc "steps-latency" (steps-latency-chart (first results))
            "steps-rate" (steps-rate-chart (first results))
-           "steps-spectrum" (assoc (spectrum-chart (steps/step-results (first results))) :title "Per step: latency by percentile (log scale)"))))
+           "steps-spectrum" (assoc (spectrum-chart (steps/step-results (first results))) :title "Per step: latency by percentile (log scale)"))
+    (and (= 1 (count results)) (ramped? (first results)))
+    (assoc "latency-by-target" (latency-by-target-chart (first results)))))
 
 (def chart-order
   "The charts of a report, in the order shown."
-  ["spectrum" "latency-over-time" "throughput" "per-minute" "steps-latency" "steps-rate" "steps-spectrum"])
+  ["spectrum" "latency-over-time" "throughput" "per-minute" "steps-latency" "steps-rate" "steps-spectrum" "latency-by-target"])
 
 (def ^:private table-columns
   [["run" label] ["mode" #(some-> % :mode name)] ["target/s" #(some->> % :rate :target (format "%.1f"))]
