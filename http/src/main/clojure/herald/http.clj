@@ -55,8 +55,9 @@
 
 (defn stop-server
   "Stops `server` gracefully: stops accepting, lets in-flight requests finish (up to `:shutdown-timeout-ms`),
-  sends WebSockets a 1001 close, closes every connection and releases the port. Returns a derefable
-  (a CompletableFuture) that completes when all of that is done. Idempotent: later calls return the same value."
+  sends WebSockets a 1001 close (their listeners' `:on-close` get 1001), closes every connection and releases the
+  port. Returns a derefable (a CompletableFuture) that completes when all of that is done, on-close callbacks
+  included. Idempotent: later calls return the same value."
   [^HeraldServer server]
   (.stop server))
 

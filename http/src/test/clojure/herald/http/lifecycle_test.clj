@@ -61,6 +61,20 @@
       (is (= [:close 1001 "server shutting down"] (ts/ws-receive client)))
       (is (nil? (deref stopped 5000 ::timeout))))))
 
+(deftest ^:integration websocket-listeners-get-on-close-1001-before-stop-completes
+  (let [closes (atom [])
+        opened (CountDownLatch. 2)
+        listener {:on-open (fn [_] (.countDown opened))
+                  :on-close (fn [_ code reason] (Thread/sleep 100) (swap! closes conj [code reason]))}
+        s (start (fn [_] {:ring.websocket/listener listener}) {})
+        clients [(ts/ws-connect (ts/port s) "/a") (ts/ws-connect (ts/port s) "/b")]]
+    (is (.await opened 5 TimeUnit/SECONDS))
+    (is (nil? (deref (http/stop-server s) 8000 ::timeout)))
+    (is (= [[1001 "server shutting down"] [1001 "server shutting down"]] @closes)
+        "every listener was told the server is going away, and stop waited for on-close")
+    (doseq [c clients]
+      (is (= [:close 1001 "server shutting down"] (ts/ws-receive c)) "the client got the 1001 close frame"))))
+
 (deftest ^:integration bind-failure-is-an-ex-info
   (let [s (start (fn [_] {:status 200}) {})]
     (try

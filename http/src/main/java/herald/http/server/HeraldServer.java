@@ -38,6 +38,8 @@ import java.util.concurrent.TimeUnit;
 public final class HeraldServer implements Closeable {
     /** Fired down every pipeline when the server starts draining. */
     public static final Object SHUTDOWN_EVENT = new Object();
+    /** At the end of a stop, how long at least to wait for WebSocket on-close callbacks and streams to finish. */
+    private static final long CALLBACK_WAIT_MS = 1000;
 
     private final ServerContext context;
     private final EventLoopGroup group;
@@ -171,6 +173,9 @@ public final class HeraldServer implements Closeable {
             HttpDate.stop(dateTask);
             group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
             shutdownExecutors(context);
+            // WebSocket on-close callbacks (1001) and streams cut by the close: done before stop completes
+            long left = Math.max(TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()), CALLBACK_WAIT_MS);
+            context.blockingExecutor.awaitTermination(left, TimeUnit.MILLISECONDS);
             stopped.complete(null);
         } catch (Throwable t) {
             stopped.completeExceptionally(t);
