@@ -12,7 +12,7 @@
                                     SegmentInfos Term TieredMergePolicy)
            (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder IndexSearcher ScoreDoc
                                      DocIdSetIterator SearcherFactory SearcherManager Sort SortField SortField$Type
-                                     TermQuery TopFieldDocs)
+                                     TermQuery TopFieldCollectorManager TopFieldDocs)
            (org.apache.lucene.store Directory NIOFSDirectory NRTCachingDirectory)
            (org.slf4j Logger LoggerFactory)))
 
@@ -242,7 +242,10 @@
       (catch-up! idx)
       (let [^IndexSearcher s (.acquire manager)]
         (try
-          (let [^TopFieldDocs top (.search s (query terms) (int limit) newest-first)]
+          ;; hit-count threshold = limit: each segment stops after limit hits (its newest, by the index
+          ;; sort), instead of counting up to 1,000 hits first for a total nobody reads
+          (let [^TopFieldDocs top (.search s ^org.apache.lucene.search.Query (query terms)
+                                           (TopFieldCollectorManager. newest-first (int limit) nil (int limit)))]
             (senders (.leaves (.getIndexReader s)) (.-scoreDocs top)))
           (finally (.release manager s)))))))
 
