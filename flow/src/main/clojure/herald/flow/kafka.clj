@@ -39,7 +39,10 @@
                                                                StreamsConfig/AT_LEAST_ONCE StreamsConfig/EXACTLY_ONCE_V2)
                    StreamsConfig/NUM_STREAM_THREADS_CONFIG (str (or threads (reduce max 1 (map :task/parallelism (:catalog job)))))
                    StreamsConfig/REPLICATION_FACTOR_CONFIG (str replication-factor)
-                   "auto.offset.reset" (name start-from)}
+                   "auto.offset.reset" (name start-from)
+                   ;; kill-job leaves the consumer group, so a resubmit (or another instance) takes the partitions at
+                   ;; once instead of after session.timeout.ms; :config can set it back to false for rolling restarts
+                   "main.consumer.internal.leave.group.on.close" "true"}
             data-dir (assoc StreamsConfig/STATE_DIR_CONFIG (str (java.io.File. (str data-dir) "kafka-streams")))
             checkpoint-interval-ms (assoc StreamsConfig/COMMIT_INTERVAL_MS_CONFIG (str checkpoint-interval-ms))
             (seq batch) (assoc "max.poll.records" (str (reduce max batch)))
@@ -65,9 +68,11 @@
     (let [existing (admin-call "listing topics" #(set (.get (.names (.listTopics admin)) 20 TimeUnit/SECONDS)))
           index (into {} (map-indexed (fn [i t] [(:task/name t) i])) (:catalog job))]
       (doseq [[n topic] (concat inputs outputs) :when (not (existing topic))]
-        (check/unsupported! [:catalog (index n) :kafka/topic] :kafka/topic topic
-                            (str "topic " topic " of task " n " does not exist on " (.getProperty props "bootstrap.servers"))
-                            "create the topic first (the runtime creates only its own repartition topics)"))
+        (throw (ex-info (str "Topic " (pr-str topic) " of task " n " (:kafka/topic at " [:catalog (index n) :kafka/topic]
+                             ") does not exist on " (.getProperty props "bootstrap.servers")
+                             ". Fix: create it first (the runtime creates only its own repartition topics)")
+                        {:type :herald.flow/missing-topic :path [:catalog (index n) :kafka/topic] :key :kafka/topic
+                         :value topic :task n})))
       (doseq [{:keys [topic partitions]} repartition-topics :when (not (existing topic))]
         (admin-call (str "creating " topic)
                     #(try (.get (.all (.createTopics admin [(NewTopic. ^String topic (int partitions) (short replication))]))

@@ -95,7 +95,7 @@
   (testing "a topic that does not exist"
     (kb/with-broker bootstrap
       (let [r (refusal small (assoc kafka-opts :kafka {:bootstrap-servers bootstrap :application-id (ks/fresh-prefix)}))]
-        (is (= [:herald.flow/unsupported :kafka/topic "in"] ((juxt :type :key :value) r)))
+        (is (= [:herald.flow/missing-topic :kafka/topic "in"] ((juxt :type :key :value) r)))
         (is (str/includes? (:message r) "does not exist"))))))
 
 (deftest ^:integration exactly-once-by-default-and-configurable
