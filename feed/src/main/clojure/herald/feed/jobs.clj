@@ -50,13 +50,14 @@
               :task/parallelism threads}]})
 
 (defn index-job
-  "The indexing job: each published post goes into the search index, a batch at a time; the store drops the
-  post's search-pending marker once a Lucene commit holds it.
+  "The indexing job: each published post goes into the search index, a batch at a time (one
+  `store/index-batch!` call per batch); the store's index watermark passes the post once a Lucene commit
+  holds it, and a post above the watermark is indexed again when the store opens.
 
   | key                 | type | meaning |
   |---------------------|------|---------|
   | `:index-threads`    | long | threads of the index task and its output (one fused stage) |
-  | `:batch-size`       | long | most posts per batch (one index call per batch where the store can) |
+  | `:batch-size`       | long | most posts per batch (one index call per batch) |
   | `:batch-timeout-ms` | long | longest the input waits for a first post of a batch |"
   [{:keys [index-threads batch-size batch-timeout-ms]}]
   {:job/name :feed-index

@@ -39,7 +39,7 @@
     (let [c (- (thread-cpu) c0)] (fanout/await-idle f 60000) (/ (double c) n))))
 
 (def ^:private noop-store
-  (reify store/InboundStore (-fan-out! [_ _ _]) store/SearchIndex (-index! [_ _])))
+  (reify store/InboundStore (-fan-out! [_ _ _]) store/SearchIndex (-index-batch! [_ _]) (-index! [_ _])))
 
 (defn- publish-round [ctx ids story n]
   (let [c0 (thread-cpu)]

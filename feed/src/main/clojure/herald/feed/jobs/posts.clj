@@ -68,21 +68,25 @@
       (-close-output! [_]))))
 
 (defn search-output
-  "The indexing job's output: puts each post of a batch into the search index (`store/index!`, idempotent by
-  post id); the store drops the post's search-pending marker once a Lucene commit holds it.
+  "The indexing job's output: puts each batch into the search index in one call (`store/index-batch!`,
+  idempotent by post id; it never throws for a post whose indexing fails: the store retries it and its index
+  watermark brings it back on the next open). Should the batch call throw (a malformed post, a closed store),
+  each post is indexed on its own (`store/index!`, retried), so one bad post does not hold back the others.
 
   | key | type | meaning |
   |---|---|---|
   | `:search/store` | store | the feed's store |
-  | `:search/retries` | long | retries of a failing index call |
+  | `:search/retries` | long | retries of a failing index call for one post |
   | `:search/done` | fn | `(f ok? segment)` after each post |
-  | `:search/on-error` | fn | `(f throwable segment)` after the last retry failed (the marker brings the post back on the next open) |"
+  | `:search/on-error` | fn | `(f throwable segment)` after the last retry failed |"
   [task]
   (let [{:keys [store retries done on-error]} (output-options task "search")]
     (reify spi/Output
       (-write! [_ segments]
-        (doseq [{:keys [post] :as seg} segments]
-          (done (attempt! #(store/index! store post) retries #(on-error % seg)) seg)))
+        (if (try (store/index-batch! store (mapv :post segments)) true (catch Throwable _ false))
+          (doseq [seg segments] (done true seg))
+          (doseq [{:keys [post] :as seg} segments]
+            (done (attempt! #(store/index! store post) retries #(on-error % seg)) seg))))
       (-flush! [_])
       (-close-output! [_]))))
 
@@ -100,7 +104,7 @@
 
 (def defaults
   "The default options of `flow-fanout`."
-  {:threads 2 :index-threads 2 :queue-size 10000 :batch-size 256 :batch-timeout-ms 50 :retries 3})
+  {:threads 2 :index-threads 1 :queue-size 10000 :batch-size 256 :batch-timeout-ms 50 :retries 3})
 
 (defn- default-on-error [^Throwable t job]
   (binding [*out* *err*]
@@ -174,7 +178,7 @@
   | key                 | type | default | meaning |
   |---------------------|------|---------|---------|
   | `:threads`          | long | 2       | fan-out threads |
-  | `:index-threads`    | long | 2       | indexing threads (Lucene indexes concurrently) |
+  | `:index-threads`    | long | 1       | indexing threads (the embedded store indexes one batch at a time) |
   | `:queue-size`       | long | 10000   | posts each job's input queue holds before posting requests wait |
   | `:batch-size`       | long | 256     | most posts per batch |
   | `:batch-timeout-ms` | long | 50      | longest an input waits for the first post of a batch (a post arriving ends the wait at once; a longer wait means fewer idle wake-ups) |

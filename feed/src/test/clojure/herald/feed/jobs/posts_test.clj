@@ -50,7 +50,8 @@
       (finally (fanout/close! f 10000)))))
 
 (defn- flaky-store
-  "A memory store whose fan-out throws for posts with subject \"never\" always, \"flaky\" twice."
+  "A memory store whose fan-out throws for posts with subject \"never\" always, \"flaky\" twice, and whose
+  indexing throws for a batch holding \"never\" and for that post alone."
   [s attempts]
   (reify
     store/InboundStore
@@ -60,7 +61,10 @@
           (throw (RuntimeException. "store busy")))
         (store/-fan-out! s post recipients)))
     store/SearchIndex
-    (-index! [_ post] (store/-index! s post))))
+    (-index-batch! [_ posts]
+      (if (some #(= "never" (:subject %)) posts) (throw (RuntimeException. "bad batch")) (store/-index-batch! s posts)))
+    (-index! [_ post]
+      (if (= "never" (:subject post)) (throw (RuntimeException. "index broken")) (store/-index! s post)))))
 
 (deftest failures-are-retried-then-reported-and-the-job-goes-on
   (let [s (store/open-store {:type :memory})
@@ -76,8 +80,11 @@
       (run! publish ["flaky" "never" "fine"])
       (is (fanout/await-idle f 10000))
       (is (= {"flaky" 3 "never" 3 "fine" 1} @attempts))
-      (is (= [["store busy" "never"]] @errors))
-      (is (= {:completed 2 :failed 1 :indexed 3} (select-keys (fanout/stats f) [:completed :failed :indexed])))
+      (is (= #{["store busy" "never"] ["index broken" "never"]} (set @errors)))
+      (is (= {:completed 2 :failed 1 :indexed 2 :index-failed 1}
+             (select-keys (fanout/stats f) [:completed :failed :indexed :index-failed]))
+          "a batch that fails is indexed post by post: the bad post does not hold back the others")
+      (is (= 2 (count (store/search s "x"))) "the other two are searchable")
       (is (= #{"flaky" "fine"} (set (map :subject (:items (store/inbound s b))))))
       (is (= ["never"] (map (comp :subject :post) (store/pending-fanouts s))) "the failed one stays pending for the next start")
       (finally (fanout/close! f 10000)))))
@@ -87,6 +94,7 @@
     store/InboundStore
     (-fan-out! [_ post _] (.await gate 30 TimeUnit/SECONDS) (swap! seen conj (:id post)))
     store/SearchIndex
+    (-index-batch! [_ _])
     (-index! [_ _])))
 
 (defn- post [id] {:post {:id id :from 1 :ts id :occurred "2026-11-22" :subject "s" :story "t"} :recipients [2]})
@@ -111,6 +119,7 @@
                                store/InboundStore
                                (-fan-out! [_ post _] (Thread/sleep 1) (swap! seen conj (:id post)))
                                store/SearchIndex
+                               (-index-batch! [_ _])
                                (-index! [_ _]))
                              {:threads 1 :batch-size 8})]
     (doseq [i (range 1 301)] (fanout/submit! f (post i)))
