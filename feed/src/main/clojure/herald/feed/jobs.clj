@@ -6,7 +6,8 @@
   `herald.feed.perf/Recorder` over the per-minute job. Live values (queues, the store, sinks) go in through
   `herald.flow/submit-job`'s `:inject`, so these values stay printable data. See
   docs/adr/0008-feed-jobs-on-flow.md."
-  (:require [clojure.string :as str]))
+  (:require [clojure.string :as str]
+            [herald.flow :as flow]))
 
 (set! *warn-on-reflection* true)
 
@@ -26,6 +27,22 @@
 
 (defn pos-long? "A positive integer." [x] (and (integer? x) (pos? (long x))))
 (defn nat-long? "A non-negative integer." [x] (and (integer? x) (not (neg? (long x)))))
+
+(defn watch!
+  "Starts a daemon thread that waits for the job of `handle` (from herald.flow/submit-job) to end and, when
+  it failed, logs it to stderr with its error: a failed job must not go unnoticed. Returns `handle`."
+  [handle]
+  (doto (Thread. ^Runnable (fn []
+                             (let [{:keys [status ^Throwable error]} (flow/await-job handle)]
+                               (when (= :failed status)
+                                 (binding [*out* *err*]
+                                   (println "herald.feed: the" (name (get-in handle [:job :job/name]))
+                                            "job failed:" (str error))
+                                   (some-> error .printStackTrace)))))
+                 (str "herald-feed-watch-" (name (get-in handle [:job :job/name]))))
+    (.setDaemon true)
+    (.start))
+  handle)
 
 (defn fan-out-job
   "The fan-out job: each published post (`{:post p :recipients [ids]}`, fed by the service after the store

@@ -155,7 +155,7 @@
     (loop [checked start]
       (let [now (System/currentTimeMillis)]
         (cond (>= (+ (.get reflected) (.get late-seen)) target) true
-              (>= now deadline) false
+              (or (>= now deadline) (some? (flow/await-job job 0))) false     ; timed out, or the job ended
               (>= (- now checked) (* 2 (long publish-ms))) (do (.set late-seen (late job)) (recur now))
               :else (do (Thread/sleep 2) (recur checked)))))))
 
@@ -225,7 +225,7 @@
      (when dir
        (let [n (restore! st (- (quot (long (clock)) 60000) (long retention-minutes)))]
          (when (pos? n) (log "restored" n "stored minute rows from" dir))))
-     (recorder st (flow/submit-job (jobs/perf-job o)
-                                   {:inject {:requests {:mailbox/mailbox (:mb st)}
-                                             :minutes {:sink/fn (sink st)}}})
+     (recorder st (jobs/watch! (flow/submit-job (jobs/perf-job o)
+                                                {:inject {:requests {:mailbox/mailbox (:mb st)}
+                                                          :minutes {:sink/fn (sink st)}}}))
                o))))

@@ -156,16 +156,18 @@
                  (when (zero? (pending c)) (locking lock (.notifyAll ^Object lock)))))
         on-error (fn [t seg] ((:on-error o) t seg))
         task-error (fn [k] (fn [{:keys [exception segment]}] (on-error exception segment) ((done nil k) false segment)))
-        fj (flow/submit-job (jobs/fan-out-job o)
+        fj (jobs/watch!
+            (flow/submit-job (jobs/fan-out-job o)
                             {:inject {:posts {:queue/queue fq}
                                       :inbound {:inbound/store store :inbound/retries (:retries o)
                                                 :inbound/done (done :fanned-out :fan-out-failed) :inbound/on-error on-error}}
-                             :on-error (task-error :fan-out-failed)})]
-    (try [fj (flow/submit-job (jobs/index-job o)
+                             :on-error (task-error :fan-out-failed)}))]
+    (try [fj (jobs/watch!
+              (flow/submit-job (jobs/index-job o)
                               {:inject {:posts {:queue/queue iq}
                                         :search {:search/store store :search/retries (:retries o)
                                                  :search/done (done :indexed :index-failed) :search/on-error on-error}}
-                               :on-error (task-error :index-failed)})]
+                               :on-error (task-error :index-failed)}))]
          (catch Throwable t (flow/kill-job fj) (throw t)))))
 
 (defn flow-fanout
