@@ -29,13 +29,22 @@
 (def ^:private fanout-keys
   #{:runtime :threads :index-threads :queue-size :batch-size :batch-timeout-ms :retries :drain-timeout-ms})
 
+(def ^:private perf-keys
+  #{:runtime :retention-minutes :publish-ms :allowed-lateness-ms :queue-size :batch-size :sync-wait-ms :dir})
+
+(defn- check-keys!
+  "Throws ex-info {:type :herald.feed/config :key [section k]} for a key of `cfg` not in `known`, whichever
+  runtime is chosen (a typo must not pass silently because the fallback ignores the key)."
+  [section cfg known]
+  (doseq [k (keys cfg) :when (not (known k))]
+    (throw (ex-info (str "unknown " section " option " k ", expected one of " (str/join " " (sort known)))
+                    {:type :herald.feed/config :key [section k] :value (get cfg k)}))))
+
 (defn- fanout-component
   "Starts the configured fan-out runtime over `store`: `:flow` (herald.flow jobs, the default) or
   `:executor` (the in-process thread pool, kept as the fallback)."
   [store cfg]
-  (doseq [k (keys cfg) :when (not (fanout-keys k))]
-    (throw (ex-info (str "unknown :fanout option " k ", expected one of " (str/join " " (sort fanout-keys)))
-                    {:type :herald.feed/config :key [:fanout k] :value (get cfg k)})))
+  (check-keys! :fanout cfg fanout-keys)
   (case (config/check-one-of! [:fanout :runtime] (:runtime cfg :flow) [:flow :executor])
     :flow ((requiring-resolve 'herald.feed.jobs.posts/flow-fanout) store (dissoc cfg :runtime :drain-timeout-ms))
     :executor (fanout/executor-fanout (svc/fanout-work store) (dissoc cfg :runtime :drain-timeout-ms :index-threads
@@ -53,6 +62,7 @@
   `:direct` (HdrHistograms updated on the request thread)."
   [config]
   (let [cfg (:perf config)]
+    (check-keys! :perf cfg perf-keys)
     (case (config/check-one-of! [:perf :runtime] (:runtime cfg :flow) [:flow :direct])
       :flow ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder)
              (assoc (dissoc cfg :runtime) :dir (perf-dir config)))

@@ -51,7 +51,8 @@
   (doseq [[overrides k v] [[{:fanout {:runtime :threads}} [:fanout :runtime] :threads]
                            [{:perf {:runtime :kafka}} [:perf :runtime] :kafka]
                            [{:fanout {:batch-sise 5}} [:fanout :batch-sise] 5]
-                           [{:perf {:publish-ms -1}} [:perf :publish-ms] -1]]]
+                           [{:perf {:publish-ms -1}} [:perf :publish-ms] -1]
+                           [{:perf {:runtime :direct :publsh-ms 5}} [:perf :publsh-ms] 5]]]
     (let [e (try (u/start-feed! nil overrides) nil (catch clojure.lang.ExceptionInfo e e))]
       (is (= :herald.feed/system-start (:type (ex-data e))) (pr-str overrides))
       (is (= {:type :herald.feed/config :key k :value v} (ex-data (ex-cause e))) (pr-str overrides))
