@@ -187,7 +187,7 @@
                                 (get-in s [:latency :p999]) (get-in s [:latency :max])
                                 (get-in s [:service :p50]) (get-in s [:service :p99])])))]
     (str "<h2>Steps: " (esc (label r)) "</h2>\n<p>Every step ran on the same connections, one after the other; "
-         "a request belongs to the step of its intended send time. Achieved: responses to the step's requests per second of the step; throughput: responses that arrived during the step, to any request. Waits: requests that found no free connection; late: requests the generator sent more than 1 ms late with a connection free.</p>\n"
+         "a request belongs to the step of its intended send time. Achieved: responses to the step's requests per second of the step; throughput: responses that arrived during the step, to any request. Waits: requests that found no free connection; late: requests the generator sent more than 5 ms late with a connection free.</p>\n"
          (html-table rows)
          (str/join (for [s step-list w (:warnings s)] (str "<p class=\"warn\">" (esc w) "</p>\n"))))))
 

@@ -29,7 +29,7 @@
       (conj (format "%s: %d requests (%.1f%%) WAITED FOR A FREE CONNECTION: the generator fell short of connections (%d; the step keeps about %s busy at target x mean service time): raise :connections"
                     tag (long connection-waits) (* 100 waits-share) (long connections) (or needed "?")))
       (and (pos? sent) (> (/ (double late-sends) sent) 0.01))
-      (conj (format "%s: %d requests (%.1f%%) LEFT MORE THAN 1 MS LATE WITH A CONNECTION FREE: the generator (or the machine) could not keep up: give it more threads or cores"
+      (conj (format "%s: %d requests (%.1f%%) LEFT MORE THAN 5 MS LATE WITH A CONNECTION FREE: the generator (or the machine) could not keep up: give it more threads or cores"
                     tag (long late-sends) (/ (* 100.0 late-sends) sent))))))
 
 (defn step-map

@@ -90,7 +90,7 @@ public final class StepStats {
   public long connectionWaits(int step) { return connectionWaits[step]; }
 
   /**
-   * Requests of the step sent more than 1 ms after their intended time while a connection was free: the
+   * Requests of the step sent more than 5 ms after their intended time while a connection was free: the
    * generator's event loop (or the machine) was late.
    */
   public long lateSends(int step) { return lateSends[step]; }

@@ -21,11 +21,11 @@ import org.HdrHistogram.SingleWriterRecorder;
  */
 final class Worker implements ConnectionListener {
   private static final long RECONNECT_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
-  private static final long BACKLOG_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+  private static final long BACKLOG_RECHECK_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
   /** A request sent by a freed connection this late after its intended time waited for that connection. */
   private static final long CONNECTION_WAIT_NANOS = TimeUnit.MICROSECONDS.toNanos(100);
   /** A request sent this late after its intended time while a connection was free was late because the generator was. */
-  private static final long LATE_SEND_NANOS = TimeUnit.MILLISECONDS.toNanos(1);
+  private static final long LATE_SEND_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
   static final class Slot {
     HttpConnection conn;
