@@ -43,6 +43,30 @@
                                               (finally (ts/close! c)))))))]
           (is (every? true? (mapcat deref results))))))))
 
+(deftest ^:integration a-blocked-handler-holds-up-no-other-request
+  ;; requests arriving together on many connections are handed to threads together (one event-loop pass); the
+  ;; handler of the first blocks until every other request was answered, which never happens if they queue
+  ;; behind it
+  (doseq [mode [:virtual-threads :worker-pool] blocker [0 7]]
+    (testing (str mode " blocker " blocker)
+      (let [n 24
+            others-done (java.util.concurrent.CountDownLatch. (dec n))]
+        (with-server [s (fn [req]
+                          (if (= "/block" (:uri req))
+                            {:status 200 :body (if (.await others-done 5 java.util.concurrent.TimeUnit/SECONDS)
+                                                 "released" "timed out")}
+                            {:status 200 :body "quick"}))
+                      {:mode mode :io-threads 1}]
+          (let [conns (doall (repeatedly n #(ts/open (ts/port s))))]
+            (try
+              (doseq [[i c] (map-indexed vector conns)]
+                (ts/write! c (ts/request-text "GET" (if (= i blocker) "/block" "/quick"))))
+              (doseq [[i c] (map-indexed vector conns) :when (not= i blocker)]
+                (is (= "quick" (:body (ts/read-response c))))
+                (.countDown others-done))
+              (is (= "released" (:body (ts/read-response (nth conns blocker)))))
+              (finally (run! ts/close! conns)))))))))
+
 (deftest ^:integration pipelined-requests-off-the-event-loop-stay-in-order
   (doseq [mode [:virtual-threads :worker-pool]]
     (testing (str mode)

@@ -14,10 +14,9 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  * loop and the virtual threads' carrier wake each other once per batch rather than once per request.
  *
  * <p>Out: the units (one request, or the requests pipelined on one connection) submitted during one event-loop
- * pass are started together by a task that runs after the pass's reads. A pass with several units starts one
- * virtual thread (a {@link Group}) that starts a virtual thread per unit from the carrier (a local queue push,
- * no wake-up), then yields until they have run or blocked. Every unit keeps a virtual thread of its own, so a
- * handler that blocks holds up no other.
+ * pass are started together by a task that runs after the pass's reads: one virtual thread runs them one after
+ * the other, and a spare one takes over the rest whenever a handler blocks (see {@link Group}), so a handler
+ * that blocks holds up no other.
  *
  * <p>Back: an answer goes into a queue read by the event loop. Answers given while their group runs are handed
  * back together when the group ends; any other answer (a handler that blocked, an async respond, a worker pool)
@@ -92,10 +91,23 @@ final class Handoff {
         virtualThreads.newThread(g).start();
     }
 
-    /** The units of one event-loop pass; its virtual thread starts theirs, then hands their answers back. */
+    /**
+     * The units of one event-loop pass, run one after the other by a virtual thread. Before each unit the runner
+     * makes sure a spare virtual thread waits behind it in the carrier's queue: the spare runs only when the
+     * runner blocks (or is done, or another carrier is idle and steals it), and then takes the next units, with
+     * a spare of its own. A handler that blocks thus holds up no other, while a pass of handlers that do not
+     * block costs two thread starts, not one per request. The first runner that finds no unit left hands the
+     * answers given so far back to the event loop; later answers hand themselves back.
+     */
     final class Group implements Runnable {
         final Runnable[] units;
         volatile boolean open = true;
+        private volatile int next;
+        private volatile int spareQueued;
+        private static final AtomicIntegerFieldUpdater<Group> NEXT =
+            AtomicIntegerFieldUpdater.newUpdater(Group.class, "next");
+        private static final AtomicIntegerFieldUpdater<Group> SPARE =
+            AtomicIntegerFieldUpdater.newUpdater(Group.class, "spareQueued");
 
         Group(Runnable[] units) {
             this.units = units;
@@ -103,14 +115,27 @@ final class Handoff {
 
         @Override
         public void run() {
-            for (Runnable u : units) {
-                virtualThreads.newThread(u).start();
+            int n = units.length;
+            for (int i; (i = NEXT.getAndIncrement(this)) < n; ) {
+                if (spareQueued == 0 && SPARE.compareAndSet(this, 0, 1)) {
+                    virtualThreads.newThread(this::spare).start();
+                }
+                Runnable u = units[i];
+                units[i] = null;
+                Thread.interrupted(); // a handler's interrupt does not reach the next one
+                u.run();
             }
-            Thread.yield(); // behind the units in the carrier's queue: they run (or block) first
-            open = false;
-            if (!answers.isEmpty()) {
-                scheduleDrain();
+            if (open) {
+                open = false;
+                if (!answers.isEmpty()) {
+                    scheduleDrain();
+                }
             }
+        }
+
+        private void spare() {
+            spareQueued = 0;
+            run();
         }
     }
 
