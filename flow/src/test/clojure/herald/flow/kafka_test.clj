@@ -5,7 +5,8 @@
             [clojure.test :refer [deftest is testing]]
             [herald.flow :as flow]
             [herald.flow.kafka-broker :as kb]
-            [herald.flow.kafka-support :as ks]))
+            [herald.flow.kafka-support :as ks]
+            [herald.flow.test-fns :as fns]))
 
 (set! *warn-on-reflection* true)
 
@@ -125,3 +126,47 @@
     (is (str/ends-with? (:out r) ":completed false") "the job ran and herald.flow.kafka was not loaded")
     (is (str/includes? loaded "herald.flow.impl.runtime") "the class-load log is the real one")
     (is (not (str/includes? loaded "org.apache.kafka")) "no Kafka class was loaded")))
+
+(def ^:private timed-job
+  {:job/name :timed
+   :workflow [[:in :f] [:f :agg] [:agg :rows]]
+   :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}
+             {:task/name :f :task/type :function :task/fn :herald.flow.test-fns/inc-n}
+             {:task/name :agg :task/type :reduce}
+             {:task/name :rows :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]
+   :windows [{:window/id :n :window/task :agg :window/type :global :window/aggregation :herald.flow/count}]
+   :triggers [{:trigger/window-id :n :trigger/on :timer :trigger/period 200 :trigger/emit :herald.flow.test-fns/collect-value}]
+   :lifecycles [{:lifecycle/task :f :lifecycle/calls :herald.flow.test-fns/counting-calls}]})
+
+(defn- submit-with-topics [bootstrap job segments]
+  (let [p (ks/fresh-prefix)
+        topics {:in (str p ".in") :rows (str p ".rows")}]
+    (kb/create-topics! bootstrap (vals topics) 1)
+    (kb/produce! bootstrap (:in topics) segments)
+    [(flow/submit-job job (ks/kafka-opts bootstrap p topics {})) topics]))
+
+(deftest ^:integration timers-lifecycles-and-failures
+  (kb/with-broker bootstrap
+    (testing "a timer trigger fires from a wall-clock punctuator; hooks run around each record (a batch of 1)"
+      (reset! fns/hook-log [])
+      (let [[h topics] (submit-with-topics bootstrap timed-job (map #(hash-map :n %) (range 10)))
+            rows (with-open [c (kb/consumer bootstrap [(:rows topics)])]
+                   (get (kb/poll-until c #(some (fn [r] (= 10 (:value r))) (get % (:rows topics))) 60000 600) (:rows topics)))]
+        (is (= :killed (:status (flow/kill-job h))))
+        (is (every? #(= :timer (:event %)) rows))
+        (is (= 10 (:value (last rows))) "the count of every segment, fired by the timer")
+        (is (apply < (map :value rows)) "fired only when the extent changed")
+        (let [log @fns/hook-log]
+          (is (= [:start [:f]] (first log)))
+          (is (= 10 (count (filter #(= [:before 1 true] %) log))) "before-batch sees a batch of one and the start hook's event")
+          (is (= 10 (count (filter #{[:after]} log))))
+          (is (= [:stop [:f]] (last log))))))
+    (testing "a hook that throws fails the job after the handle-exception hooks"
+      (reset! fns/hook-log [])
+      (let [[h] (submit-with-topics bootstrap (assoc timed-job :lifecycles [{:lifecycle/task :f :lifecycle/calls :herald.flow.test-fns/failing-calls}])
+                                    [{:n 1}])
+            st (flow/await-job h 60000)]
+        (is (= :failed (:status st)))
+        (is (= "hook broke" (some->> (:error st) (iterate #(.getCause ^Throwable %)) (take-while some?) ^Throwable (last) (.getMessage))))
+        (is (= [[:handled :task "hook broke"]] @fns/hook-log))
+        (is (= :failed (:status (flow/kill-job h))) "killing a failed job reports the failure")))))

@@ -37,10 +37,14 @@
   ((:on-error c) {:task (:tname c) :segment seg :exception e}))
 
 (defn- route!
-  "Routes `seg` by the task's flow conditions through `add!` (to every target when there are none)."
+  "Routes `seg` by the task's flow conditions through `add!` (to every target when there are none). The
+  targets are chosen first: a predicate that throws makes the segment an error, while `add!` runs the
+  downstream processors on this thread and their failures must not be taken for this task's."
   [c seg add!]
-  (try (route/route-normal (:normal c) (:ntargets c) seg add!)
-       (catch Exception e (error! c seg e))))
+  (let [hits (ArrayList.)]
+    (when (try (route/route-normal (:normal c) (:ntargets c) seg (fn [i _] (.add hits i))) true
+               (catch Exception e (error! c seg e) false))
+      (doseq [i hits] (add! i seg)))))
 
 (defn- emit!
   "Applies the task fn to `seg`; what it emits goes to the windows and (unless :reduce) downstream."

@@ -100,15 +100,20 @@
   (let [m (aget ^longs (:max-t w) 0)]
     (if (or (global? w) (= m no-time)) no-time (- m (long (:lateness w))))))
 
+(defn- store-key
+  "The store key of a group: wrapped, as stores refuse a nil key and an ungrouped task's group is nil."
+  [group]
+  [group])
+
 (defn- put-extent! [w e]
   (if (global? w)
-    (.put ^KeyValueStore (:store w) (:group e) e)
-    (.put ^WindowStore (:store w) (:group e) e (long (:lower e)))))
+    (.put ^KeyValueStore (:store w) (store-key (:group e)) e)
+    (.put ^WindowStore (:store w) (store-key (:group e)) e (long (:lower e)))))
 
 (defn- delete-extent! [w e]
   (if (global? w)
-    (.delete ^KeyValueStore (:store w) (:group e))
-    (.put ^WindowStore (:store w) (:group e) nil (long (:lower e)))))
+    (.delete ^KeyValueStore (:store w) (store-key (:group e)))
+    (.put ^WindowStore (:store w) (store-key (:group e)) nil (long (:lower e)))))
 
 (defn- fire
   "Hands extent `e` to trigger `tr` for `event` (emitted segments into `out`); returns the extent after firing."
@@ -124,8 +129,8 @@
 
 (defn- extent [w group ^long lo ^long up]
   (or (if (global? w)
-        (.get ^KeyValueStore (:store w) group)
-        (.fetch ^WindowStore (:store w) group lo))
+        (.get ^KeyValueStore (:store w) (store-key group))
+        (.fetch ^WindowStore (:store w) (store-key group) lo))
       (do (when (< up (aget ^longs (:next-close w) 0)) (aset ^longs (:next-close w) 0 up))
           {:lower lo :upper up :group group :state ((:aggregation/init (:agg w)) (:window w)) :dirty 0
            :counts (vec (repeat (count (:triggers w)) 0))})))
