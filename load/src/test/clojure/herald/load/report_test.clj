@@ -115,6 +115,10 @@
           (is (>= (count (re-seq #"<svg " html)) 6)))
         (doseq [f ["steps-latency.png" "steps-rate.png" "steps-spectrum.png"]]
           (is (some? (ImageIO/read (io/file dir "r" f))) f)))
+      (testing "compare --steps has one row per step"
+        (let [cmp (with-out-str (main/run-cli ["compare" "--steps" (str dir "/r/result.edn")]))]
+          (is (re-find #"(?m)^r step 1 40/s +rate +40.0 " cmp) cmp)
+          (is (re-find #"(?m)^r step 2 80/s +rate +80.0 " cmp) cmp)))
       (testing "merging side-by-side stepped runs merges their steps exactly"
         (let [m (load/merge-results [r r])]
           (is (= (mapv #(* 2 (:requests %)) (:steps r)) (mapv :requests (:steps m))))

@@ -7,7 +7,8 @@
             [herald.load.impl.output :as output]
             [herald.load.impl.plot :as plot]
             [herald.load.impl.report :as report]
-            [herald.load.impl.schedule :as schedule]))
+            [herald.load.impl.schedule :as schedule]
+            [herald.load.impl.steps :as steps]))
 
 (set! *warn-on-reflection* true)
 
@@ -85,7 +86,9 @@
                    [nil "--seed N" "random seed" :default 1 :parse-fn parse-long]
                    [nil "--log FILE" "write the reference performance log" :id :log-file]]
                   common)
-    (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"] ["-h" "--help"]]
+    (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"]
+                        [nil "--steps" "one row (and one overlaid series) per step of stepped runs"]
+                        ["-h" "--help"]]
     :merge [["-o" "--out DIR" "write the merged result's files into DIR"] [nil "--label NAME" "name of the merged run"] ["-h" "--help"]]
     :aggregate [[nil "--csv FILE" "write CSV there (default: stdout)"] [nil "--edn FILE" "also write EDN"] ["-h" "--help"]]))
 
@@ -166,7 +169,10 @@
                     (:quiet options) (assoc :progress :quiet))]
             (finish! (load/feed o) options) 0)
     (:report :compare)
-    (let [results (mapv output/read-result args)]
+    (let [results (cond->> (mapv output/read-result args)
+                    (:steps options) (into [] (mapcat (fn [r] (if (seq (:steps r))
+                                                                (for [s (steps/step-results r)] (update s :label #(str (report/label r) " " %)))
+                                                                [r])))))]
       (when (empty? results) (throw (ex-info "no result files given" {:type :herald.load/bad-option :key :results})))
       (println (load/compare-table results))
       (when-let [dir (:out options)] (doseq [p (load/report! dir results)] (println "wrote" p)))
