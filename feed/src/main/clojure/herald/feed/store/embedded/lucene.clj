@@ -119,14 +119,11 @@
      :write-gen (AtomicLong.) :refreshed-gen (AtomicLong.) :dirty-since (AtomicLong.) :refresh-lock (Object.)
      :uncommitted (AtomicLong.)}))
 
-(defn- document
-  "The post's document. Its text field holds the calling thread's reusable token stream: add it before
-  making the next document on this thread."
-  ^Document [{:keys [id from] :as post}]
+(defn- document ^Document [{:keys [id from] :as post}]
   (doto (Document.)
     (.add (NumericDocValuesField. "id" (long id)))
     (.add (NumericDocValuesField. "from" (long from)))
-    (.add (Field. ^String text/field (text/index-tokens text/field (text/post-text post)) text-type))))
+    (.add (Field. ^String text/field ^CharSequence (text/post-text post) text-type))))
 
 (defn add-posts!
   "Adds the documents of posts (a non-empty collection) under the index lock: one writer thread at a time
@@ -138,12 +135,12 @@
   [{:keys [^IndexWriter writer ^ReentrantLock lock ^AtomicLong write-gen ^AtomicLong dirty-since
            ^AtomicLong uncommitted]}
    posts]
-  (let [posts (vec posts)
+  (let [docs (mapv document posts)
         added (long (do (.lock lock)
                         (try
                           (loop [k 0]
-                            (if (< k (count posts))
-                              (if-let [e (try (.addDocument writer (document (nth posts k))) nil (catch Exception e e))]
+                            (if (< k (count docs))
+                              (if-let [e (try (.addDocument writer (nth docs k)) nil (catch Exception e e))]
                                 (do (.addAndGet uncommitted k)
                                     (throw (ex-info (ex-message e) {:added k} e)))
                                 (recur (inc k)))
