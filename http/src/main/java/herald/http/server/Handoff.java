@@ -37,6 +37,8 @@ final class Handoff {
     private int dirtyCount;
     // ---- any thread ----
     private final Queue<Exchange> answers = PlatformDependent.newMpscQueue();
+    /** A pass whose handlers have run this long hands back the answers so far before running the rest. */
+    private static final long EARLY_DRAIN_NANOS = 1_000_000;
     private final Runnable drainTask = this::drain;
     private volatile int drainScheduled;
     private static final AtomicIntegerFieldUpdater<Handoff> DRAIN_SCHEDULED =
@@ -97,7 +99,8 @@ final class Handoff {
      * runner blocks (or is done, or another carrier is idle and steals it), and then takes the next units, with
      * a spare of its own. A handler that blocks thus holds up no other, while a pass of handlers that do not
      * block costs two thread starts, not one per request. The first runner that finds no unit left hands the
-     * answers given so far back to the event loop; later answers hand themselves back.
+     * answers given so far back to the event loop (so does a runner whose handlers took over a millisecond);
+     * later answers hand themselves back.
      */
     final class Group implements Runnable {
         final Runnable[] units;
@@ -116,6 +119,7 @@ final class Handoff {
         @Override
         public void run() {
             int n = units.length;
+            long since = System.nanoTime();
             for (int i; (i = NEXT.getAndIncrement(this)) < n; ) {
                 if (spareQueued == 0 && SPARE.compareAndSet(this, 0, 1)) {
                     virtualThreads.newThread(this::spare).start();
@@ -124,6 +128,11 @@ final class Handoff {
                 units[i] = null;
                 Thread.interrupted(); // a handler's interrupt does not reach the next one
                 u.run();
+                long now = System.nanoTime();
+                if (now - since > EARLY_DRAIN_NANOS && !answers.isEmpty()) {
+                    scheduleDrain(); // slow handlers in this pass: the answers so far need not wait for them
+                    since = now;
+                }
             }
             if (open) {
                 open = false;
