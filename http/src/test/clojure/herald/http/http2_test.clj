@@ -313,3 +313,9 @@
         (is (= "h2 ok" (.text (h2 c "GET" "/other"))) "other streams are served meanwhile")
         (is (= 408 (.status ^H2Client$Response (.get stalled 5 TimeUnit/SECONDS))))
         (is (.isOpen c) "only the stream is ended")))))
+
+(deftest http2-options-are-validated
+  (doseq [[k v] [[:http2? "yes"] [:http2-max-concurrent-streams 0] [:http2-max-concurrent-streams 1.5]]]
+    (let [data (try (http/start-server (fn [_] {:status 200}) {:port 0 k v}) nil
+                    (catch clojure.lang.ExceptionInfo e (ex-data e)))]
+      (is (= {:type :herald.http/invalid-option :key k :value v} data)))))
