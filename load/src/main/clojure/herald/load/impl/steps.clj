@@ -16,6 +16,10 @@
   (assoc (into {} (for [^ErrorKind k (ErrorKind/values)] [(keyword (.label k)) (.errors st i k)]))
          :status (.statusErrors st i)))
 
+(def warn-share
+  "The share of a step's requests that waited for a connection, or left late, above which it is warned about."
+  0.05)
+
 (defn- shortfall-warnings [{:keys [step label target-rate achieved sent unsent connection-waits late-sends service complete?]} connections]
   (let [tag (format "STEP %d (%s)" (long step) label)
         waits-share (if (pos? sent) (/ (double connection-waits) sent) 0.0)
@@ -25,10 +29,11 @@
       (conj (format "%s: ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: the generator or the server fell short" tag (double achieved) (double target-rate)))
       (pos? unsent)
       (conj (format "%s: %d requests were due but never sent (no free connection): raise :connections" tag (long unsent)))
-      (> waits-share 0.01)
-      (conj (format "%s: %d requests (%.1f%%) WAITED FOR A FREE CONNECTION: the generator fell short of connections (%d; the step keeps about %s busy at target x mean service time): raise :connections"
-                    tag (long connection-waits) (* 100 waits-share) (long connections) (or needed "?")))
-      (and (pos? sent) (> (/ (double late-sends) sent) 0.01))
+      (> waits-share warn-share)
+      (conj (format "%s: %d requests (%.1f%%) WAITED FOR A FREE CONNECTION: all %d were busy (on average the step keeps about %s busy, target x mean service time%s): raise :connections"
+                    tag (long connection-waits) (* 100 waits-share) (long connections) (or needed "?")
+                    (if (and needed (< (* 2 needed) connections)) ", so the server stalled at times" "")))
+      (and (pos? sent) (> (/ (double late-sends) sent) warn-share))
       (conj (format "%s: %d requests (%.1f%%) LEFT MORE THAN 5 MS LATE WITH A CONNECTION FREE: the generator (or the machine) could not keep up: give it more threads or cores"
                     tag (long late-sends) (/ (* 100.0 late-sends) sent))))))
 
