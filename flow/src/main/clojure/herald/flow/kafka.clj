@@ -58,6 +58,11 @@
            (throw (ex-info (str "Kafka " what " failed: " (.getMessage ^Throwable c))
                            {:type :herald.flow/kafka-unavailable :operation what} c))))))
 
+(defn- partition-count [^Admin admin ^String topic]
+  (let [^java.util.Collection topics [topic]
+        m (.get (.allTopicNames (.describeTopics admin topics)) 20 TimeUnit/SECONDS)]
+    (count (.partitions ^org.apache.kafka.clients.admin.TopicDescription (get m topic)))))
+
 (defn- prepare-topics!
   "Checks that every input and output topic exists (refusing the job naming :kafka/topic otherwise) and
   creates the repartition topics the topology needs."
@@ -73,6 +78,14 @@
                              ". Fix: create it first (the runtime creates only its own repartition topics)")
                         {:type :herald.flow/missing-topic :path [:catalog (index n) :kafka/topic] :key :kafka/topic
                          :value topic :task n})))
+      (doseq [{:keys [topic partitions task]} repartition-topics :when (existing topic)
+              :let [n (admin-call (str "describing " topic) #(partition-count admin topic))]
+              :when (not= n partitions)]
+        (throw (ex-info (str "Not supported on :kafka-streams: :task/parallelism " partitions " of task " task
+                             " (its repartition topic " topic " already has " n " partitions, and an application's"
+                             " state cannot be regrouped). Fix: keep :task/parallelism " n ", or start under a new :application-id")
+                        {:type :herald.flow/unsupported :runtime :kafka-streams :path [:catalog (index task) :task/parallelism]
+                         :key :task/parallelism :value partitions :task task})))
       (doseq [{:keys [topic partitions]} repartition-topics :when (not (existing topic))]
         (admin-call (str "creating " topic)
                     #(try (.get (.all (.createTopics admin [(NewTopic. ^String topic (int partitions) (short replication))]))

@@ -45,7 +45,7 @@
           want (map (fn [job] (ks/run-in-process job (select-keys inputs (ks/tasks-of job :input)))) jobs)
           total (reduce + (for [w want o (vals (:outputs w))] (count o)))
           got (ks/run-on-kafka bootstrap (union jobs) inputs total {})]
-      (testing (str "seed " seed)
+      (testing (str "seed " seed "; " (:took got))
         (doseq [[i job w] (map vector (range) jobs want)]
           (is (= (update-vals (:outputs w) frequencies)
                  (update-vals (select-keys (:outputs got) (ks/tasks-of job :output)) frequencies))

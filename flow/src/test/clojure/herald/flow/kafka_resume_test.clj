@@ -51,6 +51,10 @@
           (is (= :killed (:status (flow/kill-job h))))
           (is (seq early) "the first run emitted closed extents before it was killed")
           (kb/produce! bootstrap (:in topics) (concat second-half (for [k (range 3)] {:k k :n 0 :at (+ t0 3600000)})))
+          (testing "a restart cannot regroup the state under another parallelism"
+            (let [r (try (flow/submit-job (assoc-in job [:catalog 1 :task/parallelism] 3) (ks/kafka-opts bootstrap app topics {}))
+                         (catch clojure.lang.ExceptionInfo e (ex-data e)))]
+              (is (= [:herald.flow/unsupported :task/parallelism 3] ((juxt :type :key :value) r)))))
           (let [h2 (submit)
                 late (get (kb/poll-until c #(>= (+ (count early) (count (get % (:rows topics)))) (count expected)) 60000 1500)
                           (:rows topics))

@@ -48,8 +48,8 @@
 (defn run-on-kafka
   "Runs `job` on Kafka Streams: creates its topics (inputs with `partitions` partitions), writes `inputs`
   (task name -> segments), submits, reads the outputs (read_committed) until `expected` segments came (then
-  `settle-ms` more, to see any extra), kills the job. Returns {:outputs {name [segs]} :errors n :metrics m}."
-  [bootstrap job inputs expected {:keys [partitions settle-ms timeout-ms kafka] :or {partitions 2 settle-ms 1500 timeout-ms 60000}}]
+  `settle-ms` more, to see any extra), kills the job. Returns {:outputs {name [segs]} :errors n :metrics m :took \"what came how fast\"}."
+  [bootstrap job inputs expected {:keys [partitions settle-ms timeout-ms kafka] :or {partitions 2 settle-ms 1500 timeout-ms 90000}}]
   (let [p (fresh-prefix)
         topic (fn [n] (str p "." (subs (str n) 1)))
         ins (tasks-of job :input) outs (tasks-of job :output)]
@@ -59,9 +59,13 @@
     (let [h (flow/submit-job job (kafka-opts bootstrap p (into {} (map (juxt identity topic)) (concat ins outs)) kafka))]
       (try
         (with-open [c (kb/consumer bootstrap (map topic outs))]
-          (let [got (kb/poll-until c #(>= (reduce + (map count (vals %))) expected) timeout-ms settle-ms)
+          (let [t0 (System/currentTimeMillis)
+                got (kb/poll-until c #(>= (reduce + (map count (vals %))) expected) timeout-ms settle-ms)
                 m (flow/job-metrics h)]
             {:outputs (into {} (for [o outs :let [v (get got (topic o))] :when (seq v)] [o v]))
              :errors (errors-of m)
-             :metrics m}))
+             :metrics m
+             :took (str (reduce + (map count (vals got))) " of " expected " segments in "
+                        (- (System/currentTimeMillis) t0) " ms (load average "
+                        (.getSystemLoadAverage (java.lang.management.ManagementFactory/getOperatingSystemMXBean)) ")")}))
         (finally (flow/kill-job h))))))

@@ -6,6 +6,7 @@
             [herald.flow :as flow]
             [herald.flow.kafka-broker :as kb]
             [herald.flow.kafka-support :as ks]
+            [herald.flow.kafka.serde :as serde]
             [herald.flow.test-fns :as fns]))
 
 (set! *warn-on-reflection* true)
@@ -51,7 +52,7 @@
       (is (< 100 (count (get-in want [:outputs :rows]))) "the job does fire")
       (is (some #(= :watermark (:event %)) (get-in want [:outputs :rows])))
       (is (some #(map? (:value %)) (get-in want [:outputs :rows])) "percentile rows: HdrHistogram state went through the store")
-      (is (= (update-vals (:outputs want) frequencies) (update-vals (:outputs got) frequencies)))
+      (is (= (update-vals (:outputs want) frequencies) (update-vals (:outputs got) frequencies)) (:took got))
       (is (= 0 (:errors got)))
       (testing "metrics"
         (let [m (:metrics got)]
@@ -149,9 +150,10 @@
   (kb/with-broker bootstrap
     (testing "a timer trigger fires from a wall-clock punctuator; hooks run around each record (a batch of 1)"
       (reset! fns/hook-log [])
-      (let [[h topics] (submit-with-topics bootstrap timed-job (map #(hash-map :n %) (range 10)))
+      (let [[h topics] (submit-with-topics bootstrap timed-job (concat (map #(hash-map :n %) (range 10)) ["not a map"]))
             rows (with-open [c (kb/consumer bootstrap [(:rows topics)])]
                    (get (kb/poll-until c #(some (fn [r] (= 10 (:value r))) (get % (:rows topics))) 60000 600) (:rows topics)))]
+        (is (= 1 (get-in (flow/job-metrics h) [:tasks :in :errors])) "a record that is not a map is an error of the input, not a crash")
         (is (= :killed (:status (flow/kill-job h))))
         (is (every? #(= :timer (:event %)) rows))
         (is (= 10 (:value (last rows))) "the count of every segment, fired by the timer")
@@ -170,3 +172,23 @@
         (is (= "hook broke" (some->> (:error st) (iterate #(.getCause ^Throwable %)) (take-while some?) ^Throwable (last) (.getMessage))))
         (is (= [[:handled :task "hook broke"]] @fns/hook-log))
         (is (= :failed (:status (flow/kill-job h))) "killing a failed job reports the failure")))))
+
+(def edn-again
+  "A custom serde a task can name with :kafka/serde."
+  serde/edn)
+
+(deftest serdes
+  (let [seg {:n 1 :at #inst "2026-11-22T00:00:00Z" :tags #{:a} :ratio 1/3}
+        round (fn [^org.apache.kafka.common.serialization.Serde sd x]
+                (.deserialize (.deserializer sd) "t" (.serialize (.serializer sd) "t" x)))]
+    (is (= seg (round serde/edn seg) (round serde/codec seg)))
+    (is (= "{:n 1}" (String. ^bytes (.serialize (.serializer ^org.apache.kafka.common.serialization.Serde serde/edn) "t" {:n 1}) "UTF-8"))
+        "EDN text on topics")
+    (is (serde/undecodable? (.deserialize (.deserializer ^org.apache.kafka.common.serialization.Serde serde/edn) "t" (.getBytes "{:n")))
+        "bytes that are not EDN are reported, not thrown")
+    (is (not= (seq (.serialize (.serializer ^org.apache.kafka.common.serialization.Serde serde/group) "t" nil))
+              (seq (.serialize (.serializer ^org.apache.kafka.common.serialization.Serde serde/group) "t" false)))
+        "a nil group is a key of its own")
+    (is (identical? serde/edn (serde/topic-serde {:task/name :in :kafka/serde :herald.flow.kafka-test/edn-again})))
+    (is (= :kafka/serde (:key (ex-data (try (serde/topic-serde {:task/name :in :kafka/serde :herald.flow.test-fns/inc-n})
+                                            (catch clojure.lang.ExceptionInfo e e))))))))

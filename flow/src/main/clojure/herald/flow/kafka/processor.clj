@@ -80,9 +80,14 @@
   (let [seg (.value record)
         n-out (long-array 1)
         t0 (System/nanoTime)]
-    (if (serde/undecodable? seg)
+    (cond
+      (serde/undecodable? seg)
       (error! c nil (ex-info (str "Undecodable record on the input topic of " (:tname c))
                              {:type :herald.flow/undecodable :task (:tname c)} (:error seg)))
+      (not (map? seg))
+      (error! c seg (ex-info (str "A record on the input topic of " (:tname c) " is " (pr-str (type seg)) ", not a map")
+                             {:type :herald.flow/not-a-segment :task (:tname c) :value seg}))
+      :else
       (let [add! (adder c (.timestamp record) n-out)]
         (hook! c (:before c) {:batch [seg]})
         (emit! c seg add!)

@@ -79,7 +79,7 @@
       :edn edn
       :codec codec
       (let [v (t/fn-ref! [:catalog (:task/name task) :kafka/serde] :kafka/serde s :any)
-            v (if (and (fn? v) (not (instance? Serde v))) (v) v)]
+            v (if (and (fn? v) (not (instance? Serde v))) (try (v) (catch Exception _ v)) v)]
         (if (instance? Serde v)
           v
           (t/invalid! [:catalog (:task/name task) :kafka/serde] :kafka/serde s "does not name a Serde"

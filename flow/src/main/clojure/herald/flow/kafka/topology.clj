@@ -53,7 +53,7 @@
         :else [(proc-node (:task/name t)) nil]))
 
 (defn build
-  "{:topology Topology :repartition-topics [{:topic :partitions}] :inputs {task topic} :outputs {task topic}}
+  "{:topology Topology :repartition-topics [{:topic :partitions :task}] :inputs {task topic} :outputs {task topic}}
   for validated `job`. `env`: `:app-id`, `:resolve`, `:on-error`, `:metrics`, `:lifecycles`, `:store`."
   [job {:keys [app-id resolve store] :as env}]
   (let [tasks (into {} (map (juxt :task/name identity)) (:catalog job))
@@ -86,6 +86,6 @@
       (.addSink topo ^String (to-node n) ^String (repartition-topic app-id n) (.serializer ^Serde serde/group)
                 (.serializer ^Serde serde/codec) ^"[Ljava.lang.String;" (into-array String (mapv proc-node (sources job n)))))
     {:topology topo
-     :repartition-topics (vec (for [n rp] {:topic (repartition-topic app-id n) :partitions (:task/parallelism (tasks n) 1)}))
+     :repartition-topics (vec (for [n rp] {:topic (repartition-topic app-id n) :partitions (:task/parallelism (tasks n) 1) :task n}))
      :inputs (into {} (for [[n t] tasks :when (= :input (:task/type t))] [n (:kafka/topic t)]))
      :outputs (into {} (for [[n t] tasks :when (= :output (:task/type t))] [n (:kafka/topic t)]))}))
