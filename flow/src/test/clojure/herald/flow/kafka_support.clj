@@ -48,7 +48,7 @@
 (defn run-on-kafka
   "Runs `job` on Kafka Streams: creates its topics (inputs with `partitions` partitions), writes `inputs`
   (task name -> segments), submits, reads the outputs (read_committed) until `expected` segments came (then
-  `settle-ms` more, to see any extra), kills the job. Returns {:outputs {name [segs]} :errors n :metrics m :took \"what came how fast\"}."
+  `settle-ms` more, to see any extra), kills the job. Returns {:outputs {name [segs]} :errors n :metrics m :config Properties :took \"what came how fast\"}."
   [bootstrap job inputs expected {:keys [partitions settle-ms timeout-ms kafka] :or {partitions 2 settle-ms 1500 timeout-ms 90000}}]
   (let [p (fresh-prefix)
         topic (fn [n] (str p "." (subs (str n) 1)))
@@ -65,6 +65,7 @@
             {:outputs (into {} (for [o outs :let [v (get got (topic o))] :when (seq v)] [o v]))
              :errors (errors-of m)
              :metrics m
+             :config (:config h)
              :took (str (reduce + (map count (vals got))) " of " expected " segments in "
                         (- (System/currentTimeMillis) t0) " ms (load average "
                         (.getSystemLoadAverage (java.lang.management.ManagementFactory/getOperatingSystemMXBean)) ")")}))

@@ -1,5 +1,5 @@
 (ns herald.flow.kafka-test
-  "The :kafka-streams runtime: a windowed job with flow conditions gives what the in-process runtime gives, unsupported keys are refused naming the key, metrics, and lazy loading."
+  "The :kafka-streams runtime: a windowed job with flow conditions gives what the in-process runtime gives, unsupported keys are refused naming the key, timers, hooks, failures, serdes, metrics, lazy loading."
   (:require [clojure.java.shell :as sh]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
@@ -54,6 +54,7 @@
       (is (some #(map? (:value %)) (get-in want [:outputs :rows])) "percentile rows: HdrHistogram state went through the store")
       (is (= (update-vals (:outputs want) frequencies) (update-vals (:outputs got) frequencies)) (:took got))
       (is (= 0 (:errors got)))
+      (is (= "exactly_once_v2" (.getProperty ^java.util.Properties (:config got) "processing.guarantee")) "by default")
       (testing "metrics"
         (let [m (:metrics got)]
           (is (= :running (:status m)))
@@ -100,19 +101,6 @@
         (is (= [:herald.flow/missing-topic :kafka/topic "in"] ((juxt :type :key :value) r)))
         (is (str/includes? (:message r) "does not exist"))))))
 
-(deftest ^:integration exactly-once-by-default-and-configurable
-  (kb/with-broker bootstrap
-    (let [p (ks/fresh-prefix)
-          topics {:in (str p ".in") :out (str p ".out")}]
-      (kb/create-topics! bootstrap (vals topics) 1)
-      (doseq [[guarantee kafka] [["exactly_once_v2" {}] ["at_least_once" {:processing-guarantee :at-least-once}]]]
-        (let [h (flow/submit-job small (ks/kafka-opts bootstrap (str p "-" guarantee) topics
-                                                      (merge kafka {:config {"commit.interval.ms" 50}})))]
-          (try (is (= guarantee (.getProperty ^java.util.Properties (:config h) "processing.guarantee")))
-               (is (= "50" (.getProperty ^java.util.Properties (:config h) "commit.interval.ms")) ":config wins")
-               (is (nil? (flow/await-job h 10)) "a streams job runs until killed")
-               (finally (is (= :killed (:status (flow/kill-job h)))))))))))
-
 (deftest ^:integration in-process-users-do-not-load-kafka
   (let [log (java.io.File/createTempFile "herald-classes" ".log")
         code (str "(require 'herald.flow)"
@@ -139,21 +127,25 @@
    :triggers [{:trigger/window-id :n :trigger/on :timer :trigger/period 200 :trigger/emit :herald.flow.test-fns/collect-value}]
    :lifecycles [{:lifecycle/task :f :lifecycle/calls :herald.flow.test-fns/counting-calls}]})
 
-(defn- submit-with-topics [bootstrap job segments]
+(defn- submit-with-topics [bootstrap job segments kafka]
   (let [p (ks/fresh-prefix)
         topics {:in (str p ".in") :rows (str p ".rows")}]
     (kb/create-topics! bootstrap (vals topics) 1)
     (kb/produce! bootstrap (:in topics) segments)
-    [(flow/submit-job job (ks/kafka-opts bootstrap p topics {})) topics]))
+    [(flow/submit-job job (ks/kafka-opts bootstrap p topics kafka)) topics]))
 
 (deftest ^:integration timers-lifecycles-and-failures
   (kb/with-broker bootstrap
     (testing "a timer trigger fires from a wall-clock punctuator; hooks run around each record (a batch of 1)"
       (reset! fns/hook-log [])
-      (let [[h topics] (submit-with-topics bootstrap timed-job (concat (map #(hash-map :n %) (range 10)) ["not a map"]))
+      (let [[h topics] (submit-with-topics bootstrap timed-job (concat (map #(hash-map :n %) (range 10)) ["not a map"])
+                                           {:processing-guarantee :at-least-once :config {"commit.interval.ms" 50}})
             rows (with-open [c (kb/consumer bootstrap [(:rows topics)])]
                    (get (kb/poll-until c #(some (fn [r] (= 10 (:value r))) (get % (:rows topics))) 60000 600) (:rows topics)))]
         (is (= 1 (get-in (flow/job-metrics h) [:tasks :in :errors])) "a record that is not a map is an error of the input, not a crash")
+        (is (= ["at_least_once" "50"] (map #(.getProperty ^java.util.Properties (:config h) %) ["processing.guarantee" "commit.interval.ms"]))
+            "the guarantee is configurable; :config wins")
+        (is (nil? (flow/await-job h 10)) "a streams job runs until killed")
         (is (= :killed (:status (flow/kill-job h))))
         (is (every? #(= :timer (:event %)) rows))
         (is (= 10 (:value (last rows))) "the count of every segment, fired by the timer")
@@ -166,7 +158,7 @@
     (testing "a hook that throws fails the job after the handle-exception hooks"
       (reset! fns/hook-log [])
       (let [[h] (submit-with-topics bootstrap (assoc timed-job :lifecycles [{:lifecycle/task :f :lifecycle/calls :herald.flow.test-fns/failing-calls}])
-                                    [{:n 1}])
+                                    [{:n 1}] {})
             st (flow/await-job h 60000)]
         (is (= :failed (:status st)))
         (is (= "hook broke" (some->> (:error st) (iterate #(.getCause ^Throwable %)) (take-while some?) ^Throwable (last) (.getMessage))))
