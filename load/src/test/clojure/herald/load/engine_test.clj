@@ -53,7 +53,12 @@
                  duration (gen/elements [0.4 0.7 1.0])]
     (let [r (load/rate {:url (:url @hello-server) :rate rate :threads threads :connections (+ threads extra)
                         :duration duration :progress :quiet})]
-      (= (long (Math/ceil (- (* rate duration) 1e-6))) (:requests r)))))
+      ;; on an overloaded machine (load above 3 per core) a request may find every connection busy until the
+      ;; end: then it must be reported as backlog (or failed), never lost
+      (if (ts/overloaded?)
+        (= (long (Math/ceil (- (* rate duration) 1e-6)))
+           (+ (:requests r) (:backlog r) (reduce + (vals (dissoc (:errors r) :status)))))
+        (= (long (Math/ceil (- (* rate duration) 1e-6))) (:requests r))))))
 
 (deftest ^:integration max-mode-posts-with-a-body-and-counts-statuses
   (let [seen (atom #{})]
