@@ -2,6 +2,7 @@
   "A client that does not read: the server stops reading its requests once the responses queued for it pass
   :max-write-buffer-bytes, and resumes when they drain."
   (:require [clojure.test :refer [deftest is testing use-fixtures]]
+            [herald.http :as http]
             [herald.http.test-support :as ts :refer [with-server]])
   (:import (java.io BufferedInputStream OutputStream)
            (java.net InetSocketAddress Socket)
@@ -45,3 +46,19 @@
                     "once the client reads, every response arrives")
                 (is (= requests @calls)))
               (finally (ts/close! c)))))))))
+
+(deftest ^:integration a-client-that-reads-nothing-for-the-idle-timeout-is-closed
+  (let [body (byte-array response-bytes (byte 120))]
+    (with-server [s (fn [_] {:status 200 :body body}) {:idle-timeout-ms 400}]
+      (let [c (connect-small-window (ts/port s))]
+        (try
+          (.write ^OutputStream (:out c)
+                  (.getBytes ^String (apply str (repeat 50 "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+                             StandardCharsets/US_ASCII))
+          (.flush ^OutputStream (:out c))
+          (Thread/sleep 200)
+          (is (= 1 (:connections (http/server-stats s))) "held while it might still read")
+          (Thread/sleep 1500)
+          (is (= 0 (:connections (http/server-stats s)))
+              "closed: queued responses unread for the idle timeout are not a request in flight")
+          (finally (ts/close! c)))))))

@@ -364,8 +364,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         return head;
     }
 
+    /** Something is in flight; a client that reads none of its responses (write-paused) does not count. */
     boolean busy() {
-        return active != null || !queue.isEmpty();
+        return (active != null || !queue.isEmpty()) && !writePaused;
     }
 
     void timedOut(HttpRequest r) {
