@@ -54,13 +54,13 @@
   |---------------------|------|---------|
   | `:threads`          | long | threads of the fan-out task and its output (one fused stage) |
   | `:batch-size`       | long | most posts per batch |
-  | `:batch-timeout-ms` | long | longest the input waits for a first post of a batch |"
+  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its mailbox |"
   [{:keys [threads batch-size batch-timeout-ms]}]
   {:job/name :feed-fan-out
    :job/doc "post -> each friend's inbound feed (idempotent upserts) -> the post's fan-out record completed"
    :workflow [[:posts :fan-out] [:fan-out :inbound]]
-   :catalog [{:task/name :posts :task/type :input :task/plugin :herald.flow.plugin/queue-input
-              :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
+   :catalog [{:task/name :posts :task/type :input :task/plugin :herald.feed.jobs.mailbox/mailbox-input
+              :mailbox/min-wait-ms 1 :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
              {:task/name :fan-out :task/type :function :task/fn :herald.feed.jobs.posts/fan-out
               :task/parallelism threads}
              {:task/name :inbound :task/type :output :task/plugin :herald.feed.jobs.posts/inbound-output
@@ -75,13 +75,13 @@
   |---------------------|------|---------|
   | `:index-threads`    | long | threads of the index task and its output (one fused stage) |
   | `:batch-size`       | long | most posts per batch (one index call per batch) |
-  | `:batch-timeout-ms` | long | longest the input waits for a first post of a batch |"
+  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its mailbox |"
   [{:keys [index-threads batch-size batch-timeout-ms]}]
   {:job/name :feed-index
    :job/doc "post -> search index"
    :workflow [[:posts :index] [:index :search]]
-   :catalog [{:task/name :posts :task/type :input :task/plugin :herald.flow.plugin/queue-input
-              :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
+   :catalog [{:task/name :posts :task/type :input :task/plugin :herald.feed.jobs.mailbox/mailbox-input
+              :mailbox/min-wait-ms 1 :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
              {:task/name :index :task/type :function :task/fn :herald.feed.jobs.posts/document
               :task/parallelism index-threads}
              {:task/name :search :task/type :output :task/plugin :herald.feed.jobs.posts/search-output

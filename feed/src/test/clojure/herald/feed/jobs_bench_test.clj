@@ -47,11 +47,14 @@
       (svc/publish! ctx (nth ids (mod i (count ids))) {:subject "five words of a subject" :story story :occurred "2026-11-22"}))
     (let [c (- (thread-cpu) c0)] (fanout/await-idle (:fanout ctx) 120000) (/ (double c) n 1000.0))))
 
-(defn- publish-setup [dir runtime]
+(defn- publish-setup
+  "A service context on an embedded store in `dir` with fan-out `runtime`; with `noop?` the background work
+  writes nothing (the publish! path alone, without the background writes competing for the store)."
+  [dir runtime noop?]
   (let [s (store/open-store {:type :embedded :data-dir dir})
         f (case runtime
-            :executor (fanout/executor-fanout (svc/fanout-work s) {})
-            :flow (posts/flow-fanout s {}))
+            :executor (fanout/executor-fanout (if noop? (fn [_]) (svc/fanout-work s)) {})
+            :flow (posts/flow-fanout (if noop? noop-store s) {}))
         ctx (svc/context s f {})
         ids (vec (for [i (range 10)] (:id (svc/create-participant! ctx {:name (str "p" i)}))))]
     (doseq [i (range 10) j (range 1 4)] (svc/befriend! ctx (ids i) {:to (svc/link (ids (mod (+ i j) 10)))}))
@@ -62,18 +65,20 @@
 (deftest ^:benchmark request-path-cost
   (let [direct (perf/recorder) job (jperf/flow-recorder)
         ex (fanout/executor-fanout (fn [_]) {}) fl (posts/flow-fanout noop-store {})
-        dirs [(u/temp-dir "bench-ex") (u/temp-dir "bench-fl")]
-        [[cx ids] [cf _]] (map publish-setup dirs [:executor :flow])
+        dirs (vec (for [d ["ex" "fl" "exn" "fln"]] (u/temp-dir (str "bench-" d))))
+        [[cx ids] [cf _] [cxn _] [cfn _]] (map publish-setup dirs [:executor :flow :executor :flow] [false false true true])
         story (str/join " " (repeat 150 "lorem"))
         rounds 7]
     (try
       (dotimes [_ 3] (record-round direct 50000) (record-round job 50000)
                      (submit-round ex 5000) (submit-round fl 5000)
-                     (publish-round cx ids story 1000) (publish-round cf ids story 1000))
+                     (publish-round cx ids story 1000) (publish-round cf ids story 1000)
+                     (publish-round cxn ids story 1000) (publish-round cfn ids story 1000))
       (let [rs (vec (for [_ (range rounds)]
                       {:rd (record-round direct 50000) :rj (record-round job 50000)
                        :se (submit-round ex 5000) :sf (submit-round fl 5000)
-                       :pe (publish-round cx ids story 2000) :pf (publish-round cf ids story 2000)}))
+                       :pe (publish-round cx ids story 2000) :pf (publish-round cf ids story 2000)
+                       :pen (publish-round cxn ids story 2000) :pfn (publish-round cfn ids story 2000)}))
             m #(median (map % rs))
             [rd rj] [(m (comp first :rd)) (m (comp first :rj))]
             rjp (m (comp second :rj))]
@@ -81,9 +86,11 @@
                       " job_thread_ns_per_record flow=" (fmt rjp)))
         (println (str "jobs-bench submit_ns executor=" (fmt (m :se)) " flow=" (fmt (m :sf))))
         (println (str "jobs-bench publish_us_thread executor=" (fmt (m :pe)) " flow=" (fmt (m :pf))
-                      " ratio=" (fmt (/ (m :pf) (m :pe)))))
+                      " ratio=" (fmt (/ (m :pf) (m :pe)))
+                      " without_background_writes executor=" (fmt (m :pen)) " flow=" (fmt (m :pfn))
+                      " ratio=" (fmt (/ (m :pfn) (m :pen)))))
         (is (pos? rj)))
       (finally
         (perf/close-recorder! job 10000) (fanout/close! ex 10000) (fanout/close! fl 10000)
-        (doseq [c [cx cf]] (fanout/close! (:fanout c) 30000) (store/close-store! (:store c)))
+        (doseq [c [cx cf cxn cfn]] (fanout/close! (:fanout c) 30000) (store/close-store! (:store c)))
         (run! u/delete-tree! dirs)))))

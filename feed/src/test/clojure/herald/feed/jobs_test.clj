@@ -1,5 +1,5 @@
 (ns herald.feed.jobs-test
-  "Tests of the feed's job values and the runtime switch: the jobs are valid herald.flow jobs with the planned stages, the mailbox never blocks, a bad :runtime fails the start naming the key."
+  "Tests of the feed's job values and the runtime switch: the jobs are valid herald.flow jobs with the planned stages, the mailbox drops or waits when full and never loses what it took, a bad :runtime fails the start naming the key."
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.jobs :as jobs]
@@ -46,6 +46,23 @@
     (is (false? (mailbox/offer! m {:n 5})) "closed: refused")
     (is (= [{:n 4}] (spi/-poll! in 10 0)) "what was in before the close still comes out")
     (is (nil? (spi/-poll! in 10 0)) "then the input ends")))
+
+(deftest put-waits-while-the-mailbox-is-full
+  (let [m (mailbox/mailbox 1)
+        in (mailbox/mailbox-input {:task/name :posts :mailbox/mailbox m :mailbox/min-wait-ms 1})]
+    (is (true? (mailbox/put! m {:n 1} (constantly true))))
+    (let [f (future (mailbox/put! m {:n 2} (constantly true)))]
+      (is (= ::waiting (deref f 200 ::waiting)) "full: the producer waits")
+      (is (= [{:n 1}] (spi/-poll! in 10 0)))
+      (is (true? (deref f 5000 ::timeout)) "room again: it goes in")
+      (is (= [{:n 2}] (spi/-poll! in 10 0))))
+    (testing "a producer waiting for a consumer that is gone gives up"
+      (mailbox/put! m {:n 3} (constantly true))
+      (is (false? (mailbox/put! m {:n 4} (constantly false)))))
+    (mailbox/close! m)
+    (is (false? (mailbox/put! m {:n 5} (constantly true))) "closed: refused")
+    (is (= [{:n 3}] (spi/-poll! in 10 0)))
+    (is (nil? (spi/-poll! in 10 0)))))
 
 (deftest a-bad-runtime-fails-the-start-naming-the-key
   (doseq [[overrides k v] [[{:fanout {:runtime :threads}} [:fanout :runtime] :threads]

@@ -2,12 +2,11 @@
   "The fan-out and indexing jobs' parts (their task fns, the outputs that complete a post's durable record in the store) and `flow-fanout`, a `herald.feed.fanout/Fanout` that runs both jobs."
   (:require [herald.feed.fanout :as fanout]
             [herald.feed.jobs :as jobs]
+            [herald.feed.jobs.mailbox :as mailbox]
             [herald.feed.store :as store]
             [herald.flow :as flow]
-            [herald.flow.plugin :as plugin]
             [herald.flow.spi :as spi])
-  (:import (java.util.concurrent ArrayBlockingQueue BlockingQueue TimeUnit)
-           (java.util.concurrent.atomic AtomicLong)))
+  (:import (java.util.concurrent.atomic AtomicLong)))
 
 (set! *warn-on-reflection* true)
 
@@ -111,22 +110,19 @@
     (println "herald.feed: background work of post" (get-in job [:post :id]) "failed:" (.getMessage t))))
 
 (defn- put!
-  "Puts `job` into `q`, waiting while it is full (backpressure) as long as the flow job runs."
-  [^BlockingQueue q job handle]
-  (loop []
-    (when-not (.offer q job 100 TimeUnit/MILLISECONDS)
-      (if (nil? (flow/await-job handle 0))            ; still running
-        (recur)
-        (throw (ex-info (str "the " (name (get-in handle [:job :job/name])) " job is not running")
-                        {:type :herald.feed/unavailable}))))))
+  "Puts `job` into mailbox `m` of the flow job `handle`, waiting while it is full (backpressure) as long as
+  the flow job runs."
+  [m job handle]
+  (when-not (mailbox/put! m job #(nil? (flow/await-job handle 0)))
+    (throw (ex-info (str "the " (name (get-in handle [:job :job/name])) " job is not running")
+                    {:type :herald.feed/unavailable}))))
 
 (defn- finish!
-  "Ends the input queue `q` of job `h` and waits for the job to complete by `deadline` (epoch millis);
+  "Closes the input mailbox `m` of job `h` and waits for the job to complete by `deadline` (epoch millis);
   kills it when it does not. True when it completed."
-  [^BlockingQueue q h ^long deadline]
-  (let [left #(max 1 (- deadline (System/currentTimeMillis)))
-        st (when (.offer q plugin/end-of-input (left) TimeUnit/MILLISECONDS)
-             (flow/await-job h (left)))]
+  [m h ^long deadline]
+  (mailbox/close! m)
+  (let [st (flow/await-job h (max 1 (- deadline (System/currentTimeMillis))))]
     (or (= :completed (:status st))
         (do (flow/kill-job h) false))))
 
@@ -148,7 +144,7 @@
                 :else (do (.wait lock (min left 50)) (recur))))))))
 
 (defn- submit-jobs!
-  "Submits the fan-out and indexing jobs over queues `fq` and `iq`; returns [fan-out-handle index-handle]."
+  "Submits the fan-out and indexing jobs over mailboxes `fq` and `iq`; returns [fan-out-handle index-handle]."
   [store o fq iq c lock]
   (let [done (fn [ok-key fail-key]
                (fn [ok? _]
@@ -158,13 +154,13 @@
         task-error (fn [k] (fn [{:keys [exception segment]}] (on-error exception segment) ((done nil k) false segment)))
         fj (jobs/watch!
             (flow/submit-job (jobs/fan-out-job o)
-                            {:inject {:posts {:queue/queue fq}
+                            {:inject {:posts {:mailbox/mailbox fq}
                                       :inbound {:inbound/store store :inbound/retries (:retries o)
                                                 :inbound/done (done :fanned-out :fan-out-failed) :inbound/on-error on-error}}
                              :on-error (task-error :fan-out-failed)}))]
     (try [fj (jobs/watch!
               (flow/submit-job (jobs/index-job o)
-                              {:inject {:posts {:queue/queue iq}
+                              {:inject {:posts {:mailbox/mailbox iq}
                                         :search {:search/store store :search/retries (:retries o)
                                                  :search/done (done :indexed :index-failed) :search/on-error on-error}}
                                :on-error (task-error :index-failed)}))]
@@ -173,24 +169,24 @@
 (defn flow-fanout
   "A `herald.feed.fanout/Fanout` that runs the fan-out and indexing jobs (`herald.feed.jobs/fan-out-job`,
   `index-job`) on herald.flow's in-process runtime. `submit!` puts the job into each job's bounded input
-  queue (waiting while one is full: backpressure); the outputs complete the post's durable record in the
-  store. `close!` ends both inputs and lets the jobs drain; what does not finish stays pending in the
+  mailbox (lock-free, it wakes nobody; it waits while one is full: backpressure); the outputs complete the
+  post's durable record in the store. `close!` ends both inputs and lets the jobs drain; what does not finish stays pending in the
   store and resumes on the next start.
 
   | key                 | type | default | meaning |
   |---------------------|------|---------|---------|
   | `:threads`          | long | 2       | fan-out threads |
   | `:index-threads`    | long | 1       | indexing threads (the embedded store indexes one batch at a time) |
-  | `:queue-size`       | long | 10000   | posts each job's input queue holds before posting requests wait |
+  | `:queue-size`       | long | 10000   | posts each job's input mailbox holds before posting requests wait |
   | `:batch-size`       | long | 256     | most posts per batch |
-  | `:batch-timeout-ms` | long | 50      | longest an input waits for the first post of a batch (a post arriving ends the wait at once; a longer wait means fewer idle wake-ups) |
+  | `:batch-timeout-ms` | long | 50      | longest an idle input sleeps between looks at its mailbox (1 ms after a busy look, doubling while idle): the most a post waits for the jobs after an idle spell |
   | `:retries`          | long | 3       | retries of a failing store write (10 ms, 100 ms, 1 s apart) |
   | `:on-error`         | fn   | prints  | `(fn [throwable job])` after the last retry failed |"
   [store opts]
   (jobs/check-options! :fanout option-spec opts)
   (let [o (merge defaults {:on-error default-on-error} opts)
-        fq (ArrayBlockingQueue. (int (:queue-size o)))
-        iq (ArrayBlockingQueue. (int (:queue-size o)))
+        fq (mailbox/mailbox (:queue-size o))
+        iq (mailbox/mailbox (:queue-size o))
         c (counters)
         lock (Object.)
         closed (volatile! false)
@@ -206,7 +202,7 @@
         {:submitted (.get ^AtomicLong (:submitted c)) :completed (.get ^AtomicLong (:fanned-out c))
          :failed (.get ^AtomicLong (:fan-out-failed c)) :indexed (.get ^AtomicLong (:indexed c))
          :index-failed (.get ^AtomicLong (:index-failed c)) :pending (pending c)
-         :queued (.size fq) :index-queued (.size iq)})
+         :queued (mailbox/queued fq) :index-queued (mailbox/queued iq)})
       (-close! [_ timeout-ms]
         (vreset! closed true)
         (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))
