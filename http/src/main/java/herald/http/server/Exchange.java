@@ -28,8 +28,11 @@ final class Exchange implements Runnable {
     Handoff.Group group;
     /** System.nanoTime() when handed to a handler thread (off the event loop). */
     long queuedAt;
-    /** The thread running the handler (off the event loop), interrupted when the server stops for good. */
-    volatile Thread thread;
+    /**
+     * The thread running the handler (off the event loop), interrupted when the server stops for good. Plain: a
+     * stale read at that point interrupts nothing or another handler of a connection being closed anyway.
+     */
+    Thread thread;
     /** The answer is recorded (set by the answering thread before the completion is posted). */
     volatile boolean ready;
     /** The response writing started (event loop only). */
@@ -128,18 +131,22 @@ final class Exchange implements Runnable {
          */
         static Runnable of(Exchange first, ArrayDeque<Exchange> queue, ArrayDeque<Exchange> running,
                            ServerContext server, long now) {
-            ArrayDeque<Exchange> batch = new ArrayDeque<>();
-            batch.add(first);
-            int max = server.config.maxPipelined;
-            while (!queue.isEmpty() && batch.size() < max && queue.peek().reject == 0
-                   && server.pending.get() < server.config.maxPending) {
-                server.pending.incrementAndGet();
+            int room = Math.min(server.config.maxPipelined - 1, server.config.maxPending - server.pending.get());
+            int n = Math.min(room, queue.size());
+            if (n <= 0 || queue.peek().reject != 0) {
+                return first;
+            }
+            Exchange[] batch = new Exchange[n + 1];
+            batch[0] = first;
+            int k = 1;
+            while (k <= n && queue.peek().reject == 0) {
                 Exchange next = queue.poll();
                 next.queuedAt = now;
-                batch.add(next);
                 running.add(next);
+                batch[k++] = next;
             }
-            return batch.size() == 1 ? first : new Batch(batch.toArray(new Exchange[0]));
+            server.pending.addAndGet(k - 1);
+            return new Batch(k == batch.length ? batch : java.util.Arrays.copyOf(batch, k));
         }
 
         /** Marks every exchange as started with {@code g}. */
