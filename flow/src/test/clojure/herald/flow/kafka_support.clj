@@ -28,8 +28,20 @@
 
 (def ^:private runs (atom 0))
 
-(defn temp-dir []
-  (str (.toFile (java.nio.file.Files/createTempDirectory "herald-kstreams-" (make-array java.nio.file.attribute.FileAttribute 0)))))
+(defn- delete-tree! [^java.io.File f]
+  (when (.isDirectory f) (run! delete-tree! (.listFiles f)))
+  (.delete f))
+
+(def ^:private temp-root
+  (delay (let [d (.toFile (java.nio.file.Files/createTempDirectory "herald-kstreams-" (make-array java.nio.file.attribute.FileAttribute 0)))]
+           (.addShutdownHook (Runtime/getRuntime) (Thread. ^Runnable (fn [] (delete-tree! d))))
+           d)))
+
+(defn temp-dir
+  "A new directory for one application's local state, deleted when the JVM exits."
+  []
+  (str (.toFile (java.nio.file.Files/createTempDirectory (.toPath ^java.io.File @temp-root) "app-"
+                                                         (make-array java.nio.file.attribute.FileAttribute 0)))))
 
 (defn fresh-prefix
   "A name no earlier run of this JVM used (topics and application ids)."
