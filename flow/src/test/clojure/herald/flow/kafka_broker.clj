@@ -42,6 +42,15 @@
               "group.initial.rebalance.delay.ms" "0"
               "log.flush.interval.messages" "1000000"})))
 
+(defn- no-exit!
+  "Makes Kafka's fatal-fault path throw instead of halting this JVM, so a broker that cannot start is a
+  skipped test, not a dead test run."
+  []
+  (let [p (reify org.apache.kafka.common.utils.Exit$Procedure
+            (execute [_ code msg] (throw (ex-info (str "the broker asked to exit with " code ": " msg) {:code code}))))]
+    (org.apache.kafka.common.utils.Exit/setExitProcedure p)
+    (org.apache.kafka.common.utils.Exit/setHaltProcedure p)))
+
 (defn- start! []
   (let [dir (.toFile (java.nio.file.Files/createTempDirectory "herald-kafka-" (make-array java.nio.file.attribute.FileAttribute 0)))
         port (free-port) cport (free-port)
@@ -53,6 +62,7 @@
     (let [rc (StorageTool/execute (into-array String ["format" "-t" (str (Uuid/randomUuid)) "-c" (.getPath props-file)])
                                   (PrintStream. out true))]
       (when-not (zero? rc) (throw (ex-info (str "kafka storage format failed: " out) {:rc rc}))))
+    (no-exit!)
     (let [server (KafkaRaftServer. (KafkaConfig/fromProps props) Time/SYSTEM)]
       (.startup server)
       (.addShutdownHook (Runtime/getRuntime)
