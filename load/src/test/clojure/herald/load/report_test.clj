@@ -93,7 +93,8 @@
         (is (re-find #"(?m)^herald-load step=2 label=80/s .* target_rps=80.0 " out))
         (is (str/starts-with? (last (str/split-lines out)) "herald-load mode=rate ")))
       (testing "settled steps are reported live on stderr"
-        (is (re-find #"\[step 1 40/s\] [\d.]+ req/s \(target 40.0\)" (str err))))
+        (is (re-find #"\[step 1 40/s\] [\d.]+ req/s \(target 40.0\)" (str err)))
+        (is (re-find #"\[step 2 80/s\] [\d.]+ req/s \(target 80.0\)" (str err)) "the last step too, once the run is over"))
       (testing "steps.csv and steps.json"
         (let [[header & rows] (str/split-lines (slurp (io/file dir "r" "steps.csv")))
               js (json/read-bytes (.getBytes (slurp (io/file dir "r" "steps.json")) "UTF-8"))]

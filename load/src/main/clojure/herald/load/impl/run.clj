@@ -76,13 +76,17 @@
 (defn- live-steps
   "Watches the steps of a rate run while it goes: reports each step once it has settled (its time is over
   and every request of it answered or failed) through `on-step`, and asks `stop?` (given every ended
-  step, settled or not, each with :settled? and :since-end-s) whether to stop the run now."
+  step, settled or not, each with :settled? and :since-end-s) whether to stop the run now. Called with the
+  run's final step maps, reports the steps not reported yet."
   [^LoadEngine engine phases connections on-step stop?]
   (let [reported (atom 0)
         ^RateSchedule s (.schedule engine)
         wp (- (.phases s) (count phases))
         w (warmup-s engine)]
-    (fn []
+    (fn
+      ([final-steps]
+       (when on-step (run! #(on-step (dissoc % :histograms)) (drop @reported final-steps))))
+      ([]
       (let [now-s (- (/ (- (System/nanoTime) (.startNanos engine)) 1e9) w)
             ended (count (take-while #(<= (- (/ (.phaseStartNanos s (int (+ wp % 1))) 1e9) w) now-s) (range (count phases))))]
         (when (> ended (if stop? 0 @reported))
@@ -99,7 +103,7 @@
                   (when on-step (on-step (dissoc m :histograms :settled? :since-end-s)))
                   (swap! reported inc)
                   (recur))))
-            (when (and stop? (stop? ms)) (.stop engine))))))))
+            (when (and stop? (stop? ms)) (.stop engine)))))))))
 
 (defn- collect-loop
   "Waits for `done`, collecting an interval every `interval` seconds; returns the intervals."
@@ -162,6 +166,7 @@
             step-list (when (= mode :rate)
                         (steps/step-maps (.schedule engine) (.steps engine) (:phases opts)
                                          (if (pos? (double (:warmup opts))) 1 0) seconds (:connections opts)))
+            _ (when watch (watch step-list))
             target (when (= mode :rate)
                      (let [[p & more] (:phases opts)]
                        (if (and (nil? more) (nil? (:to p)))
