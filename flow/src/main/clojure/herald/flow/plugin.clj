@@ -13,6 +13,11 @@
 
 (set! *warn-on-reflection* true)
 
+(defn- segments?
+  "True for a finite collection of segments given as a seqable (not nil, not a string, not one map)."
+  [x]
+  (and (some? x) (seqable? x) (not (string? x)) (not (map? x))))
+
 (defn seq-input
   "An input over a finite collection, replayable (its position is the count read).
 
@@ -20,7 +25,7 @@
   |---|---|---|---|
   | `:seq/segments` | seqable of maps | required | the segments, in order |"
   [task]
-  (let [all (spi/option task :seq/segments #(or (nil? %) (seqable? %)) "a collection of segments")
+  (let [all (spi/option task :seq/segments segments? "a collection of segments (maps)")
         remaining (volatile! (seq all)) pos (volatile! 0)]
     (reify spi/Input
       (-poll! [_ max-n _]
@@ -76,7 +81,7 @@
   [task]
   (let [dir (spi/option task :log/dir string? "a directory path string")
         from (spi/option task :log/start-from #(contains? #{nil :earliest :latest} %) ":earliest or :latest")
-        poll-ms (long (or (:log/poll-ms task) 100))
+        poll-ms (long (or (spi/option task :log/poll-ms #(or (nil? %) (pos-int? %)) "a positive integer (milliseconds)") 100))
         r (log/reader dir 0)
         shared (log/shared-log dir {})]
     (when (= from :latest) (log/seek! r (log/end-offset shared)))
@@ -105,7 +110,7 @@
   (let [as-fn (fn [k] (let [v (get task k)]
                         (cond (nil? v) nil (fn? v) v
                               :else (t/fn-ref! [:catalog (:task/name task) k] k v))))
-        f (or (as-fn :sink/fn) (spi/invalid-option task :sink/fn nil "is missing" "set :sink/fn to a fn of a batch"))
+        f (or (as-fn :sink/fn) (spi/option task :sink/fn some? "a fn of a batch"))
         flush-fn (as-fn :sink/flush-fn)]
     (reify spi/Output
       (-write! [_ segments] (f segments))

@@ -42,13 +42,22 @@
   (-close-output! [out] "Flushes and releases; called once."))
 
 (defn invalid-option
-  "Throws the invalid-job error a plugin constructor raises for option `key` of `task-map` holding `value`."
+  "Throws the invalid-job error a plugin constructor raises for option `key` of `task-map` holding `value`;
+  its data names the task under `:task`, as validation errors do."
   [task-map key value problem hint]
-  (t/invalid! [:catalog (:task/name task-map) key] key value problem hint))
+  (let [n (:task/name task-map)
+        e (t/invalid-ex [:catalog n key] key value problem hint nil)]
+    (throw (ex-info (str (ex-message e) " (task " n ")") (assoc (ex-data e) :task n)))))
 
 (defn option
-  "The value of `key` in `task-map`, checked with `pred`; throws `invalid-option` naming `what` otherwise."
+  "The value of `key` in `task-map`, checked with `pred`; throws `invalid-option` naming `what` otherwise. A
+  missing option (nil) is reported as missing, with the fix: set it in the task map or inject it through
+  `submit-job`'s `:inject`."
   [task-map key pred what]
-  (let [v (get task-map key)]
-    (if (pred v) v (invalid-option task-map key v (str "of task " (:task/name task-map) " is not " what)
-                                   (str "set " key " to " what)))))
+  (let [v (get task-map key) n (:task/name task-map)]
+    (cond (pred v) v
+          (nil? v) (invalid-option task-map key v (str "is missing from task " n " (" (:task/plugin task-map) " requires it)")
+                                   (str "set " key " to " what " in the task map, or inject it: (submit-job job {:inject {"
+                                        n " {" key " ...}}})"))
+          :else (invalid-option task-map key v (str "of task " n " is not " what)
+                                (str "set " key " to " what)))))

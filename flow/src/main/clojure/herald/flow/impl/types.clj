@@ -4,14 +4,18 @@
 
 (set! *warn-on-reflection* true)
 
+(defn invalid-ex
+  "The `:herald.flow/invalid-job` ex-info naming `key` and `value` at `path`, with a fix `hint`."
+  [path key value problem hint cause]
+  (ex-info (str "Invalid job: " (pr-str key) " " (pr-str value)
+                (when (seq path) (str " at " (pr-str path))) " " problem ". Fix: " hint)
+           {:type :herald.flow/invalid-job :path path :key key :value value :problem problem :hint hint}
+           cause))
+
 (defn invalid!
-  "Throws the `:herald.flow/invalid-job` ex-info naming `key` and `value` at `path`, with a fix `hint`."
+  "Throws `invalid-ex`."
   ([path key value problem hint] (invalid! path key value problem hint nil))
-  ([path key value problem hint cause]
-   (throw (ex-info (str "Invalid job: " (pr-str key) " " (pr-str value)
-                        (when (seq path) (str " at " (pr-str path))) " " problem ". Fix: " hint)
-                   {:type :herald.flow/invalid-job :path path :key key :value value :problem problem :hint hint}
-                   cause))))
+  ([path key value problem hint cause] (throw (invalid-ex path key value problem hint cause))))
 
 (defn resolve-fn
   "The fn a namespaced keyword names (`:my.ns/f` -> `my.ns/f`), loading its namespace; nil when it cannot."
