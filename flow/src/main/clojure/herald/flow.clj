@@ -85,6 +85,7 @@
   | `:kafka` | map | required for `:kafka-streams` | `:bootstrap-servers`, `:application-id`, `:processing-guarantee` (`:exactly-once-v2`), `:threads`, `:store`, `:start-from`, `:replication-factor`, `:config`: see `(describe :kafka)` |"
   ([job] (submit-job job {}))
   ([job opts]
+   (validate/check-map! job)
    (validate/validate-opts opts)
    (let [names (set (map :task/name (:catalog job)))]
      (doseq [n (keys (:inject opts)) :when (not (names n))]

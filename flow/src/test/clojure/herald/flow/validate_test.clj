@@ -7,7 +7,9 @@
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop]
             [herald.flow :as flow]
-            [herald.flow.gen :as g]))
+            [herald.flow.gen :as g]
+            [herald.flow.impl.model :as model]
+            [herald.flow.impl.types :as t]))
 
 (set! *warn-on-reflection* true)
 
@@ -123,3 +125,34 @@
     (is (= "did you mean :task/parallelism?" (:hint r))))
   (let [r (refusal (assoc ok-job :flow-condition []))]
     (is (= "did you mean :flow-conditions?" (:hint r)))))
+
+(deftest wording-of-common-mistakes
+  (testing "an unknown key says \"a task\", \"a flow condition\" (one article)"
+    (let [r (refusal (assoc-in ok-job [:catalog 1 :task/parallelsim] 2))]
+      (is (= :task/parallelsim (:key r)))
+      (is (str/includes? (:message r) "is not a key of a task."))
+      (is (not (re-find #"\ba a\b" (:message r))) (:message r))
+      (is (str/includes? (:hint r) ":task/parallelism")))
+    (let [r (refusal (assoc ok-job :flow-conditions [{:flow/from :inc :flow/to :all :flow/predicate :herald.flow.test-fns/even-n?
+                                                      :flow/bogus 1}]))]
+      (is (str/includes? (:message r) "is not a key of a flow condition."))))
+  (testing "a trigger in a job without windows is told to define one"
+    (let [r (refusal (assoc ok-job :triggers [{:trigger/window-id :nope :trigger/on :watermark
+                                               :trigger/sync :herald.flow.test-fns/inc-n}]))]
+      (is (= :trigger/window-id (:key r)))
+      (is (str/includes? (:hint r) "define a window in :windows first"))
+      (is (not (str/includes? (:message r) "use one of []")))))
+  (testing "a job that is not a map is named as such, by validate and by submit-job (before its options)"
+    (doseq [job [nil [] [[:in :out]] "job" 42]]
+      (let [v (refusal job)
+            s (try (flow/submit-job job {:inject {:in {:seq/segments []}}}) ::accepted
+                   (catch clojure.lang.ExceptionInfo e (assoc (ex-data e) :message (ex-message e))))]
+        (doseq [r [v s]]
+          (is (= [:job job] [(:key r) (:value r)]) (pr-str r))
+          (is (str/includes? (:message r) (if (nil? job) "the job is nil" "the job is a ")))
+          (is (str/includes? (:hint r) "a job is a map with :workflow and :catalog"))
+          (is (not (str/includes? (:message r) ":inject")) (:message r)))))))
+
+(deftest every-model-type-has-words
+  (doseq [[section ks] model/by-section [key {:keys [type]}] ks]
+    (is (not= (name type) (t/describe-type type nil)) (str section " " key " type " type))))

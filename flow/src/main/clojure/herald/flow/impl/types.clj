@@ -53,17 +53,28 @@
   ^long [x]
   (if (vector? x) (* (long (first x)) (long (unit-ms (second x)))) (long x)))
 
+(def ^:private type-words
+  "Human words for every type of the model (`herald.flow.impl.model`), one table for all error messages."
+  {:keyword "a keyword" :fn "a namespaced keyword naming a fn" :pos-int "a positive integer"
+   :nat-int "a non-negative integer" :long "an integer" :boolean "true or false" :string "a string"
+   :vector "a vector" :map "a map" :any "any value" :enum "one of the listed keywords"
+   :duration "milliseconds or [n unit]" :group-key "a keyword or a vector of keywords"
+   :edges "a vector of [from to] edges" :catalog "a vector of task maps"
+   :task "a task name (a keyword)" :window "a window id (a keyword)" :task-or-all "a task name or :all"
+   :targets "a vector of task names, :all or :none"
+   :predicate "a namespaced keyword naming a predicate, or [:and ...], [:or ...], [:not p]"
+   :calls "a namespaced keyword naming a map of lifecycle hooks" :hook "a fn of (event lifecycle)"
+   :aggregation "a built-in aggregation or a namespaced keyword naming an aggregation map"
+   :agg-fn "a fn" :serde ":edn, :codec or a namespaced keyword naming a Serde"
+   :path "a directory path (string or File)" :live-fn "a fn"
+   :inject "a map of task name to a map of task keys" :config "a map with string or keyword keys"})
+
 (defn describe-type
-  "Human words for a model type, used in error messages."
+  "Human words for a model type (or its `one-of` values), used in error messages."
   [t one-of]
   (if one-of
     (str "one of " (str/join ", " (map pr-str one-of)))
-    (case t
-      :keyword "a keyword" :fn "a namespaced keyword naming a fn" :pos-int "a positive integer"
-      :nat-int "a non-negative integer" :boolean "true or false" :string "a string" :vector "a vector"
-      :duration "milliseconds or [n unit]" :group-key "a keyword or a vector of keywords"
-      :edges "a vector of [from to] edges" :catalog "a vector of task maps"
-      (name t))))
+    (get type-words t (name t))))
 
 (defn- distance
   "Levenshtein distance between two strings."

@@ -33,12 +33,7 @@
       :config (and (map? v) (every? #(or (string? %) (keyword? %)) (keys v)))
       true)))
 
-(def ^:private type-words
-  {:serde ":edn, :codec or a namespaced keyword naming a Serde" :path "a directory path (string or File)"
-   :live-fn "a fn" :inject "a map of task name to a map of task keys" :map "a map"
-   :config "a map with string or keyword keys"})
-
-(defn- words [type one-of] (or (when-not one-of (type-words type)) (t/describe-type type one-of)))
+(defn- words [type one-of] (t/describe-type type one-of))
 
 (defn- check-keys!
   "Unknown keys, missing keys, keys not allowed here and values of the wrong type, for one map of `section`."
@@ -70,7 +65,7 @@
 
 (defn- check-section! [job section k ns-name label]
   (doseq [[i m] (map-indexed vector (get job k []))]
-    (check-keys! section m [k i] (own-ns ns-name) (str "a " label))))
+    (check-keys! section m [k i] (own-ns ns-name) (str (if (re-find #"^[aeiou]" label) "an " "a ") label))))
 
 (defn- cycle-path
   "A path [a b ... a] through `succ` if the graph has a cycle, else nil."
@@ -177,7 +172,9 @@
             :let [path [:triggers i] w (windows window-id)]]
       (when-not w
         (invalid! (conj path :trigger/window-id) :trigger/window-id window-id "names no window"
-                  (str "use one of " (vec (keys windows)))))
+                  (if (seq windows)
+                    (str "use one of " (vec (sort (keys windows))))
+                    "define a window in :windows first (the job has none), then name its :window/id here")))
       (when-not (or sync emit)
         (invalid! path :trigger/sync nil "and :trigger/emit are both missing" "add :trigger/sync or :trigger/emit: a trigger that calls nothing does nothing"))
       (when sync (t/fn-ref! (conj path :trigger/sync) :trigger/sync sync))
@@ -212,10 +209,17 @@
         (invalid! (conj path :task/group-by-fn) :task/group-by-fn (:task/group-by-fn m) "is given with :task/group-by-key" "keep one of the two")))
     tasks))
 
+(defn check-map!
+  "Throws the invalid-job error for a `job` that is not a map (nil, a vector, a string, ...)."
+  [job]
+  (when-not (map? job)
+    (invalid! [] :job job (str "is not a job: the job is " (if (nil? job) "nil" (str "a " (.getName (class job)))))
+              "a job is a map with :workflow and :catalog")))
+
 (defn- validate* [job]
-  (when-not (map? job) (invalid! [] :job job "is not a map" "a job is a map with :workflow and :catalog"))
+  (check-map! job)
   (check-keys! :job job [] (fn [k] (or (nil? (namespace k)) (= "job" (namespace k)))) "a job")
-  (check-section! job :task :catalog "task" "a task")
+  (check-section! job :task :catalog "task" "task")
   (check-section! job :flow-condition :flow-conditions "flow" "flow condition")
   (check-section! job :lifecycle :lifecycles "lifecycle" "lifecycle")
   (check-section! job :window :windows "window" "window")
