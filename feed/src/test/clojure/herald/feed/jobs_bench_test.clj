@@ -94,3 +94,31 @@
         (perf/close-recorder! job 10000) (fanout/close! ex 10000) (fanout/close! fl 10000)
         (doseq [c [cx cf cxn cfn]] (fanout/close! (:fanout c) 30000) (store/close-store! (:store c)))
         (run! u/delete-tree! dirs)))))
+
+(defn- throughput-round
+  "Posts/s that 4 threads publish for `secs` and the background work finishes (fan-out and indexing done)."
+  [runtime secs story]
+  (let [dir (u/temp-dir "bench-tput")
+        [ctx ids] (publish-setup dir runtime false)
+        n (java.util.concurrent.atomic.AtomicLong.)
+        t0 (System/nanoTime)
+        stop (+ (System/currentTimeMillis) (* 1000 (long secs)))
+        ws (doall (for [t (range 4)]
+                    (future (loop [i t]
+                              (when (< (System/currentTimeMillis) stop)
+                                (svc/publish! ctx (nth ids (mod i (count ids))) {:subject (str "subject words " i) :story story :occurred "2026-11-22"})
+                                (.incrementAndGet n)
+                                (recur (+ i 4)))))))]
+    (try (run! deref ws)
+         (fanout/await-idle (:fanout ctx) 120000)
+         (/ (.get n) (/ (- (System/nanoTime) t0) 1e9))
+         (finally (fanout/close! (:fanout ctx) 30000) (store/close-store! (:store ctx)) (u/delete-tree! dir)))))
+
+(deftest ^:benchmark background-throughput
+  (let [story (str/join " " (repeat 150 "lorem"))]
+    (throughput-round :flow 3 story) (throughput-round :executor 3 story)
+    (let [rs (vec (for [_ (range 3)] [(throughput-round :executor 10 story) (throughput-round :flow 10 story)]))]
+      (println (str "jobs-bench done_posts_per_s executor=" (str/join "," (map #(fmt (first %)) rs))
+                    " flow=" (str/join "," (map #(fmt (second %)) rs))
+                    " ratio=" (fmt (/ (median (map second rs)) (median (map first rs))))))
+      (is (every? pos? (flatten rs))))))
