@@ -1,5 +1,5 @@
 (ns herald.feed.jobs-bench-test
-  "^:benchmark The request-path cost of the background work, in-process runtimes side by side in one JVM: recording a request (direct HdrHistograms vs the per-minute job's enqueue), submitting a post's fan-out (executor vs herald.flow jobs) and a whole publish! on the embedded store. Run by hand: mvn -o -q -pl feed test -Dherald.test.include=benchmark -Dherald.test.ns='herald\\.feed\\.jobs-bench-test'"
+  "^:benchmark The request-path cost of the background work, in-process runtimes side by side in one JVM: recording a request (direct HdrHistograms vs the per-minute job's enqueue), submitting a post's fan-out (executor vs herald.flow jobs) and a whole publish! on the embedded store; and posts/s with the background work finished. Run by hand: mvn -o -q -pl feed test -Dherald.test.include=benchmark -Dherald.test.ns='herald\\.feed\\.jobs-bench-test'"
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.fanout :as fanout]
