@@ -3,7 +3,7 @@
 
   The runtimes that run them sit behind the feed's roles: `herald.feed.jobs.posts/flow-fanout` is a
   `herald.feed.fanout/Fanout` over the fan-out and indexing jobs, `herald.feed.jobs.perf/flow-recorder` a
-  `herald.feed.perf/Recorder` over the per-minute job. Live values (queues, the store, sinks) go in through
+  `herald.feed.perf/Recorder` over the per-minute job. Live values (mailboxes, the store, sinks) go in through
   `herald.flow/submit-job`'s `:inject`, so these values stay printable data. See
   docs/adr/0008-feed-jobs-on-flow.md."
   (:require [clojure.string :as str]
