@@ -1,8 +1,15 @@
 (ns herald.feed.errors
   "Client errors as ex-info values and their JSON responses: 400/404/405/413/415 bodies that name the field or value at fault."
-  (:require [herald.http :as http]))
+  (:require [clojure.walk :as walk]
+            [herald.http :as http]))
 
 (set! *warn-on-reflection* true)
+
+(defn- json-safe
+  "`v` when JSON can carry it; a non-finite number (1e400 decodes to Infinity) becomes its text, so an
+  error body never fails to encode."
+  [v]
+  (walk/postwalk #(if (and (instance? Double %) (not (Double/isFinite %))) (str %) %) v))
 
 (defn bad-request
   "An ex-info for a 400: `msg` names the problem, `field` the request field at fault (a string),
@@ -11,7 +18,7 @@
   ([msg field value] (bad-request msg field value nil))
   ([msg field value cause]
    (ex-info msg (cond-> {:type :herald.feed/bad-request :field field}
-                  (some? value) (assoc :value value))
+                  (some? value) (assoc :value (json-safe value)))
             cause)))
 
 (defn not-found

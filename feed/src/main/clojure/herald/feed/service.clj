@@ -67,7 +67,7 @@
   "A participant id from a link (\"/participant/7\", also a full URL ending so), a bare id string or an
   integer; throws a 400 naming `field` otherwise."
   [field v]
-  (or (cond (and (integer? v) (pos? (long v))) (long v)
+  (or (cond (and (integer? v) (<= 1 v Long/MAX_VALUE)) (long v)
             (string? v) (some-> (re-matches #"(?:.*/participant/)?(\d{1,19})/?" (str/trim v)) second parse-positive-long))
       (throw (err/bad-request (str "'" field "' must be a participant link like \"/participant/7\", got "
                                    (err/json-text v))
