@@ -64,11 +64,12 @@
       (throw (err/bad-request (str "'" field "' must be a positive integer id, got " (err/json-text s)) field s))))
 
 (defn parse-link
-  "A participant id from a link (\"/participant/7\", also a full URL ending so), a bare id string or an
-  integer; throws a 400 naming `field` otherwise."
+  "A participant id from a link (\"/participant/7\", also an absolute http(s) URL with that path), a bare
+  id string or an integer; throws a 400 naming `field` otherwise (no other prefix, no surrounding space,
+  no trailing slash)."
   [field v]
   (or (cond (and (integer? v) (<= 1 v Long/MAX_VALUE)) (long v)
-            (string? v) (some-> (re-matches #"(?:.*/participant/)?(\d{1,19})/?" (str/trim v)) second parse-positive-long))
+            (string? v) (some-> (re-matches #"(?:(?:https?://[^/?#\s]+)?/participant/)?(\d{1,19})" v) second parse-positive-long))
       (throw (err/bad-request (str "'" field "' must be a participant link like \"/participant/7\", got "
                                    (err/json-text v))
                               field v))))

@@ -1,5 +1,5 @@
-(ns herald.feed.number-input-test
-  "JSON numbers no participant id can be: integers beyond 64 bits and non-finite doubles get a 400 naming the field, never a 500 (QA Q24)."
+(ns herald.feed.link-input-test
+  "Participant links in request bodies: only \"/participant/N\" (or an http(s) URL with that path) and bare ids are accepted (QA Q1); numbers no id can be (beyond 64 bits, non-finite) get a 400 naming the field, never a 500 (QA Q24)."
   (:require [clojure.test :refer [deftest is testing use-fixtures]]
             [herald.feed :as feed]
             [herald.feed.test-util :as u]))
@@ -34,3 +34,21 @@
       (let [{:keys [status json]} (post-raw (str base "/friends") "{\"to\":9223372036854775807}")]
         (is (= 404 status))
         (is (= "to" (get json "field")))))))
+
+(deftest only-participant-links-and-bare-ids-are-accepted
+  (let [[a b] (for [n ["a" "b"]] (get-in (u/request *base* "/participant" :method :post :json {:name n}) [:json "id"]))
+        friends (str "/participant/" a "/friends")
+        befriend #(u/request *base* friends :method :post :json {:to %})]
+    (doseq [ok [(str "/participant/" b) (str b) b (str "http://example.com/participant/" b)
+                (str "https://example.com:8443/participant/" b)]]
+      (testing (pr-str ok)
+        (let [{:keys [status json]} (befriend ok)]
+          (is (= 200 status))
+          (is (= (str "/participant/" b) (get json "to"))))))
+    (doseq [bad [(str "garbage/participant/" b) (str "/evil/../participant/" b) (str " /participant/" b " ")
+                 (str "/participant/" b "/") (str "/x/participant/" b) (str "ftp://h/participant/" b)]]
+      (testing (pr-str bad)
+        (let [{:keys [status json]} (befriend bad)]
+          (is (= 400 status))
+          (is (= "to" (get json "field"))))))))
+
