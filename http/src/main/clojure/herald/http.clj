@@ -25,14 +25,14 @@
   |-----|------|---------|---------|
   | `:port` | int 0-65535 | `8080` | port to listen on; `0` picks a free port |
   | `:host` | String | `\"0.0.0.0\"` | address to bind |
-  | `:mode` | keyword | `:virtual-threads` | where 1-arity handlers run: `:virtual-threads` (one per request), `:worker-pool` (bounded platform threads), `:event-loop` (on Netty's I/O thread: only for handlers that never block) |
+  | `:mode` | keyword | `:virtual-threads` | where 1-arity handlers run: `:virtual-threads` (a blocked handler holds up no other), `:worker-pool` (bounded platform threads), `:event-loop` (on Netty's I/O thread: only for handlers that never block) |
   | `:async?` | boolean | `false` | the handler is 3-arity `(fn [req respond raise])`; it is called per `:mode` and may answer from any thread |
   | `:worker-threads` | int | `max(16, 8 x cores)` | threads of the `:worker-pool` mode |
   | `:max-pending` | int | `10000` | requests waiting for or running in a handler; above it the server answers 503 (with `Retry-After: 1`) at once |
   | `:max-body-bytes` | int | `4194304` (4 MiB) | larger request bodies get 413 before the handler runs |
   | `:max-header-bytes` | int | `8192` | larger request headers get 431 |
   | `:max-request-line-bytes` | int | `4096` | longer request lines get 414 |
-  | `:idle-timeout-ms` | int | `60000` | a keep-alive connection with nothing in flight and no bytes read for this long is closed (`0`: never); an in-flight request is never cut |
+  | `:idle-timeout-ms` | int | `60000` | a keep-alive connection with nothing in flight and no bytes read for this long is closed (`0`: never); an in-flight request is never cut (a client that reads none of its queued responses is not in flight) |
   | `:request-timeout-ms` | int | `30000` | a request whose head and body are not received within this time gets 408 and the connection is closed (`0`: never) |
   | `:max-connections` | int | `10000` | connections beyond this get 503 and are closed |
   | `:shutdown-timeout-ms` | int | `10000` | how long `stop-server` waits for in-flight requests |
