@@ -208,3 +208,50 @@
                        {:task/name :side :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]}]
     (is (= [[:in :a] [:b] [:out] [:side]] (map :tasks (flow/plan job))) ":b fans out, so it ends its stage")
     (is (= [[:in] [:a] [:b] [:out] [:side]] (map :tasks (flow/plan job {:fuse? false}))))))
+
+(def ^:private plugin-opens (atom {:open 0 :closed 0}))
+
+(defn counting-input
+  "A `seq-input` that counts its constructions and closes in `plugin-opens` (a stand-in for a log reader
+  holding a file)."
+  [task]
+  (swap! plugin-opens update :open inc)
+  (let [in (plugin/seq-input task)]
+    (reify herald.flow.spi/Input
+      (-poll! [_ n t] (herald.flow.spi/-poll! in n t))
+      (-position [_] (herald.flow.spi/-position in))
+      (-seek! [_ p] (herald.flow.spi/-seek! in p))
+      (-close-input! [_] (swap! plugin-opens update :closed inc) (herald.flow.spi/-close-input! in)))))
+
+(defn counting-output
+  "A `collecting-output` that counts its constructions and closes in `plugin-opens`."
+  [task]
+  (swap! plugin-opens update :open inc)
+  (let [out (plugin/collecting-output task)]
+    (reify herald.flow.spi/Output
+      (-write! [_ s] (herald.flow.spi/-write! out s))
+      (-flush! [_] (herald.flow.spi/-flush! out))
+      (-close-output! [_] (swap! plugin-opens update :closed inc) (herald.flow.spi/-close-output! out)))))
+
+(deftest a-failing-constructor-closes-the-plugins-already-built
+  (doseq [[what job] {"one stage: the input is built, then its output's constructor throws"
+                      {:workflow [[:in :f] [:f :b]]
+                       :catalog [{:task/name :in :task/type :input :task/plugin ::counting-input}
+                                 {:task/name :f :task/type :function :task/fn :herald.flow.test-fns/inc-n}
+                                 {:task/name :b :task/type :output :task/plugin :herald.flow.plugin/fn-output}]}
+                      "two stages: the first is built whole, the second's output throws"
+                      {:workflow [[:in :f] [:f :a] [:f :b]]
+                       :catalog [{:task/name :in :task/type :input :task/plugin ::counting-input}
+                                 {:task/name :f :task/type :function :task/fn :herald.flow.test-fns/inc-n}
+                                 {:task/name :a :task/type :output :task/plugin ::counting-output}
+                                 {:task/name :b :task/type :output :task/plugin :herald.flow.plugin/fn-output}]}}]
+    (testing what
+      (reset! plugin-opens {:open 0 :closed 0})
+      (let [e (try (flow/submit-job job {:inject (cond-> {:in {:seq/segments [{:n 1}]}}
+                                                   (some #(= :a (:task/name %)) (:catalog job)) (assoc :a {:sink/atom (atom [])}))})
+                   nil
+                   (catch clojure.lang.ExceptionInfo e e))]
+        (is (some? e) "the job is refused: :b has no :sink/fn")
+        (is (= :sink/fn (:key (ex-data e))))
+        (is (pos? (long (:open @plugin-opens))))
+        (is (= (:open @plugin-opens) (:closed @plugin-opens)) "every plugin built was closed")))))

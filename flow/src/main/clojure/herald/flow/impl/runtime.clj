@@ -22,16 +22,25 @@
                [tname ws] (snap/deserialize windows)]
            {tname [ws]})))
 
-(defn- build-worker
-  "The worker map of thread `i` of stage `stage`, its plugins constructed and its state restored."
-  [{:keys [job tasks stages resolve restored] :as ctx} stage ^long i]
+(defn- close-plugins!
+  "Closes, quietly, every plugin in `opened` (a list of [:input x] and [:output x]), the last opened first."
+  [^java.util.List opened]
+  (doseq [[kind p] (reverse (vec opened))]
+    (try (if (= :input kind) (spi/-close-input! p) (spi/-close-output! p)) (catch Exception _ nil))))
+
+(defn- build-worker*
+  "The worker map of thread `i` of stage `stage`, its plugins constructed (each added to `opened` as it is
+  built) and its state restored."
+  [{:keys [job tasks stages resolve restored] :as ctx} stage ^long i ^java.util.List opened]
   (let [names (:tasks stage)
         head (tasks (first names))
-        input (when (= :input (:task/type head)) ((resolve (:task/plugin head)) head))
+        input (when (= :input (:task/type head))
+                (doto ((resolve (:task/plugin head)) head) (->> (vector :input) (.add opened))))
         event (volatile! {:job/name (:job/name job) :task/names names :worker i})
         runner (fn [tname targets]
                  (let [t (tasks tname)
-                       out (when (= :output (:task/type t)) ((resolve (:task/plugin t)) t))]
+                       out (when (= :output (:task/type t))
+                             (doto ((resolve (:task/plugin t)) t) (->> (vector :output) (.add opened))))]
                    (assoc (task/runner t targets (assoc ctx :output out :event event :worker i :parallelism (:parallelism stage)))
                           :output out)))
         ;; an input without flow conditions hands its batches straight to the next task (no pass-through copy)
@@ -53,6 +62,14 @@
      :queue (when-not input (nth (:queues stage) i))
      :producers (:producers stage)
      :lifecycles (:lifecycles ctx) :event event}))
+
+(defn- build-worker
+  "`build-worker*`; when any part of it throws, the plugins it had already built are closed before the
+  exception goes on (an input holding a file is not leaked by a later output constructor's failure)."
+  [ctx stage i]
+  (let [opened (java.util.ArrayList.)]
+    (try (build-worker* ctx stage i opened)
+         (catch Throwable e (close-plugins! opened) (throw e)))))
 
 (defn- close-all! [workers]
   (doseq [w workers]
