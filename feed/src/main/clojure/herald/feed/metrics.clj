@@ -78,7 +78,7 @@
    [:completed "counter" "Posts whose fan-out to the friends' inbound feeds completed."]
    [:failed "counter" "Posts whose fan-out failed after retries (left pending in the store for the next start)."]
    [:indexed "counter" "Posts put into the search index by the indexing job."]
-   [:index-failed "counter" "Posts whose indexing failed after retries (their search-pending marker brings them back on the next open)."]
+   [:index-failed "counter" "Posts whose indexing failed after retries (the store indexes every post above its last index commit watermark on the next open)."]
    [:pending "gauge" "Posts whose fan-out or indexing has not run yet (queued or running)."]
    [:queued "gauge" "Posts waiting in the fan-out's queue."]
    [:index-queued "gauge" "Posts waiting in the indexing job's queue."]])
