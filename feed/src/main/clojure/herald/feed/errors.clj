@@ -45,10 +45,13 @@
            {:type :herald.feed/unsupported-media-type :field "Content-Type" :value content-type}))
 
 (defn payload-too-large
-  "An ex-info for a 413 naming the body size and the limit."
-  [size limit]
-  (ex-info (str "request body of " size " bytes exceeds the limit of " limit " bytes")
-           {:type :herald.feed/payload-too-large :field "body" :value size}))
+  "An ex-info for a 413 naming the body size (when known: a chunked body is cut at the limit) and the limit."
+  ([limit]
+   (ex-info (str "request body exceeds the limit of " limit " bytes")
+            {:type :herald.feed/payload-too-large :field "body"}))
+  ([size limit]
+   (ex-info (str "request body of " size " bytes exceeds the limit of " limit " bytes")
+            {:type :herald.feed/payload-too-large :field "body" :value size})))
 
 (def ^:private statuses
   {:herald.feed/bad-request 400
@@ -95,4 +98,6 @@
     (when status
       (let [field (or (:field data) (when (namespace (:type data)) (store-field data)))
             field (if (keyword? field) (name field) field)]
-        (response status (ex-message e) :field field :value (:value data))))))
+        ;; a malformed JSON body is the body's fault
+        (response status (ex-message e) :field (or field (when (= :herald.http/malformed-json (:type data)) "body"))
+                  :value (:value data))))))

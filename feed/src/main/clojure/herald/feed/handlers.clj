@@ -5,7 +5,8 @@
             [herald.feed.perf :as perf]
             [herald.feed.service :as svc]
             [herald.http :as http])
-  (:import (java.net URLEncoder)
+  (:import (java.io FilterInputStream InputStream)
+           (java.net URLEncoder)
            (java.nio.charset StandardCharsets)))
 
 (set! *warn-on-reflection* true)
@@ -60,10 +61,29 @@
     (let [size (try (Long/parseLong (str/trim n)) (catch NumberFormatException _ 0))]
       (when (> size (long limit)) (throw (err/payload-too-large size limit))))))
 
+(defn- bounded
+  "`in` that throws a JSON 413 once more than `limit` bytes were read: a body without a Content-Length
+  (chunked, or HTTP/2) gets the same answer as one that declares its size."
+  ^InputStream [^InputStream in limit]
+  (let [limit (long limit)
+        seen (long-array 1)
+        count! (fn [^long k]
+                 (when (pos? k)
+                   (let [n (+ (aget seen 0) k)]
+                     (aset seen 0 n)
+                     (when (> n limit) (throw (err/payload-too-large limit)))))
+                 k)]
+    (proxy [FilterInputStream] [in]
+      (read
+        ([] (let [b (.read in)] (when (>= b 0) (count! 1)) b))
+        ([^bytes bs] (count! (.read in bs 0 (alength bs))))
+        ([^bytes bs off len] (count! (.read in bs (int off) (int len))))))))
+
 (defn body-params
   "The request body as a map with keyword keys: JSON objects (application/json or any +json type)
   or form-encoded bodies (application/x-www-form-urlencoded). Other media types are a 415, a
-  JSON body that is not an object a 400, a body above `limit` bytes a 413."
+  JSON body that is not an object or repeats a key a 400, a body above `limit` bytes a 413 (declared
+  or counted while reading)."
   [req limit]
   (check-size! req limit)
   (let [mt (media-type req)]
@@ -72,7 +92,9 @@
       (into {} (map (fn [[k v]] [(keyword k) v])) (:form-params req))
 
       (and mt (or (= mt "application/json") (str/ends-with? mt "+json")))
-      (let [data (when-let [b (:body req)] (http/read-json b {:keywords? true}))]
+      (let [data (when-let [b (:body req)]
+                   (http/read-json (if (instance? InputStream b) (bounded b limit) b)
+                                   {:keywords? true :reject-duplicate-keys? true}))]
         (if (map? data)
           data
           (throw (err/bad-request (str "the JSON body must be an object, got "
