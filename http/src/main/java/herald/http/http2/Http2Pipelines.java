@@ -8,10 +8,11 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.handler.codec.http2.Http2FrameCodec;
-import io.netty.handler.codec.http2.Http2FrameCodecBuilder;
+import io.netty.handler.codec.http2.Http2CodecUtil;
 import io.netty.handler.codec.http2.Http2MultiplexHandler;
 import io.netty.handler.codec.http2.Http2Settings;
 import io.netty.handler.codec.http2.Http2StreamChannel;
+import io.netty.handler.ssl.SslHandler;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -32,12 +33,15 @@ public final class Http2Pipelines {
     /** Adds the HTTP/2 handlers at the end of {@code p} and returns the frame codec. */
     public static Http2FrameCodec add(ChannelPipeline p, Http2Host host) {
         ServerConfig config = host.config();
-        Http2FrameCodec codec = Http2FrameCodecBuilder.forServer()
+        GuardedCodec codec = (GuardedCodec) GuardedCodec.builder()
             .initialSettings(settings(config))
             .validateHeaders(true)
             .gracefulShutdownTimeoutMillis(config.shutdownTimeoutMs)
             .build();
         Object facts = host.connectionFacts(p.channel());
+        if (p.get(SslHandler.class) == null) {
+            p.addLast("herald-h2-linger", new LingerClose(codec));
+        }
         p.addLast(CODEC, codec)
             .addLast("herald-h2-streams", new Http2MultiplexHandler(new ChannelInitializer<Http2StreamChannel>() {
                 @Override
@@ -105,9 +109,12 @@ public final class Http2Pipelines {
             }
         }
 
+        /** Protocol errors were answered by the codec (RST_STREAM, or GOAWAY then close); anything else closes. */
         @Override
         public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            ctx.close();
+            if (Http2CodecUtil.getEmbeddedHttp2Exception(cause) == null) {
+                ctx.close();
+            }
         }
     }
 

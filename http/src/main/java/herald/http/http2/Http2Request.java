@@ -65,6 +65,29 @@ public final class Http2Request {
         return r;
     }
 
+    /**
+     * The request's pseudo-headers are those RFC 9113 8.3.1 requires: {@code :method}; {@code :scheme} and a
+     * {@code :path} that starts with "/" (or is "*" on OPTIONS), except on CONNECT, which needs {@code :authority}
+     * instead. A request without them is malformed (8.1.1): its stream is reset with PROTOCOL_ERROR. (Netty's own
+     * check, {@code validateRequiredPseudoHeaders}, runs before the stream-state checks and so answers a second
+     * HEADERS on a half-closed stream with PROTOCOL_ERROR instead of STREAM_CLOSED.)
+     */
+    static boolean wellFormed(Http2Headers h) {
+        CharSequence method = h.method();
+        if (method == null) {
+            return false;
+        }
+        if (HttpMethod.CONNECT.asciiName().contentEquals(method)) {
+            return h.authority() != null;
+        }
+        CharSequence path = h.path();
+        if (h.scheme() == null || path == null || path.isEmpty()) {
+            return false;
+        }
+        return path.charAt(0) == '/'
+            || path.length() == 1 && path.charAt(0) == '*' && HttpMethod.OPTIONS.asciiName().contentEquals(method);
+    }
+
     private static void copy(Http2Headers h, HttpHeaders out) {
         for (Iterator<Map.Entry<CharSequence, CharSequence>> it = h.iterator(); it.hasNext(); ) {
             Map.Entry<CharSequence, CharSequence> e = it.next();

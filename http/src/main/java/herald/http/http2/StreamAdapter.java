@@ -10,20 +10,27 @@ import io.netty.handler.codec.http.DefaultHttpContent;
 import io.netty.handler.codec.http.DefaultLastHttpContent;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
+import io.netty.handler.codec.http2.DefaultHttp2ResetFrame;
 import io.netty.handler.codec.http2.Http2DataFrame;
+import io.netty.handler.codec.http2.Http2Error;
+import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2HeadersFrame;
 import io.netty.handler.codec.http2.Http2StreamFrame;
 import io.netty.util.ReferenceCountUtil;
 
 /**
  * The first handler of a stream's pipeline. Inbound: HEADERS become the request head ({@link Http2Request}),
- * DATA becomes body content, the end of the stream becomes the last content (trailers are dropped). Outbound:
+ * DATA becomes body content, the end of the stream becomes the last content (trailers are dropped); a request
+ * without the pseudo-headers it needs, or with a {@code :path} that is not origin-form, resets the stream with
+ * PROTOCOL_ERROR ({@link Http2Request#wellFormed}). Outbound:
  * frames pass; a readable ByteBuf (a streamed or file body) becomes a DATA frame and an empty one ends the stream,
  * so the HTTP/1.1 body writers work unchanged; anything written after the end is dropped.
  */
 public final class StreamAdapter extends ChannelDuplexHandler {
     private final int maxTargetBytes;
     private boolean headSeen;
+    /** The request was malformed and the stream reset: later frames are dropped. */
+    private boolean rejected;
     /** The write of the frame that ended the stream; null until then. */
     private ChannelFuture ended;
 
@@ -33,9 +40,17 @@ public final class StreamAdapter extends ChannelDuplexHandler {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
-        if (msg instanceof Http2HeadersFrame h) {
+        if (rejected) {
+            ReferenceCountUtil.release(msg);
+        } else if (msg instanceof Http2HeadersFrame h) {
             if (!headSeen) {
                 headSeen = true;
+                if (!Http2Request.wellFormed(h.headers())) {
+                    // malformed (RFC 9113 8.1.1, 8.3.1): a stream error; the exchange handler never sees it
+                    rejected = true;
+                    ctx.writeAndFlush(new DefaultHttp2ResetFrame(Http2Error.PROTOCOL_ERROR));
+                    return;
+                }
                 ctx.fireChannelRead(Http2Request.of(h.headers(), maxTargetBytes));
                 if (h.isEndStream()) {
                     ctx.fireChannelRead(LastHttpContent.EMPTY_LAST_CONTENT);
@@ -48,6 +63,17 @@ public final class StreamAdapter extends ChannelDuplexHandler {
             ctx.fireChannelRead(d.isEndStream() ? new DefaultLastHttpContent(content) : new DefaultHttpContent(content));
         } else {
             ReferenceCountUtil.release(msg); // resets, window updates, unknown frames: the stream's channel reacts itself
+        }
+    }
+
+    /**
+     * A stream error the codec raised (a protocol violation on this stream): the multiplexer resets the stream with
+     * the error's code right after this; passed on, the exchange handler would close the stream first (CANCEL).
+     */
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (!(cause instanceof Http2Exception)) {
+            ctx.fireExceptionCaught(cause);
         }
     }
 
