@@ -255,3 +255,24 @@
         (is (= :sink/fn (:key (ex-data e))))
         (is (pos? (long (:open @plugin-opens))))
         (is (= (:open @plugin-opens) (:closed @plugin-opens)) "every plugin built was closed")))))
+
+(deftest idle-threads-park-until-work-comes
+  (testing "a job with no windows and no data-dir: its queue workers wait on their queues with no timeout"
+    (let [q (ArrayBlockingQueue. 4)
+          out (atom [])
+          h (flow/submit-job {:workflow [[:in :f] [:f :out]]
+                              :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/queue-input}
+                                        {:task/name :f :task/type :function :task/fn :herald.flow.test-fns/inc-n :task/parallelism 2}
+                                        {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/collecting-output :task/parallelism 2}]}
+                             {:inject {:in {:queue/queue q} :out {:sink/atom out}}})
+          queue-threads (remove #(.endsWith (.getName ^Thread %) "-in-0") (:threads h))
+          parked? (fn [] (every? #(= Thread$State/WAITING (.getState ^Thread %)) queue-threads))]
+      (try
+        (is (= 2 (count queue-threads)))
+        (is (loop [n 0] (cond (parked?) true (> n 200) false :else (do (Thread/sleep 10) (recur (inc n)))))
+            "parked (WAITING), not polling every few milliseconds (TIMED_WAITING)")
+        (.put q {:n 1})
+        (is (loop [n 0] (cond (seq @out) true (> n 500) false :else (do (Thread/sleep 10) (recur (inc n)))))
+            "a segment still wakes them")
+        (is (= [{:n 2}] @out))
+        (finally (is (= :killed (:status (flow/kill-job h)))))))))

@@ -16,20 +16,40 @@
     (snap/write! data-dir s)
     (swap! status assoc :last-snapshot {:epoch epoch :at (:at s)})))
 
-(defn- loop! [{:keys [interval-ms data-dir metrics requested ready done status inputs-live] :as c}]
+(def ^:private sample-ms 1000)
+
+(defn- wait-ms
+  "How long the coordinator may park before its next real deadline: the next metrics sample and, while a
+  snapshotting job's inputs are live, the next epoch barrier (or the give-up time of one still unacked)."
+  [{:keys [interval-ms data-dir inputs-live]} now last-epoch-at last-sample written-all?]
+  (let [sample-at (+ (long last-sample) (long sample-ms))
+        epoch-at (if (and data-dir @inputs-live)
+                   (+ (long last-epoch-at) (* (if written-all? 1 10) (long interval-ms)))
+                   Long/MAX_VALUE)]
+    (max 1 (- (min sample-at (long epoch-at)) (long now)))))
+
+(defn- loop!
+  "The coordinator thread: requests epochs when due, writes the snapshots of completed ones, samples metrics.
+  It parks on the queue of completed epochs until one comes or the next deadline (`wait-ms`) is due."
+  [{:keys [interval-ms data-dir metrics requested ready done status inputs-live] :as c}]
   (let [^AtomicLong requested requested ^LinkedBlockingQueue ready ready]
     (loop [last-epoch-at (System/currentTimeMillis) last-sample 0]
       (when-not (realized? done)
         (let [now (System/currentTimeMillis)
               written (long (get-in @status [:last-snapshot :epoch] 0))
               epoch-due? (and data-dir @inputs-live (>= (- now (long last-epoch-at)) (long interval-ms))
-                              (or (>= written (.get requested)) (>= (- now (long last-epoch-at)) (* 10 (long interval-ms)))))]
-          (when epoch-due? (.incrementAndGet requested))
-          (when-let [[epoch acks] (.poll ready 20 TimeUnit/MILLISECONDS)]
-            (try (write-snapshot! c epoch acks nil)
-                 (catch Exception e (swap! status assoc :snapshot-error (.toString e)))))
-          (when (>= (- now (long last-sample)) 1000) (run! metrics/sample! (vals metrics)))
-          (recur (if epoch-due? now last-epoch-at) (if (>= (- now (long last-sample)) 1000) now last-sample)))))))
+                              (or (>= written (.get requested)) (>= (- now (long last-epoch-at)) (* 10 (long interval-ms)))))
+              _ (when epoch-due? (.incrementAndGet requested))
+              sample? (>= (- now (long last-sample)) (long sample-ms))
+              _ (when sample? (run! metrics/sample! (vals metrics)))
+              last-epoch-at (if epoch-due? now last-epoch-at)
+              last-sample (if sample? now last-sample)
+              x (.poll ready (wait-ms c now last-epoch-at last-sample (>= written (.get requested))) TimeUnit/MILLISECONDS)]
+          (when (vector? x)
+            (let [[epoch acks] x]
+              (try (write-snapshot! c epoch acks nil)
+                   (catch Exception e (swap! status assoc :snapshot-error (.toString e))))))
+          (recur last-epoch-at last-sample))))))
 
 (defn coordinator
   "The coordinator of a job: a map of fns the workers call and the state `herald.flow` reads."
@@ -73,12 +93,14 @@
                                     (catch Exception e (swap! status assoc :snapshot-error (.toString e)))))
                              (swap! status (fn [s] (if (= :running (:status s)) (assoc s :status :completed) s)))
                              (when on-end (on-end))
-                             (deliver done @status)))
+                             (deliver done @status)
+                             (.offer ready ::wake)))
            :start! (fn [ts]
                      (reset! threads ts)
                      (doto (Thread. ^Runnable (fn [] (loop! c)) "herald-flow-coordinator") (.setDaemon true) (.start)))
            :checkpoint! (fn [^long timeout-ms]
                           (let [e (.incrementAndGet requested)
+                                _ (.offer ready ::wake)
                                 deadline (+ (System/currentTimeMillis) timeout-ms)]
                             (loop []
                               (cond (>= (long (get-in @status [:last-snapshot :epoch] 0)) e) true
@@ -89,4 +111,5 @@
                     (stop! {:status :killed})
                     (doseq [^Thread t @threads] (.join t 5000))
                     (when (and on-end (not (realized? done))) (on-end))
-                    (deliver done @status)))))
+                    (deliver done @status)
+                    (.offer ready ::wake)))))

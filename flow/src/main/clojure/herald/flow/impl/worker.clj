@@ -67,12 +67,15 @@
         (fn [^ArrayList batch] (let [^objects outs (p batch)] (send! s me (aget outs 0)))))
       (fn [batch] (run-from* procs sends me 0 batch)))))
 
-(defn- tick! [{:keys [runners senders me] :as w} final?]
-  (doseq [[k r] (map-indexed vector runners) :when (:windows r)]
-    (let [^objects outs ((:tick r) final?)]
-      (if (< (long k) (dec (count runners)))
-        (run-from w (inc (long k)) (aget outs 0))
-        (dotimes [j (alength outs)] (send! (nth senders j) me (aget outs j)))))))
+(defn- tick!
+  "Runs the timers and watermarks of the worker's windowed runners (none: nothing to do)."
+  [{:keys [runners senders me] :as w} final?]
+  (when (some :windows runners)
+    (doseq [[k r] (map-indexed vector runners) :when (:windows r)]
+      (let [^objects outs ((:tick r) final?)]
+        (if (< (long k) (dec (count runners)))
+          (run-from w (inc (long k)) (aget outs 0))
+          (dotimes [j (alength outs)] (send! (nth senders j) me (aget outs j))))))))
 
 (defn- snapshot-and-ack!
   "Flushes the stage's outputs, snapshots its windows and input position, and acks `epoch`."
@@ -110,8 +113,13 @@
             (do (when (pos? (count b)) (run-batch (ArrayList. ^java.util.Collection b)))
                 (if (>= (- now last-tick) tick-ms) (do (tick! w false) (recur now)) (recur last-tick)))))))))
 
-(defn- queue-loop [{:keys [^BlockingQueue queue producers coord senders me running] :as w}]
+(defn- queue-loop
+  "Takes messages from the worker's queue until every producer is done. A worker with window state wakes
+  every `tick-ms` for its timers and watermarks; one without parks on its queue until a message comes (an
+  idle job costs no CPU; `kill!` interrupts it)."
+  [{:keys [^BlockingQueue queue producers coord senders me running runners] :as w}]
   (let [run-batch (chain w)
+        timed? (boolean (some :windows runners))
         blocked (HashSet.) done (HashSet.) held (ArrayDeque.) pending (ArrayDeque.)
         nprod (count producers) epoch (volatile! 0)
         aligned! (fn []
@@ -122,8 +130,9 @@
                      (while (pos? (.size held)) (.addFirst pending (.pollLast held)))))]
     (loop [last-tick (System/currentTimeMillis)]
       (when (and @running (< (.size done) nprod))
-        (let [msg (or (.pollFirst pending) (.poll queue tick-ms TimeUnit/MILLISECONDS))
-              now (System/currentTimeMillis)]
+        (let [msg (or (.pollFirst pending)
+                      (if timed? (.poll queue tick-ms TimeUnit/MILLISECONDS) (.take queue)))
+              now (if timed? (System/currentTimeMillis) 0)]
           (cond (nil? msg) nil
                 (instance? Batch msg) (let [^Batch b msg]
                                         (if (.contains blocked (.src b)) (.addLast held b) (run-batch (.segs b))))
@@ -135,7 +144,7 @@
                                        (if (.contains blocked (.src d))
                                          (.addLast held d)
                                          (do (.add done (.src d)) (aligned!)))))
-          (if (>= (- now last-tick) tick-ms) (do (tick! w false) (recur now)) (recur last-tick)))))
+          (if (and timed? (>= (- now last-tick) tick-ms)) (do (tick! w false) (recur now)) (recur last-tick)))))
     (when (and @running (= (.size done) nprod))
       (tick! w true)
       (broadcast! senders (Done. me)))))
