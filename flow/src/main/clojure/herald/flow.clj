@@ -145,6 +145,17 @@
                                         (satisfies? spi/Lag (get-in handle [:inputs tname]))
                                         (assoc :lag (spi/-lag (get-in handle [:inputs tname]))))]))))))
 
+(defn job-counters
+  "The job's counters, per task: `{task-name {:segments-in :segments-out :batches :errors :late}}` (the same
+  figures as `job-metrics`, same meaning). Cheap enough to call per request or per second: in-process it
+  only sums each thread's counters (microseconds), where `job-metrics` also merges the batch-latency
+  histograms (milliseconds on a large job). Counters are read without locking, so one may lag its thread by
+  the batch in flight. On Kafka Streams it is taken from `job-metrics`."
+  [handle]
+  (if (kafka? handle)
+    (update-vals (:tasks (job-metrics handle)) #(select-keys % [:segments-in :segments-out :batches :errors :late]))
+    (update-vals (:metrics handle) metrics/counters)))
+
 (defn open-log
   "The durable local log in directory `dir` (shared by every caller in this JVM), for a service to append to
   and a job's `:herald.flow.plugin/log-input` to read. Options: `:segment-bytes` (default 64 MiB per file),

@@ -133,7 +133,12 @@
       (is (pos? (:started-at m)))
       (is (= 100 (get-in m [:tasks :inc :segments-in])))
       (is (= [:in :inc :out] (get-in m [:tasks :inc :stage])) "the straight chain is fused")
-      (is (pos? (get-in m [:tasks :inc :batch-latency-us :max]))))))
+      (is (pos? (get-in m [:tasks :inc :batch-latency-us :max])))
+      (testing "job-counters: the counters of job-metrics, without the histograms"
+        (let [c (flow/job-counters h)]
+          (is (= #{:in :inc :out} (set (keys c))))
+          (is (= {:segments-in 100 :segments-out 100 :errors 0 :late 0} (dissoc (:inc c) :batches)))
+          (is (= (update-vals (:tasks m) #(select-keys % [:segments-in :segments-out :batches :errors :late])) c)))))))
 
 (deftest lifecycles-are-called
   (reset! fns/hook-log [])
