@@ -1,14 +1,21 @@
 (ns herald.feed.store.text
-  "Text analysis shared by every search backend: Lucene's StandardAnalyzer (UAX#29 words, lower-cased)."
-  (:import (org.apache.lucene.analysis Analyzer TokenStream)
-           (org.apache.lucene.analysis.standard StandardAnalyzer)
+  "Text analysis shared by every search backend: UAX#29 words (Lucene's StandardTokenizer), lower-cased with Greek folded (final sigma, tonos)."
+  (:import (org.apache.lucene.analysis Analyzer Analyzer$TokenStreamComponents TokenStream)
+           (org.apache.lucene.analysis.el GreekLowerCaseFilter)
+           (org.apache.lucene.analysis.standard StandardTokenizer)
            (org.apache.lucene.analysis.tokenattributes CharTermAttribute)))
 
 (set! *warn-on-reflection* true)
 
 (def ^Analyzer analyzer
-  "The analyzer for indexing and queries (thread-safe, no stop words)."
-  (StandardAnalyzer.))
+  "The analyzer for indexing and queries (thread-safe, no stop words): StandardTokenizer words, lower-cased
+  per code point as StandardAnalyzer does, plus Greek folding so a word matches across case: final sigma
+  is sigma (ΟΔΥΣΣΕΑΣ finds οδυσσεας) and tonos is dropped (ΣΙΣΥΦΟΣ finds σίσυφος)."
+  (proxy [Analyzer] []
+    (createComponents [_field]
+      (let [tokenizer (StandardTokenizer.)]
+        (Analyzer$TokenStreamComponents. tokenizer (GreekLowerCaseFilter. tokenizer))))
+    (normalize [_field ^TokenStream in] (GreekLowerCaseFilter. in))))
 
 (def field
   "The one indexed text field: subject and story."

@@ -127,6 +127,12 @@
     (is (= [a] (s/search st "日本")))
     (is (= [a] (s/search st "quick" {:limit 1})))
     (is (= [] (s/search st "giraffe")))
+    (let [g (idx! b "Ο ΟΔΥΣΣΕΑΣ και ο σίσυφος" "greek")]
+      (is (= [b] (s/search st "οδυσσεας")) "Greek across case: final sigma is sigma (QA Q20)")
+      (is (= [b] (s/search st "ΣΊΣΥΦΟΣ")))
+      (is (= [b] (s/search st "ΣΙΣΥΦΟΣ")) "tonos folded, as Greek capitals are often written without it")
+      (is (= [b] (s/search st "ΟΔΥΣΣΕΑΣ")))
+      (is (some? g)))
     (is (= [] (s/search st " ,;! ")) "no word, no match")
     (s/index! st p1)
     (s/index! st p3)

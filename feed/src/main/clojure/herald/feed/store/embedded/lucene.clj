@@ -36,8 +36,9 @@
   any change of fields, doc-values types, analysis or index sort: an index of another (or no) version is
   rebuilt from RocksDB on open. 1 (unrecorded): `from` a StoredField; 2: `from` and `ts` numeric doc
   values, `id` a term; 3: `id` and `from` numeric doc values only (no id term, no ts: newest first is the
-  highest id), the commit records watermark-key."
-  "3")
+  highest id), the commit records watermark-key; 4: terms folded by herald.feed.store.text (Greek final
+  sigma and tonos)."
+  "4")
 
 (def format-key "The commit user data key holding format-version." "herald.index.format")
 
