@@ -33,6 +33,11 @@
   (let [host (str (get-in cfg [:http :host] "0.0.0.0"))]
     (str host ":" port (when (#{"0.0.0.0" "::" ""} host) ", all interfaces"))))
 
+(defn- config-error?
+  "True when `t` or one of its causes is a config error (a component's own option check included)."
+  [t]
+  (boolean (some #(= :herald.feed/config (:type (ex-data %))) (take-while some? (iterate ex-cause t)))))
+
 (defn -main
   "Starts the feed service and blocks until the JVM is asked to stop."
   [& args]
@@ -49,7 +54,7 @@
                          (println "herald.feed: failed to start:" (ex-message t))
                          (some->> (ex-cause t) ex-message (println "  cause:")))
                        ;; a bad config (like a bad option) is a usage error: 2; anything else 1
-                       (System/exit (if (= :herald.feed/config (:type (ex-data t))) 2 1))))
+                       (System/exit (if (config-error? t) 2 1))))
             done (CountDownLatch. 1)
             cfg (:config sys)]
         (.addShutdownHook (Runtime/getRuntime)

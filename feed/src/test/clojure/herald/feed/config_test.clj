@@ -73,17 +73,30 @@
     (is (= {:type :herald.feed/config :key [:fanout :runtime] :value :flwo} (ex-data e)))
     (is (= ":fanout :runtime must be one of :flow, :executor, got :flwo" (ex-message e)))))
 
-(deftest an-unknown-profile-stops-the-command-line
-  ;; a child JVM: a typo in HERALD_PROFILE must not silently run the embedded store in ./data (F11)
+(defn- run-main
+  "Runs the feed's main in a child JVM with `env` added; [exit-code output], or nil if it did not exit in 120 s."
+  [env]
   (let [java (str (java.io.File. (System/getProperty "java.home") "bin/java"))
         ^java.util.List cmd [java "-XX:TieredStopAtLevel=1" "-cp" (System/getProperty "java.class.path")
                              "herald.feed.Main" "--port" "0"]
         pb (doto (ProcessBuilder. cmd) (.redirectErrorStream true))
-        _ (.put (.environment pb) "HERALD_PROFILE" "memroy")
+        _ (doseq [[k v] env] (.put (.environment pb) k v))
         p (.start pb)
         out (future (slurp (.getInputStream p)))]
     (if (.waitFor p 120 java.util.concurrent.TimeUnit/SECONDS)
-      (do (is (= 2 (.exitValue p)))
-          (is (re-find #"unknown profile memroy: use embedded or memory" @out)))
-      (do (.destroyForcibly p)
-          (is false "the feed started with an unknown profile")))))
+      [(.exitValue p) @out]
+      (do (.destroyForcibly p) nil))))
+
+(deftest an-unknown-profile-stops-the-command-line
+  ;; a typo in HERALD_PROFILE must not silently run the embedded store in ./data (F11)
+  (let [[code out :as r] (run-main {"HERALD_PROFILE" "memroy"})]
+    (is (some? r) "the feed started with an unknown profile")
+    (is (= 2 code))
+    (is (re-find #"unknown profile memroy: use embedded or memory" (str out)))))
+
+(deftest a-bad-component-option-is-a-usage-error
+  ;; options checked when their component starts are config errors too: exit 2, not 1 (QA Q17)
+  (let [[code out :as r] (run-main {"HERALD_PROFILE" "memory" "FANOUT_RUNTIME" "flwo"})]
+    (is (some? r) "the feed started with a bad :fanout :runtime")
+    (is (= 2 code))
+    (is (re-find #":fanout :runtime must be one of" (str out)))))
