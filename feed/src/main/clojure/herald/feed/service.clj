@@ -132,7 +132,8 @@
 
 (defn page-opts
   "Paging options from query params (string keys): ?limit= (1..max, default from limits when
-  absent; an empty value is a 400) and ?before= (an opaque cursor from a previous page's Link header)."
+  absent; an empty value is a 400) and ?before= (an opaque cursor from a previous page's Link header;
+  an empty value is a 400 too)."
   [limits query default-key max-key]
   (let [limit (single "limit" (get query "limit"))
         before (single "before" (get query "before"))
@@ -142,8 +143,11 @@
             (or (some-> (parse-positive-long limit) (#(when (<= (long %) max-limit) %)))
                 (throw (err/bad-request (str "'limit' must be an integer in 1.." max-limit ", got " (err/json-text limit))
                                         "limit" limit))))]
+    (when (and (some? before) (str/blank? before))
+      (throw (err/bad-request (str "'before' must be a cursor from a previous page's Link header, got " (err/json-text before))
+                              "before" before)))
     (cond-> {:limit (long n)}
-      (not (str/blank? before)) (assoc :before before))))
+      (some? before) (assoc :before before))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; operations

@@ -52,3 +52,12 @@
           (is (= 400 status))
           (is (= "to" (get json "field"))))))))
 
+(deftest an-empty-cursor-is-a-400-as-an-empty-limit-is
+  ;; one rule for empty paging parameters (QA Q21)
+  (let [id (get-in (u/request *base* "/participant" :method :post :json {:name "c"}) [:json "id"])]
+    (doseq [q ["before=" "limit=" "before=%20"]]
+      (let [{:keys [status json]} (u/request *base* (str "/participant/" id "/outbound?" q))]
+        (is (= 400 status) q)
+        (is (= (first (.split ^String q "=")) (get json "field")) q)))
+    (is (= 200 (:status (u/request *base* (str "/participant/" id "/outbound")))))))
+
