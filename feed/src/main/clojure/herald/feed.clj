@@ -94,9 +94,12 @@
                            ctx))}
      ::server {:deps [::service ::store ::fanout ::recorder]
                :start (fn [{ctx ::service s ::store f ::fanout r ::recorder}]
-                        (let [env {:ctx ctx :store s :fanout f :recorder r :version (version) :draining? draining?}]
-                          {:server (http/start-server (routes/ring-handler env) (:http config))
-                           :draining? draining?}))
+                        (let [server-ref (promise) ; /metrics reads the server's own figures
+                              env {:ctx ctx :store s :fanout f :recorder r :version (version) :draining? draining?
+                                   :server server-ref}
+                              server (http/start-server (routes/ring-handler env) (:http config))]
+                          (deliver server-ref server)
+                          {:server server :draining? draining?}))
                :stop (fn [{:keys [server draining?]}]
                        (reset! draining? true)
                        @(http/stop-server server))}}))

@@ -90,12 +90,24 @@
    [:queued "gauge" "Request records waiting for the per-minute job."]
    [:store-errors "counter" "Failed writes of closed minutes to the data directory."]])
 
+(def ^:private http-families
+  "[server-stats key, metric, type, help, scale]"
+  [[:connections "herald_http_connections" "gauge" "Open HTTP connections." 1]
+   [:pending "herald_http_pending" "gauge" "Handler invocations waiting for or running on a thread (bounded by :max-pending)." 1]
+   [:queue-depth "herald_http_queue_depth" "gauge" "Requests waiting for a handler thread right now." 1]
+   [:handlers-started "herald_http_handlers_started_total" "counter" "Handlers started off the event loop." 1]
+   [:queue-wait-ms-total "herald_http_queue_wait_seconds_total" "counter" "Time requests waited for their handler thread, summed." 0.001]
+   [:queue-wait-ms-max "herald_http_queue_wait_max_seconds" "gauge" "Longest wait of a request for its handler thread since the start." 0.001]
+   [:rejected "herald_http_rejected_total" "counter" "Requests answered 503 by the HTTP server because :max-pending handlers were pending." 1]])
+
 (defn prometheus-text
   "The metrics page: request counts by entity, operation and status, request duration histograms,
   background work counters (`fanout-stats`, a map as herald.feed.fanout/stats), the recorder's own
   counters (herald.feed.perf/recorder-stats), store counters and gauges
-  (`store-stats`, a flat map of numbers as herald.feed.store/stats) and JVM gauges."
-  [recorder fanout-stats store-stats]
+  (`store-stats`, a flat map of numbers as herald.feed.store/stats), the HTTP server's figures
+  (`http-stats`, herald.http/server-stats, or nil) and JVM gauges."
+  ([recorder fanout-stats store-stats] (prometheus-text recorder fanout-stats store-stats nil))
+  ([recorder fanout-stats store-stats http-stats]
   (let [sb (StringBuilder.)]
     (family sb "herald_feed_requests_total" "counter" "Requests served by entity, operation and HTTP status."
             (for [[[entity op status] n] (sort-by (comp #(mapv str %) key) (perf/status-counts recorder))]
@@ -111,6 +123,8 @@
                 [["" {} (get rs k)]])))
     (doseq [[metric type help v] (store-samples store-stats)]
       (family sb metric type help [["" {} v]]))
+    (doseq [[k metric type help scale] http-families :let [v (get http-stats k)] :when (number? v)]
+      (family sb metric type help [["" {} (if (== 1 (double scale)) v (* (double v) (double scale)))]]))
     (doseq [[metric type help v] (jvm-samples)]
       (family sb metric type help [["" {} v]]))
-    (str sb)))
+    (str sb))))

@@ -27,11 +27,13 @@
                                          :draining @draining?}
                        nil))))
 
-(defn- metrics-page [{:keys [recorder fanout store]}]
+(defn- metrics-page [{:keys [recorder fanout store server]}]
   (fn [_]
     (text-response "text/plain; version=0.0.4; charset=utf-8"
                    (metrics/prometheus-text recorder (fanout/stats fanout)
-                                            (try (store/stats store) (catch Exception _ {}))))))
+                                            (try (store/stats store) (catch Exception _ {}))
+                                            (when-let [srv (and server (deref server 0 nil))]
+                                              (http/server-stats srv))))))
 
 (defn- iso [ms] (str (java.time.Instant/ofEpochMilli (long ms))))
 

@@ -34,6 +34,12 @@
             (is (= "counter" (types m)) m))
           (is (= "gauge" (types "herald_feed_fanout_index_queued")))
           (is (re-find #"(?m)^herald_feed_perf_recorded_total [1-9]\d*$" text)))
+        (testing "the HTTP server's own figures are there (QA Q28)"
+          (is (= "gauge" (types "herald_http_connections")))
+          (is (re-find #"(?m)^herald_http_connections [1-9]\d*$" text) "at least the connection asking")
+          (doseq [m ["herald_http_rejected_total" "herald_http_handlers_started_total" "herald_http_queue_wait_seconds_total"]]
+            (is (= "counter" (types m)) m))
+          (is (re-find #"(?m)^herald_http_handlers_started_total [1-9]\d*$" text) "handlers ran on virtual threads"))
         (testing "bucket bounds are plain decimals"
           (is (str/includes? text "le=\"0.0005\""))
           (is (not (re-find #"le=\"[0-9.]+E" text)))))
