@@ -9,7 +9,7 @@
 
 (def ^:private ref-in-schema
   "A participant as the service accepts it in a body: a link, a bare id string or an integer id."
-  {:oneOf [{:type "string" :pattern "^(/participant/)?[0-9]+$" :example "/participant/7"}
+  {:oneOf [{:type "string" :pattern "^((https?://[^/?#\\s]+)?/participant/)?[0-9]+$" :example "/participant/7"}
            {:type "integer" :format "int64" :minimum 1}]})
 
 (def ^:private occurred-schema
@@ -59,15 +59,15 @@
         :description "participant id"}
    :limit {:name "limit" :in "query" :required false :schema {:type "integer" :minimum 1 :maximum 1000}
            :description "page size (default 50; search: default 100); an empty value is a 400"}
-   :before {:name "before" :in "query" :required false :schema {:type "string"}
+   :before {:name "before" :in "query" :required false :schema {:type "string" :minLength 1}
             :description "opaque cursor from the previous page's Link rel=\"next\" header"}
    :keywords {:name "keywords" :in "query" :required true :schema {:type "string"}
               :description "words that must all occur in a post's subject or story"}
    :from {:name "from" :in "query" :required false
-          :schema {:type "string" :pattern "^(-?[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
+          :schema {:type "string" :pattern "^([0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
           :description "start: epoch millis, ISO-8601 instant, UTC date-time or date"}
    :to {:name "to" :in "query" :required false
-        :schema {:type "string" :pattern "^(-?[0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
+        :schema {:type "string" :pattern "^([0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
         :description "end, as from (a date means the end of that day); not before from"}})
 
 (defn- error-responses [codes]

@@ -41,7 +41,11 @@
   "The /perf bounds [from-ms to-ms] of a request (nil = open); a 400 when from is after to."
   [req]
   (let [q (:query-params req)
-        one #(let [v (get q %)] (if (sequential? v) (first v) v))]
+        one #(let [v (get q %) v (if (sequential? v) (first v) v)]
+               (when (= "" v)
+                 (throw (ex-info (str "'" % "' must be epoch milliseconds or a date, got \"\"")
+                                 {:type :herald.feed/bad-request :field % :value v})))
+               v)]
     (let [from (perf/parse-time (one "from") "from")
           to (perf/parse-time (one "to") "to")]
       (when (and from to (> (long from) (long to)))

@@ -59,5 +59,9 @@
       (let [{:keys [status json]} (u/request *base* (str "/participant/" id "/outbound?" q))]
         (is (= 400 status) q)
         (is (= (first (.split ^String q "=")) (get json "field")) q)))
-    (is (= 200 (:status (u/request *base* (str "/participant/" id "/outbound")))))))
+    (is (= 200 (:status (u/request *base* (str "/participant/" id "/outbound")))))
+    (doseq [path ["/perf?to=" "/perf?from=" "/perf/log?to="]]
+      (let [{:keys [status json]} (u/request *base* path)]
+        (is (= 400 status) path)
+        (is (= (if (re-find #"to=" path) "to" "from") (get json "field")) path)))))
 
