@@ -104,3 +104,54 @@
           (try (ts/write! c (ts/request-text "GET" "/slow"))
                (is (= "ok" (:body (ts/read-response c))))
                (finally (ts/close! c))))))))
+
+(defn- echo [req]
+  (swap! calls inc)
+  {:status 200 :body (pr-str [(:request-method req) (:uri req) (:server-name req) (get-in req [:headers "host"])])})
+
+(deftest ^:integration request-heads-rfc-9112-refuses-before-the-handler
+  (with-server [s echo]
+    (let [p (ts/port s)
+          send! (fn [line & headers]
+                  (answer-and-eof p (str line "\r\n" (apply str (map #(str % "\r\n") headers)) "\r\n")))]
+      (reset! calls 0)
+      (testing "methods and the HTTP-name are case-sensitive (RFC 9110 9.1, RFC 9112 2.3)"
+        (is (= [400 true] (send! "GET /a http/1.1" "Host: x")))
+        (is (= [501 true] (send! "get /a HTTP/1.1" "Host: x")))
+        (is (= [501 true] (send! "Get /a HTTP/1.1" "Host: x"))))
+      (testing "Host: several, or not uri-host [\":\" port] -> 400 (RFC 9112 3.2)"
+        (is (= [400 true] (send! "GET / HTTP/1.1" "Host: h" "Host: h")))
+        (is (= [400 true] (send! "GET / HTTP/1.1" "Host: a b:99")))
+        (is (= [400 true] (send! "GET / HTTP/1.1" "Host: a/b")))
+        (is (= [400 true] (send! "GET / HTTP/1.1" "Host: u@a")))
+        (is (= [400 true] (send! "GET / HTTP/1.1" "Host: a:8x"))))
+      (testing "request-targets that are neither origin-form nor absolute-form, or hold '#' -> 400 (RFC 9112 3.2)"
+        (is (= [400 true] (send! "GET health HTTP/1.1" "Host: x")))
+        (is (= [400 true] (send! "GET /a#frag?x HTTP/1.1" "Host: x")))
+        (is (= [400 true] (send! "GET * HTTP/1.1" "Host: x")))
+        (is (= [400 true] (send! "GET ftp://h/p HTTP/1.1" "Host: x")))
+        (is (= [400 true] (send! "GET http://u@h/p HTTP/1.1" "Host: x")))
+        (is (= [400 true] (send! "GET http:///p HTTP/1.1" "Host: x"))))
+      (testing "CONNECT -> 501: herald is not a proxy"
+        (is (= [501 true] (send! "CONNECT x:443 HTTP/1.1" "Host: x:443"))))
+      (testing "a transfer coding other than chunked -> 501 (RFC 9112 6.1)"
+        (is (= [501 true] (send! "POST / HTTP/1.1" "Host: x" "Transfer-Encoding: gzip, chunked"))))
+      (is (zero? @calls) "the handler saw none of them")
+      (testing "absolute-form: :uri is the path, the host is the target's (RFC 9112 3.2.2)"
+        (let [c (ts/open p 3000)]
+          (try (ts/write! c "GET http://h.example:81/p?q=1 HTTP/1.1\r\nHost: other\r\n\r\n")
+               (let [r (ts/read-response c)]
+                 (is (= 200 (:status r)))
+                 (is (= "[:get \"/p\" \"h.example\" \"h.example:81\"]" (:body r))))
+               (finally (ts/close! c)))))
+      (testing "OPTIONS * reaches the handler with :uri \"*\"; upper-case extension methods and valid hosts pass"
+        (doseq [[text body] [["OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n" "[:options \"*\" \"x\" \"x\"]"]
+                             ["PROPFIND /d HTTP/1.1\r\nHost: [::1]:8080\r\n\r\n" "[:propfind \"/d\" \"[::1]\" \"[::1]:8080\"]"]
+                             ["POST / HTTP/1.1\r\nHost: a.b-c_d\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n"
+                              "[:post \"/\" \"a.b-c_d\" \"a.b-c_d\"]"]]]
+          (let [c (ts/open p 3000)]
+            (try (ts/write! c text)
+                 (let [r (ts/read-response c)]
+                   (is (= 200 (:status r)) text)
+                   (is (= body (:body r))))
+                 (finally (ts/close! c)))))))))

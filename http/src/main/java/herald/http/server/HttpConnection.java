@@ -113,6 +113,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         } else if (status == 100) {
             output.writeContinue();
         }
+        if (r.uri().charAt(0) != '/') {
+            RequestHead.useTargetHost(r);
+        }
         head = r;
         headKeepAlive = KeepAlive.of(r.protocolVersion(), r.headers().get(HttpHeaderNames.CONNECTION));
         timer.headNanos = 0;

@@ -1,5 +1,6 @@
 package herald.http.server;
 
+import herald.http.http2.Http2Request;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.TooLongFrameException;
@@ -42,15 +43,33 @@ final class RequestDecoder extends HttpRequestDecoder {
     }
 
     /**
-     * 0 when a decoded head may proceed; 505 for a version other than HTTP/1.x (RFC 9110 15.6.6: an HTTP/2
-     * preface or HTTP/9.9 never reaches the handler); 400 for HTTP/1.1 without Host (RFC 9112 3.2).
+     * 0 when a decoded head may proceed, checked once per head: 505 for a version other than HTTP/1.x (RFC 9110
+     * 15.6.6: an HTTP/2 preface or HTTP/9.9 never reaches the handler) and 400 for any other than exactly
+     * {@code HTTP/1.0} or {@code HTTP/1.1} (or an HTTP/2 stream's; {@code http/1.1}: the HTTP-name is case-sensitive, RFC 9112 2.3);
+     * 501 for CONNECT and for a method with a lower-case letter (methods are case-sensitive, RFC 9110 9.1, and Ring
+     * lower-cases them); 400 for HTTP/1.1 without Host, for several Host fields or an invalid Host value (RFC 9112
+     * 3.2); 400 for a request-target that is not origin-form, absolute-form ({@code http(s)://authority...}) or
+     * {@code *} with OPTIONS, or that holds {@code #} (RFC 9112 3.2); 501 for a transfer coding other than chunked
+     * (RFC 9112 6.1).
      */
     static int protocolStatus(HttpRequest r) {
         HttpVersion v = r.protocolVersion();
-        if (v.majorVersion() != 1) {
-            return 505;
+        if (v != HttpVersion.HTTP_1_1 && v != HttpVersion.HTTP_1_0 && v != Http2Request.VERSION) {
+            return v.majorVersion() != 1 ? 505 : 400;
         }
-        return v.minorVersion() >= 1 && !r.headers().contains(HttpHeaderNames.HOST) ? 400 : 0;
+        int refused = RequestHead.methodStatus(r.method());
+        if (refused != 0) {
+            return refused;
+        }
+        refused = RequestHead.hostStatus(r.headers(), v == HttpVersion.HTTP_1_1);
+        if (refused != 0) {
+            return refused;
+        }
+        refused = RequestHead.targetStatus(r.method(), r.uri());
+        if (refused != 0) {
+            return refused;
+        }
+        return RequestHead.codingStatus(r.headers().get(HttpHeaderNames.TRANSFER_ENCODING));
     }
 
     /**
