@@ -117,3 +117,28 @@
         (is (= [:close 1000 ""] (update (ts/ws-receive c) 2 str)))
         (Thread/sleep 200)
         (is (= [:open "to ring" 1000] @events))))))
+
+(deftest ^:integration invalid-utf-8-text-fails-the-connection-with-1007
+  (let [got (atom [])
+        closed (promise)]
+    (with-server [s (fn [_] {:ring.websocket/listener
+                             {:on-message (fn [_ m] (swap! got conj m))
+                              :on-close (fn [_ code _] (deliver closed code))}})
+                  {}]
+      (let [c (ts/open (ts/port s) 3000)
+            frame (fn [^bytes payload]           ; a final, masked (zero mask) text frame
+                    (byte-array (concat [(unchecked-byte 0x81) (unchecked-byte (bit-or 0x80 (alength payload))) 0 0 0 0]
+                                        payload)))]
+        (try
+          (ts/write! c (str "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                            "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"))
+          (is (= 101 (:status (ts/read-response c true))))
+          (ts/write! c (frame (.getBytes "ok" StandardCharsets/UTF_8)))
+          (ts/write! c (frame (byte-array [(unchecked-byte 0xC3) (unchecked-byte 0x28)])))
+          (let [^java.io.InputStream in (:in c)
+                b0 (.read in) len (.read in) code (bit-or (bit-shift-left (.read in) 8) (.read in))]
+            (is (= [0x88 1007] [b0 code]) "a close frame with 1007 (RFC 6455 8.1)")
+            (is (>= len 2)))
+          (is (= 1007 (deref closed 5000 nil)) "the listener hears 1007")
+          (is (= ["ok"] @got) "the invalid message is not delivered")
+          (finally (ts/close! c)))))))

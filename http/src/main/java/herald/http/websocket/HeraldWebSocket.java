@@ -152,6 +152,14 @@ public final class HeraldWebSocket {
         serial.execute(() -> call(() -> listener.onPong(this, data)));
     }
 
+    /** Netty's codec already sent close {@code code} for a protocol violation: on-close reports it, not 1006. */
+    void failed(int code, String reason) {
+        if (closeSent.compareAndSet(false, true)) {
+            closeCode = code;
+            closeReason = reason == null ? "" : reason;
+        }
+    }
+
     void error(Throwable t) {
         serial.execute(() -> {
             try {

@@ -8,6 +8,7 @@ import io.netty.handler.codec.http.websocketx.BinaryWebSocketFrame;
 import io.netty.handler.codec.http.websocketx.CloseWebSocketFrame;
 import io.netty.handler.codec.http.websocketx.PingWebSocketFrame;
 import io.netty.handler.codec.http.websocketx.PongWebSocketFrame;
+import io.netty.handler.codec.http.websocketx.CorruptedWebSocketFrameException;
 import io.netty.handler.codec.http.websocketx.TextWebSocketFrame;
 import io.netty.util.ReferenceCountUtil;
 import java.nio.ByteBuffer;
@@ -60,6 +61,9 @@ final class WebSocketFrameHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (cause instanceof CorruptedWebSocketFrameException c && c.closeStatus() != null) {
+            socket.failed(c.closeStatus().code(), c.closeStatus().reasonText());
+        }
         socket.error(cause);
         ctx.close();
     }

@@ -15,6 +15,7 @@ import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponseEncoder;
+import io.netty.handler.codec.http.websocketx.Utf8FrameValidator;
 import io.netty.handler.codec.http.websocketx.WebSocketDecoderConfig;
 import io.netty.handler.codec.http.websocketx.WebSocketFrameAggregator;
 import io.netty.handler.codec.http.websocketx.WebSocketServerHandshaker;
@@ -75,6 +76,8 @@ public final class WebSocketUpgrade {
         p.addBefore(ctx.name(), "herald-http-encoder", new HttpResponseEncoder());
         HeraldWebSocket socket = new HeraldWebSocket(ctx.channel(), listener, executor);
         handshaker.handshake(ctx.channel(), full, null, ctx.channel().newPromise());
+        // Netty adds this only in WebSocketServerProtocolHandler: invalid UTF-8 text fails with 1007 (RFC 6455 8.1)
+        p.addBefore(ctx.name(), "herald-ws-utf8", new Utf8FrameValidator(true));
         p.addBefore(ctx.name(), "herald-ws-aggregator", new WebSocketFrameAggregator(config.websocketMaxFrameBytes));
         p.replace(ctx.name(), "herald-ws", new WebSocketFrameHandler(socket));
         socket.opened();
