@@ -66,6 +66,17 @@
           (.headers c 1 (get-req "/h") false)
           (.headers c 1 (RawFrames/with (io.netty.handler.codec.http2.DefaultHttp2Headers.) "x-trailer" "1") false)
           (is (rst? (await-frame c RawFrames/RST_STREAM) 1 PROTOCOL_ERROR))))
+      (testing "a pseudo-header in trailers (8.1.2.1): PROTOCOL_ERROR"
+        (with-open [c (connect s)]
+          (.headers c 1 (get-req "/t") false)
+          (.data c 1 (.getBytes "body") false)
+          (.headers c 1 (RawFrames/with (io.netty.handler.codec.http2.DefaultHttp2Headers.) ":method" "GET") true)
+          (is (rst? (await-frame c RawFrames/RST_STREAM) 1 PROTOCOL_ERROR))))
+      (testing "a stream window above 2^31-1 (6.9.1): FLOW_CONTROL_ERROR on the stream"
+        (with-open [c (connect s)]
+          (.headers c 1 (get-req "/wf") false)
+          (.windowUpdate c 1 0x7fffffff)
+          (is (rst? (await-frame c RawFrames/RST_STREAM) 1 FLOW_CONTROL_ERROR))))
       (testing "content-length other than the DATA received (8.1.2.6): PROTOCOL_ERROR"
         (with-open [c (connect s)]
           (.headers c 1 (RawFrames/with (get-req "/cl") "content-length" "10") false)
