@@ -17,7 +17,9 @@ import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
 import io.netty.handler.codec.http2.DefaultHttp2HeadersFrame;
 import io.netty.handler.stream.ChunkedWriteHandler;
 import io.netty.handler.stream.ChunkedFile;
+import io.netty.handler.stream.ChunkedStream;
 import io.netty.handler.codec.http.HttpVersion;
+import java.io.ByteArrayInputStream;
 import java.io.File;
 import java.io.InputStream;
 import java.nio.charset.Charset;
@@ -149,6 +151,22 @@ final class ResponseWriter {
     }
 
     /** A File body for a TLS connection or an HTTP/2 stream (no zero-copy): read in 16 KiB chunks. */
+    /** HTTP/1.1 byte[] and String bodies above this size are written by chunks of {@link #CHUNK} bytes as the peer reads. */
+    static final int LARGE_BODY = 256 * 1024;
+    static final int CHUNK = 64 * 1024;
+
+    /**
+     * The connection's output with a ChunkedWriteHandler in front of the connection handler (added on first use:
+     * plaintext HTTP/1.1 pipelines do without it until a large body or a file on a stream needs pacing).
+     */
+    static OutputBatch paced(HttpConnection c) {
+        ChannelPipeline p = c.ctx().pipeline();
+        if (p.get(ChunkedWriteHandler.class) == null) {
+            p.addBefore(c.ctx().name(), ServerInitializer.CHUNKED, new ChunkedWriteHandler());
+        }
+        return c.output;
+    }
+
     static ChunkedFile chunkedFile(File f, long len) {
         try {
             return new ChunkedFile(new java.io.RandomAccessFile(f, "r"), 0, len, 16384);
@@ -287,7 +305,13 @@ final class ResponseWriter {
             ByteBuf buf = c.output.out();
             head(h, buf, ex, length, http10);
             if (body != null) {
-                buf.writeBytes(body);
+                if (body.length > LARGE_BODY) {
+                    // a whole copy into direct memory per queued response let slow readers exhaust it (QA Q23):
+                    // large bodies go out a chunk at a time, as the connection drains
+                    paced(c).write(new ChunkedStream(new ByteArrayInputStream(body), CHUNK));
+                } else {
+                    buf.writeBytes(body);
+                }
             }
         }
 
@@ -347,11 +371,7 @@ final class ResponseWriter {
         void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f, boolean http10) {
             headers(c, h, status, length, f == null);
             if (f != null) {
-                ChannelPipeline p = c.ctx().pipeline();
-                if (p.get(ChunkedWriteHandler.class) == null) {
-                    p.addBefore(c.ctx().name(), ServerInitializer.CHUNKED, new ChunkedWriteHandler());
-                }
-                c.output.write(chunkedFile(f, length));
+                paced(c).write(chunkedFile(f, length));
                 c.output.write(Unpooled.EMPTY_BUFFER); // the end of the stream, after the file's last chunk
             }
         }
