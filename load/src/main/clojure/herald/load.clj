@@ -68,7 +68,8 @@
   | :stop-after-failures | int           | 2                  | stop after this many failing steps in a row |
   | :on-step             | fn            | nil                | called with each step's verdict as soon as it is known |
 
-  Returns {:mode :sweep :max-rate :steps [{:rate :achieved :p99 :p999 :errors :ok?}] :wall :runs :run}:
+  Returns {:mode :sweep :max-rate :steps [{:rate :achieved :p99 :p999 :errors :ok?}] :wall :highest-passed :warnings
+  :runs :run}: :wall is the highest rate below the first failing step, :highest-passed the highest passing one;
   :run is the stepped rate run, :runs the max run (when measured) and one result view per step."
   [opts]
   (sweep/execute opts))

@@ -20,6 +20,15 @@
     (is (= 300 (sweep/wall [{:rate 100 :ok? true} {:rate 300 :ok? true} {:rate 400 :ok? false}])))
     (is (nil? (sweep/wall [{:rate 100 :ok? false}])))))
 
+(deftest the-wall-is-below-the-first-failing-step
+  (let [steps [{:rate 1561 :ok? false} {:rate 3901 :ok? true} {:rate 7803 :ok? true} {:rate 9363 :ok? false}
+               {:rate 10924 :ok? true} {:rate 12484 :ok? true} {:rate 14045 :ok? false}]]
+    (is (nil? (sweep/wall steps)) "the first step failed: no rate is known to pass with every lower one")
+    (is (= 7803 (sweep/wall (rest steps))))
+    (is (= 12484 (sweep/highest-passed steps)))
+    (is (re-find #"NON-MONOTONE: 2 step\(s\) below 12484/s failed" (sweep/non-monotone-warning steps)))
+    (is (nil? (sweep/non-monotone-warning [{:rate 1 :ok? true} {:rate 2 :ok? false}])))))
+
 (deftest ^:integration sweep-finds-the-wall-of-a-one-thread-server
   ;; one server thread taking 10 ms per request saturates at 100 requests/s: 50/s passes, 200/s cannot.
   ;; The rates are steps of one run on the same connections, stopped after two failing steps in a row.

@@ -151,8 +151,10 @@
         (spit (io/file dir "sweep.svg") (plot/svg (report/sweep-chart r)))
         (with-open [o (io/output-stream (io/file dir "sweep.png"))] (.write o ^bytes (plot/png (report/sweep-chart r))))))
     (println (load/compare-table (:runs r)))
+    (doseq [w (:warnings r)] (println (str "WARNING: " w)))
     (println (str "herald-load mode=sweep max_rps=" (some->> (:max-rate r) double (format "%.1f"))
-                  " wall_rps=" (or (:wall r) "none") " p99_bound_ms=" (:p99-bound r)))
+                  " wall_rps=" (or (:wall r) "none") " highest_passed_rps=" (or (:highest-passed r) "none")
+                  " p99_bound_ms=" (:p99-bound r)))
     0))
 
 (defn dispatch

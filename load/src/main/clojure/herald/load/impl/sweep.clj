@@ -28,9 +28,24 @@
   {:rate {:target (:target-rate s) :achieved (:achieved s)} :latency (:latency s) :errors (:errors s)})
 
 (defn wall
-  "The highest target rate among `steps` (maps with :rate and :ok?) that passed, or nil."
+  "The highest target rate below the first failing step among `steps` (maps with :rate and :ok?, in order):
+  every step up to it passed. nil when the first step failed."
+  [steps]
+  (some->> (seq (take-while :ok? steps)) (map :rate) (apply max)))
+
+(defn highest-passed
+  "The highest target rate among `steps` that passed, failing steps below it or not; nil when none passed."
   [steps]
   (some->> (seq (filter :ok? steps)) (map :rate) (apply max)))
+
+(defn non-monotone-warning
+  "A warning when a step passed above a failing one (the wall then depends on noise), else nil."
+  [steps]
+  (let [w (wall steps) hp (highest-passed steps)]
+    (when (and hp (not= w hp))
+      (let [failed (count (remove :ok? (filter #(< (double (:rate %)) (double hp)) steps)))]
+        (format "NON-MONOTONE: %d step(s) below %s/s failed the bound while %s/s passed; the wall is %s (every step up to it passed): repeat with a longer -d"
+                failed hp hp (or w "none"))))))
 
 (defn- sweep-step [s ok?]
   {:rate (get-in s [:target :rate]) :achieved (:achieved s) :p99 (get-in s [:latency :p99])
@@ -71,7 +86,8 @@
         (recur more (conj out (sweep-step s ok?)) (if ok? 0 (inc failures)))))))
 
 (defn execute
-  "Runs a sweep (see herald.load/sweep for the options); returns {:mode :sweep :max-rate :steps :wall :runs :run}."
+  "Runs a sweep (see herald.load/sweep for the options); returns {:mode :sweep :max-rate :steps :wall
+  :highest-passed :warnings :runs :run}."
   [opts]
   (let [opts (options/validate :sweep opts)
         _ (options/check opts :p99-bound #(and (number? %) (pos? (double %))) "must be a positive number of ms")
@@ -91,6 +107,7 @@
         steps (final-steps (:steps r) p99-bound p999-bound stop-after)
         step-runs (take (count steps) (steps/step-results r))]
     {:herald.load/sweep 1 :mode :sweep :max-rate max-rate :p99-bound p99-bound :p999-bound p999-bound
-     :steps steps :wall (wall steps)
+     :steps steps :wall (wall steps) :highest-passed (highest-passed steps)
+     :warnings (vec (keep identity [(non-monotone-warning steps)]))
      :runs (vec (cond->> step-runs max-run (cons (assoc max-run :label "max"))))
      :run r}))
