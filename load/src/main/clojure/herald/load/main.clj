@@ -34,11 +34,13 @@ summary.json, latency.hgrm, service.hgrm, per-minute.csv/.edn, steps.csv/.json, 
     (when-let [dir (:out opts)]
       (doseq [p (load/write-result! dir r)] (binding [*out* *err*] (println "wrote" p))))
     (if (= :json (:progress opts))
-      (println (json/write-str (assoc (output/summary r) :type "summary")))
-      (println (load/summary-text r)))
-    (run! println (c/step-lines r))
-    (println (c/summary-line r))
-    (flush)))
+      (do (println (json/write-str (assoc (output/summary r) :type "summary")))
+          (flush)
+          (binding [*out* *err*] (run! println (c/step-lines r)) (println (c/summary-line r)) (flush)))
+      (do (println (load/summary-text r))
+          (run! println (c/step-lines r))
+          (println (c/summary-line r))
+          (flush)))))
 
 (defn- run-command [cmd args]
   (let [{:keys [options arguments errors summary]} (cli/parse-opts args (c/option-specs cmd))]

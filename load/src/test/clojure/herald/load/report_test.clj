@@ -152,6 +152,19 @@
       (is (every? #(= "interval" (:type %)) lines))
       (is (every? #(and (number? (:rate %)) (== 100 (:target %)) (map? (:latency %))) lines)))))
 
+(deftest ^:integration json-progress-on-the-command-line-is-pure-json-lines
+  (ts/with-server [s ts/hello]
+    (let [err (java.io.StringWriter.)
+          out (with-out-str (binding [*err* err]
+                              (is (zero? (main/run-cli ["rate" (:url s) "-R" "50" "-d" "1.2s" "-w" "0s" "--interval" "0.5"
+                                                        "-c" "2" "--progress" "json"])))))
+          lines (map #(json/read-bytes (.getBytes ^String % "UTF-8")) (str/split-lines out))
+          intervals (filter #(= "interval" (:type %)) lines)]
+      (is (= "summary" (:type (last lines))) "every stdout line is JSON, the summary last")
+      (is (>= (count intervals) 3))
+      (is (> (:t (last intervals)) 1.1) "the last, partial interval is printed too")
+      (is (re-find #"(?m)^herald-load mode=rate " (str err)) "the key=value line goes to stderr"))))
+
 (deftest spectrum-points-follow-the-histogram
   (let [h (Histogram. 3)]
     (doseq [v (range 1 10001)] (.recordValue h (* 1000 v)))   ; 1..10000 ms, uniform

@@ -106,7 +106,8 @@
             (when (and stop? (stop? ms)) (.stop engine)))))))))
 
 (defn- collect-loop
-  "Waits for `done`, collecting an interval every `interval` seconds; returns the intervals."
+  "Waits for `done`, collecting an interval every `interval` seconds, and reporting each, the last (possibly
+  partial) one included; returns the intervals."
   [^LoadEngine engine ^CompletableFuture done {:keys [interval phases method]} total-l total-s hlog report minutes watch]
   (loop [intervals [] last-t 0.0 last-errors 0]
     (let [finished? (try (.get done (nanos interval) TimeUnit/NANOSECONDS) true
@@ -123,7 +124,8 @@
         (agg/add-histogram! minutes (System/currentTimeMillis) "request" (str/lower-case (name method)) l))
       (when (and hlog (pos? (.getTotalCount l))) (hist/hlog-interval! hlog last-t t l))
       (let [intervals (if (or (pos? (:count entry)) (> t last-t)) (conj intervals entry) intervals)]
-        (when-not finished? (report entry) (when watch (watch)))
+        (when (or (not finished?) (pos? (:count entry)) (> t last-t)) (report entry))
+        (when (and watch (not finished?)) (watch))
         (if finished? intervals (recur intervals t errors))))))
 
 (defn- warnings [mode target achieved backlog errors step-list]
