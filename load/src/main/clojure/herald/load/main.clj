@@ -50,7 +50,8 @@ summary.json, latency.hgrm, service.hgrm, per-minute.csv/.edn, steps.csv/.json, 
       :else (c/dispatch cmd options arguments finish!))))
 
 (defn run-cli
-  "Runs the command line `args`; returns the exit code (0 ok, 1 usage error, 2 failure)."
+  "Runs the command line `args`; returns the exit code (0 ok, 1 usage error, 2 failure: also a rate or max run
+  in which every request failed)."
   [args]
   (let [[cmd & more] args
         cmd (some-> cmd keyword)]

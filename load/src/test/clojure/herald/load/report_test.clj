@@ -165,6 +165,19 @@
       (is (> (:t (last intervals)) 1.1) "the last, partial interval is printed too")
       (is (re-find #"(?m)^herald-load mode=rate " (str err)) "the key=value line goes to stderr"))))
 
+(deftest ^:integration a-run-against-a-dead-server-fails-and-says-so
+  (let [code (atom nil)
+        out (with-out-str (binding [*err* (java.io.StringWriter.)]
+                            (reset! code (main/run-cli ["rate" "http://127.0.0.1:1/health" "-R" "10" "-d" "1s" "-c" "4" "-q"]))))
+        failed (some->> (re-find #"WARNING: (\d+) requests failed" out) second parse-long)]
+    (is (= 2 @code) "every request failed: non-zero exit status")
+    (is (str/includes? out "n/a CPU per request") out)
+    (is (not (str/includes? out "nullus")))
+    (is (not (str/includes? out "raise :connections")) out)
+    (is (re-find #"connect attempts failed and \d+ requests were due but never sent: connection refused: is the server up\?" out) out)
+    (is (and failed (<= 8 failed 10)) "requests counted (10 due), not connect retries every 20 ms")
+    (is (re-find #"(?m)^herald-load mode=rate requests=0 .* errors=(8|9|10)$" out) out)))
+
 (deftest spectrum-points-follow-the-histogram
   (let [h (Histogram. 3)]
     (doseq [v (range 1 10001)] (.recordValue h (* 1000 v)))   ; 1..10000 ms, uniform

@@ -157,14 +157,22 @@
                   " p99_bound_ms=" (:p99-bound r)))
     0))
 
+(defn exit-code
+  "The exit status of a rate or max run: 2 when every request failed (none answered with a 2xx or 3xx
+  status while requests failed or could not be sent), else 0."
+  [r]
+  (let [ok (reduce + 0 (for [[code n] (:status r) :when (<= 200 code 399)] n))
+        failed (+ (reduce + 0 (vals (:errors r))) (long (or (:backlog r) 0)) (long (or (:connect-failures r) 0)))]
+    (if (and (zero? ok) (pos? failed)) 2 0)))
+
 (defn dispatch
   "Runs subcommand `cmd` with parsed `options` and `args`; `finish!` prints and writes a run result."
   [cmd options args finish!]
   (case cmd
     :rate (do (when-not (some options [:rate :ramp :schedule])
                 (throw (ex-info "--rate (or --ramp or --schedule) is required" {:type :herald.load/bad-option :key :rate})))
-              (finish! (load/rate (engine-opts options args)) options) 0)
-    :max (do (finish! (load/max-load (engine-opts options args)) options) 0)
+              (let [r (load/rate (engine-opts options args))] (finish! r options) (exit-code r)))
+    :max (let [r (load/max-load (engine-opts options args))] (finish! r options) (exit-code r))
     :sweep (sweep! options args)
     :feed (let [o (cond-> (-> options (dissoc :out :quiet :label :help :form) (assoc :handle-interrupt? true))
                     (:form options) (assoc :body-format :form)

@@ -96,8 +96,8 @@
          (format "  %d requests in %.2fs\n" (long (:requests r)) (double (:duration-s r)))
          (format "Requests/sec: %10.2f%s\n" (double achieved) (if target (format "   (target %.2f)" (double target)) ""))
          (when-let [g (:generator r)]
-           (format "Generator: %d thread(s), %.2fs CPU, %sus CPU per request (whole JVM, warm-up included)\n"
-                   (long (:threads g)) (double (:cpu-s g)) (:cpu-us-per-request g)))
+           (format "Generator: %d thread(s), %.2fs CPU, %s CPU per request (whole JVM, warm-up included)\n"
+                   (long (:threads g)) (double (:cpu-s g)) (if-let [c (:cpu-us-per-request g)] (str c "us") "n/a")))
          (format "Errors: %s\n" (str/join ", " (for [[k n] (:errors r)] (str (name k) " " n))))
          (when (seq (:status r)) (format "Status: %s\n" (str/join ", " (for [[k n] (:status r)] (str k " " n)))))
          (str/join (for [w (:warnings r)] (str "WARNING: " w "\n"))))))

@@ -128,11 +128,14 @@
         (when (and watch (not finished?)) (watch))
         (if finished? intervals (recur intervals t errors))))))
 
-(defn- warnings [mode target achieved backlog errors step-list]
+(defn- warnings [mode target achieved backlog connect-failures errors step-list]
   (cond-> []
     (and (= mode :rate) (< achieved (* 0.99 target)))
     (conj (format "ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: the generator or the server fell short" achieved (double target)))
-    (pos? backlog)
+    (pos? connect-failures)
+    (conj (format "%d connect attempts failed%s: connection refused: is the server up?" connect-failures
+                  (if (pos? backlog) (format " and %d requests were due but never sent" backlog) "")))
+    (and (pos? backlog) (zero? connect-failures))
     (conj (format "%d requests were due but found no free connection: raise :connections" backlog))
     (= 1 (count step-list))
     (into (map #(str/replace % #"^STEP 1 \([^)]*\): " "")) (remove #(re-find #"ACHIEVED RATE|never sent" %) (:warnings (first step-list))))
@@ -163,7 +166,10 @@
             cpu (- (process-cpu-nanos) cpu0)
             seconds (/ (- (.endNanos engine) (.measureFromNanos engine)) 1e9)
             status (status-map engine)
-            errors (error-counts engine status)
+            connect-failures (.connectFailures engine)
+            ;; requests due but never sent while connects failed count as connect errors (requests, not retries)
+            errors (cond-> (error-counts engine status)
+                     (pos? connect-failures) (update :connect + (.backlog engine)))
             achieved (/ (.getTotalCount total-l) (max 1e-9 seconds))
             step-list (when (= mode :rate)
                         (steps/step-maps (.schedule engine) (.steps engine) (:phases opts)
@@ -187,6 +193,7 @@
          :errors errors
          :status status
          :backlog (.backlog engine)
+         :connect-failures connect-failures
          :generator {:threads (:threads opts) :cpu-s (/ cpu 1e9)
                      :cpu-us-per-request (when (pos? (.issued engine)) (/ (Math/round (/ cpu (.issued engine) 10.0)) 100.0))}
          :latency (hist/summary total-l)
@@ -196,5 +203,5 @@
          :per-minute (agg/rows minutes)
          :schedule (:phases opts)
          :steps step-list
-         :warnings (warnings mode target achieved (.backlog engine) errors step-list)})
+         :warnings (warnings mode target achieved (.backlog engine) connect-failures errors step-list)})
       (finally (.close engine)))))

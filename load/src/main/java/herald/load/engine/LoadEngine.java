@@ -106,6 +106,13 @@ public final class LoadEngine implements AutoCloseable {
     return n;
   }
 
+  /** Failed connect attempts that carried no request (retries every 20 ms count each). */
+  public long connectFailures() {
+    long n = 0;
+    for (Worker w : workers) n += w.connectFailures;
+    return n;
+  }
+
   /** Errors of one kind so far. */
   public long errors(ErrorKind kind) {
     long n = 0;

@@ -54,6 +54,8 @@ final class Worker implements ConnectionListener {
   private Histogram reuseLatency, reuseService;
   final long[] statusCounts = new long[600];
   final long[] errors = new long[ErrorKind.values().length];
+  /** Failed connect attempts (each retry counts) that carried no request: shown apart from request errors. */
+  long connectFailures;
   volatile long completed;
   volatile long issued;
   volatile long backlog;
@@ -290,7 +292,8 @@ final class Worker implements ConnectionListener {
     s.busy = false;
     s.pending = false;
     if (steps != null && wasBusy) steps.inFlight[s.step]--;
-    if ((inFlight || wasBusy || kind == ErrorKind.CONNECT) && s.intended >= measureFrom) {
+    if (kind == ErrorKind.CONNECT && !inFlight && !wasBusy) connectFailures++;
+    else if ((inFlight || wasBusy) && s.intended >= measureFrom) {
       errors[kind.ordinal()]++;
       if (steps != null) {
         int step = wasBusy ? s.step : schedule.phaseAtNanos(System.nanoTime() - start);
