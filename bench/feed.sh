@@ -10,7 +10,8 @@
 # non-pipelined, so wrk's percentiles are valid too); the CSV row adds the client-side outbound-post p99 (herald-load
 # only) and the server-side outbound-post median/p99 from /perf.
 # The load generator and the service share this machine's cores (pin them with SERVER_CPU / LOADGEN_CPU).
-# Environment (defaults in brackets): USERS [32], DURATION [30] measured seconds, WARMUP [10] seconds,
+# Environment (defaults in brackets): USERS [32], DURATION [30] measured seconds, WARMUP [90] seconds (the JIT
+# is still compiling after 20-50 s: at 20 s a third of the service's CPU went to compiler threads),
 # SEARCH_SHARE [0.1], FORM [0] (1 = form-encoded bodies), LOADGEN [auto: herald-load if bin/herald-load
 # exists, else wrk], JVM_OPTS [-XX:+UseZGC -Xmx2g], HTTP_MODE [virtual-threads] (or worker-pool,
 # event-loop; passed to the service like every variable of docs/feed.md), SERVER_CPU [""],
@@ -24,7 +25,7 @@ set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 USERS=${USERS:-32}
 DURATION=${DURATION:-30}
-WARMUP=${WARMUP:-10}
+WARMUP=${WARMUP:-90}
 SEARCH_SHARE=${SEARCH_SHARE:-0.1}
 FORM=${FORM:-0}
 JVM_OPTS=${JVM_OPTS:--XX:+UseZGC -Xmx2g}
