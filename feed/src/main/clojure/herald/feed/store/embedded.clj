@@ -5,10 +5,10 @@
             [herald.feed.store.clock :as clock]
             [herald.feed.store.cursor :as cursor]
             [herald.feed.store.embedded.codec :as c]
+            [herald.feed.store.embedded.indexing :as ix]
             [herald.feed.store.embedded.lucene :as lucene]
-            [herald.feed.store.embedded.rocks :as rocks]
-            [herald.feed.store.text :as text])
-  (:import (java.util Map$Entry Set)
+            [herald.feed.store.embedded.rocks :as rocks])
+  (:import (java.util Set)
            (java.util.concurrent ConcurrentHashMap ConcurrentSkipListMap Executors LinkedBlockingQueue
                                  ScheduledExecutorService ThreadFactory TimeUnit)
            (java.util.concurrent.atomic AtomicLong)
@@ -90,91 +90,6 @@
   ^Set [db family]
   (get-in db [:pending family]))
 
-;; Search bookkeeping, in memory: idx :unindexed maps the id of every post published since open and not yet
-;; added to Lucene to a claim flag (false: waiting, true: being indexed); :unindexed-count counts it. A
-;; commit records the watermark: the highest id below every unindexed one (see commit-index!). Posts
-;; above the watermark of the last commit are checked and indexed on open (catch-up-index!).
-
-(defn- unindexed ^ConcurrentSkipListMap [idx] (:unindexed idx))
-
-(defn- track-unindexed! [idx id]
-  (.put (unindexed idx) id Boolean/FALSE)
-  (.incrementAndGet ^AtomicLong (:unindexed-count idx)))
-
-(defn- untrack! [idx id]
-  (when (.remove (unindexed idx) id) (.decrementAndGet ^AtomicLong (:unindexed-count idx))))
-
-(defn- claim!
-  "True for the one caller that takes post id for indexing: it must be unindexed and not claimed."
-  [idx id]
-  (.replace (unindexed idx) id Boolean/FALSE Boolean/TRUE))
-
-(defn- watermark
-  "The highest post id w such that every post up to w is in the index writer: below the lowest unindexed
-  id, else the last id assigned. Ids are assigned and tracked under post-lock, read here under it too."
-  ^long [idx post-lock ^AtomicLong post-ids]
-  (let [hi (locking post-lock (.get post-ids))
-        ^Map$Entry lo (.firstEntry (unindexed idx))]
-    (if lo (min hi (dec (long (.getKey lo)))) hi)))
-
-(defn- commit-index!
-  "Commits Lucene with the watermark computed before the commit starts."
-  [idx post-lock post-ids]
-  (lucene/commit! idx (watermark idx post-lock post-ids)))
-
-(defn- index-failed!
-  "Counts an index failure and marks the index degraded (ready? false); logs the first failure of a streak
-  with its cause."
-  [state what ^Throwable e]
-  (let [[old _] (swap-vals! state #(-> % (update :index-errors (fnil inc 0))
-                                       (assoc :index-failure (str what ": " (ex-message e)))))]
-    (when-not (:index-failure old)
-      (.error log (str "search index failure while " what " (search degraded, /ready false until it recovers;"
-                       " failed posts stay below the index watermark and are indexed on the next open)") e))))
-
-(defn- index-ok!
-  "Clears the degraded state after a successful index operation (logs the recovery)."
-  [state]
-  (when (:index-failure @state)
-    (let [[old _] (swap-vals! state dissoc :index-failure)]
-      (when (:index-failure old) (.info log "search index recovered")))))
-
-(defn- index-posts!
-  "Indexes the posts not indexed yet (each id once, also under concurrent calls). A failed post is released,
-  queued for a retry before the next commit (beyond the queue's bound, the watermark brings it back on
-  open) and counted; it never fails the others."
-  [idx state posts]
-  (loop [mine (into [] (filter #(claim! idx (:id %))) posts)]
-    (when (seq mine)
-      (let [failed (try (lucene/add-posts! idx mine) nil
-                        (catch Exception e [(long (:added (ex-data e) 0)) (or (ex-cause e) e)]))
-            n (if failed (first failed) (count mine))]
-        (doseq [p (subvec mine 0 n)] (untrack! idx (:id p)))
-        (if-not failed
-          (index-ok! state)
-          (let [p (nth mine n)]
-            (.replace (unindexed idx) (:id p) Boolean/TRUE Boolean/FALSE)
-            (.offer ^LinkedBlockingQueue (:retry idx) p)
-            (index-failed! state (str "indexing post " (:id p)) (second failed))
-            (recur (subvec mine (inc n)))))))))
-
-(defn- retry-failed!
-  "Indexes again the posts whose indexing failed (each at most once per call; a new failure queues it again)."
-  [idx state]
-  (let [^LinkedBlockingQueue q (:retry idx)
-        posts (loop [acc [] n (.size q)]
-                (if-let [p (when (pos? n) (.poll q))] (recur (conj acc p) (dec n)) acc))]
-    (run! #(index-posts! idx state [%]) posts)))
-
-(defn- search [idx state keywords limit]
-  (try
-    (lucene/search idx (text/terms keywords) limit)
-    (catch Exception e
-      (let [n (:search-errors (swap! state update :search-errors (fnil inc 0)))]
-        (when (= 1 n) (.error log "search failed (counted in the store's :search-errors; first failure logged)" e)))
-      (throw (ex-info (str "search is unavailable: " (ex-message e))
-                      {:type :herald.feed.store/unavailable} e)))))
-
 (deftype EmbeddedStore [db idx ids ^AtomicLong last-ts post-lock ^objects locks rw state]
   store/ParticipantStore
   (-create-participant! [_ name]
@@ -200,11 +115,11 @@
     (guarded
      (let [post (locking post-lock
                   (let [id (.incrementAndGet ^AtomicLong (:post ids))]
-                    (track-unindexed! idx id)
+                    (ix/track-unindexed! idx id)
                     (assoc post :id id :ts (clock/tick! last-ts))))]
        (try
          (with-open [wb (publish-batch db post recipients)] (rocks/write! db wb))
-         (catch Throwable t (untrack! idx (:id post)) (throw t)))
+         (catch Throwable t (ix/untrack! idx (:id post)) (throw t)))
        (when (seq recipients) (.add (pending db :fanout) (:id post)))
        post)))
   (-outbound [_ sender opts] (guarded (outbound-page db sender opts)))
@@ -233,9 +148,9 @@
     (guarded (rocks/delete! db :fanout (c/long-key post-id)) (.remove (pending db :fanout) post-id) nil))
 
   store/SearchIndex
-  (-index! [_ post] (guarded (index-posts! idx state [post]) nil))
-  (-index-batch! [_ posts] (guarded (index-posts! idx state posts) nil))
-  (-search [_ keywords {:keys [limit]}] (guarded (search idx state keywords limit)))
+  (-index! [_ post] (guarded (ix/index-posts! idx state [post]) nil))
+  (-index-batch! [_ posts] (guarded (ix/index-posts! idx state posts) nil))
+  (-search [_ keywords {:keys [limit]}] (guarded (ix/search idx state keywords limit)))
   (-refresh-search! [_] (guarded (lucene/refresh! idx)))
 
   store/Lifecycle
@@ -248,7 +163,7 @@
         (let [l (.writeLock ^ReentrantReadWriteLock rw)]
           (.lock l)
           (try
-            (try (commit-index! idx post-lock (:post ids)) (finally (lucene/close-index! idx)))
+            (try (ix/commit-index! idx post-lock (:post ids)) (finally (lucene/close-index! idx)))
             (finally (rocks/close-db! db) (.unlock l)))))
       nil))
   (-ready? [_] (let [st @state] (boolean (and (:open? st) (not (:index-failure st)) (lucene/open? idx)))))
@@ -321,7 +236,7 @@
   (fn []
     (when (:open? @state)
       ;; a successful commit or refresh does not clear a degraded state: the next indexed post does
-      (try (f) (catch Throwable e (index-failed! state what e))))))
+      (try (f) (catch Throwable e (ix/index-failed! state what e))))))
 
 (defn- refresh-ms
   "The age of the oldest post not yet visible at which the background refresh runs: :index-refresh-ms, or
@@ -336,8 +251,8 @@
               (newThread [_ r] (doto (Thread. ^Runnable r "herald-feed-index") (.setDaemon true)))))
         age (refresh-ms opts)
         tick (max 5 (min 100 (quot age 4)))]
-    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "committing" #(do (retry-failed! idx state)
-                                                                              (commit-index! idx post-lock post-ids)))
+    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "committing" #(do (ix/retry-failed! idx state)
+                                                                              (ix/commit-index! idx post-lock post-ids)))
                              (long index-commit-ms) (long index-commit-ms) TimeUnit/MILLISECONDS)
     ;; one refresh (a segment flush) per period of new posts, not a periodic one whatever the load
     (.scheduleWithFixedDelay ex ^Runnable (run-safely state "refreshing" #(when (>= (lucene/stale-ms idx) age)
