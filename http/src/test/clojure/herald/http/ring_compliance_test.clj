@@ -25,18 +25,7 @@
   (let [[seen h] (capturing)]
     (with-server [s h {}]
       (is (= 200 (:status (ts/GET (ts/port s) "/x"))))
-      (let [r (first @seen)]
-        (is (instance? Integer (:server-port r)))
-        (is (= (ts/port s) (:server-port r)))
-        (is (string? (:server-name r)))
-        (is (string? (:remote-addr r)))
-        (is (= "/x" (:uri r)))
-        (is (= :http (:scheme r)))
-        (is (= :get (:request-method r)))
-        (is (= "HTTP/1.1" (:protocol r)))
-        (is (map? (:headers r)))
-        (is (not (contains? r :query-string)) "optional key absent, not nil")
-        (is (nil? (:body r)) "no body without Content-Length or chunking")))
+      (ts/check-request-map (first @seen) s "HTTP/1.1"))
     (testing ":headers is present even when the request has none (HTTP/1.0, no Host)"
       (reset! seen [])
       (with-server [s h {}]

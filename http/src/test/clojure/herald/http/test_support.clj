@@ -59,6 +59,22 @@
 
 (defn port ^long [server] (http/server-port server))
 
+(defn check-request-map
+  "Asserts Ring's required keys and types (RING.md points 1-7) on request map `r` of a body-less GET /x to
+  `server`, with `protocol` as the :protocol it must carry; one `is` per key so a failure names it."
+  [r server protocol]
+  (t/is (instance? Integer (:server-port r)))
+  (t/is (= (port server) (:server-port r)))
+  (t/is (string? (:server-name r)))
+  (t/is (string? (:remote-addr r)))
+  (t/is (= "/x" (:uri r)))
+  (t/is (= :http (:scheme r)))
+  (t/is (= :get (:request-method r)))
+  (t/is (= protocol (:protocol r)))
+  (t/is (map? (:headers r)))
+  (t/is (not (contains? r :query-string)) "optional key absent, not nil")
+  (t/is (nil? (:body r)) "no body without Content-Length, chunking or DATA frames"))
+
 ;; ---- a raw HTTP/1.1 client over a plain Socket: exact wire control for compliance tests ----
 
 (defn open
