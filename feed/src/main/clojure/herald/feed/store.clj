@@ -277,25 +277,28 @@
 
 (def ^:private backends
   {:memory 'herald.feed.store.memory/memory-store
-   :embedded 'herald.feed.store.embedded/embedded-store})
+   :embedded 'herald.feed.store.embedded/embedded-store
+   :scale 'herald.feed.store.scale/open})
 
 (defn open-store
   "Opens a store from config. The backend namespace is loaded on demand.
 
   | key       | type    | default   | meaning                                                        |
   |-----------|---------|-----------|----------------------------------------------------------------|
-  | :type     | keyword | :embedded | :memory (in-process, volatile) or :embedded (RocksDB + Lucene) |
-  | :cache    | map     | {}        | participant/friend cache, see herald.feed.store.cache; {:max-size 0} disables |
+  | :type     | keyword | :embedded | :memory (in-process, volatile), :embedded (RocksDB + Lucene) or :scale (one server per role: PostgreSQL, Cassandra, OpenSearch, Redis) |
+  | :cache    | map     | {}        | participant/friend cache, see herald.feed.store.cache; {:max-size 0} disables. With :scale, the Cache role: {:type :redis ...} or Caffeine options |
 
-  Backend options: see herald.feed.store.embedded/embedded-store (:data-dir, :sync?, ...) and
-  herald.feed.store.memory/memory-store."
+  Backend options: see herald.feed.store.embedded/embedded-store (:data-dir, :sync?, ...),
+  herald.feed.store.scale/open (:graph :feeds :search :cache, ...) and herald.feed.store.memory/memory-store.
+  The :scale store builds its own cache (the :cache role), so open-store does not wrap it."
   [config]
   (let [{:keys [type cache] :or {type :embedded}} config
         ctor (or (get backends type)
                  (throw (ex-info (str "unknown store :type " (pr-str type) ", expected one of "
                                       (pr-str (keys backends)))
                                  {:type ::invalid :key :type :value type})))
-        store ((requiring-resolve ctor) (dissoc config :type :cache))]
-    (if (and (map? cache) (= 0 (:max-size cache)))
+        composite? (= :scale type)
+        store ((requiring-resolve ctor) (if composite? (dissoc config :type) (dissoc config :type :cache)))]
+    (if (or composite? (and (map? cache) (= 0 (:max-size cache))))
       store
       ((requiring-resolve 'herald.feed.store.cache/cached-store) store (or cache {})))))

@@ -1,0 +1,121 @@
+(ns herald.feed.store.scale-test
+  "The :scale composite with its roles in memory: the storage contract, config errors, stats, and the search
+  catch-up after a crash (a search backend that fails or is closed while posts are published)."
+  (:require [clojure.test :refer [deftest is testing]]
+            [herald.feed.store :as s]
+            [herald.feed.store.contract :as contract :refer [post-of thrown-type]]
+            [herald.feed.store.memory :as memory]
+            [herald.feed.store.scale :as scale]
+            [herald.feed.store.scale.roles :as roles]
+            [herald.feed.store.scale.spi :as spi]))
+
+(set! *warn-on-reflection* true)
+
+(contract/deftests scale-memory #(s/open-store {:type :scale}) s/close-store!)
+
+(contract/deftests scale-memory-uncached #(s/open-store {:type :scale :graph {:type :memory} :cache {:max-size 0}})
+  s/close-store!)
+
+(deftest bad-config-names-the-key
+  (doseq [[config k] [[{:graph {:type :mysql}} [:graph :type]]
+                      [{:feeds {:type :postgres}} [:feeds :type]]
+                      [{:search "opensearch"} [:search]]
+                      [{:cache {:type :memcached}} [:cache :type]]
+                      [{:index-mark-ms 0} [:index-mark-ms]]
+                      [{:catch-up-batch "10"} [:catch-up-batch]]]]
+    (let [e (try (s/open-store (assoc config :type :scale)) nil (catch clojure.lang.ExceptionInfo e e))]
+      (is (= ::s/invalid (:type (ex-data e))) (pr-str config))
+      (is (= k (:key (ex-data e))) (pr-str config))
+      (is (re-find (re-pattern (java.util.regex.Pattern/quote (pr-str k))) (ex-message e)) (ex-message e)))))
+
+(deftest stats-ready-and-close
+  (let [st (s/open-store {:type :scale})]
+    (s/create-participant! st "a")
+    (s/participant st 1)
+    (s/participant st 1)
+    (let [p (s/publish! st (post-of 1 "unindexed") [])
+          stats (s/stats st)]
+      (is (= 1 (:participants stats)) "lifted from the graph role")
+      (is (= 1 (:posts stats)) "lifted from the feeds role")
+      (is (= 1 (:memory-participants stats)) "the shared memory store, prefixed")
+      (is (= 1 (:search-pending stats)) "published, not indexed")
+      (is (= 1 (:cache-hits stats)))
+      (is (contains? (:herald.feed.store/counters (meta stats)) :cache-hits))
+      (s/index! st p)
+      (is (= 0 (:search-pending (s/stats st)))))
+    (is (true? (s/ready? st)))
+    (s/close-store! st)
+    (s/close-store! st)
+    (is (false? (s/ready? st)) "closed")
+    (is (= ::s/closed (thrown-type #(s/create-participant! st "b"))))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; catch-up: backends that outlive one open (a memory feeds store handed in, a search index that can fail)
+
+(deftype HeldSearch [inner mark fail?]
+  s/SearchIndex
+  (-index! [_ post] (when @fail? (throw (ex-info "search down" {:type ::down}))) (s/-index! inner post))
+  (-index-batch! [_ posts] (when @fail? (throw (ex-info "search down" {:type ::down}))) (s/-index-batch! inner posts))
+  (-search [_ k opts] (s/-search inner k opts))
+  (-refresh-search! [_] nil)
+  spi/IndexProgress
+  (-indexed-through [_] @mark)
+  (-set-indexed-through! [_ ts] (when @fail? (throw (ex-info "search down" {:type ::down}))) (reset! mark ts))
+  s/Lifecycle
+  (-close! [_] nil)
+  (-ready? [_] (not @fail?))
+  (-stats [_] {:indexed-posts (count (:index @(.-state ^herald.feed.store.memory.MemoryStore inner)))}))
+
+(defn- held [config] (:store config))
+
+(defn- open-held [feeds search & {:as opts}]
+  (with-redefs [roles/backends (-> roles/backends (assoc-in [:feeds :held] `held) (assoc-in [:search :held] `held))]
+    (s/open-store (merge {:type :scale :feeds {:type :held :store feeds} :search {:type :held :store search}
+                          :index-mark-ms 10}
+                         opts))))
+
+(deftest search-catches-up-after-a-crash
+  (let [feeds (memory/memory-store)
+        search (HeldSearch. (memory/memory-store) (atom 0) (atom false))
+        a 7
+        st (open-held feeds search)
+        p1 (s/publish! st (post-of a "alpha before") [])]
+    (s/index! st p1)
+    (Thread/sleep 100)
+    (is (= (:ts p1) @(.-mark search)) "the mark follows the indexed posts")
+    (reset! (.-fail? search) true)
+    (let [p2 (s/publish! st (post-of a "beta during the outage") [])
+          p3 (s/publish! st (post-of a "gamma during the outage") [])]
+      (is (= ::down (thrown-type #(s/index! st p2))))
+      (is (false? (s/ready? st)) "not ready while search fails")
+      (Thread/sleep 50)
+      (is (= (:ts p1) @(.-mark search)) "the mark cannot be stored while search is down")
+      ;; the crash: the store is dropped without close; search comes back
+      (reset! (.-fail? search) false)
+      (let [p4 (s/publish! st (post-of a "delta indexed") [])]
+        (s/index! st p4)
+        (Thread/sleep 50)
+        (is (<= (:ts p1) @(.-mark search) (dec (:ts p2)))
+            "an indexed post above a waiting one does not move the mark past it"))
+      (let [st2 (open-held feeds search)]
+        (try
+          (is (= [a] (s/search st2 "beta")) "caught up on open")
+          (is (= [a] (s/search st2 "gamma")))
+          (is (= [a a] (s/search st2 "outage")) "each post once")
+          (is (= [a] (s/search st2 "delta")) "indexed before the crash and caught up again: once")
+          (is (= (:ts (last (:items (s/outbound st2 a)))) (:ts p1)))
+          (is (< (:ts p3) @(.-mark search)) "the mark moved past every post")
+          (finally (s/close-store! st2)))))
+    (s/close-store! st)))
+
+(deftest a-failing-catch-up-fails-the-open
+  (let [feeds (memory/memory-store)
+        search (HeldSearch. (memory/memory-store) (atom 0) (atom false))]
+    (s/publish! feeds (post-of 1 "never indexed") [])
+    (reset! (.-fail? search) true)
+    (let [e (try (open-held feeds search) nil (catch clojure.lang.ExceptionInfo e e))]
+      (is (= ::s/unavailable (:type (ex-data e))))
+      (is (= [:search] (:key (ex-data e)))))
+    (reset! (.-fail? search) false)
+    (let [st (open-held feeds search)]
+      (try (is (= [1] (s/search st "indexed"))) (finally (s/close-store! st))))))
