@@ -1,0 +1,102 @@
+(ns herald.feed.store.opensearch.schema
+  "The OpenSearch index of posts: settings, analyzer and mapping (the same terms as herald.feed.store.text), the
+  documents, the bulk body and the search request."
+  (:require [herald.http.json :as json]))
+
+(set! *warn-on-reflection* true)
+
+(def format-version
+  "The index layout this code writes, recorded in the mapping's _meta under \"herald_format\". An existing index
+  of another (or no) version is refused on open (the index is derived data: delete it, the :scale store
+  re-indexes from the feeds). 1: subject/story copied to `text` (standard tokenizer + Greek lowercase), sorted
+  by ts and id descending, the indexed-through mark in the document progress-id."
+  1)
+
+(def progress-id
+  "The _id of the document holding the indexed-through mark (spi/IndexProgress). Post ids are decimal numbers,
+  so it never collides with a post; it has no `text`, so it never matches a search."
+  "herald-indexed-through")
+
+(def analyzer-name "The custom analyzer of the `text` field." "herald_text")
+
+(defn index-body
+  "The body of the create-index request: settings (shards, replicas, refresh interval, index sort, analysis) and
+  a strict mapping.
+
+  Analysis: the `standard` tokenizer (Lucene's StandardTokenizer, UAX#29 word boundaries, max token length 255)
+  then `lowercase` with `language: greek` (Lucene's GreekLowerCaseFilter: lower-cases every code point, folds
+  final sigma to sigma and drops tonos): the analysis of herald.feed.store.text. No stop words, no stemming.
+
+  Only `text` is indexed (documents only: no frequencies, positions or norms; hits are sorted by time, never
+  scored). `subject` and `story` are kept in _source and copied into `text`; `from`, `ts` and `id` are doc-value
+  longs for the result and the sort. The index is sorted by ts then id, newest first, so a search sorted the same
+  way stops after :limit hits per segment."
+  [{:keys [shards replicas refresh-interval-ms]}]
+  {"settings" {"index" {"number_of_shards" shards
+                        "number_of_replicas" replicas
+                        "refresh_interval" (if (neg? (long refresh-interval-ms)) "-1" (str refresh-interval-ms "ms"))
+                        "sort.field" ["ts" "id"]
+                        "sort.order" ["desc" "desc"]}
+               "analysis" {"filter" {"herald_greek_lowercase" {"type" "lowercase" "language" "greek"}}
+                           "analyzer" {analyzer-name {"type" "custom" "tokenizer" "standard"
+                                                      "filter" ["herald_greek_lowercase"]}}}}
+   "mappings" {"dynamic" "strict"
+               "_meta" {"herald_format" format-version}
+               "properties" {"id" {"type" "long" "index" false}
+                             "from" {"type" "long" "index" false}
+                             "ts" {"type" "long" "index" false}
+                             "occurred" {"type" "keyword" "index" false "doc_values" false}
+                             "subject" {"type" "text" "index" false "copy_to" "text"}
+                             "story" {"type" "text" "index" false "copy_to" "text"}
+                             "text" {"type" "text" "analyzer" analyzer-name "index_options" "docs" "norms" false}
+                             "indexed_through" {"type" "long" "index" false}}}})
+
+(defn document
+  "The source document of a stored post."
+  [{:keys [id from ts occurred subject story]}]
+  {"id" id "from" from "ts" ts "occurred" occurred "subject" subject "story" story})
+
+(defn bulk-body
+  "The NDJSON body of a _bulk request indexing posts (each under its id: indexing again replaces it)."
+  ^String [posts]
+  (let [sb (StringBuilder.)]
+    (doseq [p posts]
+      (.append sb "{\"index\":{\"_id\":\"") (.append sb (str (:id p))) (.append sb "\"}}\n")
+      (.append sb (json/write-json (document p))) (.append sb "\n"))
+    (str sb)))
+
+(defn bulk-failures
+  "The failed items of a _bulk response: [{:id post-id-string :status n :error \"type: reason\"}], empty when
+  every item succeeded."
+  [resp]
+  (if-not (get resp "errors")
+    []
+    (into []
+          (keep (fn [item]
+                  (let [r (or (get item "index") (first (vals item)))]
+                    (when-let [e (get r "error")]
+                      {:id (get r "_id") :status (get r "status")
+                       :error (if (map? e) (str (get e "type") ": " (get e "reason")) (str e))}))))
+          (get resp "items"))))
+
+(defn search-body
+  "The _search body: posts whose `text` holds every term of keywords (analysed by the field's analyzer; keywords
+  without a term match nothing), newest first (ts, then id), only the `from` doc values, no scores, no total."
+  [keywords limit]
+  {"size" limit
+   "track_total_hits" false
+   "_source" false
+   "docvalue_fields" ["from"]
+   "sort" [{"ts" "desc"} {"id" "desc"}]
+   "query" {"bool" {"filter" [{"match" {"text" {"query" keywords "operator" "and"
+                                                 "zero_terms_query" "none"}}}]}}})
+
+(def count-body
+  "The _count body of the posts (not the progress document)."
+  {"query" {"exists" {"field" "id"}}})
+
+(defn senders
+  "The sender ids of a _search response's hits, in hit order."
+  [resp]
+  (mapv (fn [hit] (long (first (get-in hit ["fields" "from"]))))
+        (get-in resp ["hits" "hits"])))

@@ -1,0 +1,240 @@
+(ns herald.feed.store.opensearch-test
+  "The OpenSearch search backend against a real node (herald.feed.servers.opensearch): indexing, search and its
+  equivalence with the memory model on a generated corpus, bulk item failures, the durable indexed-through mark,
+  lifecycle, and option and server errors."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [herald.feed.servers.opensearch :as node]
+            [herald.feed.store :as s]
+            [herald.feed.store.memory :as memory]
+            [herald.feed.store.opensearch :as os]
+            [herald.feed.store.scale.spi :as spi]))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private counter (atom 0))
+
+(defn fresh-index
+  "A new index name, unique in this test JVM."
+  []
+  (str "herald-test-" (System/currentTimeMillis) "-" (swap! counter inc)))
+
+(defn open-fresh
+  "A backend on the test node with a fresh index, read-your-writes (:max-lag-ms 0)."
+  ([] (open-fresh {}))
+  ([opts] (os/open (merge {:url (node/url) :index (fresh-index) :max-lag-ms 0} opts))))
+
+(defn drop!
+  "Closes backend st and deletes its index."
+  [st]
+  (s/close-store! st)
+  (node/delete-index! (:index st)))
+
+(defmacro with-node
+  "Runs body when the test node is up, else reports a skip with the reason."
+  [& body]
+  `(if (node/url)
+     (do ~@body)
+     (clojure.test/do-report {:type :skip :message (str "OpenSearch unavailable: " (node/skip-reason))})))
+
+(defn- thrown-data [f]
+  (try (f) nil (catch clojure.lang.ExceptionInfo e (ex-data e))))
+
+(defn- post [id from ts story & [subject]]
+  {:id id :from from :ts ts :occurred "2026-11-22" :subject (or subject "s") :story story})
+
+(deftest index-and-search
+  (with-node
+    (let [st (open-fresh)]
+      (try
+        (is (true? (s/ready? st)))
+        (s/index! st (post 1 10 100 "the quick brown fox" "animals"))
+        (s/index-batch! st [(post 3 30 300 "quick dogs run; Köln Straße" "日本語の記事")
+                            (post 2 20 200 "a lazy dog sleeps" "Animals")
+                            (post 3 30 300 "quick dogs run; Köln Straße" "日本語の記事")])
+        (is (= [30 10] (s/search st "quick")) "newest first (ts desc), repeats in the batch indexed once")
+        (is (= [30] (s/search st "QUICK dogs")) "every term, any case")
+        (is (= [20 10] (s/search st "animals")) "the subject is searched too")
+        (is (= [30] (s/search st "straße köln 日本")))
+        (is (= [30] (s/search st "quick" {:limit 1})))
+        (is (= [] (s/search st " ,;! ")) "no term, no match")
+        (is (= [] (s/search st "quick giraffe")))
+        (s/index! st (post 1 10 100 "the quick brown fox" "animals"))
+        (is (= [30 10] (s/search st "quick")) "indexing again replaces (idempotent by id)")
+        (s/index! st (post 4 40 400 "Ο ΟΔΥΣΣΕΑΣ και ο σίσυφος" "greek"))
+        (doseq [q ["οδυσσεας" "ΟΔΥΣΣΕΑΣ" "ΣΊΣΥΦΟΣ" "ΣΙΣΥΦΟΣ" "σισυφος"]]
+          (is (= [40] (s/search st q)) (str "Greek folding: " q)))
+        (is (= 4 (:indexed-posts (s/stats st))))
+        (is (= {:index-degraded 0 :index-errors 0 :search-errors 0}
+               (select-keys (s/stats st) [:index-degraded :index-errors :search-errors])))
+        (finally (drop! st))))))
+
+(deftest same-post-two-ts-orders
+  (with-node
+    (let [st (open-fresh)]
+      (try
+        ;; equal ts never happens in one store, but the sort is total: id breaks ties, highest first
+        (s/index-batch! st [(post 5 1 100 "tie") (post 7 2 100 "tie") (post 6 3 100 "tie")])
+        (is (= [2 3 1] (s/search st "tie")))
+        (finally (drop! st))))))
+
+(deftest visibility-lag
+  (with-node
+    (testing "without :max-lag-ms a write is visible after the refresh interval or an explicit refresh"
+      (let [st (open-fresh {:max-lag-ms nil :refresh-interval-ms -1})]
+        (try
+          (s/index! st (post 1 9 1 "lagging"))
+          (is (= [] (s/search st "lagging")) "no periodic refresh: not visible yet")
+          (s/refresh-search! st)
+          (is (= [9] (s/search st "lagging")))
+          (finally (drop! st)))))
+    (testing ":max-lag-ms 0 refreshes before a search that follows a write"
+      (let [st (open-fresh {:max-lag-ms 0 :refresh-interval-ms -1})]
+        (try
+          (s/index-batch! st [(post 1 9 1 "fresh")])
+          (is (= [9] (s/search st "fresh")))
+          (finally (drop! st)))))
+    (testing "a 200 ms refresh interval bounds the lag for any writer"
+      (let [st (open-fresh {:max-lag-ms nil :refresh-interval-ms 200})]
+        (try
+          (s/index! st (post 1 9 1 "soon"))
+          (let [t0 (System/nanoTime)
+                found (loop [] (let [r (s/search st "soon")]
+                                 (if (or (seq r) (> (- (System/nanoTime) t0) 5e9)) r (do (Thread/sleep 20) (recur)))))]
+            (is (= [9] found))
+            (is (< (/ (- (System/nanoTime) t0) 1e6) 3000.0) "visible within a few refresh intervals"))
+          (finally (drop! st)))))))
+
+(deftest bulk-item-failures-are-reported
+  (with-node
+    (let [st (open-fresh)]
+      (try
+        ;; a post the store's validation would reject, sent to the backend directly: its item fails on the server
+        (let [d (thrown-data #(s/-index-batch! st [(post 1 10 100 "bulk ok") (assoc (post 2 20 200 "bulk bad") :from "x")
+                                                   (post 3 30 300 "bulk ok")]))]
+          (is (= ::os/bulk-failed (:type d)))
+          (is (= ["2"] (mapv :id (:failed d))) "the failed item is named by post id")
+          (is (= 400 (:status (first (:failed d)))))
+          (is (str/includes? (:error (first (:failed d))) "mapper_parsing_exception") (pr-str d)))
+        (is (= [30 10] (s/search st "bulk")) "the other items are indexed")
+        (is (= 1 (:index-errors (s/stats st))))
+        (is (= 1 (:index-degraded (s/stats st))))
+        (is (false? (s/ready? st)) "not ready while indexing fails")
+        (s/index-batch! st [(post 2 20 200 "bulk good now")])
+        (is (= [30 20 10] (s/search st "bulk")) "the retry succeeds")
+        (is (true? (s/ready? st)) "ready again after a successful write")
+        (is (= 0 (:index-degraded (s/stats st))))
+        (testing "batches larger than :bulk-size go in several requests"
+          (let [st2 (open-fresh {:bulk-size 7})]
+            (try
+              (s/index-batch! st2 (mapv #(post % 1 % "many") (range 1 51)))
+              (is (= 50 (count (s/search st2 "many" {:limit 100}))))
+              (finally (drop! st2)))))
+        (finally (drop! st))))))
+
+(deftest indexed-through-is-durable-across-reopen
+  (with-node
+    (let [st (open-fresh)
+          index (:index st)]
+      (try
+        (is (= 0 (spi/-indexed-through st)) "none stored: 0")
+        (spi/-set-indexed-through! st 1234567890123456)
+        (is (= 1234567890123456 (spi/-indexed-through st)) "read back at once (GET by id is real-time)")
+        (s/index! st (post 1 5 10 "marked"))
+        (is (= [5] (s/search st "marked")))
+        (is (= 1 (:indexed-posts (s/stats st))) "the mark is not counted as a post")
+        (is (= [] (s/search st "indexed_through 1234567890123456")) "and never matches a search")
+        (s/close-store! st)
+        (s/close-store! st)
+        (is (= :herald.feed.store/closed (:type (thrown-data #(s/search st "marked")))))
+        (is (false? (s/ready? st)))
+        (let [st2 (os/open {:url (node/url) :index index :max-lag-ms 0})]
+          (try
+            (is (= 1234567890123456 (spi/-indexed-through st2)) "durable: another client sees it")
+            (is (= [5] (s/search st2 "marked")) "the reopened index keeps its posts")
+            (spi/-set-indexed-through! st2 7)
+            (is (= 7 (spi/-indexed-through st2)))
+            (finally (s/close-store! st2))))
+        (finally (node/delete-index! index))))))
+
+(deftest incompatible-index-is-refused
+  (with-node
+    (let [index (fresh-index)]
+      (try
+        (node/request :put (str "/" index) {"mappings" {"properties" {"x" {"type" "keyword"}}}})
+        (let [d (thrown-data #(os/open {:url (node/url) :index index}))]
+          (is (= ::os/incompatible-index (:type d)))
+          (is (= :index (:key d))))
+        (finally (node/delete-index! index))))))
+
+(deftest options-are-validated
+  (doseq [[k v] [[:url "localhost:9200"] [:url "http://h:1/path"] [:url nil] [:index "Upper"] [:index "a b"]
+                 [:index "_x"] [:index ""] [:connect-timeout-ms 0] [:request-timeout-ms "5"] [:shards 0]
+                 [:replicas -1] [:refresh-interval-ms 0] [:refresh-interval-ms "1s"] [:max-lag-ms -1]
+                 [:bulk-size 0] [:indexx "x"]]]
+    (let [d (thrown-data #(os/open {k v}))]
+      (is (= {:type :herald.feed.store/invalid :key k :value v} (select-keys d [:type :key :value]))
+          (str k " " (pr-str v)))))
+  (is (= :herald.feed.store/invalid (:type (thrown-data #(os/open "http://x"))))))
+
+(deftest server-errors-are-ex-info
+  (testing "nothing listening"
+    (let [port (with-open [ss (java.net.ServerSocket. 0)] (.getLocalPort ss))
+          d (thrown-data #(os/open {:url (str "http://127.0.0.1:" port) :connect-timeout-ms 500}))]
+      (is (= ::os/unavailable (:type d)))
+      (is (= "open" (:op d)))))
+  (with-node
+    (testing "an error status carries the server's error text"
+      (let [st (open-fresh)]
+        (try
+          (node/delete-index! (:index st))
+          ;; the index is gone (and auto-creation would give it a dynamic mapping: forbid it for this request)
+          (let [d (thrown-data #(s/search st "anything"))]
+            (is (= ::os/http-error (:type d)))
+            (is (= 404 (:status d)))
+            (is (str/includes? (:error d) "index_not_found_exception") (pr-str d)))
+          (is (= 1 (:search-errors (s/stats st))))
+          (is (false? (s/ready? st)) "health of a missing index is not green")
+          (finally (drop! st)))))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; the same results as the memory model on a generated corpus
+
+(def ^:private vocabulary
+  ["quick" "brown" "Fox" "köln" "STRASSE" "straße" "naïve" "École" "ΟΔΥΣΣΕΑΣ" "οδυσσεας" "σίσυφος" "ΣΙΣΥΦΟΣ"
+   "Σ" "ς" "日本語" "記事" "עברית" "русский" "İstanbul" "ǅemal" "ﬁsh" "🚀" "👍🏽" "don't" "e-mail" "3.14" "v2"
+   "x_y" "a.b" "USD$" "O'Neil" "ﾊﾝｶｸ" "한국어" "ไทย" "dog" "dogs" "\u00e9" "e\u0301"])
+
+(def ^:private punctuation [" " "  " ", " "; " "! " "? " "\n" "\t" " — " "…" " (" ") " " \"" "\" " " / " " \\ "])
+
+(defn- gen-text [^java.util.Random r n]
+  (str/join (for [_ (range n)]
+              (str (let [w (nth vocabulary (.nextInt r (count vocabulary)))]
+                     (case (.nextInt r 4) 0 (str/upper-case w) 1 (str/lower-case w) w))
+                   (nth punctuation (.nextInt r (count punctuation)))))))
+
+(deftest same-results-as-the-memory-model
+  (with-node
+    (let [r (java.util.Random. 20261122)
+          model (memory/memory-store)
+          st (open-fresh)]
+      (try
+        (let [posts (vec (for [_ (range 300)]
+                           (s/publish! model {:from (inc (.nextInt r 6)) :occurred "2026-11-22"
+                                              :subject (gen-text r (.nextInt r 4)) :story (gen-text r (+ 1 (.nextInt r 12)))}
+                                       [])))]
+          (doseq [p posts] (s/index! model p))
+          (s/index-batch! st (subvec posts 0 200))
+          (doseq [p (subvec posts 200)] (s/index! st p))
+          (let [queries (concat (map str vocabulary) (map str/upper-case vocabulary)
+                                (for [_ (range 150)] (gen-text r (inc (.nextInt r 3))))
+                                ["" " " "Σ ς" "e\u0301" "\u00e9" "straße köln" "🚀 👍🏽"])
+                mismatches (for [q queries
+                                 :let [limit (inc (.nextInt r 40))
+                                       want (s/search model q {:limit limit})
+                                       got (s/search st q {:limit limit})]
+                                 :when (not= want got)]
+                             {:q q :limit limit :model want :opensearch got})]
+            (is (empty? (take 5 mismatches)))
+            (is (< 20 (count (filter #(seq (s/search model % {:limit 10})) queries))) "the corpus has matches")))
+        (finally (drop! st))))))
