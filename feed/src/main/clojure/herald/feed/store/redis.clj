@@ -1,0 +1,150 @@
+(ns herald.feed.store.redis
+  "The Cache role on Redis (Jedis): values as EDN with a TTL; a per-key version and conditional sets in Lua
+  scripts make -invalidate! exact under concurrent loads: the :scale store's :cache role."
+  (:require [clojure.edn :as edn]
+            [clojure.string :as str]
+            [herald.feed.store :as store])
+  (:import (java.net URI URISyntaxException)
+           (java.util List)
+           (java.util.concurrent.atomic AtomicBoolean AtomicLong)
+           (redis.clients.jedis Jedis JedisPool JedisPoolConfig)
+           (redis.clients.jedis.exceptions JedisException JedisNoScriptException)
+           (org.slf4j Logger LoggerFactory)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.store"))
+
+;; Keys, for a cache key k (any EDN value) under prefix P:  P v:<k>  the value (EDN text, expires after :ttl-ms);
+;; P g:<k>  the key's version, P seq  the version counter (never expires). Every version comes from the counter,
+;; so it is unique: a loader remembers the version it saw before loading and stores its value only while the
+;; version is unchanged; -invalidate! gives the key a new version and deletes the value, in one script.
+
+(def ^:private fetch-script
+  "KEYS value version counter; ARGV version-ttl-ms. {1 value} on a hit, else {0 version} (created when missing)."
+  "local v = redis.call('GET', KEYS[1])
+   if v then return {1, v} end
+   local g = redis.call('GET', KEYS[2])
+   if not g then
+     g = tostring(redis.call('INCR', KEYS[3]))
+     redis.call('SET', KEYS[2], g, 'PX', ARGV[1])
+   end
+   return {0, g}")
+
+(def ^:private put-script
+  "KEYS value version; ARGV version value ttl-ms. Stores the value only if the version is still the one read."
+  "if redis.call('GET', KEYS[2]) == ARGV[1] then
+     redis.call('SET', KEYS[1], ARGV[2], 'PX', ARGV[3])
+     return 1
+   end
+   return 0")
+
+(def ^:private invalidate-script
+  "KEYS value version counter; ARGV version-ttl-ms. A new version for the key, and its value dropped."
+  "redis.call('SET', KEYS[2], tostring(redis.call('INCR', KEYS[3])), 'PX', ARGV[1])
+   return redis.call('DEL', KEYS[1])")
+
+(defn- run-script
+  "Runs script (by its SHA1, loading it when the server does not know it) with keys and args on j."
+  [^Jedis j ^String script ^String sha keys args]
+  (try (.evalsha j sha ^List keys ^List args)
+       (catch JedisNoScriptException _ (.eval j script ^List keys ^List args))))
+
+(defn- sha1 ^String [^String s]
+  (let [d (.digest (java.security.MessageDigest/getInstance "SHA-1") (.getBytes s "UTF-8"))]
+    (apply str (map #(format "%02x" (bit-and (long %) 0xff)) d))))
+
+(def ^:private shas (into {} (map (juxt identity sha1)) [fetch-script put-script invalidate-script]))
+
+(defmacro ^:private with-jedis
+  "Runs body with `j` bound to a pooled connection (fields pool, open?)."
+  [& body]
+  `(do (when-not (.get ~(with-meta 'open? {:tag `AtomicBoolean}))
+         (throw (ex-info "the cache is closed" {:type :herald.feed.store/closed})))
+       (with-open [~(with-meta 'j {:tag `Jedis}) (.getResource ~(with-meta 'pool {:tag `JedisPool}))]
+         ~@body)))
+
+(defn- unavailable [what ^Throwable e]
+  (ex-info (str "redis: " what " failed: " (ex-message e)) {:type :herald.feed.store/unavailable} e))
+
+(defn- info-long
+  "The numeric field of an INFO text, or 0."
+  ^long [^String info field]
+  (or (some->> (re-find (re-pattern (str "(?m)^" field ":(\\d+)")) info) second Long/parseLong) 0))
+
+(deftype RedisCache [^JedisPool pool prefix ttl version-ttl ^AtomicBoolean open? counters]
+  store/Cache
+  (-fetch [_ k load]
+    (let [kk (pr-str k)
+          vk (str prefix "v:" kk) gk (str prefix "g:" kk) sk (str prefix "seq")
+          [hit? x] (try (with-jedis (vec (run-script j fetch-script (shas fetch-script) [vk gk sk] [version-ttl])))
+                        (catch JedisException e
+                          ;; the cache is down: serve from the store, uncached
+                          (.incrementAndGet ^AtomicLong (:errors counters))
+                          (.debug log "redis cache unavailable, loading directly" e)
+                          [0 nil]))]
+      (if (= 1 hit?)
+        (do (.incrementAndGet ^AtomicLong (:hits counters)) (edn/read-string x))
+        (do (.incrementAndGet ^AtomicLong (:misses counters))
+            (let [v (load)]
+              (when (and (some? v) x)
+                (try (with-jedis (run-script j put-script (shas put-script) [vk gk]
+                                             [x (binding [*print-length* nil *print-level* nil] (pr-str v)) ttl]))
+                     (catch JedisException _ (.incrementAndGet ^AtomicLong (:errors counters)))))
+              v)))))
+  (-invalidate! [_ k]
+    (let [kk (pr-str k)]
+      (try (with-jedis (run-script j invalidate-script (shas invalidate-script)
+                                   [(str prefix "v:" kk) (str prefix "g:" kk) (str prefix "seq")] [version-ttl]))
+           nil
+           ;; never silently: a value that stayed could be served after the write
+           (catch JedisException e (throw (unavailable (str "invalidating " kk) e))))))
+  (-cache-stats [_]
+    (let [server (try (with-jedis (let [i (.info j "stats")] {:evictions (info-long i "evicted_keys")
+                                                               :size (.dbSize j)}))
+                      (catch Exception _ {:evictions 0 :size 0}))]
+      (merge server {:hits (.get ^AtomicLong (:hits counters)) :misses (.get ^AtomicLong (:misses counters))
+                     :errors (.get ^AtomicLong (:errors counters))})))
+
+  store/Lifecycle
+  (-close! [_] (when (.compareAndSet open? true false) (.close pool)) nil)
+  (-ready? [_] (.get open?))
+  (-stats [this] (store/-cache-stats this)))
+
+(def ^:private defaults
+  {:uri "redis://127.0.0.1:6379/0" :prefix "herald:cache:" :ttl-ms 600000 :timeout-ms 2000 :pool-size 16})
+
+(defn- validate [opts]
+  (let [bad (fn [k what] (throw (ex-info (str "redis option " k " must be " what ", got " (pr-str (get opts k)))
+                                         {:type :herald.feed.store/invalid :key k :value (get opts k)})))
+        {:keys [uri prefix]} opts]
+    (when-not (and (string? uri) (re-matches #"rediss?://.+" uri)
+                   (try (URI. uri) true (catch URISyntaxException _ false)))
+      (bad :uri "a URI redis://[user:password@]host:port[/db]"))
+    (when-not (and (string? prefix) (not (str/blank? prefix))) (bad :prefix "a non-empty string"))
+    (doseq [[k lo hi] [[:ttl-ms 1000 (* 30 86400000)] [:timeout-ms 10 600000] [:pool-size 1 1000]]]
+      (let [v (get opts k)]
+        (when-not (and (int? v) (<= (long lo) (long v) (long hi))) (bad k (str "an integer in " lo ".." hi)))))
+    opts))
+
+(defn open
+  "A Cache on Redis (also a Lifecycle: close it). Values are EDN text under prefix, each expiring after :ttl-ms;
+  per-key versions (kept :ttl-ms + 1 h, far longer than a load) make a value loaded before an invalidation never
+  stored after it. Bounded by the TTL and by the server's maxmemory: run it with a volatile-* maxmemory-policy
+  (every cache key has a TTL, the version counter has none). Standalone Redis only (the scripts touch keys of
+  several slots). When Redis fails, -fetch loads from the store (uncached, counted in :errors) and -invalidate!
+  throws ex-info :herald.feed.store/unavailable.
+
+  | key         | type   | default                    | meaning                                  |
+  |-------------|--------|----------------------------|------------------------------------------|
+  | :uri        | string | \"redis://127.0.0.1:6379/0\" | the server (redis:// or rediss://, user:password@ and /db allowed) |
+  | :prefix     | string | \"herald:cache:\"            | prepended to every key                   |
+  | :ttl-ms     | int    | 600000                     | a cached value's life, 1000..30 days     |
+  | :timeout-ms | int    | 2000                       | connect and socket timeout               |
+  | :pool-size  | int    | 16                         | most pooled connections                  |"
+  [config]
+  (let [{:keys [uri prefix ttl-ms timeout-ms pool-size]} (validate (merge defaults (select-keys config (keys defaults))))
+        pc (doto (JedisPoolConfig.) (.setMaxTotal (int pool-size)) (.setMaxIdle (int pool-size))
+             (.setMaxWait (java.time.Duration/ofMillis timeout-ms)))]
+    (RedisCache. (JedisPool. pc (URI. uri) (int timeout-ms)) prefix (str ttl-ms) (str (+ (long ttl-ms) 3600000))
+                 (AtomicBoolean. true) {:hits (AtomicLong.) :misses (AtomicLong.) :errors (AtomicLong.)})))

@@ -1,0 +1,114 @@
+(ns herald.feed.store.redis-test
+  "The Redis cache on a real server: the storage contract through the :scale store (also with PostgreSQL for the
+  graph), invalidation racing loads, TTL, EDN values, Redis down, bad options."
+  (:require [clojure.test :refer [deftest is testing]]
+            [herald.feed.servers.postgres :as pg]
+            [herald.feed.servers.redis :as rd]
+            [herald.feed.store :as s]
+            [herald.feed.store.contract :as contract :refer [thrown-type]]
+            [herald.feed.store.redis :as redis])
+  (:import (java.util.concurrent CountDownLatch Executors Future TimeUnit)))
+
+(set! *warn-on-reflection* true)
+
+(defn- open-scale-redis [] (s/open-store {:type :scale :cache (assoc (rd/fresh-config) :type :redis)}))
+
+(defn- open-scale-both []
+  (s/open-store {:type :scale :graph (assoc (pg/fresh-config) :type :postgres)
+                 :cache (assoc (rd/fresh-config) :type :redis)}))
+
+(defmacro ^:private contract-when [up prefix open]
+  `(do ~@(for [k (keys contract/checks)]
+           `(deftest ~(symbol (str prefix "-" k))
+              (~up (contract/run-check ~open s/close-store! (get contract/checks ~k)))))))
+
+(contract-when rd/when-up scale-redis open-scale-redis)
+
+(defmacro ^:private both-up [& body] `(rd/when-up (pg/when-up ~@body)))
+
+(contract-when both-up scale-postgres-redis open-scale-both)
+
+(deftest ^:integration values-round-trip-as-edn-and-nil-is-not-cached
+  (rd/when-up
+   (let [c (redis/open (rd/fresh-config))
+         loads (atom 0)
+         v {:id 7 :name "Zoë 🚀 \u0000 \"q\" \\/" :friends [{:id 1 :from 7 :to 9}] :n 12.5 :k :kw}]
+     (try
+       (is (= v (s/-fetch c [:participant 7] #(do (swap! loads inc) v))))
+       (is (= v (s/-fetch c [:participant 7] #(do (swap! loads inc) :wrong))) "served from Redis")
+       (is (= 1 @loads))
+       (is (nil? (s/-fetch c [:participant 8] #(do (swap! loads inc) nil))))
+       (is (nil? (s/-fetch c [:participant 8] #(do (swap! loads inc) nil))))
+       (is (= 3 @loads) "nil is not cached")
+       (s/-invalidate! c [:participant 7])
+       (is (= :new (s/-fetch c [:participant 7] (constantly :new))) "reloaded after invalidation")
+       (is (= {:hits 1 :misses 4} (select-keys (s/-cache-stats c) [:hits :misses])))
+       (is (pos? (:size (s/-cache-stats c))))
+       (finally (s/-close! c))))))
+
+(deftest ^:integration a-load-that-started-before-an-invalidation-is-not-kept
+  (rd/when-up
+   (let [c (redis/open (rd/fresh-config))
+         source (atom :old)
+         loaded (CountDownLatch. 1)
+         go-on (CountDownLatch. 1)
+         slow (future (s/-fetch c :k (fn [] (let [v @source] (.countDown loaded) (.await go-on) v))))]
+     (try
+       (is (.await loaded 10 TimeUnit/SECONDS))
+       (reset! source :new)            ; the write ...
+       (s/-invalidate! c :k)            ; ... and its invalidation, while the slow load holds :old
+       (.countDown go-on)
+       (is (= :old @slow) "the racing caller gets what it loaded")
+       (is (= :new (s/-fetch c :k #(deref source))) "but :old was not stored: the next fetch loads :new")
+       (is (= :new (s/-fetch c :k (constantly :wrong))) "and keeps it")
+       (finally (s/-close! c))))))
+
+(deftest ^:integration concurrent-loads-and-invalidations-end-fresh
+  (rd/when-up
+   (let [c (redis/open (assoc (rd/fresh-config) :pool-size 16))
+         source (atom (vec (repeat 8 0)))
+         pool (Executors/newFixedThreadPool 8)
+         readers (for [_ (range 6)]
+                   (.submit pool ^Callable
+                            (fn [] (dotimes [i 400]
+                                     (let [k (mod i 8)] (s/-fetch c k #(get @source k)))))))
+         writers (for [_ (range 2)]
+                   (.submit pool ^Callable
+                            (fn [] (dotimes [i 200]
+                                     (let [k (rand-int 8)]
+                                       (swap! source update k inc)
+                                       (s/-invalidate! c k))))))]
+     (try
+       (run! #(.get ^Future %) (doall (concat readers writers)))
+       (doseq [k (range 8)]
+         (is (= (get @source k) (s/-fetch c k #(get @source k))) (str "key " k " is fresh after the last write")))
+       (finally (.shutdownNow pool) (s/-close! c))))))
+
+(deftest ^:integration values-expire-after-the-ttl
+  (rd/when-up
+   (let [c (redis/open (assoc (rd/fresh-config) :ttl-ms 1000))]
+     (try
+       (s/-fetch c :k (constantly 1))
+       (is (= 1 (s/-fetch c :k (constantly 2))))
+       (Thread/sleep 1300)
+       (is (= 2 (s/-fetch c :k (constantly 2))) "expired, loaded again")
+       (finally (s/-close! c))))))
+
+(deftest ^:integration redis-down-loads-directly-and-invalidation-fails-loudly
+  (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))
+        c (redis/open {:uri (str "redis://127.0.0.1:" port) :timeout-ms 200})]
+    (try
+      (is (= 5 (s/-fetch c :k (constantly 5))) "served by the loader")
+      (is (= 1 (:errors (s/-cache-stats c))))
+      (is (= ::s/unavailable (thrown-type #(s/-invalidate! c :k))))
+      (finally (s/-close! c)))
+    (is (= ::s/closed (thrown-type #(s/-fetch c :k (constantly 1)))))))
+
+(deftest bad-options-name-the-key
+  (doseq [[opts k] [[{:uri "http://x"} :uri] [{:ttl-ms 5} :ttl-ms] [{:prefix ""} :prefix]
+                    [{:pool-size 0} :pool-size] [{:timeout-ms "1"} :timeout-ms]]]
+    (let [e (try (redis/open opts) nil (catch clojure.lang.ExceptionInfo e e))]
+      (is (= ::s/invalid (:type (ex-data e))) (pr-str opts))
+      (is (= k (:key (ex-data e))))))
+  (is (= [:cache :ttl-ms] (:key (ex-data (try (s/open-store {:type :scale :cache {:type :redis :ttl-ms 0}}) nil
+                                              (catch clojure.lang.ExceptionInfo e e)))))))
