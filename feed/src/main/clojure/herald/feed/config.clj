@@ -37,7 +37,8 @@
 (def ^:private readers {'env read-env 'profile read-profile 'ref read-ref})
 
 (defn- coerce
-  "Turns the environment string `s` into the type of `default` (long, double, boolean, keyword)."
+  "Turns the environment string `s` into the type of `default` (long, double, boolean, keyword; a vector default
+  takes a comma-separated list of strings)."
   [var-name s default]
   (try
     (cond (nil? default) s
@@ -47,6 +48,7 @@
                                ("true" "1" "yes" "on") true
                                ("false" "0" "no" "off") false)
           (keyword? default) (keyword (str/replace (str/trim s) #"^:" ""))
+          (vector? default) (into [] (comp (map str/trim) (remove str/blank?)) (str/split s #","))
           :else s)
     (catch Exception e
       (throw (ex-info (str "environment variable " var-name "=" (pr-str s)
@@ -81,7 +83,9 @@
   [active raw]
   (let [known (known-profiles raw)]
     (when (and (seq known) (not (contains? known active)))
-      (throw (ex-info (str "unknown profile " (name active) ": use " (str/join " or " (map name known))
+      (throw (ex-info (str "unknown profile " (name active) ": use "
+                           (let [ns (mapv name known)]
+                             (if (next ns) (str (str/join ", " (pop ns)) " or " (peek ns)) (first ns)))
                            " (--profile or HERALD_PROFILE)")
                       {:type :herald.feed/config :key :profile :value active})))))
 
@@ -127,7 +131,8 @@
   | `:env`     | map     | `(System/getenv)` | environment variables, name -> string (tests pass their own) |
   | `:string?` | boolean | false             | `source` is EDN text rather than a resource/file |
 
-  Tags: `#env NAME` (string or nil), `#env [NAME default]` (coerced to the default's type),
+  Tags: `#env NAME` (string or nil), `#env [NAME default]` (coerced to the default's type; a vector default
+  takes a comma-separated list: `#env [HOSTS [\"a:1\"]]` with HOSTS=a:1,b:2 gives [\"a:1\" \"b:2\"]),
   `#profile {:embedded x :memory y :default z}`, `#ref [:path :to :value]`. A profile that no
   `#profile` map names is an ex-info naming `:profile`."
   ([source] (read-config source {}))

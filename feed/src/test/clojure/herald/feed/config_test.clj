@@ -67,6 +67,30 @@
     (is (thrown-with-msg? clojure.lang.ExceptionInfo #"does not exist"
                           (config/load-config "/nonexistent/feed.edn" {} nil)))))
 
+(deftest scale-profile-reads-its-servers-from-the-environment
+  (let [c (config/load-config nil {:env {"HERALD_PROFILE" "scale"}} nil)]
+    (is (= :scale (:profile c)))
+    (is (= {:type :scale
+            :graph {:type :postgres :jdbc-url "jdbc:postgresql://127.0.0.1:5432/herald" :user "herald" :password ""
+                    :pool-size 10}
+            :feeds {:type :cassandra :contact-points ["127.0.0.1:9042"] :keyspace "herald_feed"
+                    :local-datacenter "datacenter1"}
+            :search {:type :opensearch :url "http://127.0.0.1:9200" :index "herald-posts"}
+            :cache {:type :redis :uri "redis://127.0.0.1:6379/0" :ttl-ms 600000}}
+           (:store c))))
+  (let [env {"HERALD_PROFILE" "scale" "PG_URL" "jdbc:postgresql://db:5433/feed" "PG_USER" "u" "PG_PASSWORD" "p"
+             "REDIS_URI" "redis://cache:6380/2" "CASSANDRA_CONTACT_POINTS" " c1:9042, c2:9043 ,"
+             "CASSANDRA_KEYSPACE" "ks" "CASSANDRA_DC" "dc2" "OPENSEARCH_URL" "https://search:9201"}
+        s (:store (config/load-config nil {:env env} nil))]
+    (is (= ["jdbc:postgresql://db:5433/feed" "u" "p"] ((juxt :jdbc-url :user :password) (:graph s))))
+    (is (= ["c1:9042" "c2:9043"] (get-in s [:feeds :contact-points])) "a comma-separated list becomes a vector")
+    (is (= ["ks" "dc2"] ((juxt :keyspace :local-datacenter) (:feeds s))))
+    (is (= "https://search:9201" (get-in s [:search :url])))
+    (is (= "redis://cache:6380/2" (get-in s [:cache :uri]))))
+  (testing "a role can be put back in memory from the command line's overrides"
+    (is (= :memory (get-in (config/load-config nil {:env {"HERALD_PROFILE" "scale"}} {:store {:feeds {:type :memory}}})
+                           [:store :feeds :type])))))
+
 (deftest one-of-names-the-key-and-the-choices
   (is (= :flow (config/check-one-of! [:fanout :runtime] :flow [:flow :executor])))
   (let [e (try (config/check-one-of! [:fanout :runtime] :flwo [:flow :executor]) (catch Exception e e))]
@@ -92,7 +116,7 @@
   (let [[code out :as r] (run-main {"HERALD_PROFILE" "memroy"})]
     (is (some? r) "the feed started with an unknown profile")
     (is (= 2 code))
-    (is (re-find #"unknown profile memroy: use embedded or memory" (str out)))))
+    (is (re-find #"unknown profile memroy: use embedded, memory or scale" (str out)))))
 
 (deftest a-bad-component-option-is-a-usage-error
   ;; options checked when their component starts are config errors too: exit 2, not 1 (QA Q17)
