@@ -92,23 +92,35 @@
             (when-let [c (:cache backends)]
               (into {} (map (fn [[k v]] [(keyword (str "cache-" (name k))) v])) (store/-cache-stats c)))))))
 
-(def ^:private defaults {:index-mark-ms 1000 :catch-up-batch 500})
+(def ^:private defaults {:index-mark-ms 1000 :index-retry-ms 30000 :catch-up-batch 500})
 
 (defn- validate [opts]
-  (doseq [[k lo hi] [[:index-mark-ms 1 3600000] [:catch-up-batch 1 100000]]]
+  (doseq [[k lo hi] [[:index-mark-ms 1 3600000] [:index-retry-ms 1 86400000] [:catch-up-batch 1 100000]]]
     (let [v (get opts k)]
       (when-not (and (int? v) (<= (long lo) (long v) (long hi)))
         (roles/invalid! [k] v (str "an integer in " lo ".." hi)))))
   opts)
 
-(defn- start-marker ^ScheduledExecutorService [tracker search ^long period-ms]
+(defn- mark-task
+  "The periodic search work: index the posts that waited too long, then store the mark; failures are logged once
+  per streak and retried on the next run."
+  [tracker feeds search retry-ms]
+  (let [failing (AtomicBoolean. false)]
+    (fn []
+      (let [errors (keep #(try (%) nil (catch Throwable t t))
+                         [#(ix/retry-stale! tracker feeds search retry-ms) #(ix/advance! tracker search)])]
+        (if-let [t (first errors)]
+          (when (.compareAndSet failing false true)
+            (.warn log (str "indexing waiting posts or storing the search mark failed (retried every period; "
+                            "the posts stay above the mark and are indexed on the next open): " (ex-message t))))
+          (when (.compareAndSet failing true false) (.info log "the search mark moves again")))))))
+
+(defn- start-marker ^ScheduledExecutorService [tracker feeds search {:keys [index-mark-ms index-retry-ms]}]
   (doto (Executors/newSingleThreadScheduledExecutor
          (reify ThreadFactory
            (newThread [_ r] (doto (Thread. ^Runnable r "herald-feed-index-mark") (.setDaemon true)))))
-    (.scheduleWithFixedDelay ^Runnable (fn [] (try (ix/advance! tracker search)
-                                                   (catch Throwable t
-                                                     (.warn log (str "storing the search mark failed: " (ex-message t))))))
-                             period-ms period-ms TimeUnit/MILLISECONDS)))
+    (.scheduleWithFixedDelay ^Runnable (mark-task tracker feeds search index-retry-ms)
+                             (long index-mark-ms) (long index-mark-ms) TimeUnit/MILLISECONDS)))
 
 (defn open
   "Opens the :scale store: each role on the backend its config names (see herald.feed.store.scale.spi), then
@@ -122,6 +134,7 @@
   | :search         | map  | {:type :memory}  | the search index: {:type :opensearch ...}                      |
   | :cache          | map  | {} (Caffeine)    | the participant / friend-list cache: {:type :redis ...} (herald.feed.store.redis/open), Caffeine options (herald.feed.store.cache/caffeine-cache), or {:max-size 0} for none |
   | :index-mark-ms  | int  | 1000             | how often the search mark (spi/-set-indexed-through!) is advanced |
+  | :index-retry-ms | int  | 30000            | a published post not indexed this long after is indexed by the store itself (read back from :feeds) |
   | :catch-up-batch | int  | 500              | posts per -posts-after / -index-batch! call of the catch-up    |
 
   Roles given {:type :memory} (or left out) share one in-memory store. An unknown :type, or a role config that
@@ -139,4 +152,4 @@
         tracker (ix/tracker m)]
     (when (pos? (long n)) (.info log (str "the :scale store indexed " n " posts missing from search")))
     (ScaleStore. (roles/cached-graph graph cache) feeds search backends tracker (AtomicBoolean. true)
-                 (start-marker tracker search (:index-mark-ms opts)))))
+                 (start-marker tracker feeds search opts))))

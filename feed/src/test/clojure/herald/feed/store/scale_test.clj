@@ -108,6 +108,25 @@
           (finally (s/close-store! st2)))))
     (s/close-store! st)))
 
+(deftest posts-left-unindexed-are-indexed-by-the-store
+  (let [feeds (memory/memory-store)
+        search (HeldSearch. (memory/memory-store) (atom 0) (atom true))
+        st (open-held feeds search :index-retry-ms 300)]
+    (try
+      (let [p1 (s/publish! st (post-of 3 "forgotten by the caller") [])
+            _ (s/publish! st (post-of 3 "failed to index") [])]
+        (Thread/sleep 500)
+        (is (= [] (s/search st "forgotten")) "not while search fails")
+        (is (= 2 (:search-pending (s/stats st))))
+        (reset! (.-fail? search) false)
+        (Thread/sleep 500)
+        (is (= [3] (s/search st "forgotten")) "retried once search is back")
+        (is (= [3] (s/search st "failed")))
+        (is (= 0 (:search-pending (s/stats st))))
+        (Thread/sleep 100)
+        (is (< (:ts p1) @(.-mark search)) "and the mark moved past them"))
+      (finally (s/close-store! st)))))
+
 (deftest a-failing-catch-up-fails-the-open
   (let [feeds (memory/memory-store)
         search (HeldSearch. (memory/memory-store) (atom 0) (atom false))]

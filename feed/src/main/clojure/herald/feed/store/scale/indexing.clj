@@ -12,7 +12,8 @@
 (def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.store"))
 
 ;; In memory, per open store:
-;;   :waiting   ts -> post id of every post published since open and not yet indexed (ts is unique per store);
+;;   :waiting   ts -> [post id, System/nanoTime at publish] of every post published since open and not yet indexed
+;;              (ts is unique per store);
 ;;   :in-flight token -> floor: a publish in progress, floor = the highest ts returned before it started (its
 ;;              post's ts is above the floor, as the feeds backend's ts strictly increase);
 ;;   :hi        the highest ts returned by a publish (or found by the catch-up);
@@ -36,7 +37,7 @@
   "Records post (just published) as waiting for indexing and ends the publish of token."
   [{:keys [^ConcurrentSkipListMap waiting ^ConcurrentHashMap in-flight ^AtomicLong hi]} token post]
   (let [ts (long (:ts post))]
-    (.put waiting ts (:id post))
+    (.put waiting ts [(:id post) (System/nanoTime)])
     (.accumulateAndGet hi ts (reify java.util.function.LongBinaryOperator (applyAsLong [_ a b] (max a b))))
     (.remove in-flight token)
     post))
@@ -49,7 +50,7 @@
 (defn indexed!
   "Drops posts (now in the search backend) from the waiting set."
   [{:keys [^ConcurrentSkipListMap waiting]} posts]
-  (doseq [p posts] (.remove waiting (long (:ts p)) (:id p))))
+  (doseq [p posts] (.remove waiting (long (:ts p)))))
 
 (defn waiting-count
   "Posts published since open and not yet indexed."
@@ -65,6 +66,29 @@
         floor (reduce (fn [^long m f] (min m (long f))) h (vals in-flight))
         lo (.firstEntry waiting)]
     (if lo (min floor (dec (long (.getKey lo)))) floor)))
+
+(def ^:private retry-batch
+  "Most posts indexed again per retry."
+  500)
+
+(defn retry-stale!
+  "Indexes the waiting posts published more than retry-ms ago (read back from feeds): their indexing failed, or
+  nobody asked for it; without this they would wait for the next open's catch-up. Returns how many were indexed;
+  a failure is left for the next call (and to the catch-up)."
+  [{:keys [^ConcurrentSkipListMap waiting] :as t} feeds search ^long retry-ms]
+  (let [cutoff (- (System/nanoTime) (* retry-ms 1000000))
+        ;; ts order is publish order but for the few publishes in flight together: stop at the first fresh one
+        stale (into [] (comp (take-while (fn [[_ [_ nanos]]] (< (- (long nanos) cutoff) 0)))
+                             (map (fn [[_ [id]]] id))
+                             (take retry-batch))
+                    waiting)]
+    (if (empty? stale)
+      0
+      (let [posts (into [] (keep #(store/-post feeds %)) stale)]
+        (store/-index-batch! search posts)
+        (indexed! t posts)
+        (.info log (str "indexed " (count posts) " posts that had waited for search more than " retry-ms " ms"))
+        (count posts)))))
 
 (defn advance!
   "Stores the current mark in the search backend when it moved; returns it."
