@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 final class ConnectionTimer implements Runnable {
     private final HttpConnection c;
     private final ServerConfig config;
-    private final RequestDecoder decoder;
+    private final Http1Decoder decoder;
     private ScheduledFuture<?> task;
     private long idleSince = System.nanoTime();
     /** When a tick first saw the request being received (0: none seen yet). */
@@ -21,7 +21,7 @@ final class ConnectionTimer implements Runnable {
     /** Set on every read; cleared by the tick. */
     boolean readSinceTick;
 
-    ConnectionTimer(HttpConnection c, ServerConfig config, RequestDecoder decoder) {
+    ConnectionTimer(HttpConnection c, ServerConfig config, Http1Decoder decoder) {
         this.c = c;
         this.config = config;
         this.decoder = decoder;

@@ -41,9 +41,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private ConnectionTimer timer;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
     OutputBatch output;
-    private final RequestDecoder decoder;
+    private final Http1Decoder decoder;
 
-    HttpConnection(ServerContext server, RequestDecoder decoder) {
+    HttpConnection(ServerContext server, Http1Decoder decoder) {
         this.server = server;
         this.config = server.config;
         this.decoder = decoder;
@@ -106,18 +106,20 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         if (closing) {
             return;
         }
-        int status = RequestDecoder.headStatus(r, config.maxBodyBytes);
+        Http1Request h1 = r instanceof Http1Request h ? h : null;
+        int status = h1 != null ? h1.status : RequestDecoder.headStatus(r, config.maxBodyBytes);
         if (status > 100) {
             reject(r, status);
             return;
         } else if (status == 100) {
             output.writeContinue();
         }
-        if (r.uri().charAt(0) != '/') {
+        if (h1 != null ? h1.absolute : r.uri().charAt(0) != '/') {
             RequestHead.useTargetHost(r);
         }
         head = r;
-        headKeepAlive = KeepAlive.of(r.protocolVersion(), r.headers().get(HttpHeaderNames.CONNECTION));
+        headKeepAlive = h1 != null ? h1.keepAlive
+            : KeepAlive.of(r.protocolVersion(), r.headers().get(HttpHeaderNames.CONNECTION));
         timer.headNanos = 0;
     }
 
@@ -136,7 +138,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         if (c.decoderResult().isFailure()) {
-            reject(head, 400);
+            reject(head, RequestDecoder.statusOf(c.decoderResult().cause()));
             return;
         }
         if (c.content().isReadable()) {

@@ -110,6 +110,9 @@ public final class RingRequest {
 
     /** The Ring map of {@code req}; {@code body} is null when the request has none (then :body is absent). */
     public static IPersistentMap build(HttpRequest req, InputStream body, Connection conn) {
+        if (req instanceof Http1Request h && !h.absolute && h.headers instanceof Http1Headers hh && hh.plain()) {
+            return build(h, hh, body, conn);
+        }
         HttpHeaders hs = req.headers();
         String host = hs.get(HttpHeaderNames.HOST);
         String forwardedFor = conn.proxy ? hs.get(X_FORWARDED_FOR) : null;
@@ -139,6 +142,45 @@ public final class RingRequest {
         kv[i++] = req.protocolVersion().text();
         kv[i++] = HEADERS;
         kv[i++] = hs.isEmpty() ? PersistentArrayMap.EMPTY : new LazyHeaders(hs);
+        if (body != null) {
+            kv[i++] = BODY;
+            kv[i++] = body;
+        }
+        if (cert != null) {
+            kv[i++] = SSL_CLIENT_CERT;
+            kv[i++] = cert;
+        }
+        return new PersistentArrayMap(kv);
+    }
+
+    /** {@link #build} for a head herald's parser made: path, query and server name straight from it. */
+    private static IPersistentMap build(Http1Request req, Http1Headers hs, InputStream body, Connection conn) {
+        String forwardedFor = conn.proxy ? hs.get(X_FORWARDED_FOR) : null;
+        int q = req.queryAt;
+        X509Certificate cert = conn.tls != null ? conn.clientCert() : null;
+        Object[] kv = new Object[16 + (q >= 0 ? 2 : 0) + (body != null ? 2 : 0) + (cert != null ? 2 : 0)];
+        int i = 0;
+        kv[i++] = SERVER_PORT;
+        kv[i++] = conn.serverPort;
+        kv[i++] = SERVER_NAME;
+        String name = req.serverName;
+        kv[i++] = name == null || name.isEmpty() ? conn.localAddr : name;
+        kv[i++] = REMOTE_ADDR;
+        kv[i++] = forwardedFor != null ? firstForwarded(forwardedFor) : conn.remoteAddr;
+        kv[i++] = URI;
+        kv[i++] = req.path();
+        if (q >= 0) {
+            kv[i++] = QUERY_STRING;
+            kv[i++] = req.query();
+        }
+        kv[i++] = SCHEME;
+        kv[i++] = conn.tls != null || conn.proxy && "https".equalsIgnoreCase(hs.get(X_FORWARDED_PROTO)) ? HTTPS : HTTP;
+        kv[i++] = REQUEST_METHOD;
+        kv[i++] = method(req.method());
+        kv[i++] = PROTOCOL;
+        kv[i++] = req.protocolVersion().text();
+        kv[i++] = HEADERS;
+        kv[i++] = hs.count() == 0 ? PersistentArrayMap.EMPTY : new LazyHeaders(hs);
         if (body != null) {
             kv[i++] = BODY;
             kv[i++] = body;
@@ -207,6 +249,9 @@ public final class RingRequest {
 
     /** The lowercased, joined headers as a persistent map (array map up to 16 distinct names). */
     static IPersistentMap headersMap(HttpHeaders hs) {
+        if (hs instanceof Http1Headers h && h.plain()) {
+            return headersMap(h);
+        }
         int n = hs.size();
         if (n > 16) {
             return largeHeaders(hs);
@@ -235,6 +280,42 @@ public final class RingRequest {
             Object[] a = new Object[len];
             System.arraycopy(kv, 0, a, 0, len);
             kv = a;
+        }
+        return len == 0 ? PersistentArrayMap.EMPTY : new PersistentArrayMap(kv);
+    }
+
+    /** {@link #headersMap} of parsed headers: the names are lower-case already. */
+    private static IPersistentMap headersMap(Http1Headers hs) {
+        int n = hs.count();
+        if (n > 16) {
+            LinkedHashMap<String, String> m = new LinkedHashMap<>();
+            for (int k = 0; k < n; k++) {
+                String name = hs.name(k);
+                String prev = m.get(name);
+                m.put(name, prev == null ? hs.value(k) : join(name, prev, hs.value(k)));
+            }
+            return PersistentHashMap.create(m);
+        }
+        Object[] kv = new Object[n * 2];
+        int len = 0;
+        for (int k = 0; k < n; k++) {
+            String name = hs.name(k);
+            int at = -1;
+            for (int j = 0; j < len; j += 2) {
+                if (kv[j].equals(name)) {
+                    at = j;
+                    break;
+                }
+            }
+            if (at >= 0) {
+                kv[at + 1] = join(name, (String) kv[at + 1], hs.value(k));
+            } else {
+                kv[len++] = name;
+                kv[len++] = hs.value(k);
+            }
+        }
+        if (len != kv.length) {
+            kv = java.util.Arrays.copyOf(kv, len);
         }
         return len == 0 ? PersistentArrayMap.EMPTY : new PersistentArrayMap(kv);
     }

@@ -11,13 +11,11 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.socket.SocketChannel;
-import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
-import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.stream.ChunkedWriteHandler;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Sets up each accepted channel: connection limit, TLS when configured, then HTTP/1.1 (decoder with limits, the
+ * Sets up each accepted channel: connection limit, TLS when configured, then HTTP/1.1 (herald's decoder with limits, the
  * HTTP connection handler) or, with {@code http2} on, whatever the client chose: ALPN on TLS, the h2c preface or
  * {@code Upgrade: h2c} on plaintext. It is also the {@link Http2Host} the HTTP/2 handlers build streams with: each
  * stream gets its own {@link HttpConnection}, so limits, handler modes and response rules are shared.
@@ -33,18 +31,9 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
         .getBytes(StandardCharsets.US_ASCII);
 
     private final ServerContext server;
-    private final HttpDecoderConfig decoderConfig;
 
     ServerInitializer(ServerContext server) {
         this.server = server;
-        this.decoderConfig = new HttpDecoderConfig()
-            .setMaxInitialLineLength(server.config.maxRequestLineBytes)
-            .setMaxHeaderSize(server.config.maxHeaderBytes)
-            .setMaxChunkSize(65536)
-            // names fully validated; values only for NUL and CR (RFC 9110 5.5), which is far cheaper than a
-            // per-character check and leaves the other control characters as sent
-            .setHeadersFactory(DefaultHttpHeadersFactory.headersFactory()
-                .withValueValidator(HeaderValueValidator.INSTANCE));
     }
 
     @Override
@@ -90,7 +79,7 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
         if (p.get(TLS) != null) {
             p.addLast(CHUNKED, new ChunkedWriteHandler()); // File bodies: SslHandler cannot take a FileRegion
         }
-        RequestDecoder decoder = new RequestDecoder(decoderConfig);
+        Http1Decoder decoder = new Http1Decoder(server.config);
         p.addLast(DECODER, decoder);
         if (watchUpgrade) {
             p.addLast(UPGRADE, new UpgradeWatcher(this, DECODER));

@@ -55,8 +55,7 @@ class HttpConnectionTest {
         };
         ServerContext ctx = new ServerContext(cfg, new Hooks(handler, logger, null, null), null,
             Executors.newVirtualThreadPerTaskExecutor(), new DefaultChannelGroup(GlobalEventExecutor.INSTANCE));
-        RequestDecoder decoder = new RequestDecoder(new io.netty.handler.codec.http.HttpDecoderConfig()
-            .setMaxHeaderSize(cfg.maxHeaderBytes).setMaxInitialLineLength(cfg.maxRequestLineBytes));
+        Http1Decoder decoder = new Http1Decoder(cfg);
         ch = new EmbeddedChannel(decoder, new HttpConnection(ctx, decoder));
         return ch;
     }

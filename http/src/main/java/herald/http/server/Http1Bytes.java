@@ -1,0 +1,153 @@
+package herald.http.server;
+
+import io.netty.handler.codec.http.HttpMethod;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+
+/** Byte-level pieces of {@link Http1Parser}: methods, versions, Content-Length values, the NUL/CR scan. */
+final class Http1Bytes {
+    private static final VarHandle LONGS = MethodHandles.byteArrayViewVarHandle(long[].class, ByteOrder.LITTLE_ENDIAN);
+    private static final long ONES = 0x0101010101010101L;
+    private static final long HIGHS = 0x8080808080808080L;
+    private static final long CRS = 0x0D0D0D0D0D0D0D0DL;
+    private static final int NONE = -1;
+
+    private Http1Bytes() {}
+
+    /** 505 for a version {@code HTTP/<digits>.<digits>} of another major version than 1, else 400. */
+    static int versionStatus(byte[] b, int s, int e) {
+        if (e - s < 8 || !asciiEquals(b, s, "HTTP/")) {
+            return 400;
+        }
+        int i = s + 5;
+        int major = 0;
+        int digits = 0;
+        while (i < e && b[i] >= '0' && b[i] <= '9' && digits < 9) {
+            major = major * 10 + (b[i++] - '0');
+            digits++;
+        }
+        if (digits == 0 || i >= e || b[i++] != '.' || i == e) {
+            return 400;
+        }
+        while (i < e && b[i] >= '0' && b[i] <= '9') {
+            i++;
+        }
+        return i != e ? 400 : major != 1 ? 505 : 400;
+    }
+
+    /** The Content-Length value {@code b[s, e)}: 1*DIGIT, or a list of equal ones ("42, 42"); -1 when invalid. */
+    static long lengthOf(byte[] b, int s, int e) {
+        long v = NONE;
+        int i = s;
+        while (true) {
+            int digits = 0;
+            long x = 0;
+            while (i < e && b[i] >= '0' && b[i] <= '9') {
+                x = x * 10 + (b[i++] - '0');
+                if (++digits > 18) {
+                    return NONE;
+                }
+            }
+            if (digits == 0 || v >= 0 && x != v) {
+                return NONE;
+            }
+            v = x;
+            while (i < e && (b[i] == ' ' || b[i] == '\t')) {
+                i++;
+            }
+            if (i == e) {
+                return v;
+            }
+            if (b[i++] != ',') {
+                return NONE;
+            }
+            while (i < e && (b[i] == ' ' || b[i] == '\t')) {
+                i++;
+            }
+        }
+    }
+
+    /** Whether {@code b[s, e)} holds neither NUL nor CR: eight bytes at a time. */
+    static boolean clean(byte[] b, int s, int e) {
+        int i = s;
+        for (; i + 8 <= e; i += 8) {
+            long x = (long) LONGS.get(b, i);
+            long y = x ^ CRS;
+            if (((((x - ONES) & ~x) | ((y - ONES) & ~y)) & HIGHS) != 0) {
+                return false;
+            }
+        }
+        for (; i < e; i++) {
+            if (b[i] == 0 || b[i] == '\r') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    static HttpMethod method(byte[] b, int len) {
+        switch (len) {
+            case 3:
+                if (b[0] == 'G' && b[1] == 'E' && b[2] == 'T') {
+                    return HttpMethod.GET;
+                }
+                if (b[0] == 'P' && b[1] == 'U' && b[2] == 'T') {
+                    return HttpMethod.PUT;
+                }
+                break;
+            case 4:
+                if (asciiEquals(b, 0, "POST")) {
+                    return HttpMethod.POST;
+                }
+                if (asciiEquals(b, 0, "HEAD")) {
+                    return HttpMethod.HEAD;
+                }
+                break;
+            case 5:
+                if (asciiEquals(b, 0, "PATCH")) {
+                    return HttpMethod.PATCH;
+                }
+                if (asciiEquals(b, 0, "TRACE")) {
+                    return HttpMethod.TRACE;
+                }
+                break;
+            case 6:
+                if (asciiEquals(b, 0, "DELETE")) {
+                    return HttpMethod.DELETE;
+                }
+                break;
+            case 7:
+                if (asciiEquals(b, 0, "OPTIONS")) {
+                    return HttpMethod.OPTIONS;
+                }
+                if (asciiEquals(b, 0, "CONNECT")) {
+                    return HttpMethod.CONNECT;
+                }
+                break;
+            default:
+                break;
+        }
+        return HttpMethod.valueOf(new String(b, 0, len, StandardCharsets.ISO_8859_1));
+    }
+
+    static boolean asciiEquals(byte[] b, int s, String t) {
+        for (int i = 0; i < t.length(); i++) {
+            if (b[s + i] != t.charAt(i)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    static boolean asciiEqualsIgnoreCase(byte[] b, int s, String lower) {
+        for (int i = 0; i < lower.length(); i++) {
+            int c = b[s + i];
+            if ((c >= 'A' && c <= 'Z' ? c + 32 : c) != lower.charAt(i)) {
+                return false;
+            }
+        }
+        return true;
+    }
+}

@@ -1,0 +1,291 @@
+package herald.http.server;
+
+import static herald.http.server.Http1Bytes.asciiEqualsIgnoreCase;
+import static herald.http.server.Http1Bytes.clean;
+import static herald.http.server.Http1Bytes.lengthOf;
+import static herald.http.server.Http1Bytes.method;
+import static herald.http.server.Http1Bytes.versionStatus;
+import static herald.http.server.Http1Names.TCHAR;
+
+import io.netty.handler.codec.http.HttpMethod;
+import io.netty.handler.codec.http.HttpVersion;
+import java.nio.charset.StandardCharsets;
+
+/**
+ * Parses and checks one complete HTTP/1.1 request head in one pass over its bytes (RFC 9112): token methods and
+ * header names, exactly one SP between the request line's parts, {@code HTTP/1.0} or {@code HTTP/1.1} (505 for
+ * another major version), every line ending in CRLF, no whitespace before ':' or at a line's start (obs-fold), no
+ * NUL or CR in values, one valid Host (required on HTTP/1.1), origin-form, absolute-form or OPTIONS {@code *}
+ * targets without '#', Content-Length and Transfer-Encoding framing, and Expect. Header names are lower-cased in
+ * place. One parser per connection: it remembers the last Host value, which clients repeat on every request.
+ */
+final class Http1Parser {
+    private static final int NONE = -1;
+
+    private final long maxBodyBytes;
+    private byte[] hostBytes;
+    private String host;
+    private String hostName;
+    private byte[] pathBytes;
+    private String path;
+
+    /** The framing of the last parsed head: chunked, else the Content-Length (-1: none). */
+    boolean chunked;
+    long contentLength;
+
+    Http1Parser(long maxBodyBytes) {
+        this.maxBodyBytes = maxBodyBytes;
+    }
+
+    /**
+     * The request whose head is {@code b}: {@code ends[k]} is the index of the LF ending line k; line
+     * {@code lines - 1} is the empty line that ends the head.
+     */
+    Http1Request parse(byte[] b, int[] ends, int lines) {
+        chunked = false;
+        contentLength = NONE;
+        int eol = ends[0] - 1;
+        if (eol < 0 || b[eol] != '\r') {
+            return Http1Request.refused(400);
+        }
+        int i = 0;
+        boolean lower = false;
+        while (i < eol) {
+            int c = b[i] & 0xff;
+            if (!TCHAR[c]) {
+                break;
+            }
+            lower |= c >= 'a' && c <= 'z';
+            i++;
+        }
+        if (i == 0 || i == eol || b[i] != ' ') {
+            return Http1Request.refused(400);
+        }
+        HttpMethod method = method(b, i);
+        int ts = ++i;
+        int q = NONE;
+        boolean fragment = false;
+        while (i < eol) {
+            int c = b[i] & 0xff;
+            if (c <= 0x20 || c == 0x7f) {
+                break;
+            }
+            if (c == '?') {
+                q = q < 0 ? i : q;
+            } else if (c == '#') {
+                fragment = true;
+            }
+            i++;
+        }
+        int te = i;
+        if (te == ts || i == eol || b[i] != ' ') {
+            return Http1Request.refused(400);
+        }
+        i++;
+        HttpVersion version = HttpVersion.HTTP_1_1;
+        int status = 0;
+        if (eol - i == 8 && b[i] == 'H' && b[i + 1] == 'T' && b[i + 2] == 'T' && b[i + 3] == 'P' && b[i + 4] == '/'
+            && b[i + 5] == '1' && b[i + 6] == '.' && (b[i + 7] == '1' || b[i + 7] == '0')) {
+            version = b[i + 7] == '1' ? HttpVersion.HTTP_1_1 : HttpVersion.HTTP_1_0;
+        } else {
+            status = versionStatus(b, i, eol);
+        }
+
+        int n = lines - 2;
+        int last = ends[lines - 1];
+        if (last - ends[lines - 2] != 2 || b[last - 1] != '\r') {
+            return Http1Request.refused(400); // the head ended with a bare LF
+        }
+        String[] names = new String[n];
+        int[] pos = new int[2 * n];
+        int hostAt = NONE;
+        int hosts = 0;
+        int connectionAt = NONE;
+        int expectAt = NONE;
+        int teFields = 0;
+        boolean badLength = false;
+        long length = NONE;
+        int codings = 0;
+        int chunkeds = 0;
+        boolean lastChunked = false;
+        for (int k = 0; k < n; k++) {
+            int s = ends[k] + 1;
+            int e = ends[k + 1] - 1;
+            if (e <= s || b[e] != '\r') {
+                return Http1Request.refused(400); // bare LF
+            }
+            int j = s;
+            int h = 0;
+            while (j < e) {
+                int c = b[j] & 0xff;
+                if (!TCHAR[c]) {
+                    break;
+                }
+                if (c <= 'Z' && c >= 'A') {
+                    c += 32;
+                    b[j] = (byte) c;
+                }
+                h = 31 * h + c;
+                j++;
+            }
+            if (j == s || b[j] != ':') {
+                return Http1Request.refused(400); // obs-fold, whitespace before ':', a non-token name
+            }
+            String name = Http1Names.known(b, s, j, h);
+            if (name == null) {
+                name = new String(b, s, j - s, StandardCharsets.ISO_8859_1);
+            }
+            int vs = j + 1;
+            while (vs < e && (b[vs] == ' ' || b[vs] == '\t')) {
+                vs++;
+            }
+            int ve = e;
+            while (ve > vs && (b[ve - 1] == ' ' || b[ve - 1] == '\t')) {
+                ve--;
+            }
+            if (!clean(b, vs, ve)) {
+                return Http1Request.refused(400); // NUL or CR in a value (RFC 9110 5.5)
+            }
+            names[k] = name;
+            pos[2 * k] = vs;
+            pos[2 * k + 1] = ve;
+            if (name == Http1Names.HOST) {
+                hosts++;
+                hostAt = hostAt < 0 ? k : hostAt;
+            } else if (name == Http1Names.CONTENT_LENGTH) {
+                long v = lengthOf(b, vs, ve);
+                badLength |= v < 0 || length >= 0 && v != length;
+                length = v;
+            } else if (name == Http1Names.TRANSFER_ENCODING) {
+                teFields++;
+                for (int a = vs; a <= ve; ) {
+                    int z = a;
+                    while (z < ve && b[z] != ',') {
+                        z++;
+                    }
+                    int x = a;
+                    int y = z;
+                    while (x < y && (b[x] == ' ' || b[x] == '\t')) {
+                        x++;
+                    }
+                    while (y > x && (b[y - 1] == ' ' || b[y - 1] == '\t')) {
+                        y--;
+                    }
+                    if (y > x) {
+                        codings++;
+                        lastChunked = y - x == 7 && asciiEqualsIgnoreCase(b, x, "chunked");
+                        chunkeds += lastChunked ? 1 : 0;
+                    }
+                    a = z + 1;
+                }
+            } else if (name == Http1Names.CONNECTION) {
+                connectionAt = k;
+            } else if (name == Http1Names.EXPECT) {
+                expectAt = k;
+            }
+        }
+        Http1Headers hs = new Http1Headers(b, n, pos, names);
+        String serverName = null;
+        if (hostAt >= 0) {
+            serverName = host(b, pos[2 * hostAt], pos[2 * hostAt + 1]);
+            hs.preset(hostAt, serverName == null ? null : host);
+        }
+        if (status == 0) {
+            status = checks(method, lower, version, hosts, hostAt >= 0 && serverName == null, b, ts, te, fragment);
+        }
+        boolean absolute = status == 0 && b[ts] != '/' && b[ts] != '*';
+        if (status == 0 && teFields > 0) {
+            if (chunkeds == 0) {
+                status = 501; // a transfer coding herald does not decode (RFC 9112 6.1)
+            } else if (chunkeds > 1 || !lastChunked || length != NONE || badLength
+                || version == HttpVersion.HTTP_1_0) {
+                status = 400; // chunked not last or twice, with Content-Length, or on HTTP/1.0: no safe framing
+            } else if (codings > 1) {
+                status = 501;
+            } else {
+                chunked = true;
+            }
+        } else if (status == 0 && badLength) {
+            status = 400;
+        }
+        if (status == 0) {
+            contentLength = length;
+            if (expectAt >= 0 && version == HttpVersion.HTTP_1_1) {
+                int s = pos[2 * expectAt];
+                int e = pos[2 * expectAt + 1];
+                status = e - s != 12 || !asciiEqualsIgnoreCase(b, s, "100-continue") ? 417
+                    : length > maxBodyBytes ? 413 : 100;
+            } else if (length > maxBodyBytes) {
+                status = 413;
+            }
+        }
+        boolean keepAlive = KeepAlive.of(version, connectionAt < 0 ? null : hs.value(connectionAt));
+        Http1Request req = status != 0 && status != 100 || !chunked && length <= 0
+            ? new Http1Request.Full(method, version, hs, b, ts, te, q, status, absolute, keepAlive, serverName)
+            : new Http1Request(method, version, hs, b, ts, te, q, status, absolute, keepAlive, serverName);
+        if ((status == 0 || status == 100) && b[ts] == '/') {
+            req.path = path(b, ts, q >= 0 ? q : te);
+        }
+        return req;
+    }
+
+    /** The path {@code b[s, e)} as a String: the last one again when the bytes are the same (clients repeat paths). */
+    private String path(byte[] b, int s, int e) {
+        byte[] last = pathBytes;
+        if (last != null && last.length == e - s && java.util.Arrays.equals(last, 0, last.length, b, s, e)) {
+            return path;
+        }
+        if (e - s > 256) {
+            return new String(b, s, e - s, StandardCharsets.ISO_8859_1);
+        }
+        pathBytes = java.util.Arrays.copyOfRange(b, s, e);
+        path = new String(b, s, e - s, StandardCharsets.ISO_8859_1);
+        return path;
+    }
+
+    /** The method, version, Host and target checks (RFC 9110 9.1, RFC 9112 3.2): 0 or the status to refuse with. */
+    private static int checks(HttpMethod method, boolean lower, HttpVersion version, int hosts, boolean badHost,
+                              byte[] b, int ts, int te, boolean fragment) {
+        if (lower || method == HttpMethod.CONNECT) {
+            return 501; // methods are case-sensitive and Ring lower-cases them; herald is not a proxy
+        }
+        if (hosts > 1 || badHost || hosts == 0 && version == HttpVersion.HTTP_1_1) {
+            return 400;
+        }
+        if (fragment) {
+            return 400;
+        }
+        if (b[ts] == '/') {
+            return 0;
+        }
+        return RequestHead.targetStatus(method, new String(b, ts, te - ts, StandardCharsets.ISO_8859_1));
+    }
+
+    /**
+     * Ring's server name for the Host value {@code b[s, e)} (without its port), the Host String left in
+     * {@link #host}; null when the value is not {@code uri-host [":" port]}. The last value is remembered.
+     */
+    private String host(byte[] b, int s, int e) {
+        byte[] last = hostBytes;
+        if (last != null && last.length == e - s && java.util.Arrays.equals(last, 0, last.length, b, s, e)) {
+            return hostName;
+        }
+        String h = new String(b, s, e - s, StandardCharsets.ISO_8859_1);
+        if (!RequestHead.validAuthority(h, 0, h.length(), true)) {
+            return null;
+        }
+        String name;
+        if (h.isEmpty()) {
+            name = "";
+        } else if (h.charAt(0) == '[') {
+            name = h.substring(0, h.indexOf(']') + 1);
+        } else {
+            int colon = h.lastIndexOf(':');
+            name = colon >= 0 ? h.substring(0, colon) : h;
+        }
+        hostBytes = java.util.Arrays.copyOfRange(b, s, e);
+        host = h;
+        hostName = name;
+        return name;
+    }
+}
