@@ -177,7 +177,10 @@
       nil))
 
   store/Lifecycle
-  (-close! [_] (.set open? false) nil)
+  (-close! [_]
+    ;; the client's selector thread ends once requests in flight are done (HttpClient is AutoCloseable on JDK 21+)
+    (when (.compareAndSet open? true false) (.close ^java.net.http.HttpClient (:http client)))
+    nil)
   (-ready? [_]
     (and (.get open?)
          (not (.get degraded))

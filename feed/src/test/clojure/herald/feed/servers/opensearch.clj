@@ -77,10 +77,16 @@
 (defn- delete-tree! [^File f]
   (when (.exists f) (doseq [^File x (reverse (file-seq f))] (.delete x))))
 
-(defn- health [url]
-  (try (let [[_ h] (http/request (http/client url 500 2000) "health" :get "/_cluster/health")]
+(defn- health [c]
+  (try (let [[_ h] (http/request c "health" :get "/_cluster/health")]
          (get h "status"))
        (catch Exception _ nil)))
+
+(defn- closing
+  "(f client) with a client for url, closed afterwards."
+  [url f]
+  (let [c (http/client url 500 2000)]
+    (try (f c) (finally (.close ^java.net.http.HttpClient (:http c))))))
 
 (defn- stop-process! [^Process p]
   (try (.close (.getOutputStream p)) (catch Exception _ nil))
@@ -92,7 +98,7 @@
   "Starts the node; returns {:url u :process p :home dir :started-ms n} or {:skip reason}."
   []
   (if-let [external (System/getenv "HERALD_OPENSEARCH_URL")]
-    (if (health external) {:url external} {:skip (str "HERALD_OPENSEARCH_URL=" external " does not answer")})
+    (if (closing external health) {:url external} {:skip (str "HERALD_OPENSEARCH_URL=" external " does not answer")})
     (if-let [dir (project-dir)]
       (let [t0 (System/currentTimeMillis)
             [cp why] (resolve-classpath! dir)]
@@ -111,7 +117,7 @@
                 p (-> (ProcessBuilder. ^java.util.List cmd) (.redirectErrorStream true) (.redirectOutput log) (.start))
                 deadline (+ (System/currentTimeMillis) 120000)]
             (loop []
-              (cond (#{"green" "yellow"} (health url))
+              (cond (#{"green" "yellow"} (closing url health))
                     (let [ms (- (System/currentTimeMillis) t0)]
                       (.addShutdownHook (Runtime/getRuntime) (Thread. #(stop-process! p)))
                       (println (str "OpenSearch test node up at " url " in " ms " ms (log: " log ")"))
@@ -145,10 +151,12 @@
   []
   (some-> (:home @node) (io/file "node.log")))
 
+(def ^:private client (delay (http/client (url) 2000 30000)))
+
 (defn request
   "A request to the test node (see herald.feed.store.opensearch.http/request): [status body]."
   [method path & [body opts]]
-  (http/request (http/client (url) 2000 30000) "test" method path body opts))
+  (http/request @client "test" method path body opts))
 
 (defn delete-index!
   "Deletes index on the test node (missing is fine)."

@@ -4,6 +4,8 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.servers.opensearch :as node]
+            [herald.feed.store :as s]
+            [herald.feed.store.opensearch :as os]
             [herald.feed.store.opensearch-test :as ot]
             [herald.feed.store.opensearch.schema :as schema]
             [herald.feed.store.text :as text]))
@@ -37,3 +39,16 @@
                       {:text s :embedded want :opensearch got})]
           (is (empty? diffs) (str/join "\n" (map pr-str diffs))))
         (finally (ot/drop! st))))))
+
+(deftest more-than-1024-terms-are-rejected
+  (ot/with-node
+    (let [st (ot/open-fresh)]
+      (try
+        (s/index! st {:id 1 :from 2 :ts 3 :occurred "2026-11-22" :subject "w1" :story "w2"})
+        (is (= [] (s/search st (str/join " " (map #(str "w" %) (range 1024))))) "1,024 terms: a query")
+        (let [d (try (s/search st (str/join " " (map #(str "w" %) (range 1025)))) nil
+                     (catch clojure.lang.ExceptionInfo e (ex-data e)))]
+          (is (= ::os/http-error (:type d)))
+          (is (str/includes? (str (:error d)) "maxClauseCount is set to 1024") (pr-str d)))
+        (finally (ot/drop! st))))))
+
