@@ -117,4 +117,6 @@
       st
       (catch Throwable t
         (.close ds)
-        (throw (if (instance? java.sql.SQLException t) (jdbc/error "opening the schema" t) t))))))
+        (throw (if (instance? java.sql.SQLException t)
+                 (jdbc/error (str "opening the schema at " (first (.split ^String (:jdbc-url opts) "\\?"))) t)
+                 t))))))

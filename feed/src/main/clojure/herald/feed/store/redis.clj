@@ -132,7 +132,8 @@
   per-key versions (kept :ttl-ms + 1 h, far longer than a load) make a value loaded before an invalidation never
   stored after it. Bounded by the TTL and by the server's maxmemory: run it with a volatile-* maxmemory-policy
   (every cache key has a TTL, the version counter has none). Standalone Redis only (the scripts touch keys of
-  several slots). When Redis fails, -fetch loads from the store (uncached, counted in :errors) and -invalidate!
+  several slots). A server that cannot be reached on open throws ex-info {:type :herald.feed.store/unavailable
+  :key :uri}; when Redis fails later, -fetch loads from the store (uncached, counted in :errors) and -invalidate!
   throws ex-info :herald.feed.store/unavailable.
 
   | key         | type   | default                    | meaning                                  |
@@ -146,5 +147,12 @@
   (let [{:keys [uri prefix ttl-ms timeout-ms pool-size]} (validate (merge defaults (select-keys config (keys defaults))))
         pc (doto (JedisPoolConfig.) (.setMaxTotal (int pool-size)) (.setMaxIdle (int pool-size))
              (.setMaxWait (java.time.Duration/ofMillis timeout-ms)))]
-    (RedisCache. (JedisPool. pc (URI. uri) (int timeout-ms)) prefix (str ttl-ms) (str (+ (long ttl-ms) 3600000))
-                 (AtomicBoolean. true) {:hits (AtomicLong.) :misses (AtomicLong.) :errors (AtomicLong.)})))
+    (let [pool (JedisPool. pc (URI. uri) (int timeout-ms))]
+      ;; a wrong :uri fails the start, not every request after it
+      (try (with-open [j (.getResource pool)] (.ping j))
+           (catch JedisException e
+             (.close pool)
+             (throw (ex-info (str "redis: cannot reach " (str/replace uri #"//[^@/]*@" "//") ": " (ex-message e))
+                             {:type :herald.feed.store/unavailable :key :uri} e))))
+      (RedisCache. pool prefix (str ttl-ms) (str (+ (long ttl-ms) 3600000))
+                   (AtomicBoolean. true) {:hits (AtomicLong.) :misses (AtomicLong.) :errors (AtomicLong.)}))))

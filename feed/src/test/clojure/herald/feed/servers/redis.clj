@@ -19,15 +19,17 @@
       (Thread/sleep 50)
       (recur (inc n)))))
 
-(defn- start-embedded []
-  (let [port (free-port)
-        server (-> (RedisServer/newRedisServer) (.bind "127.0.0.1") (.port (int port))
-                   (.setting "maxmemory 64mb") (.setting "maxmemory-policy volatile-lru")
-                   (.setting "save \"\"") (.setting "appendonly no") (.build))]
-    (.start server)
-    (.addShutdownHook (Runtime/getRuntime) (Thread. #(.stop server)))
-    (wait-up port)
-    {:server "embedded-redis" :port port :uri (str "redis://127.0.0.1:" port "/0")}))
+(defn- start-embedded
+  ([] (start-embedded true))
+  ([at-exit?]
+   (let [port (free-port)
+         server (-> (RedisServer/newRedisServer) (.bind "127.0.0.1") (.port (int port))
+                    (.setting "maxmemory 64mb") (.setting "maxmemory-policy volatile-lru")
+                    (.setting "save \"\"") (.setting "appendonly no") (.build))]
+     (.start server)
+     (when at-exit? (.addShutdownHook (Runtime/getRuntime) (Thread. #(.stop server))))
+     (wait-up port)
+     {:server "embedded-redis" :port port :uri (str "redis://127.0.0.1:" port "/0") :stop #(.stop server)})))
 
 (defn- start-debian []
   (let [port (free-port)
@@ -58,6 +60,12 @@
   "Options for herald.feed.store.redis/open on the test server, under a new key prefix."
   []
   {:uri (:uri (info)) :prefix (str "t" (System/currentTimeMillis) "-" (swap! prefixes inc) ":")})
+
+(defn start-own!
+  "A second embedded Redis that the caller stops with (:stop result) (to test a server going away), or
+  {:error why}."
+  []
+  (try (start-embedded false) (catch Throwable e {:error (ex-message e)})))
 
 (defmacro when-up
   "Runs body when the server runs, else reports the test SKIPPED with the reason."

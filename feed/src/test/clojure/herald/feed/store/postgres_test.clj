@@ -95,6 +95,7 @@
         e (try (postgres/open {:jdbc-url (str "jdbc:postgresql://127.0.0.1:" port "/x") :connection-timeout-ms 500})
                nil (catch clojure.lang.ExceptionInfo e e))]
     (is (= ::s/unavailable (:type (ex-data e))) (ex-message e))
+    (is (re-find #"refused" (ex-message e)) "the driver's reason is in the message")
     (is (< (/ (- (System/nanoTime) t0) 1e9) 10.0) "fails within the connection timeout, not forever")))
 
 (deftest ^:integration sql-errors-are-ex-info

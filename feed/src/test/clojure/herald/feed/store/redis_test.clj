@@ -94,15 +94,28 @@
        (is (= 2 (s/-fetch c :k (constantly 2))) "expired, loaded again")
        (finally (s/-close! c))))))
 
-(deftest ^:integration redis-down-loads-directly-and-invalidation-fails-loudly
+(deftest ^:integration an-unreachable-server-fails-the-open
   (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))
-        c (redis/open {:uri (str "redis://127.0.0.1:" port) :timeout-ms 200})]
-    (try
-      (is (= 5 (s/-fetch c :k (constantly 5))) "served by the loader")
-      (is (= 1 (:errors (s/-cache-stats c))))
-      (is (= ::s/unavailable (thrown-type #(s/-invalidate! c :k))))
-      (finally (s/-close! c)))
-    (is (= ::s/closed (thrown-type #(s/-fetch c :k (constantly 1)))))))
+        e (try (redis/open {:uri (str "redis://user:secret@127.0.0.1:" port) :timeout-ms 200}) nil
+               (catch clojure.lang.ExceptionInfo e e))]
+    (is (= ::s/unavailable (:type (ex-data e))))
+    (is (= :uri (:key (ex-data e))))
+    (is (not (re-find #"secret" (ex-message e))) "the password is not in the message")))
+
+(deftest ^:integration redis-going-down-loads-directly-and-invalidation-fails-loudly
+  (let [{:keys [uri stop error]} (rd/start-own!)]
+    (if error
+      (clojure.test/do-report {:type :skip :message (str "Redis could not start: " error)})
+      (let [c (redis/open {:uri uri :timeout-ms 200})]
+        (try
+          (is (= 1 (s/-fetch c :k (constantly 1))))
+          (is (= 1 (s/-fetch c :k (constantly 2))) "cached")
+          (stop)
+          (is (= 5 (s/-fetch c :k (constantly 5))) "served by the loader")
+          (is (= 1 (:errors (s/-cache-stats c))))
+          (is (= ::s/unavailable (thrown-type #(s/-invalidate! c :k))))
+          (finally (s/-close! c) (try (stop) (catch Exception _ nil))))
+        (is (= ::s/closed (thrown-type #(s/-fetch c :k (constantly 1)))))))))
 
 (deftest bad-options-name-the-key
   (doseq [[opts k] [[{:uri "http://x"} :uri] [{:ttl-ms 5} :ttl-ms] [{:prefix ""} :prefix]

@@ -70,7 +70,10 @@
   [what ^Throwable e]
   (let [state (when (instance? SQLException e) (.getSQLState ^SQLException e))
         unavailable? (or (instance? SQLTransientConnectionException e) (unavailable-state? state))]
-    (ex-info (str "postgres: " what " failed: " (ex-message e))
+    (ex-info (str "postgres: " what " failed: " (ex-message e)
+                  ;; Hikari's timeout hides why no connection could be made: the driver's error is its cause
+                  (when-let [root (last (take-while some? (iterate ex-cause (ex-cause e))))]
+                    (str " (" (ex-message root) ")")))
              {:type (if unavailable? :herald.feed.store/unavailable :herald.feed.store.postgres/sql-error)
               :sql-state state}
              e)))
