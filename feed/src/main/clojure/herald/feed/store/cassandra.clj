@@ -1,0 +1,215 @@
+(ns herald.feed.store.cassandra
+  "The :feeds role of the :scale store on Cassandra: outbound and inbound feeds, posts by id, pending fan-outs
+  and the post log (OutboundStore, InboundStore, herald.feed.store.scale.spi/PostLog)."
+  (:require [herald.feed.store :as store]
+            [herald.feed.store.cassandra.schema :as schema]
+            [herald.feed.store.cassandra.session :as cs]
+            [herald.feed.store.clock :as clock]
+            [herald.feed.store.cursor :as cursor]
+            [herald.feed.store.scale.spi :as spi])
+  (:import (com.datastax.oss.driver.api.core CqlSession)
+           (com.datastax.oss.driver.api.core.cql BatchStatement BatchableStatement DefaultBatchType PreparedStatement Row)
+           (com.datastax.oss.driver.api.core.metadata Node NodeState)
+           (java.util Set)
+           (java.util.concurrent ConcurrentHashMap Semaphore)
+           (java.util.concurrent.atomic AtomicBoolean AtomicLong)
+           (java.util.function BiConsumer)))
+
+(set! *warn-on-reflection* true)
+
+(defn- st
+  "The bound statement k of the prepared statements ps with args."
+  [ps k & args]
+  (apply cs/bind ^PreparedStatement (get ps k) args))
+
+(defn- outbound-row [sender ^Row r]
+  {:id (.getLong r "id") :from sender :occurred (.getString r "occurred") :subject (.getString r "subject")
+   :story (.getString r "story") :ts (.getLong r "ts")})
+
+(defn- inbound-row [^Row r]
+  {:id (.getLong r "id") :from (.getLong r "sender") :occurred (.getString r "occurred")
+   :subject (.getString r "subject") :story (.getString r "story") :ts (.getLong r "ts")})
+
+(defn- pointer [^Row r] {:sender (.getLong r "sender") :ts (.getLong r "ts") :id (.getLong r "id")})
+
+(defn- pointer* [^Row r] {:sender (.getLong r "sender") :ts (.getLong r "ts")})
+
+(defn- bucket-of [^Row r] (.getLong r "bucket"))
+
+(defn- page
+  "A page {:items :next} of owner's feed (first-k / after-k statements), limit + 1 rows read to know if more follow."
+  [session ps [first-k after-k] owner {:keys [limit before]} row->item]
+  (let [n (int (inc (long limit)))
+        stmt (if before
+               (let [[ts id] (cursor/decode before)] (st ps after-k owner ts id n))
+               (st ps first-k owner n))
+        items (cs/rows row->item (cs/execute! session "reading a feed" stmt))
+        more? (> (count items) (long limit))
+        shown (if more? (subvec items 0 limit) items)]
+    {:items shown :next (cursor/for-page shown more?)}))
+
+(defn- fetch-posts
+  "The posts of pointers [{:sender :ts :id}] read from the outbound feeds in parallel, in order (missing ones dropped)."
+  [session ps pointers]
+  (->> (cs/await-all "reading posts"
+                     (for [{:keys [sender ts id]} pointers]
+                       (.thenApply (cs/execute-async session (st ps :outbound-row sender ts id))
+                                   (reify java.util.function.Function
+                                     (apply [_ rs] (first (cs/first-page-rows #(outbound-row sender %) rs)))))))
+       (filterv some?)))
+
+(defn- run-bounded!
+  "Runs statements asynchronously, at most n in flight; waits for all; throws the first failure as ex-info."
+  [session stmts ^long n what]
+  (let [sem (Semaphore. n)
+        release (reify BiConsumer (accept [_ _ _] (.release sem)))]
+    (cs/await-all what (mapv (fn [s] (.acquire sem) (.whenComplete (cs/execute-async session s) release)) stmts))))
+
+(defn- publish-batch
+  "ONE logged batch: the outbound row, the id pointer, the post-log row, the pending fan-out (when there are
+  recipients) and the time buckets this instance has not registered yet."
+  ^BatchStatement [ps ^Set registered post recipients]
+  (let [{:keys [id ts from occurred subject story]} post
+        lb (schema/log-bucket ts) pb (schema/pending-bucket ts)]
+    (BatchStatement/newInstance
+     DefaultBatchType/LOGGED
+     ^"[Lcom.datastax.oss.driver.api.core.cql.BatchableStatement;"
+     (into-array BatchableStatement
+                 (cond-> [(st ps :insert-outbound from ts id occurred subject story)
+                          (st ps :insert-post id from ts)
+                          (st ps :insert-log lb ts id from)]
+                   (not (.contains registered ["log" lb])) (conj (st ps :insert-bucket "log" lb))
+                   (seq recipients) (conj (st ps :insert-pending pb ts id from (vec recipients)))
+                   (and (seq recipients) (not (.contains registered ["pending" pb])))
+                   (conj (st ps :insert-bucket "pending" pb)))))))
+
+(def ^:private bucket-grace
+  "Pending buckets older than this many buckets (minutes) behind the clock, found empty, leave the registry."
+  10)
+
+(defn- pending-rows
+  "The rows of every registered pending bucket, oldest first; drops old empty buckets from the registry."
+  [session ps ^Set registered]
+  (let [buckets (cs/rows bucket-of (cs/execute! session "listing pending fan-outs" (st ps :buckets-from "pending" 0)))
+        horizon (- (schema/pending-bucket (clock/now-micros)) (long bucket-grace))]
+    (into [] (mapcat (fn [b]
+                       (let [rows (cs/rows (fn [^Row r] (assoc (pointer r) :recipients (vec (.getList r "recipients" Long))))
+                                           (cs/execute! session "listing pending fan-outs" (st ps :pending-in b)))]
+                         (when (and (empty? rows) (< (long b) horizon))
+                           (cs/execute! session "dropping an empty pending bucket" (st ps :delete-bucket "pending" b))
+                           (.remove registered ["pending" b]))
+                         rows)))
+          buckets)))
+
+(defn- posts-after [session ps ts limit]
+  (let [ts (long ts) limit (long limit)
+        buckets (cs/rows bucket-of (cs/execute! session "reading the post log"
+                                                (st ps :buckets-from "log" (schema/log-bucket (max 0 (inc ts))))))]
+    (loop [bs buckets acc []]
+      (if (or (empty? bs) (>= (count acc) limit))
+        (fetch-posts session ps acc)
+        (let [rows (cs/rows pointer (cs/execute! session "reading the post log"
+                                                 (st ps :log-after (first bs) ts (int (- limit (count acc))))))]
+          (recur (rest bs) (into acc rows)))))))
+
+(defmacro ^:private guarded [open? & body]
+  `(if (.get ~(with-meta open? {:tag `AtomicBoolean}))
+     (cs/with-errors "a request" ~@body)
+     (throw (ex-info "the store is closed" {:type :herald.feed.store/closed}))))
+
+(deftype CassandraFeeds [^CqlSession session ps opts ^AtomicLong last-ts ^Set registered ^Set pending ^AtomicBoolean open?]
+  store/OutboundStore
+  (-publish! [_ post recipients]
+    (guarded open?
+     (let [ts (clock/tick! last-ts)
+           post (assoc post :id (schema/post-id ts (:node-id opts)) :ts ts)
+           batch (publish-batch ps registered post recipients)]
+       (cs/execute! session "publishing a post" batch)
+       (.add registered ["log" (schema/log-bucket ts)])
+       (when (seq recipients)
+         (.add registered ["pending" (schema/pending-bucket ts)])
+         (.add pending (:id post)))
+       post)))
+  (-outbound [_ sender opts]
+    (guarded open? (page session ps [:outbound-first :outbound-after] sender opts #(outbound-row sender %))))
+  (-post [_ id]
+    (guarded open?
+     (when-let [p (first (cs/rows pointer* (cs/execute! session "reading a post" (st ps :post-by-id id))))]
+       (first (fetch-posts session ps [(assoc p :id id)])))))
+
+  store/InboundStore
+  (-deliver! [_ recipient post]
+    (guarded open?
+     (let [{:keys [id ts from occurred subject story]} post]
+       (cs/execute! session "delivering a post" (st ps :insert-inbound recipient ts id from occurred subject story))
+       nil)))
+  (-fan-out! [this post recipients]
+    (guarded open?
+     (let [{:keys [id ts from occurred subject story]} post]
+       (run-bounded! session (mapv #(st ps :insert-inbound % ts id from occurred subject story) recipients)
+                     (:fanout-concurrency opts) "fanning out a post")
+       (store/-complete-fanout! this id))))
+  (-inbound [_ recipient opts]
+    (guarded open? (page session ps [:inbound-first :inbound-after] recipient opts inbound-row)))
+  (-pending-fanouts [_]
+    (guarded open?
+     (let [rows (pending-rows session ps registered)
+           posts (into {} (map (juxt :id identity)) (fetch-posts session ps rows))]
+       (vec (for [{:keys [id recipients]} rows :let [p (posts id)] :when p]
+              (do (.add pending id) {:post p :recipients recipients}))))))
+  (-complete-fanout! [_ post-id]
+    (guarded open?
+     (let [ts (schema/id-ts post-id)]
+       (cs/execute! session "completing a fan-out" (st ps :delete-pending (schema/pending-bucket ts) ts post-id))
+       (.remove pending post-id)
+       nil)))
+
+  spi/PostLog
+  (-posts-after [_ ts limit] (guarded open? (posts-after session ps ts limit)))
+
+  store/Lifecycle
+  (-close! [_] (when (.compareAndSet open? true false) (.close session)) nil)
+  (-ready? [_]
+    (and (.get open?) (not (.isClosed session))
+         (boolean (some #(= NodeState/UP (.getState ^Node %)) (.values (.getNodes (.getMetadata session)))))))
+  (-stats [_] {:pending-fanouts (.size pending)}))
+
+(defn- stored-last-ts
+  "The highest post :ts in the post log (0 when empty): the clock restarts above it."
+  ^long [session ps]
+  (let [b (first (cs/rows bucket-of (cs/execute! session "reading the last post" (st ps :last-bucket "log"))))]
+    (or (when b (first (cs/rows (fn [^Row r] (.getLong r "ts"))
+                                (cs/execute! session "reading the last post" (st ps :last-log b)))))
+        0)))
+
+(defn open
+  "Opens the Cassandra :feeds backend: connects, creates the keyspace and tables if missing (CREATE ... IF NOT
+  EXISTS) and prepares its statements. Returns an object implementing herald.feed.store's OutboundStore,
+  InboundStore and Lifecycle and herald.feed.store.scale.spi/PostLog.
+
+  | key                 | type              | default                    | meaning |
+  |---------------------|-------------------|----------------------------|---------|
+  | :contact-points     | vector of strings | [\"127.0.0.1:9042\"]       | \"host:port\" of one or more nodes |
+  | :local-datacenter   | string            | \"datacenter1\"            | the driver's local datacenter (LOCAL_* consistency, routing) |
+  | :keyspace           | string            | \"herald_feed\"            | keyspace of the tables, [a-z][a-z0-9_]{0,47} |
+  | :replication        | map               | {\"class\" \"SimpleStrategy\" \"replication_factor\" 1} | replication of a keyspace created on open (an existing one is not altered) |
+  | :create-schema?     | boolean           | true                       | create the keyspace and tables if missing |
+  | :consistency        | keyword           | :local-quorum              | every read and write: :one :two :three :quorum :local-quorum :each-quorum :all :local-one |
+  | :request-timeout-ms | int               | 5000                       | per request (a write that times out may still be applied) |
+  | :connect-timeout-ms | int               | 10000                      | connecting and initialising connections |
+  | :schema-timeout-ms  | int               | 60000                      | each CREATE and the schema agreement wait |
+  | :node-id            | int               | 0                          | 0..1023, in the low bits of every post id: distinct per concurrently running instance |
+  | :fanout-concurrency | int               | 64                         | inbound inserts in flight per fan-out! |
+
+  Post ids are (:ts << 10) + :node-id and :ts is strictly increasing per instance, restarting above the
+  highest :ts in the post log. Bad options throw ex-info {:type :herald.feed.store/invalid :key k}; driver
+  errors ex-info with :type :herald.feed.store.cassandra/timeout, /unavailable, /invalid-query or /error."
+  [config]
+  (let [opts (cs/validate (merge cs/defaults (select-keys config (keys cs/defaults))))
+        session (cs/connect opts)]
+    (try
+      (when (:create-schema? opts) (schema/create! session opts))
+      (let [ps (schema/prepare-all session (:keyspace opts))]
+        (CassandraFeeds. session ps opts (AtomicLong. (stored-last-ts session ps)) (ConcurrentHashMap/newKeySet)
+                         (ConcurrentHashMap/newKeySet) (AtomicBoolean. true)))
+      (catch Throwable t (.close session) (throw t)))))

@@ -1,0 +1,94 @@
+(ns herald.feed.store.cassandra.schema
+  "The CQL data model of the :feeds backend: tables (created idempotently), prepared statements, time buckets
+  and post ids."
+  (:require [herald.feed.store.cassandra.session :as cs])
+  (:import (com.datastax.oss.driver.api.core.cql SimpleStatement)
+           (java.time Duration)))
+
+(set! *warn-on-reflection* true)
+
+;; Feeds: partition = participant, clustering = time, newest first. The post's columns live in the sender's
+;; outbound row; inbound rows copy them (one-partition reads); posts, post_log and pending_fanouts point at the
+;; outbound row (sender, ts, id) so that the publish batch carries the post's text once.
+(def tables
+  "Table name -> CQL column and key definition (the part after CREATE TABLE name)."
+  (array-map
+   "outbound" "(sender bigint, ts bigint, id bigint, occurred text, subject text, story text,
+               PRIMARY KEY ((sender), ts, id)) WITH CLUSTERING ORDER BY (ts DESC, id DESC)"
+   "inbound" "(recipient bigint, ts bigint, id bigint, sender bigint, occurred text, subject text, story text,
+              PRIMARY KEY ((recipient), ts, id)) WITH CLUSTERING ORDER BY (ts DESC, id DESC)"
+   "posts" "(id bigint PRIMARY KEY, sender bigint, ts bigint)"
+   "post_log" "(bucket bigint, ts bigint, id bigint, sender bigint, PRIMARY KEY ((bucket), ts, id))
+               WITH CLUSTERING ORDER BY (ts ASC, id ASC)"
+   ;; a resurrected pending row only repeats an idempotent fan-out: a short gc_grace keeps scans cheap
+   "pending_fanouts" "(bucket bigint, ts bigint, id bigint, sender bigint, recipients list<bigint>,
+                      PRIMARY KEY ((bucket), ts, id)) WITH CLUSTERING ORDER BY (ts ASC, id ASC)
+                      AND gc_grace_seconds = 10800"
+   "buckets" "(kind text, bucket bigint, PRIMARY KEY ((kind), bucket)) WITH CLUSTERING ORDER BY (bucket ASC)"))
+
+(def log-bucket-micros
+  "The span of one post_log partition: an hour of post :ts."
+  3600000000)
+
+(def pending-bucket-micros
+  "The span of one pending_fanouts partition: a minute of post :ts (bounds the tombstones a scan meets)."
+  60000000)
+
+(defn log-bucket ^long [^long ts] (quot ts (long log-bucket-micros)))
+
+(defn pending-bucket ^long [^long ts] (quot ts (long pending-bucket-micros)))
+
+(def node-bits
+  "Post id = :ts (epoch micros) * 2^node-bits + :node-id."
+  10)
+
+(defn post-id
+  "The post id for ts issued by node-id: unique while each node's ts are unique, increasing with ts."
+  ^long [^long ts ^long node-id]
+  (+ (bit-shift-left ts (long node-bits)) node-id))
+
+(defn id-ts
+  "The :ts encoded in a post id made by post-id."
+  ^long [^long id]
+  (bit-shift-right id (long node-bits)))
+
+(defn- ddl [cql timeout-ms]
+  (-> (SimpleStatement/newInstance ^String cql) (.setTimeout (Duration/ofMillis (long timeout-ms)))))
+
+(defn create!
+  "Creates the keyspace (with :replication; an existing keyspace is left as it is) and then every table, if
+  missing (the tables concurrently: the schema refreshes coalesce)."
+  [session {:keys [keyspace replication schema-timeout-ms]}]
+  (cs/execute! session (str "creating keyspace " keyspace)
+               (ddl (str "CREATE KEYSPACE IF NOT EXISTS " keyspace " WITH replication = " (cs/replication-cql replication))
+                    schema-timeout-ms))
+  (cs/await-all (str "creating the tables of " keyspace)
+                (for [[t cql] tables]
+                  (cs/execute-async session (ddl (str "CREATE TABLE IF NOT EXISTS " keyspace "." t " " cql)
+                                                 schema-timeout-ms)))))
+
+(def ^:private statements
+  {:insert-outbound "INSERT INTO %s.outbound (sender, ts, id, occurred, subject, story) VALUES (?, ?, ?, ?, ?, ?)"
+   :insert-post "INSERT INTO %s.posts (id, sender, ts) VALUES (?, ?, ?)"
+   :insert-log "INSERT INTO %s.post_log (bucket, ts, id, sender) VALUES (?, ?, ?, ?)"
+   :insert-pending "INSERT INTO %s.pending_fanouts (bucket, ts, id, sender, recipients) VALUES (?, ?, ?, ?, ?)"
+   :insert-bucket "INSERT INTO %s.buckets (kind, bucket) VALUES (?, ?)"
+   :insert-inbound "INSERT INTO %s.inbound (recipient, ts, id, sender, occurred, subject, story) VALUES (?, ?, ?, ?, ?, ?, ?)"
+   :outbound-first "SELECT ts, id, occurred, subject, story FROM %s.outbound WHERE sender = ? LIMIT ?"
+   :outbound-after "SELECT ts, id, occurred, subject, story FROM %s.outbound WHERE sender = ? AND (ts, id) < (?, ?) LIMIT ?"
+   :outbound-row "SELECT ts, id, occurred, subject, story FROM %s.outbound WHERE sender = ? AND ts = ? AND id = ?"
+   :inbound-first "SELECT ts, id, sender, occurred, subject, story FROM %s.inbound WHERE recipient = ? LIMIT ?"
+   :inbound-after "SELECT ts, id, sender, occurred, subject, story FROM %s.inbound WHERE recipient = ? AND (ts, id) < (?, ?) LIMIT ?"
+   :post-by-id "SELECT sender, ts FROM %s.posts WHERE id = ?"
+   :log-after "SELECT ts, id, sender FROM %s.post_log WHERE bucket = ? AND ts > ? LIMIT ?"
+   :last-log "SELECT ts FROM %s.post_log WHERE bucket = ? ORDER BY ts DESC, id DESC LIMIT 1"
+   :buckets-from "SELECT bucket FROM %s.buckets WHERE kind = ? AND bucket >= ?"
+   :last-bucket "SELECT bucket FROM %s.buckets WHERE kind = ? ORDER BY bucket DESC LIMIT 1"
+   :delete-bucket "DELETE FROM %s.buckets WHERE kind = ? AND bucket = ?"
+   :pending-in "SELECT ts, id, sender, recipients FROM %s.pending_fanouts WHERE bucket = ?"
+   :delete-pending "DELETE FROM %s.pending_fanouts WHERE bucket = ? AND ts = ? AND id = ?"})
+
+(defn prepare-all
+  "Every statement of the backend prepared for keyspace: a map of keyword -> PreparedStatement."
+  [session keyspace]
+  (into {} (for [[k cql] statements] [k (cs/prepare session (format cql keyspace))])))
