@@ -78,6 +78,7 @@
   | `:queue-wait-ms-total` | the time those requests waited for their thread, summed (ms, a double) |
   | `:queue-wait-ms-max` | the longest such wait since the server started (ms) |
   | `:rejected` | requests answered 503 because `:max-pending` handlers were pending |
+  | `:errors` | error answers herald wrote itself since it started (not the handler's), as a map of status to count, e.g. `{413 2, 503 7}`: 400/408/413/414/417/431/501/505 for requests refused before the handler, 503 at `:max-pending`, 500 for a handler that failed or returned no valid response; `{}` when none |
   | `:transport` | `\"epoll\"` or `\"nio\"` |
 
   The mean queue wait over an interval is the change of `:queue-wait-ms-total` divided by the change of

@@ -43,4 +43,5 @@
      :queue-wait-ms-total (/ (.queueWaitNanos st) 1e6)
      :queue-wait-ms-max (/ (.maxQueueWaitNanos st) 1e6)
      :rejected (.rejected st)
+     :errors (into {} (map (fn [[status n]] [(long status) n])) (.errors st))
      :transport (.transport server)}))

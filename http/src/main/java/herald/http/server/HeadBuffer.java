@@ -4,7 +4,7 @@ import java.util.Arrays;
 
 /**
  * A reusable byte array the response head (status line and headers) is assembled in before one copy into the
- * outgoing buffer: many small copies into a ByteBuf cost more than one. Event-loop confined, one per connection.
+ * outgoing buffer: many small copies into a ByteBuf cost more than one. Event-loop confined, one per event loop ({@link LoopState}).
  */
 final class HeadBuffer {
     byte[] bytes = new byte[512];
@@ -25,6 +25,12 @@ final class HeadBuffer {
         ensure(b.length);
         System.arraycopy(b, 0, bytes, size, b.length);
         size += b.length;
+    }
+
+    void put(byte[] b, int from, int length) {
+        ensure(length);
+        System.arraycopy(b, from, bytes, size, length);
+        size += length;
     }
 
     /** Latin-1 characters as bytes (header text is validated elsewhere). */

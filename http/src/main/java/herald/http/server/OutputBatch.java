@@ -24,9 +24,20 @@ final class OutputBatch {
     /** A {@link Handoff} drain is writing answers: flushes wait for its end. */
     boolean deferred;
     private boolean needsFlush;
+    /** The event loop's scratch state, looked up on first use (a field read is cheaper than a thread-local). */
+    private LoopState loop;
 
     OutputBatch(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+    }
+
+    /** The scratch state of the connection's event loop (call on the event loop only). */
+    LoopState loop() {
+        LoopState l = loop;
+        if (l == null) {
+            loop = l = LoopState.get();
+        }
+        return l;
     }
 
     ByteBuf out() {

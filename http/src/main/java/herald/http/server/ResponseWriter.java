@@ -7,31 +7,23 @@ import clojure.lang.ISeq;
 import clojure.lang.RT;
 import herald.http.exception.InvalidResponseException;
 import herald.http.http2.Http2Request;
-import herald.http.http2.ResponseHeaders;
 import herald.http.websocket.WebSocketUpgrade;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelPipeline;
-import io.netty.channel.DefaultFileRegion;
-import io.netty.handler.codec.http2.DefaultHttp2DataFrame;
-import io.netty.handler.codec.http2.DefaultHttp2HeadersFrame;
 import io.netty.handler.stream.ChunkedWriteHandler;
 import io.netty.handler.stream.ChunkedFile;
-import io.netty.handler.stream.ChunkedStream;
 import io.netty.handler.codec.http.HttpVersion;
-import java.io.ByteArrayInputStream;
 import java.io.File;
 import java.io.InputStream;
-import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 
 /** Writes a Ring response: fixed bodies in one buffer, files zero-copy, streams chunked off the event loop. */
 final class ResponseWriter {
-    private static final byte[] CONTENT_LENGTH = ascii("Content-Length: ");
-    private static final byte[] CHUNKED = ascii("Transfer-Encoding: chunked\r\n");
-    private static final byte[] CLOSE = ascii("Connection: close\r\n");
-    private static final byte[] KEEP_ALIVE = ascii("Connection: keep-alive\r\n");
+    static final byte[] CONTENT_LENGTH = ascii("Content-Length: ");
+    static final byte[] CHUNKED = ascii("Transfer-Encoding: chunked\r\n");
+    static final byte[] CLOSE = ascii("Connection: close\r\n");
+    static final byte[] KEEP_ALIVE = ascii("Connection: keep-alive\r\n");
     private static final byte[] TEXT_PLAIN = ascii("Content-Type: text/plain; charset=utf-8\r\n");
     private static final byte[] RETRY_AFTER = ascii("Retry-After: 1\r\n");
 
@@ -42,8 +34,9 @@ final class ResponseWriter {
     }
 
     /** The sink for {@code ex}: HTTP/2 frames for a request that came on an HTTP/2 stream, else HTTP/1.1 bytes. */
-    static Sink sink(Exchange ex) {
-        return ex.request != null && ex.request.protocolVersion() == Http2Request.VERSION ? H2 : H1;
+    static ResponseSink sink(Exchange ex) {
+        return ex.request != null && ex.request.protocolVersion() == Http2Request.VERSION
+            ? ResponseSink.H2 : ResponseSink.H1;
     }
 
     /** Writes the handler's answer (or a 500 when it failed or is not a valid response). */
@@ -57,10 +50,10 @@ final class ResponseWriter {
             writeError(c, ex, 500);
             return;
         }
-        Sink sink = sink(ex);
+        ResponseSink sink = sink(ex);
         Object listener = RT.get(resp, WS_LISTENER);
         if (listener != null) {
-            if (sink == H1) {
+            if (sink == ResponseSink.H1) {
                 upgrade(c, ex, resp, listener);
             } else {
                 writeError(c, ex, 400); // no WebSocket over HTTP/2 (RFC 8441 is not offered)
@@ -101,26 +94,32 @@ final class ResponseWriter {
     }
 
     /** The Ring response rules, once for both protocols: status, headers, body types, HEAD and bodiless statuses. */
-    private static void encode(HttpConnection c, Exchange ex, Object resp, Sink sink) throws Exception {
+    private static void encode(HttpConnection c, Exchange ex, Object resp, ResponseSink sink) throws Exception {
         int status = status(RT.get(resp, STATUS));
         Object body = RT.get(resp, BODY);
-        LoopState loop = LoopState.get();
+        LoopState loop = c.output.loop();
+        HeaderScan scan = HeaderScan.of(RT.get(resp, HEADERS), loop);
+        boolean bodiless = StatusLines.bodiless(status);
+        boolean noBody = ex.head || bodiless;
+        boolean http10 = ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
+        ex.keepAlive = ex.keepAlive && !scan.close;
+        if (sink == ResponseSink.H1 && (body instanceof String || body instanceof byte[]
+            || body == null && (scan.contentLength == null || !ex.head && status != 304))) {
+            loop.fixed.write(c, ex, scan, status, body, bodiless, noBody, http10);
+            c.finished(ex);
+            return;
+        }
         HeadBuffer h = loop.head.reset();
         sink.start(h, status);
-        HeaderScan scan = HeaderScan.write(h, RT.get(resp, HEADERS), loop.lastScan);
-        loop.lastScan = scan;
+        h.put(scan.bytes, 0, scan.size);
         if (!scan.server && c.server.serverLine != null) {
             h.put(c.server.serverLine);
         }
         if (!scan.date) {
             h.put(HttpDate.line());
         }
-        boolean bodiless = StatusLines.bodiless(status);
-        boolean noBody = ex.head || bodiless;
-        boolean http10 = ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
-        ex.keepAlive = ex.keepAlive && !scan.close;
         if (body instanceof String s) {
-            byte[] b = s.getBytes(Charsets.of(scan.contentType));
+            byte[] b = s.getBytes(scan.charset);
             sink.fixed(c, ex, h, status, bodiless ? -1 : b.length, noBody ? null : b, http10);
             c.finished(ex);
         } else if (body instanceof byte[] b) {
@@ -150,7 +149,6 @@ final class ResponseWriter {
         }
     }
 
-    /** A File body for a TLS connection or an HTTP/2 stream (no zero-copy): read in 16 KiB chunks. */
     /** HTTP/1.1 byte[] and String bodies above this size are written by chunks of {@link #CHUNK} bytes as the peer reads. */
     static final int LARGE_BODY = 256 * 1024;
     static final int CHUNK = 64 * 1024;
@@ -167,6 +165,7 @@ final class ResponseWriter {
         return c.output;
     }
 
+    /** A File body for a TLS connection or an HTTP/2 stream (no zero-copy): read in 16 KiB chunks. */
     static ChunkedFile chunkedFile(File f, long len) {
         try {
             return new ChunkedFile(new java.io.RandomAccessFile(f, "r"), 0, len, 16384);
@@ -176,7 +175,8 @@ final class ResponseWriter {
     }
 
     private static void writeStream(HttpConnection c, Exchange ex, HeadBuffer h, int status, Object resp,
-                                    Object body, HeaderScan scan, boolean noBody, boolean http10, Sink sink) {
+                                    Object body, HeaderScan scan, boolean noBody, boolean http10,
+                                    ResponseSink sink) {
         if (noBody) {
             if (scan.contentLength != null) {
                 line(h, "Content-Length", scan.contentLength);
@@ -188,12 +188,11 @@ final class ResponseWriter {
         }
         boolean chunked = sink.streamHead(c, ex, h, status, scan, http10);
         c.output.flushNow();
-        Charset cs = Charsets.of(scan.contentType);
-        c.server.blockingExecutor.execute(new BodyStreamer(c, ex, resp, body, chunked, cs));
+        c.server.blockingExecutor.execute(new BodyStreamer(c, ex, resp, body, chunked, scan.charset));
     }
 
     /** Content-Length (when {@code length >= 0}), Connection, the blank line; then the head into {@code buf}. */
-    private static void head(HeadBuffer h, ByteBuf buf, Exchange ex, long length, boolean http10) {
+    static void head(HeadBuffer h, ByteBuf buf, Exchange ex, long length, boolean http10) {
         if (length >= 0) {
             h.put(CONTENT_LENGTH);
             h.putLong(length);
@@ -209,6 +208,12 @@ final class ResponseWriter {
     }
 
     static int status(Object s) {
+        if (s instanceof Long l) {
+            long v = l;
+            if (v >= 100 && v <= 599) {
+                return (int) v;
+            }
+        }
         if (s == null) {
             return 200;
         }
@@ -228,14 +233,18 @@ final class ResponseWriter {
         h.crlf();
     }
 
-    /** A short plain-text error response; rejected requests close the connection. */
+    /**
+     * A short plain-text error response written by the server itself (counted in {@link HandlerStats#errors});
+     * rejected requests close the connection.
+     */
     static void writeError(HttpConnection c, Exchange ex, int status) {
-        byte[] body = ascii(StatusLines.reason(status));
+        c.server.stats.error(status);
+        byte[] body = StatusLines.reasonBytes(status);
         if (ex.reject != 0) {
             ex.keepAlive = false;
         }
-        Sink sink = sink(ex);
-        HeadBuffer h = LoopState.get().head.reset();
+        ResponseSink sink = sink(ex);
+        HeadBuffer h = c.output.loop().head.reset();
         sink.start(h, status);
         if (c.server.serverLine != null) {
             h.put(c.server.serverLine);
@@ -261,137 +270,4 @@ final class ResponseWriter {
             }
         }
     }
-
-    /**
-     * Where a response that passed the Ring rules goes: {@link #H1} encodes HTTP/1.1 bytes into the read batch's
-     * buffer, {@link #H2} writes HTTP/2 frames on the stream. Each call writes the head built in {@code h}
-     * (header lines; for HTTP/1.1 after the status line) and the body, if any.
-     */
-    abstract static class Sink {
-        /** Begins the head (HTTP/1.1: the status line). */
-        abstract void start(HeadBuffer h, int status);
-
-        /** The head, with Content-Length when {@code length >= 0}, then {@code body} unless null (the whole body). */
-        abstract void fixed(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, byte[] body,
-                            boolean http10);
-
-        /** The head, with Content-Length when {@code length >= 0}, then the file unless {@code f} is null. */
-        abstract void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f,
-                           boolean http10);
-
-        /** The head of a streamed body; true when the body must be chunk-framed. */
-        abstract boolean streamHead(HttpConnection c, Exchange ex, HeadBuffer h, int status, HeaderScan scan,
-                                    boolean http10);
-
-        /** Where to roll back to when encoding fails half-way. */
-        int mark(HttpConnection c) {
-            return 0;
-        }
-
-        void rollback(HttpConnection c, int mark) {
-        }
-    }
-
-    /** HTTP/1.1: the head and fixed bodies go into the read batch's buffer, files as a FileRegion (ChunkedFile on TLS). */
-    static final Sink H1 = new Sink() {
-        @Override
-        void start(HeadBuffer h, int status) {
-            h.put(StatusLines.of(status));
-        }
-
-        @Override
-        void fixed(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, byte[] body,
-                   boolean http10) {
-            ByteBuf buf = c.output.out();
-            head(h, buf, ex, length, http10);
-            if (body != null) {
-                if (body.length > LARGE_BODY) {
-                    // a whole copy into direct memory per queued response let slow readers exhaust it (QA Q23):
-                    // large bodies go out a chunk at a time, as the connection drains
-                    paced(c).write(new ChunkedStream(new ByteArrayInputStream(body), CHUNK));
-                } else {
-                    buf.writeBytes(body);
-                }
-            }
-        }
-
-        @Override
-        void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f, boolean http10) {
-            head(h, c.output.out(), ex, length, http10);
-            if (f != null) {
-                c.output.write(c.info.tls != null ? chunkedFile(f, length) : new DefaultFileRegion(f, 0, length));
-            }
-        }
-
-        @Override
-        boolean streamHead(HttpConnection c, Exchange ex, HeadBuffer h, int status, HeaderScan scan, boolean http10) {
-            boolean chunked = false;
-            if (scan.contentLength != null) {
-                line(h, "Content-Length", scan.contentLength);
-            } else if (http10) {
-                ex.keepAlive = false;
-            } else {
-                chunked = true;
-                h.put(CHUNKED);
-            }
-            head(h, c.output.out(), ex, -1, http10);
-            return chunked;
-        }
-
-        @Override
-        int mark(HttpConnection c) {
-            return c.output.out().writerIndex();
-        }
-
-        @Override
-        void rollback(HttpConnection c, int mark) {
-            c.output.out().writerIndex(mark);
-        }
-    };
-
-    /**
-     * HTTP/2: the head becomes a HEADERS frame (lower-case names, no connection-specific fields), a fixed body one
-     * DATA frame; files and streams are written as ByteBufs that the stream's adapter frames, ending with an empty one.
-     */
-    static final Sink H2 = new Sink() {
-        @Override
-        void start(HeadBuffer h, int status) {
-        }
-
-        @Override
-        void fixed(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, byte[] body,
-                   boolean http10) {
-            headers(c, h, status, length, body == null);
-            if (body != null) {
-                c.output.write(new DefaultHttp2DataFrame(Unpooled.wrappedBuffer(body), true));
-            }
-        }
-
-        @Override
-        void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f, boolean http10) {
-            headers(c, h, status, length, f == null);
-            if (f != null) {
-                paced(c).write(chunkedFile(f, length));
-                c.output.write(Unpooled.EMPTY_BUFFER); // the end of the stream, after the file's last chunk
-            }
-        }
-
-        @Override
-        boolean streamHead(HttpConnection c, Exchange ex, HeadBuffer h, int status, HeaderScan scan, boolean http10) {
-            if (scan.contentLength != null) {
-                line(h, "Content-Length", scan.contentLength);
-            }
-            headers(c, h, status, -1, false);
-            return false;
-        }
-
-        private void headers(HttpConnection c, HeadBuffer h, int status, long length, boolean last) {
-            if (length >= 0) {
-                h.put(CONTENT_LENGTH);
-                h.putLong(length);
-                h.crlf();
-            }
-            c.output.write(new DefaultHttp2HeadersFrame(ResponseHeaders.of(status, h.bytes, h.size), last));
-        }
-    };
 }

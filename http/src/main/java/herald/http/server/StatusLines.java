@@ -6,11 +6,13 @@ import java.nio.charset.StandardCharsets;
 /** Pre-encoded status lines ("HTTP/1.1 200 OK\r\n") for every status 100-599. */
 final class StatusLines {
     private static final byte[][] LINES = new byte[600][];
+    private static final byte[][] REASONS = new byte[600][];
 
     static {
         for (int code = 100; code < 600; code++) {
             String reason = HttpResponseStatus.valueOf(code).reasonPhrase();
             LINES[code] = ("HTTP/1.1 " + code + " " + reason + "\r\n").getBytes(StandardCharsets.US_ASCII);
+            REASONS[code] = reason.getBytes(StandardCharsets.US_ASCII);
         }
     }
 
@@ -24,6 +26,11 @@ final class StatusLines {
     /** The reason phrase of {@code code}. */
     static String reason(int code) {
         return HttpResponseStatus.valueOf(code).reasonPhrase();
+    }
+
+    /** The reason phrase of {@code code} as ASCII bytes (shared: never modify). */
+    static byte[] reasonBytes(int code) {
+        return REASONS[code];
     }
 
     /** True when a response with this status never carries a body (1xx, 204, 304). */
