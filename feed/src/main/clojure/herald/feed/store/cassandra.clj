@@ -87,19 +87,35 @@
   "Pending buckets older than this many buckets (minutes) behind the clock, found empty, leave the registry."
   10)
 
-(defn- pending-rows
-  "The rows of every registered pending bucket, oldest first; drops old empty buckets from the registry."
+(def ^:private sweep-period-micros
+  "How often -complete-fanout! sweeps the registry of pending buckets (at most)."
+  60000000)
+
+(defn- sweep-pending-buckets!
+  "Drops from the registry the pending buckets older than bucket-grace that hold no pending fan-out any more, so
+  that listing the pending fan-outs reads only the recent buckets and those still holding some."
   [session ps ^Set registered]
-  (let [buckets (cs/rows bucket-of (cs/execute! session "listing pending fan-outs" (st ps :buckets-from "pending" 0)))
-        horizon (- (schema/pending-bucket (clock/now-micros)) (long bucket-grace))]
-    (into [] (mapcat (fn [b]
-                       (let [rows (cs/rows (fn [^Row r] (assoc (pointer r) :recipients (vec (.getList r "recipients" Long))))
-                                           (cs/execute! session "listing pending fan-outs" (st ps :pending-in b)))]
-                         (when (and (empty? rows) (< (long b) horizon))
-                           (cs/execute! session "dropping an empty pending bucket" (st ps :delete-bucket "pending" b))
-                           (.remove registered ["pending" b]))
-                         rows)))
-          buckets)))
+  (let [horizon (- (schema/pending-bucket (clock/now-micros)) (long bucket-grace))]
+    (doseq [b (cs/rows bucket-of (cs/execute! session "listing pending buckets" (st ps :buckets-from "pending" 0)))
+            :while (< (long b) horizon)]
+      (when (empty? (cs/rows bucket-of (cs/execute! session "sweeping pending buckets" (st ps :pending-any b))))
+        (cs/execute! session "dropping an empty pending bucket" (st ps :delete-bucket "pending" b))
+        (.remove registered ["pending" b])))))
+
+(defn- maybe-sweep!
+  "Runs sweep-pending-buckets! when the last sweep of this instance is older than sweep-period-micros."
+  [session ps registered ^AtomicLong swept]
+  (let [now (clock/now-micros) last (.get swept)]
+    (when (and (> (- now last) (long sweep-period-micros)) (.compareAndSet swept last now))
+      (sweep-pending-buckets! session ps registered))))
+
+(defn- pending-rows
+  "The rows of every registered pending bucket, oldest first."
+  [session ps]
+  (into [] (mapcat (fn [b]
+                     (cs/rows (fn [^Row r] (assoc (pointer r) :recipients (vec (.getList r "recipients" Long))))
+                              (cs/execute! session "listing pending fan-outs" (st ps :pending-in b)))))
+        (cs/rows bucket-of (cs/execute! session "listing pending fan-outs" (st ps :buckets-from "pending" 0)))))
 
 (defn- posts-after [session ps ts limit]
   (let [ts (long ts) limit (long limit)
@@ -117,7 +133,8 @@
      (cs/with-errors "a request" ~@body)
      (throw (ex-info "the store is closed" {:type :herald.feed.store/closed}))))
 
-(deftype CassandraFeeds [^CqlSession session ps opts ^AtomicLong last-ts ^Set registered ^Set pending ^AtomicBoolean open?]
+(deftype CassandraFeeds [^CqlSession session ps opts ^AtomicLong last-ts ^Set registered ^Set pending ^AtomicLong swept
+                         ^AtomicBoolean open?]
   store/OutboundStore
   (-publish! [_ post recipients]
     (guarded open?
@@ -153,7 +170,8 @@
     (guarded open? (page session ps [:inbound-first :inbound-after] recipient opts inbound-row)))
   (-pending-fanouts [_]
     (guarded open?
-     (let [rows (pending-rows session ps registered)
+     (sweep-pending-buckets! session ps registered)
+     (let [rows (pending-rows session ps)
            posts (into {} (map (juxt :id identity)) (fetch-posts session ps rows))]
        (vec (for [{:keys [id recipients]} rows :let [p (posts id)] :when p]
               (do (.add pending id) {:post p :recipients recipients}))))))
@@ -162,6 +180,7 @@
      (let [ts (schema/id-ts post-id)]
        (cs/execute! session "completing a fan-out" (st ps :delete-pending (schema/pending-bucket ts) ts post-id))
        (.remove pending post-id)
+       (maybe-sweep! session ps registered swept)
        nil)))
 
   spi/PostLog
@@ -211,5 +230,5 @@
       (when (:create-schema? opts) (schema/create! session opts))
       (let [ps (schema/prepare-all session (:keyspace opts))]
         (CassandraFeeds. session ps opts (AtomicLong. (stored-last-ts session ps)) (ConcurrentHashMap/newKeySet)
-                         (ConcurrentHashMap/newKeySet) (AtomicBoolean. true)))
+                         (ConcurrentHashMap/newKeySet) (AtomicLong. (clock/now-micros)) (AtomicBoolean. true)))
       (catch Throwable t (.close session) (throw t)))))

@@ -6,9 +6,11 @@
             [herald.feed.store :as s]
             [herald.feed.store.cassandra :as cassandra]
             [herald.feed.store.cassandra.schema :as schema]
+            [herald.feed.store.clock :as clock]
             [herald.feed.store.contract :as contract :refer [post-of thrown-type all-pages]]
             [herald.feed.store.scale.spi :as spi])
   (:import (com.datastax.oss.driver.api.core CqlSession)
+           (com.datastax.oss.driver.api.core.cql Row)
            (java.util.concurrent.atomic AtomicLong)))
 
 (set! *warn-on-reflection* true)
@@ -121,6 +123,32 @@
           (is (= [now] (spi/-posts-after f (:ts (old 3)) 100)))
           (is (= [] (spi/-posts-after f (:ts now) 100)))
           (is (= (old 2) (s/post f (:id (old 2))))))
+        (finally (s/close-store! f))))))
+
+(defn- registered-pending [^CqlSession ss keyspace]
+  (mapv #(.getLong ^Row % "bucket")
+        (.execute ss (format "SELECT bucket FROM %s.buckets WHERE kind = 'pending'" keyspace))))
+
+(deftest pending-in-old-buckets-come-first-and-empty-old-buckets-are-swept
+  (node/with-node [cp]
+    (let [cfg (feeds-config cp)
+          f (cassandra/open cfg)
+          ss (session f)
+          ks (:keyspace cfg)
+          ts (- (clock/now-micros) 3600000000)
+          old {:id (schema/post-id ts 7) :from 4 :occurred "2026-11-22" :subject "s" :story "an hour ago" :ts ts}
+          pb (schema/pending-bucket ts)]
+      (try
+        (put-logged-post! ss ks old)
+        (.execute ss (format "INSERT INTO %s.pending_fanouts (bucket, ts, id, sender, recipients) VALUES (%d, %d, %d, 4, [8, 9])"
+                             ks pb ts (:id old)))
+        (.execute ss (format "INSERT INTO %s.buckets (kind, bucket) VALUES ('pending', %d)" ks pb))
+        (let [p (s/publish! f (post-of 5 "now") [8])]
+          (is (= [{:post old :recipients [8 9]} {:post p :recipients [8]}] (s/pending-fanouts f)) "oldest first")
+          (s/fan-out! f old [8 9])
+          (is (= [{:post p :recipients [8]}] (s/pending-fanouts f)))
+          (is (= [(schema/pending-bucket (:ts p))] (registered-pending ss ks)) "the old, empty bucket left the registry")
+          (is (= [old] (:items (s/inbound f 9)))))
         (finally (s/close-store! f))))))
 
 (deftest large-post-and-many-recipients

@@ -85,6 +85,7 @@
    :buckets-from "SELECT bucket FROM %s.buckets WHERE kind = ? AND bucket >= ?"
    :last-bucket "SELECT bucket FROM %s.buckets WHERE kind = ? ORDER BY bucket DESC LIMIT 1"
    :delete-bucket "DELETE FROM %s.buckets WHERE kind = ? AND bucket = ?"
+   :pending-any "SELECT bucket FROM %s.pending_fanouts WHERE bucket = ? LIMIT 1"
    :pending-in "SELECT ts, id, sender, recipients FROM %s.pending_fanouts WHERE bucket = ?"
    :delete-pending "DELETE FROM %s.pending_fanouts WHERE bucket = ? AND ts = ? AND id = ?"})
 
