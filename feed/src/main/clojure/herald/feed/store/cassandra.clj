@@ -208,7 +208,7 @@
 
   | key                 | type              | default                    | meaning |
   |---------------------|-------------------|----------------------------|---------|
-  | :contact-points     | vector of strings | [\"127.0.0.1:9042\"]       | \"host:port\" of one or more nodes |
+  | :contact-points     | vector of strings | [\"127.0.0.1:9042\"]       | \"host:port\" of one or more nodes (or one comma-separated string) |
   | :local-datacenter   | string            | \"datacenter1\"            | the driver's local datacenter (LOCAL_* consistency, routing) |
   | :keyspace           | string            | \"herald_feed\"            | keyspace of the tables, [a-z][a-z0-9_]{0,47} |
   | :replication        | map               | {\"class\" \"SimpleStrategy\" \"replication_factor\" 1} | replication of a keyspace created on open (an existing one is not altered) |

@@ -6,6 +6,7 @@
             [herald.feed.store :as s]
             [herald.feed.store.cassandra :as cassandra]
             [herald.feed.store.cassandra.schema :as schema]
+            [herald.feed.store.cassandra.session :as cs]
             [herald.feed.store.clock :as clock]
             [herald.feed.store.contract :as contract :refer [post-of thrown-type all-pages]]
             [herald.feed.store.scale.spi :as spi])
@@ -178,7 +179,7 @@
       (is (= ::s/closed (thrown-type #(s/publish! f (post-of 1 "y") [])))))))
 
 (deftest bad-config-names-the-key
-  (doseq [[k v] [[:contact-points []] [:contact-points ["localhost"]] [:contact-points "127.0.0.1:9042"]
+  (doseq [[k v] [[:contact-points []] [:contact-points ["localhost"]] [:contact-points ["127.0.0.1:9042" 9042]]
                  [:local-datacenter ""] [:keyspace "Bad-Name"] [:keyspace "x;DROP"] [:replication {}]
                  [:replication {"replication_factor" 1}] [:replication {"class" "Simple'Strategy"}]
                  [:create-schema? "yes"] [:consistency :most] [:request-timeout-ms 0] [:connect-timeout-ms "1"]
@@ -186,6 +187,9 @@
     (let [e (try (cassandra/open {k v}) nil (catch clojure.lang.ExceptionInfo e e))]
       (is (= {:type ::s/invalid :key k :value v} (select-keys (ex-data e) [:type :key :value])) (pr-str k v))
       (is (.startsWith (str (ex-message e)) (str k " ")) (ex-message e))))
+  (testing "a comma-separated string of contact points (from the environment) is split"
+    (is (= ["a:1" "b:2"] (:contact-points (cs/validate (merge cs/defaults {:contact-points " a:1, b:2 "})))))
+    (is (= ::s/invalid (thrown-type #(cassandra/open {:contact-points "a:1,b"})))))
   (testing "through the :scale store the key is a path"
     (let [e (try (s/open-store {:type :scale :feeds {:type :cassandra :node-id 5000}}) nil
                  (catch clojure.lang.ExceptionInfo e e))]

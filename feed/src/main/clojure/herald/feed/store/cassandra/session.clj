@@ -53,9 +53,7 @@
 
 (defn- positive-int? [v] (and (int? v) (pos? (long v))))
 
-(defn validate
-  "opts (merged over defaults) when valid; otherwise throws ex-info {:type :herald.feed.store/invalid :key k}."
-  [opts]
+(defn- check-all [opts]
   (check opts :contact-points #(and (sequential? %) (seq %) (every? contact-point? %)) "a non-empty vector of \"host:port\" strings")
   (check opts :local-datacenter #(and (string? %) (seq %)) "a non-empty string")
   (check opts :keyspace #(and (string? %) (re-matches #"[a-z][a-z0-9_]{0,47}" %)) "a keyspace name: [a-z][a-z0-9_]{0,47}")
@@ -65,6 +63,18 @@
   (doseq [k [:request-timeout-ms :connect-timeout-ms :schema-timeout-ms :fanout-concurrency]] (check opts k positive-int? "a positive integer"))
   (check opts :node-id #(and (int? %) (<= 0 (long %) 1023)) "an integer in 0..1023")
   opts)
+
+(defn- split-points
+  "A comma-separated \"host:port,host:port\" string (as from the environment) as a vector; anything else as is."
+  [v]
+  (if (string? v) (into [] (remove str/blank?) (map str/trim (str/split v #","))) v))
+
+(defn validate
+  "opts (merged over defaults) when valid, :contact-points as a vector (a comma-separated string is split);
+  otherwise throws ex-info {:type :herald.feed.store/invalid :key k}."
+  [opts]
+  (let [opts (update opts :contact-points split-points)]
+    (check-all opts)))
 
 (defn replication-cql
   "The CQL map literal of a :replication option, e.g. {'class': 'SimpleStrategy', 'replication_factor': 1}."
