@@ -9,6 +9,8 @@
            (java.util.concurrent.atomic AtomicBoolean AtomicLong)
            (redis.clients.jedis Jedis JedisPool JedisPoolConfig)
            (redis.clients.jedis.exceptions JedisException JedisNoScriptException)
+           (redis.clients.jedis.params ScanParams)
+           (redis.clients.jedis.resps ScanResult)
            (org.slf4j Logger LoggerFactory)))
 
 (set! *warn-on-reflection* true)
@@ -111,8 +113,20 @@
   (-ready? [_] (.get open?))
   (-stats [this] (store/-cache-stats this)))
 
+(defn- clear!
+  "Deletes every cached value under prefix (SCAN + UNLINK, a batch at a time); returns how many."
+  [^JedisPool pool prefix]
+  (with-open [j (.getResource pool)]
+    (let [params (doto (ScanParams.) (.match (str prefix "v:*")) (.count (int 1000)))]
+      (loop [cursor ScanParams/SCAN_POINTER_START n 0]
+        (let [^ScanResult r (.scan j ^String cursor params)
+              ks (vec (.getResult r))
+              n (+ n (if (seq ks) (.unlink j ^"[Ljava.lang.String;" (into-array String ks)) 0))]
+          (if (= ScanParams/SCAN_POINTER_START (.getCursor r)) n (recur (.getCursor r) n)))))))
+
 (def ^:private defaults
-  {:uri "redis://127.0.0.1:6379/0" :prefix "herald:cache:" :ttl-ms 600000 :timeout-ms 2000 :pool-size 16})
+  {:uri "redis://127.0.0.1:6379/0" :prefix "herald:cache:" :ttl-ms 600000 :timeout-ms 2000 :pool-size 16
+   :clear-on-open? true})
 
 (defn- validate [opts]
   (let [bad (fn [k what] (throw (ex-info (str "redis option " k " must be " what ", got " (pr-str (get opts k)))
@@ -121,7 +135,9 @@
     (when-not (and (string? uri) (re-matches #"rediss?://.+" uri)
                    (try (URI. uri) true (catch URISyntaxException _ false)))
       (bad :uri "a URI redis://[user:password@]host:port[/db]"))
-    (when-not (and (string? prefix) (not (str/blank? prefix))) (bad :prefix "a non-empty string"))
+    (when-not (and (string? prefix) (re-matches #"[A-Za-z0-9:_.\-]{1,200}" prefix))
+      (bad :prefix "1..200 characters of A-Z a-z 0-9 : _ . -"))
+    (when-not (boolean? (:clear-on-open? opts)) (bad :clear-on-open? "a boolean"))
     (doseq [[k lo hi] [[:ttl-ms 1000 (* 30 86400000)] [:timeout-ms 10 600000] [:pool-size 1 1000]]]
       (let [v (get opts k)]
         (when-not (and (int? v) (<= (long lo) (long v) (long hi))) (bad k (str "an integer in " lo ".." hi)))))
@@ -139,17 +155,21 @@
   | key         | type   | default                    | meaning                                  |
   |-------------|--------|----------------------------|------------------------------------------|
   | :uri        | string | \"redis://127.0.0.1:6379/0\" | the server (redis:// or rediss://, user:password@ and /db allowed) |
-  | :prefix     | string | \"herald:cache:\"            | prepended to every key                   |
+  | :prefix     | string | \"herald:cache:\"            | prepended to every key (A-Z a-z 0-9 : _ . -) |
   | :ttl-ms     | int    | 600000                     | a cached value's life, 1000..30 days     |
   | :timeout-ms | int    | 2000                       | connect and socket timeout               |
-  | :pool-size  | int    | 16                         | most pooled connections                  |"
+  | :pool-size  | int    | 16                         | most pooled connections                  |
+  | :clear-on-open? | boolean | true                  | drop the values cached under prefix when opening: a crash between a write and its invalidation leaves no stale value behind |"
   [config]
-  (let [{:keys [uri prefix ttl-ms timeout-ms pool-size]} (validate (merge defaults (select-keys config (keys defaults))))
+  (let [{:keys [uri prefix ttl-ms timeout-ms pool-size clear-on-open?]} (validate (merge defaults (select-keys config (keys defaults))))
         pc (doto (JedisPoolConfig.) (.setMaxTotal (int pool-size)) (.setMaxIdle (int pool-size))
              (.setMaxWait (java.time.Duration/ofMillis timeout-ms)))]
     (let [pool (JedisPool. pc (URI. uri) (int timeout-ms))]
       ;; a wrong :uri fails the start, not every request after it
       (try (with-open [j (.getResource pool)] (.ping j))
+           (when clear-on-open?
+             (let [n (clear! pool prefix)]
+               (when (pos? (long n)) (.info log (str "redis cache: " n " values of the previous run dropped")))))
            (catch JedisException e
              (.close pool)
              (throw (ex-info (str "redis: cannot reach " (str/replace uri #"//[^@/]*@" "//") ": " (ex-message e))

@@ -84,6 +84,23 @@
          (is (= (get @source k) (s/-fetch c k #(get @source k))) (str "key " k " is fresh after the last write")))
        (finally (.shutdownNow pool) (s/-close! c))))))
 
+(deftest ^:integration opening-drops-the-values-of-the-previous-run
+  (rd/when-up
+   (let [config (rd/fresh-config)
+         c1 (redis/open config)]
+     ;; a crash between a write and its invalidation would leave this value stale
+     (s/-fetch c1 [:friends 1] (constantly [:before-the-crash]))
+     (s/-fetch c1 [:friends 2] (constantly [:before-the-crash]))
+     (let [c2 (redis/open (assoc config :clear-on-open? false))
+           kept (s/-fetch c2 [:friends 1] (constantly [:after]))
+           c3 (redis/open config)]
+       (try
+         (is (= [:before-the-crash] kept) "kept without :clear-on-open?")
+         (is (= [:after] (s/-fetch c3 [:friends 1] (constantly [:after]))) "dropped on open")
+         (is (= [:after] (s/-fetch c3 [:friends 2] (constantly [:after]))))
+         (is (= [:after] (s/-fetch c1 [:friends 2] (constantly [:wrong]))) "the value read since is cached again")
+         (finally (run! s/-close! [c1 c2 c3])))))))
+
 (deftest ^:integration values-expire-after-the-ttl
   (rd/when-up
    (let [c (redis/open (assoc (rd/fresh-config) :ttl-ms 1000))]
@@ -118,7 +135,8 @@
         (is (= ::s/closed (thrown-type #(s/-fetch c :k (constantly 1)))))))))
 
 (deftest bad-options-name-the-key
-  (doseq [[opts k] [[{:uri "http://x"} :uri] [{:ttl-ms 5} :ttl-ms] [{:prefix ""} :prefix]
+  (doseq [[opts k] [[{:uri "http://x"} :uri] [{:ttl-ms 5} :ttl-ms] [{:prefix ""} :prefix] [{:prefix "a*"} :prefix]
+                    [{:clear-on-open? "yes"} :clear-on-open?]
                     [{:pool-size 0} :pool-size] [{:timeout-ms "1"} :timeout-ms]]]
     (let [e (try (redis/open opts) nil (catch clojure.lang.ExceptionInfo e e))]
       (is (= ::s/invalid (:type (ex-data e))) (pr-str opts))
