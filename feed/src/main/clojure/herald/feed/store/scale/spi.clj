@@ -14,7 +14,14 @@
   A role given `{:type :memory}` (or left out) is served by one shared in-memory store, so a test can put one
   real server behind one role. Each backend namespace has a public `open` taking that role's config map (without
   :type) and returning an object that implements the role's protocols and herald.feed.store/Lifecycle
-  (-close! -ready? -stats)."
+  (-close! -ready? -stats).
+
+  How the :scale store uses this SPI: on open it reads the search backend's -indexed-through once, then calls
+  -posts-after on :feeds from that mark in batches of :catch-up-batch (500), passing each batch to -index-batch!
+  and storing the batch's last :ts with -set-indexed-through!; while open it calls -set-indexed-through! at most
+  every :index-mark-ms (1 s) when the mark moved, and -post on :feeds for posts left unindexed for
+  :index-retry-ms. The mark assumes the :ts a :feeds backend assigns strictly increase (across restarts too)
+  and that one store instance writes to the pair."
   )
 
 (set! *warn-on-reflection* true)
