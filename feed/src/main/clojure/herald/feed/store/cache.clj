@@ -1,6 +1,7 @@
 (ns herald.feed.store.cache
   "A Caffeine cache (the Cache role) and a store decorator caching participant lookups and friend lists."
-  (:require [herald.feed.store :as store])
+  (:require [herald.feed.fanout :as fanout]
+            [herald.feed.store :as store])
   (:import (com.github.benmanes.caffeine.cache Caffeine)
            (com.github.benmanes.caffeine.cache.stats CacheStats)
            (java.time Duration)
@@ -60,6 +61,12 @@
   (-inbound [_ recipient opts] (store/-inbound inner recipient opts))
   (-pending-fanouts [_] (store/-pending-fanouts inner))
   (-complete-fanout! [_ post-id] (store/-complete-fanout! inner post-id))
+
+  fanout/BatchFanOut
+  (-fan-out-all! [_ deliveries]
+    (if (fanout/batch-fan-out? inner)
+      (fanout/-fan-out-all! inner deliveries)
+      (doseq [{:keys [post recipients]} deliveries] (store/fan-out! inner post recipients))))
 
   store/SearchIndex
   (-index! [_ post] (store/-index! inner post))

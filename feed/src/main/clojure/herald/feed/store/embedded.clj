@@ -1,6 +1,7 @@
 (ns herald.feed.store.embedded
   "The embedded store: RocksDB for participants, the graph, feeds and fan-out; Lucene for search."
   (:require [clojure.java.io :as io]
+            [herald.feed.fanout :as fanout]
             [herald.feed.store :as store]
             [herald.feed.store.clock :as clock]
             [herald.feed.store.cursor :as cursor]
@@ -84,6 +85,14 @@
     (when (seq recipients) (.put wb (cf db :fanout) (c/long-key id) (c/encode-fanout ok recipients)))
     wb))
 
+(defn- fan-out-batch!
+  "Adds to wb the inbound upserts of post for every recipient and the completion of its fan-out record."
+  [db ^WriteBatch wb post recipients]
+  (let [{:keys [id from ts]} post
+        v (c/long-key from)]
+    (doseq [r recipients] (.put wb (cf db :inbound) (c/feed-key r ts id) v))
+    (.delete wb (cf db :fanout) (c/long-key id))))
+
 (defn- pending
   "The in-memory set of post ids with a pending fan-out record: an exact count for the stats without
   iterating a family that fills with tombstones (one boxed id per pending post)."
@@ -130,12 +139,10 @@
     (guarded (rocks/put! db :inbound (c/feed-key recipient (:ts post) (:id post)) (c/long-key (:from post)))))
   (-fan-out! [_ post recipients]
     (guarded
-     (let [v (c/long-key (:from post))]
-       (with-open [wb (WriteBatch.)]
-         (doseq [r recipients] (.put wb (cf db :inbound) (c/feed-key r (:ts post) (:id post)) v))
-         (.delete wb (cf db :fanout) (c/long-key (:id post)))
-         (rocks/write! db wb))
-       (.remove (pending db :fanout) (:id post)))))
+     (with-open [wb (WriteBatch.)]
+       (fan-out-batch! db wb post recipients)
+       (rocks/write! db wb))
+     (.remove (pending db :fanout) (:id post))))
   (-inbound [_ recipient opts] (guarded (inbound-page db recipient opts)))
   (-pending-fanouts [_]
     (guarded
@@ -146,6 +153,15 @@
        @acc)))
   (-complete-fanout! [_ post-id]
     (guarded (rocks/delete! db :fanout (c/long-key post-id)) (.remove (pending db :fanout) post-id) nil))
+
+  fanout/BatchFanOut
+  (-fan-out-all! [_ deliveries]
+    (guarded
+     ;; one write for the batch: one WAL append and one write group instead of one per post
+     (with-open [wb (WriteBatch.)]
+       (doseq [{:keys [post recipients]} deliveries] (fan-out-batch! db wb post recipients))
+       (rocks/write! db wb))
+     (doseq [{:keys [post]} deliveries] (.remove (pending db :fanout) (:id post)))))
 
   store/SearchIndex
   (-index! [_ post] (guarded (ix/index-posts! idx state [post]) nil))
@@ -245,18 +261,37 @@
   ^long [{:keys [index-refresh-ms search-max-lag-ms]}]
   (long (or index-refresh-ms (if (pos? (long search-max-lag-ms)) (max 10 (quot (* 9 (long search-max-lag-ms)) 10)) 1000))))
 
+(defn- index-tick
+  "One look of the index scheduler: refreshes once the oldest post not visible to searches is `age` ms
+  old, and commits when `commit-ms` have passed since the last commit, right after such a refresh or when
+  no post waits for one (at the latest 2 x `commit-ms` after the last commit). A commit flushes Lucene's in-memory segment like a refresh does: aligned with the
+  refresh, it finds it already flushed, so a commit adds no segment of its own (each segment written
+  carries most of the vocabulary, then merges have one more to combine)."
+  [idx state post-lock post-ids age commit-ms ^longs last-commit]
+  (let [age (long age)
+        commit-ms (long commit-ms)
+        stale (lucene/stale-ms idx)
+        refresh? (>= stale age)
+        now (System/currentTimeMillis)]
+    (when refresh?
+      ((run-safely state "refreshing" #(lucene/refresh! idx))))
+    (when (let [since (- now (aget last-commit 0))]
+            (or (and (>= since commit-ms) (or refresh? (zero? stale))) (>= since (* 2 commit-ms))))
+      (aset last-commit 0 now)
+      ((run-safely state "committing" #(do (ix/retry-failed! idx state)
+                                           (ix/commit-index! idx post-lock post-ids)))))))
+
 (defn- start-scheduler [idx state post-lock post-ids {:keys [index-commit-ms] :as opts}]
   (let [ex (Executors/newSingleThreadScheduledExecutor
             (reify ThreadFactory
               (newThread [_ r] (doto (Thread. ^Runnable r "herald-feed-index") (.setDaemon true)))))
         age (refresh-ms opts)
-        tick (max 5 (min 100 (quot age 4)))]
-    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "committing" #(do (ix/retry-failed! idx state)
-                                                                              (ix/commit-index! idx post-lock post-ids)))
-                             (long index-commit-ms) (long index-commit-ms) TimeUnit/MILLISECONDS)
-    ;; one refresh (a segment flush) per period of new posts, not a periodic one whatever the load
-    (.scheduleWithFixedDelay ex ^Runnable (run-safely state "refreshing" #(when (>= (lucene/stale-ms idx) age)
-                                                                            (lucene/refresh! idx)))
+        commit-ms (long index-commit-ms)
+        tick (max 5 (min 100 (quot age 4) (quot commit-ms 4)))
+        last-commit (long-array [(System/currentTimeMillis)])]
+    ;; one refresh (a segment flush) per period of new posts, not a periodic one whatever the load; the
+    ;; commit every :index-commit-ms, aligned with a refresh (at most `age` ms late)
+    (.scheduleWithFixedDelay ex ^Runnable #(index-tick idx state post-lock post-ids age commit-ms last-commit)
                              tick tick TimeUnit/MILLISECONDS)
     ex))
 

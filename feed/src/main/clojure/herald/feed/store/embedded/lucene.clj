@@ -55,7 +55,11 @@
     (.setRAMBufferSizeMB (double ram-mb))
     ;; no compound files: they copy every flushed or small merged segment once more
     (.setUseCompoundFile false)
-    (.setMergePolicy (doto (TieredMergePolicy.) (.setNoCFSRatio 0.0)))
+    ;; a 2 MB floor (Lucene 10's default is 16 MB): below the floor every segment counts as floor-sized, so
+    ;; the segment growing from the ~1 s flushes of a steady write load was merged again with every few new
+    ;; ones until it passed 16 MB (each merge re-sorting and rewriting it, and the ~40K-term vocabulary of
+    ;; every small segment); see bench/results/feed-profile-notes.md
+    (.setMergePolicy (doto (TieredMergePolicy.) (.setNoCFSRatio 0.0) (.setFloorSegmentMB 2.0)))
     (.setIndexSort newest-first)
     ;; no merge-on-refresh: a reopen must not wait (up to 500 ms by default) for merges
     (.setMaxFullFlushMergeWaitMillis 0)))
