@@ -22,11 +22,9 @@
   [ps k & args]
   (apply cs/bind ^PreparedStatement (get ps k) args))
 
-(defn- outbound-row [sender ^Row r]
-  {:id (.getLong r "id") :from sender :occurred (.getString r "occurred") :subject (.getString r "subject")
-   :story (.getString r "story") :ts (.getLong r "ts")})
-
-(defn- inbound-row [^Row r]
+(defn- post-row
+  "A post from a row of sender, ts, id and the post columns (inbound, or outbound with its partition key)."
+  [^Row r]
   {:id (.getLong r "id") :from (.getLong r "sender") :occurred (.getString r "occurred")
    :subject (.getString r "subject") :story (.getString r "story") :ts (.getLong r "ts")})
 
@@ -48,22 +46,24 @@
         shown (if more? (subvec items 0 limit) items)]
     {:items shown :next (cursor/for-page shown more?)}))
 
-(defn- fetch-posts
-  "The posts of pointers [{:sender :ts :id}] read from the outbound feeds in parallel, in order (missing ones dropped)."
-  [session ps pointers]
-  (->> (cs/await-all "reading posts"
-                     (for [{:keys [sender ts id]} pointers]
-                       (.thenApply (cs/execute-async session (st ps :outbound-row sender ts id))
-                                   (reify java.util.function.Function
-                                     (apply [_ rs] (first (cs/first-page-rows #(outbound-row sender %) rs)))))))
-       (filterv some?)))
-
 (defn- run-bounded!
-  "Runs statements asynchronously, at most n in flight; waits for all; throws the first failure as ex-info."
-  [session stmts ^long n what]
-  (let [sem (Semaphore. n)
-        release (reify BiConsumer (accept [_ _ _] (.release sem)))]
-    (cs/await-all what (mapv (fn [s] (.acquire sem) (.whenComplete (cs/execute-async session s) release)) stmts))))
+  "Runs statements asynchronously, at most n in flight, and waits for all; returns (f result-set) of each, in
+  order. The first failure is thrown as ex-info once every statement has finished."
+  [session stmts n what f]
+  (let [sem (Semaphore. (int n))
+        release (reify BiConsumer (accept [_ _ _] (.release sem)))
+        apply-f (reify java.util.function.Function (apply [_ rs] (f rs)))]
+    (cs/await-all what (mapv (fn [s]
+                               (.acquire sem)
+                               (-> (cs/execute-async session s) (.whenComplete release) (.thenApply apply-f)))
+                             stmts))))
+
+(defn- fetch-posts
+  "The posts of pointers [{:sender :ts :id}] read from the outbound feeds, n at a time, in order (missing ones
+  dropped)."
+  [session ps n pointers]
+  (filterv some? (run-bounded! session (mapv (fn [{:keys [sender ts id]}] (st ps :outbound-row sender ts id)) pointers)
+                               n "reading posts" #(first (cs/first-page-rows post-row %)))))
 
 (defn- publish-batch
   "ONE logged batch: the outbound row, the id pointer, the post-log row, the pending fan-out (when there are
@@ -117,13 +117,13 @@
                               (cs/execute! session "listing pending fan-outs" (st ps :pending-in b)))))
         (cs/rows bucket-of (cs/execute! session "listing pending fan-outs" (st ps :buckets-from "pending" 0)))))
 
-(defn- posts-after [session ps ts limit]
+(defn- posts-after [session ps n ts limit]
   (let [ts (long ts) limit (long limit)
         buckets (cs/rows bucket-of (cs/execute! session "reading the post log"
                                                 (st ps :buckets-from "log" (schema/log-bucket (max 0 (inc ts))))))]
     (loop [bs buckets acc []]
       (if (or (empty? bs) (>= (count acc) limit))
-        (fetch-posts session ps acc)
+        (fetch-posts session ps n acc)
         (let [rows (cs/rows pointer (cs/execute! session "reading the post log"
                                                  (st ps :log-after (first bs) ts (int (- limit (count acc))))))]
           (recur (rest bs) (into acc rows)))))))
@@ -148,11 +148,11 @@
          (.add pending (:id post)))
        post)))
   (-outbound [_ sender opts]
-    (guarded open? (page session ps [:outbound-first :outbound-after] sender opts #(outbound-row sender %))))
+    (guarded open? (page session ps [:outbound-first :outbound-after] sender opts post-row)))
   (-post [_ id]
     (guarded open?
      (when-let [p (first (cs/rows pointer* (cs/execute! session "reading a post" (st ps :post-by-id id))))]
-       (first (fetch-posts session ps [(assoc p :id id)])))))
+       (first (fetch-posts session ps (:fanout-concurrency opts) [(assoc p :id id)])))))
 
   store/InboundStore
   (-deliver! [_ recipient post]
@@ -164,15 +164,15 @@
     (guarded open?
      (let [{:keys [id ts from occurred subject story]} post]
        (run-bounded! session (mapv #(st ps :insert-inbound % ts id from occurred subject story) recipients)
-                     (:fanout-concurrency opts) "fanning out a post")
+                     (:fanout-concurrency opts) "fanning out a post" identity)
        (store/-complete-fanout! this id))))
   (-inbound [_ recipient opts]
-    (guarded open? (page session ps [:inbound-first :inbound-after] recipient opts inbound-row)))
+    (guarded open? (page session ps [:inbound-first :inbound-after] recipient opts post-row)))
   (-pending-fanouts [_]
     (guarded open?
      (sweep-pending-buckets! session ps registered)
      (let [rows (pending-rows session ps)
-           posts (into {} (map (juxt :id identity)) (fetch-posts session ps rows))]
+           posts (into {} (map (juxt :id identity)) (fetch-posts session ps (:fanout-concurrency opts) rows))]
        (vec (for [{:keys [id recipients]} rows :let [p (posts id)] :when p]
               (do (.add pending id) {:post p :recipients recipients}))))))
   (-complete-fanout! [_ post-id]
@@ -184,7 +184,7 @@
        nil)))
 
   spi/PostLog
-  (-posts-after [_ ts limit] (guarded open? (posts-after session ps ts limit)))
+  (-posts-after [_ ts limit] (guarded open? (posts-after session ps (:fanout-concurrency opts) ts limit)))
 
   store/Lifecycle
   (-close! [_] (when (.compareAndSet open? true false) (.close session)) nil)

@@ -56,11 +56,11 @@
 
 (deftest concurrent-publishes-without-fan-out-stay-pending
   (node/with-node [cp]
-    (let [f (cassandra/open (feeds-config cp))]
+    (let [f (cassandra/open (feeds-config cp :fanout-concurrency 3))]
       (try
         (let [posts (->> (for [t (range 4)] (future (vec (for [i (range 10)] (s/publish! f (post-of (inc t) (str i)) [99])))))
                          doall (mapcat deref) vec)]
-          (is (= (sort-by :ts posts) (map :post (s/pending-fanouts f))) "every publish is pending, oldest first")
+          (is (= (sort-by :ts posts) (map :post (s/pending-fanouts f))) "every publish is pending, oldest first (read 3 at a time)")
           (is (= 40 (:pending-fanouts (s/stats f))))
           (run! deref (doall (for [part (partition-all 10 posts)] (future (doseq [p part] (s/complete-fanout! f (:id p)))))))
           (is (empty? (s/pending-fanouts f)))
