@@ -23,20 +23,20 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * {@link SerialExecutor}: on-open first, on-close last and only after on-open.
  */
 public final class HeraldWebSocket {
-    private static final long CLOSE_WAIT_MS = 1000;
-
     private final Channel ch;
     private final WebSocketListener listener;
     private final SerialExecutor serial;
+    private final CloseHandshake close;
     private final AtomicBoolean closeSent = new AtomicBoolean();
     private final AtomicBoolean closeFired = new AtomicBoolean();
-    private volatile int closeCode = 1006;
+    private volatile int closeCode = CloseCodes.ABNORMAL;
     private volatile String closeReason = "";
 
     HeraldWebSocket(Channel ch, WebSocketListener listener, Executor executor) {
         this.ch = ch;
         this.listener = listener;
         this.serial = new SerialExecutor(executor);
+        this.close = new CloseHandshake(ch, this);
     }
 
     /** The underlying Netty channel. */
@@ -73,26 +73,34 @@ public final class HeraldWebSocket {
         return done;
     }
 
+    /** Sends a ping; {@code data} (byte[], ByteBuffer, String or nil) is at most 125 bytes (RFC 6455 5.5). */
     public void ping(Object data) {
-        write(new PingWebSocketFrame(bytes(data)));
+        write(new PingWebSocketFrame(control(data)));
     }
 
+    /** Sends an unsolicited pong; {@code data} as for {@link #ping}. */
     public void pong(Object data) {
-        write(new PongWebSocketFrame(bytes(data)));
+        write(new PongWebSocketFrame(control(data)));
     }
 
-    /** Starts the close handshake; the connection closes when the peer answers or after a second. */
+    /**
+     * Starts the close handshake: sends close {@code code}; the connection closes when the peer answers, or after
+     * a second without an answer. Throws IllegalArgumentException for a code a close frame may not carry (see
+     * {@link CloseCodes#valid}) or a reason over 123 UTF-8 bytes; does nothing once a close frame was sent.
+     */
     public void close(int code, String reason) {
-        if (!closeSent.compareAndSet(false, true)) {
-            return;
+        String r = reason == null ? "" : reason;
+        if (!CloseCodes.valid(code)) {
+            throw new IllegalArgumentException("websocket close code " + code
+                + " cannot be sent (1000-1003, 1007-1014 or 3000-4999)");
         }
-        closeCode = code;
-        closeReason = reason == null ? "" : reason;
-        if (!ch.isActive()) {
-            return;
+        if (ByteBufUtil.utf8Bytes(r) > CloseCodes.MAX_REASON_BYTES) {
+            throw new IllegalArgumentException("websocket close reason of " + ByteBufUtil.utf8Bytes(r)
+                + " UTF-8 bytes (at most " + CloseCodes.MAX_REASON_BYTES + ")");
         }
-        ch.writeAndFlush(new CloseWebSocketFrame(code, reason == null ? "" : reason))
-            .addListener(f -> ch.eventLoop().schedule(() -> { ch.close(); }, CLOSE_WAIT_MS, TimeUnit.MILLISECONDS));
+        if (claimClose(code, r) && ch.isActive()) {
+            close.sendClose(new CloseWebSocketFrame(code, r), CloseHandshake.Why.LOCAL);
+        }
     }
 
     private void write(WebSocketFrame f) {
@@ -111,6 +119,17 @@ public final class HeraldWebSocket {
             return new TextWebSocketFrame(ByteBufUtil.writeUtf8(ch.alloc(), cs));
         }
         return new BinaryWebSocketFrame(bytes(message));
+    }
+
+    private static ByteBuf control(Object data) {
+        ByteBuf b = bytes(data);
+        if (b.readableBytes() > CloseCodes.MAX_CONTROL_PAYLOAD) {
+            int n = b.readableBytes();
+            b.release();
+            throw new IllegalArgumentException("a ping or pong carries at most " + CloseCodes.MAX_CONTROL_PAYLOAD
+                + " bytes (RFC 6455 5.5), not " + n);
+        }
+        return b;
     }
 
     private static ByteBuf bytes(Object data) {
@@ -152,14 +171,6 @@ public final class HeraldWebSocket {
         serial.execute(() -> call(() -> listener.onPong(this, data)));
     }
 
-    /** Netty's codec already sent close {@code code} for a protocol violation: on-close reports it, not 1006. */
-    void failed(int code, String reason) {
-        if (closeSent.compareAndSet(false, true)) {
-            closeCode = code;
-            closeReason = reason == null ? "" : reason;
-        }
-    }
-
     void error(Throwable t) {
         serial.execute(() -> {
             try {
@@ -170,16 +181,30 @@ public final class HeraldWebSocket {
         });
     }
 
-    /** The peer sent a close frame: remember its code, answer it, close the connection. */
-    void peerClosed(int code, String reason) {
-        if (closeSent.compareAndSet(false, true)) {
-            closeCode = code < 0 ? 1005 : code;
-            closeReason = reason == null ? "" : reason;
-            CloseWebSocketFrame answer = code < 0 ? new CloseWebSocketFrame() : new CloseWebSocketFrame(code, "");
-            ch.writeAndFlush(answer).addListener(f -> ch.close());
-        } else {
-            ch.close();
+    /** The close handshake of this socket (for the frame handler). */
+    CloseHandshake handshake() {
+        return close;
+    }
+
+    /** True when this call is the one that sends the socket's close frame: records what on-close reports. */
+    boolean claimClose(int code, String reason) {
+        if (!closeSent.compareAndSet(false, true)) {
+            return false;
         }
+        closeCode = code;
+        closeReason = reason;
+        return true;
+    }
+
+    /** The close frame could not be written: on-close reports 1006, not a code the peer never got. */
+    void closeNotSent() {
+        closeCode = CloseCodes.ABNORMAL;
+        closeReason = "";
+    }
+
+    /** True once a close frame was sent (or is on its way): no frame may follow it. */
+    boolean closeSent() {
+        return closeSent.get();
     }
 
     /** The connection is gone: on-close once, with the handshake's code or 1006. */

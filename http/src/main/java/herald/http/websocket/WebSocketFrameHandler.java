@@ -2,46 +2,78 @@ package herald.http.websocket;
 
 import herald.http.server.HeraldServer;
 import io.netty.buffer.ByteBufUtil;
+import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
+import io.netty.handler.codec.DecoderException;
+import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.http.websocketx.BinaryWebSocketFrame;
 import io.netty.handler.codec.http.websocketx.CloseWebSocketFrame;
+import io.netty.handler.codec.http.websocketx.CorruptedWebSocketFrameException;
 import io.netty.handler.codec.http.websocketx.PingWebSocketFrame;
 import io.netty.handler.codec.http.websocketx.PongWebSocketFrame;
-import io.netty.handler.codec.http.websocketx.CorruptedWebSocketFrameException;
 import io.netty.handler.codec.http.websocketx.TextWebSocketFrame;
+import io.netty.handler.codec.http.websocketx.WebSocketCloseStatus;
+import io.netty.handler.codec.http.websocketx.WebSocketFrame;
 import io.netty.util.ReferenceCountUtil;
+import java.io.IOException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
 
-/** Turns (aggregated) WebSocket frames into listener events; answers pings when the listener does not. */
-final class WebSocketFrameHandler extends ChannelInboundHandlerAdapter {
+/**
+ * Turns (aggregated) WebSocket frames into listener events; answers pings when the listener does not; turns
+ * protocol errors into the close handshake ({@link CloseHandshake}). Outbound, it lets no frame follow a close.
+ */
+final class WebSocketFrameHandler extends ChannelDuplexHandler {
     private final HeraldWebSocket socket;
+    private final CloseHandshake handshake;
+    private boolean closeWritten;
 
     WebSocketFrameHandler(HeraldWebSocket socket) {
         this.socket = socket;
+        this.handshake = socket.handshake();
     }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         try {
+            if (handshake.failed()) {
+                return; // the peer broke the protocol: nothing after that is delivered
+            }
             if (msg instanceof TextWebSocketFrame t) {
                 socket.message(t.text());
             } else if (msg instanceof BinaryWebSocketFrame b) {
                 socket.message(ByteBuffer.wrap(ByteBufUtil.getBytes(b.content())));
             } else if (msg instanceof PingWebSocketFrame p) {
-                if (socket.handlesPing()) {
+                if (socket.closeSent()) {
+                    return; // no pong after the close frame, and none the listener could send
+                } else if (socket.handlesPing()) {
                     socket.ping(ByteBuffer.wrap(ByteBufUtil.getBytes(p.content())));
-                } else if (ctx.channel().isActive()) {
-                    ctx.writeAndFlush(new PongWebSocketFrame(p.content().retain()));
+                } else {
+                    ctx.channel().writeAndFlush(new PongWebSocketFrame(p.content().retain()));
                 }
             } else if (msg instanceof PongWebSocketFrame p) {
                 socket.pong(ByteBuffer.wrap(ByteBufUtil.getBytes(p.content())));
             } else if (msg instanceof CloseWebSocketFrame c) {
-                socket.peerClosed(c.statusCode(), c.reasonText());
+                handshake.peerClose(c.statusCode(), c.reasonText());
             }
         } finally {
             ReferenceCountUtil.release(msg);
         }
+    }
+
+    /** The close frame is the last frame on the wire (RFC 6455 5.5.1): later frames fail and are dropped. */
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (msg instanceof WebSocketFrame) {
+            if (closeWritten) {
+                ReferenceCountUtil.release(msg);
+                promise.setFailure(new ClosedChannelException());
+                return;
+            }
+            closeWritten = msg instanceof CloseWebSocketFrame;
+        }
+        ctx.write(msg, promise);
     }
 
     @Override
@@ -59,12 +91,28 @@ final class WebSocketFrameHandler extends ChannelInboundHandlerAdapter {
         ctx.fireChannelInactive();
     }
 
+    /**
+     * A bad frame or message from the peer (the decoder, the UTF-8 validator, the aggregator) fails the
+     * connection with its close code; a broken connection closes at once.
+     */
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        if (cause instanceof CorruptedWebSocketFrameException c && c.closeStatus() != null) {
-            socket.failed(c.closeStatus().code(), c.closeStatus().reasonText());
+        if (cause instanceof CorruptedWebSocketFrameException c) {
+            WebSocketCloseStatus status = c.closeStatus();
+            int code = status == null ? CloseCodes.PROTOCOL_ERROR : status.code();
+            String reason = c.getMessage() != null ? c.getMessage() : status == null ? "" : status.reasonText();
+            handshake.fail(code, reason, cause);
+        } else if (cause instanceof TooLongFrameException) {
+            handshake.fail(CloseCodes.TOO_BIG, "Message too big", cause);
+        } else if (cause instanceof IOException || cause.getCause() instanceof IOException) {
+            if (!handshake.failed()) {
+                socket.error(cause);
+            }
+            ctx.close(); // the connection is broken (a reset, a TLS failure): nothing can be sent
+        } else if (cause instanceof DecoderException) {
+            handshake.fail(CloseCodes.PROTOCOL_ERROR, "Protocol error", cause);
+        } else {
+            handshake.fail(CloseCodes.INTERNAL_ERROR, "Internal error", cause);
         }
-        socket.error(cause);
-        ctx.close();
     }
 }

@@ -20,6 +20,7 @@ import io.netty.handler.codec.http.websocketx.WebSocketDecoderConfig;
 import io.netty.handler.codec.http.websocketx.WebSocketFrameAggregator;
 import io.netty.handler.codec.http.websocketx.WebSocketServerHandshaker;
 import io.netty.handler.codec.http.websocketx.WebSocketServerHandshakerFactory;
+import io.netty.handler.codec.http.websocketx.WebSocketVersion;
 import java.util.concurrent.Executor;
 
 /** Upgrades an HTTP exchange whose Ring response carries {@code :ring.websocket/listener}. */
@@ -60,14 +61,15 @@ public final class WebSocketUpgrade {
         WebSocketDecoderConfig dc = WebSocketDecoderConfig.newBuilder()
             .maxFramePayloadLength(config.websocketMaxFrameBytes)
             .allowExtensions(false)
-            .closeOnProtocolViolation(true)
+            // WebSocketFrameHandler sends the close frame: the decoder's own would bypass the encoder after it
+            .closeOnProtocolViolation(false)
             .build();
         String host = req.headers().get(HttpHeaderNames.HOST, "localhost");
         WebSocketServerHandshakerFactory factory = new WebSocketServerHandshakerFactory(
             "ws://" + host + req.uri(), proto == null ? null : proto.toString(), dc);
         WebSocketServerHandshaker handshaker = factory.newHandshaker(req);
-        if (handshaker == null) {
-            return false;
+        if (handshaker == null || handshaker.version() == WebSocketVersion.V00) {
+            return false; // an unsupported version, or none (hixie-76, which has no Sec-WebSocket-Key)
         }
         WebSocketListener listener = (WebSocketListener) hooks.websocketAdapter.invoke(listenerValue);
         FullHttpRequest full = new DefaultFullHttpRequest(req.protocolVersion(), req.method(), req.uri(),
@@ -76,8 +78,9 @@ public final class WebSocketUpgrade {
         p.addBefore(ctx.name(), "herald-http-encoder", new HttpResponseEncoder());
         HeraldWebSocket socket = new HeraldWebSocket(ctx.channel(), listener, executor);
         handshaker.handshake(ctx.channel(), full, null, ctx.channel().newPromise());
-        // Netty adds this only in WebSocketServerProtocolHandler: invalid UTF-8 text fails with 1007 (RFC 6455 8.1)
-        p.addBefore(ctx.name(), "herald-ws-utf8", new Utf8FrameValidator(true));
+        // Netty adds this only in WebSocketServerProtocolHandler: invalid UTF-8 text fails with 1007 (RFC 6455 8.1);
+        // like the decoder and the aggregator it only raises the error, WebSocketFrameHandler sends the close frame
+        p.addBefore(ctx.name(), "herald-ws-utf8", new Utf8FrameValidator(false));
         p.addBefore(ctx.name(), "herald-ws-aggregator", new WebSocketFrameAggregator(config.websocketMaxFrameBytes));
         p.replace(ctx.name(), "herald-ws", new WebSocketFrameHandler(socket));
         socket.opened();
