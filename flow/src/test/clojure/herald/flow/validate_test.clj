@@ -42,6 +42,10 @@
    [:bad-predicate #(update % :flow-conditions conj {:flow/from :f0 :flow/to :all :flow/predicate [:xor :herald.flow.test-fns/big?]}) :flow/predicate]
    [:window-on-output #(assoc % :windows [{:window/id :w :window/task :out0 :window/type :global :window/aggregation :herald.flow/count}]) :window/task]
    [:window-without-time-key #(assoc % :windows [{:window/id :w :window/task :f0 :window/type :fixed :window/range 10 :window/aggregation :herald.flow/count}]) :window/time-key]
+   [:window-range-zero #(assoc (assoc-in % [:catalog (task-index % :function) :task/parallelism] 1) :windows [{:window/id :w :window/task :f0 :window/time-key :at :window/range 0 :window/aggregation :herald.flow/count}]) :window/range]
+   [:window-slide-zero #(assoc (assoc-in % [:catalog (task-index % :function) :task/parallelism] 1) :windows [{:window/id :w :window/task :f0 :window/type :sliding :window/time-key :at :window/range 2000 :window/slide 0 :window/aggregation :herald.flow/count}]) :window/slide]
+   [:window-slide-over-range #(assoc (assoc-in % [:catalog (task-index % :function) :task/parallelism] 1) :windows [{:window/id :w :window/task :f0 :window/type :sliding :window/time-key :at :window/range 1000 :window/slide 2000 :window/aggregation :herald.flow/count}]) :window/slide]
+   [:window-too-many-extents #(assoc (assoc-in % [:catalog (task-index % :function) :task/parallelism] 1) :windows [{:window/id :w :window/task :f0 :window/type :sliding :window/time-key :at :window/range [1 :days] :window/slide 1 :window/aggregation :herald.flow/count}]) :window/slide]
    [:trigger-on-missing-window #(assoc % :triggers [{:trigger/window-id :nope :trigger/on :watermark :trigger/sync :herald.flow.test-fns/collect-fired!}]) :trigger/window-id]
    [:lifecycle-calls-not-a-map #(assoc % :lifecycles [{:lifecycle/task :all :lifecycle/calls :herald.flow.test-fns/inc-n}]) :lifecycle/calls]])
 

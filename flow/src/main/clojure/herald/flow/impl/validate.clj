@@ -144,6 +144,32 @@
                 (str "comes after a condition of " from " that is not short-circuit (" [:flow-conditions i] ")")
                 "put the short-circuit conditions of a task before its others"))))
 
+(def ^:private max-extents-per-segment
+  "The most sliding extents one segment may fall into (range / slide): beyond it a job does that much work per segment."
+  10000)
+
+(defn- check-extents!
+  "Extent lengths a runtime can work with: a positive range, a positive slide no longer than the range (a longer one
+  leaves gaps whose segments no extent counts), and at most `max-extents-per-segment` extents per segment."
+  [path {:window/keys [type range slide] :or {type :fixed}}]
+  (when (and (#{:fixed :sliding} type) (t/duration? range) (zero? (t/duration-ms range)))
+    (invalid! (conj path :window/range) :window/range range "is zero: no segment fits an empty extent"
+              "give the extent a positive length, e.g. [1 :minute]"))
+  (when (and (= :sliding type) (t/duration? slide) (t/duration? range))
+    (let [r (t/duration-ms range) s (t/duration-ms slide)]
+      (cond (zero? s)
+            (invalid! (conj path :window/slide) :window/slide slide "is zero: extents would start everywhere"
+                      "give the slide a positive length no longer than :window/range")
+            (> s r)
+            (invalid! (conj path :window/slide) :window/slide slide
+                      (str "is longer than :window/range " (pr-str range) ": segments between extents would be counted by none")
+                      "use a slide no longer than the range (equal to it: a :fixed window)")
+            (> (quot r s) max-extents-per-segment)
+            (invalid! (conj path :window/slide) :window/slide slide
+                      (str "puts each segment into " (quot r s) " extents of :window/range " (pr-str range)
+                           " (at most " max-extents-per-segment ")")
+                      "use a longer slide or a shorter range")))))
+
 (defn- check-windows! [job tasks outs]
   (let [ids (map :window/id (:windows job))]
     (doseq [[i {:window/keys [id task aggregation on-late]}] (map-indexed vector (:windows job))
@@ -160,7 +186,8 @@
       (let [[kw] (if (vector? aggregation) aggregation [aggregation])]
         (when-not (= "herald.flow" (namespace kw))
           (t/fn-ref! (conj path :window/aggregation) :window/aggregation kw :map)))
-      (when on-late (t/fn-ref! (conj path :window/on-late) :window/on-late on-late)))
+      (when on-late (t/fn-ref! (conj path :window/on-late) :window/on-late on-late))
+      (check-extents! path (nth (:windows job) i)))
     (doseq [[n tm] tasks
             :when (and (= :reduce (:task/type tm)) (not (some #(= n (:window/task %)) (:windows job))))]
       (invalid! [:catalog (:index (meta tm)) :task/type] :task/type :reduce (str "task " n " has no window")
