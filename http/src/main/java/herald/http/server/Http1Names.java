@@ -65,13 +65,12 @@ final class Http1Names {
      * {@code h}, or null when it is not a common name.
      */
     static String known(byte[] b, int s, int e, int h) {
-        int len = e - s;
         for (int i = slot(h); ; i = (i + 1) & MASK) {
             byte[] k = BYTES[i];
             if (k == null) {
                 return null;
             }
-            if (k.length == len && java.util.Arrays.equals(k, 0, len, b, s, e)) {
+            if (Http1Bytes.same(k, b, s, e)) {
                 return TABLE[i];
             }
         }

@@ -232,7 +232,7 @@ final class Http1Parser {
     /** The path {@code b[s, e)} as a String: the last one again when the bytes are the same (clients repeat paths). */
     private String path(byte[] b, int s, int e) {
         byte[] last = pathBytes;
-        if (last != null && last.length == e - s && java.util.Arrays.equals(last, 0, last.length, b, s, e)) {
+        if (last != null && Http1Bytes.same(last, b, s, e)) {
             return path;
         }
         if (e - s > 256) {
@@ -267,7 +267,7 @@ final class Http1Parser {
      */
     private String host(byte[] b, int s, int e) {
         byte[] last = hostBytes;
-        if (last != null && last.length == e - s && java.util.Arrays.equals(last, 0, last.length, b, s, e)) {
+        if (last != null && Http1Bytes.same(last, b, s, e)) {
             return hostName;
         }
         String h = new String(b, s, e - s, StandardCharsets.ISO_8859_1);
