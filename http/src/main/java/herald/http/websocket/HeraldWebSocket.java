@@ -98,8 +98,8 @@ public final class HeraldWebSocket {
             throw new IllegalArgumentException("websocket close reason of " + ByteBufUtil.utf8Bytes(r)
                 + " UTF-8 bytes (at most " + CloseCodes.MAX_REASON_BYTES + ")");
         }
-        if (claimClose(code, r) && ch.isActive()) {
-            close.sendClose(new CloseWebSocketFrame(code, r), CloseHandshake.Why.LOCAL);
+        if (claimClose(code, r)) {
+            close.sendClose(new CloseWebSocketFrame(code, r), CloseHandshake.Why.LOCAL); // fails when gone: 1006
         }
     }
 
