@@ -18,7 +18,7 @@
 
 (def ^:private jvm-options
   "What Cassandra's conf/jvm17-server.options adds to run on JDK 17, plus a small heap."
-  (into ["-Xms512m" "-Xmx512m" "-XX:+UseSerialGC" "-Xss512k" "-XX:+ExitOnOutOfMemoryError"
+  (into ["-Xms256m" "-Xmx768m" "-XX:+UseSerialGC" "-Xss512k" "-XX:+ExitOnOutOfMemoryError"
          "-Djdk.attach.allowAttachSelf=true" "-Dcassandra-foreground=yes"
          "-Dcassandra.skip_wait_for_gossip_to_settle=0" "-Dcassandra.ring_delay_ms=0"
          ;; no flush of the schema and system tables per change: a test node's DDL is then quick
@@ -46,7 +46,8 @@
 (defn- java-17
   "The java executable of a JDK 17: $HERALD_CASSANDRA_JAVA, /usr/lib/jvm/*17*, or `java` when it is 17."
   []
-  (or (System/getenv "HERALD_CASSANDRA_JAVA")
+  (or (when-let [j (System/getenv "HERALD_CASSANDRA_JAVA")]
+        (if (.canExecute (io/file j)) j (fail (str "HERALD_CASSANDRA_JAVA=" j " is not an executable"))))
       (->> (.listFiles (io/file "/usr/lib/jvm"))
            (filter #(re-find #"(^|\D)17(\D|$)" (.getName ^File %)))
            (map #(io/file % "bin/java"))
@@ -98,13 +99,14 @@
 (defn- tail [^File f]
   (if (.exists f) (str/join "\n" (take-last 15 (str/split-lines (slurp f)))) ""))
 
-(defn- await-port! [^Process p ^long port ^File log]
+(defn- await-port! [^Process p ^long port ^File dir]
   (let [deadline (+ (System/currentTimeMillis) (long start-timeout-ms))]
     (loop []
       (cond (port-open? port) true
-            (not (.isAlive p)) (fail (str "the Cassandra node exited with " (.exitValue p) ":\n" (tail log)))
+            (not (.isAlive p)) (fail (str "the Cassandra node exited:\n" (tail (io/file dir "stdout.log"))
+                                          "\n" (tail (io/file dir "system.log"))))
             (> (System/currentTimeMillis) deadline)
-            (do (.destroyForcibly p) (fail (str "the Cassandra node did not open its CQL port in " start-timeout-ms " ms")))
+            (do (.destroy p) (.waitFor p 5 TimeUnit/SECONDS) (fail (str "the Cassandra node did not open its CQL port in " start-timeout-ms " ms")))
             :else (do (Thread/sleep 250) (recur))))))
 
 (defn- delete-tree! [dir]
@@ -137,7 +139,7 @@
                 (.redirectErrorStream true)
                 (.redirectOutput log)
                 (.start))]
-      (try (await-port! p native (io/file dir "system.log"))
+      (try (await-port! p native dir)
            (catch Throwable e (.destroy p) (throw e)))
       {:contact-point (str "127.0.0.1:" native) :process p :dir dir
        :started-ms (- (System/currentTimeMillis) t0)})))

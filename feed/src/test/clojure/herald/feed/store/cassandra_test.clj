@@ -178,6 +178,21 @@
       (is (= ::s/closed (thrown-type #(s/outbound f 1))))
       (is (= ::s/closed (thrown-type #(s/publish! f (post-of 1 "y") [])))))))
 
+(deftest driver-errors-are-typed
+  (node/with-node [cp]
+    (testing "too few replicas for the consistency: unavailable, naming the operation"
+      (let [cfg (feeds-config cp :replication {"class" "SimpleStrategy" "replication_factor" 3})
+            e (try (cassandra/open cfg) nil (catch clojure.lang.ExceptionInfo e e))]
+        (is (= [:herald.feed.store.cassandra/unavailable "reading the last post"] ((juxt :type :op) (ex-data e))))
+        (is (re-find #"LOCAL_QUORUM" (ex-message e)) (ex-message e))
+        (let [one (cassandra/open (assoc cfg :consistency :one :create-schema? false))]
+          (try (is (= [] (:items (s/outbound one 1))) "the keyspace and tables were created before the failing read")
+               (finally (s/close-store! one))))))
+    (testing "no schema and :create-schema? false: the missing table is named"
+      (let [e (try (cassandra/open (feeds-config cp :create-schema? false)) nil (catch clojure.lang.ExceptionInfo e e))]
+        (is (= :herald.feed.store.cassandra/invalid-query (:type (ex-data e))))
+        (is (re-find #"(?i)keyspace|table" (ex-message e)) (ex-message e))))))
+
 (deftest bad-config-names-the-key
   (doseq [[k v] [[:contact-points []] [:contact-points ["localhost"]] [:contact-points ["127.0.0.1:9042" 9042]]
                  [:local-datacenter ""] [:keyspace "Bad-Name"] [:keyspace "x;DROP"] [:replication {}]
