@@ -1,7 +1,8 @@
 (ns herald.feed.store.cassandra
   "The :feeds role of the :scale store on Cassandra: outbound and inbound feeds, posts by id, pending fan-outs
-  and the post log (OutboundStore, InboundStore, herald.feed.store.scale.spi/PostLog)."
-  (:require [herald.feed.store :as store]
+  and the post log (OutboundStore, InboundStore, herald.feed.store.scale.spi/PostLog, herald.feed.fanout/BatchFanOut)."
+  (:require [herald.feed.fanout :as fanout]
+            [herald.feed.store :as store]
             [herald.feed.store.cassandra.schema :as schema]
             [herald.feed.store.cassandra.session :as cs]
             [herald.feed.store.clock :as clock]
@@ -128,6 +129,22 @@
                                                  (st ps :log-after (first bs) ts (int (- limit (count acc))))))]
           (recur (rest bs) (into acc rows)))))))
 
+(defn- delete-pending [ps id ts]
+  (st ps :delete-pending (schema/pending-bucket ts) ts id))
+
+(defn- fan-out-all!
+  "Delivers every {:post :recipients} of deliveries (inbound upserts, :fanout-concurrency in flight across all
+  posts), then deletes their pending rows: a failure leaves them pending, to be fanned out again."
+  [session ps opts ^Set pending deliveries]
+  (let [n (:fanout-concurrency opts)]
+    (run-bounded! session (vec (for [{{:keys [id ts from occurred subject story]} :post rs :recipients} deliveries, r rs]
+                                 (st ps :insert-inbound r ts id from occurred subject story)))
+                  n "fanning out" identity)
+    (run-bounded! session (mapv (fn [{{:keys [id ts]} :post}] (delete-pending ps id ts)) deliveries)
+                  n "completing fan-outs" identity)
+    (doseq [{:keys [post]} deliveries] (.remove pending (:id post)))
+    nil))
+
 (defmacro ^:private guarded [open? & body]
   `(if (.get ~(with-meta open? {:tag `AtomicBoolean}))
      (cs/with-errors "a request" ~@body)
@@ -160,12 +177,9 @@
      (let [{:keys [id ts from occurred subject story]} post]
        (cs/execute! session "delivering a post" (st ps :insert-inbound recipient ts id from occurred subject story))
        nil)))
-  (-fan-out! [this post recipients]
-    (guarded open?
-     (let [{:keys [id ts from occurred subject story]} post]
-       (run-bounded! session (mapv #(st ps :insert-inbound % ts id from occurred subject story) recipients)
-                     (:fanout-concurrency opts) "fanning out a post" identity)
-       (store/-complete-fanout! this id))))
+  (-fan-out! [_ post recipients]
+    (guarded open? (fan-out-all! session ps opts pending [{:post post :recipients recipients}])
+             (maybe-sweep! session ps registered swept)))
   (-inbound [_ recipient opts]
     (guarded open? (page session ps [:inbound-first :inbound-after] recipient opts post-row)))
   (-pending-fanouts [_]
@@ -178,10 +192,14 @@
   (-complete-fanout! [_ post-id]
     (guarded open?
      (let [ts (schema/id-ts post-id)]
-       (cs/execute! session "completing a fan-out" (st ps :delete-pending (schema/pending-bucket ts) ts post-id))
+       (cs/execute! session "completing a fan-out" (delete-pending ps post-id ts))
        (.remove pending post-id)
        (maybe-sweep! session ps registered swept)
        nil)))
+
+  fanout/BatchFanOut
+  (-fan-out-all! [_ deliveries]
+    (guarded open? (fan-out-all! session ps opts pending deliveries) (maybe-sweep! session ps registered swept)))
 
   spi/PostLog
   (-posts-after [_ ts limit] (guarded open? (posts-after session ps (:fanout-concurrency opts) ts limit)))
@@ -204,7 +222,7 @@
 (defn open
   "Opens the Cassandra :feeds backend: connects, creates the keyspace and tables if missing (CREATE ... IF NOT
   EXISTS) and prepares its statements. Returns an object implementing herald.feed.store's OutboundStore,
-  InboundStore and Lifecycle and herald.feed.store.scale.spi/PostLog.
+  InboundStore and Lifecycle, herald.feed.store.scale.spi/PostLog and herald.feed.fanout/BatchFanOut.
 
   | key                 | type              | default                    | meaning |
   |---------------------|-------------------|----------------------------|---------|
