@@ -55,11 +55,10 @@
     (.setRAMBufferSizeMB (double ram-mb))
     ;; no compound files: they copy every flushed or small merged segment once more
     (.setUseCompoundFile false)
-    ;; a 2 MB floor (Lucene 10's default is 16 MB): below the floor every segment counts as floor-sized, so
-    ;; the segment growing from the ~1 s flushes of a steady write load was merged again with every few new
-    ;; ones until it passed 16 MB (each merge re-sorting and rewriting it, and the ~40K-term vocabulary of
-    ;; every small segment); see bench/results/feed-profile-notes.md
-    (.setMergePolicy (doto (TieredMergePolicy.) (.setNoCFSRatio 0.0) (.setFloorSegmentMB 2.0)))
+    ;; Lucene's default merge policy settings: a 2 MB floor (16 MB by default) cut the indexing CPU per post
+    ;; by ~5% but made searches ~35% dearer (13 segments instead of 5 after 300,000 posts): no net gain
+    ;; (interleaved micro-benchmark, bench/results/feed-profile-notes.md)
+    (.setMergePolicy (doto (TieredMergePolicy.) (.setNoCFSRatio 0.0)))
     (.setIndexSort newest-first)
     ;; no merge-on-refresh: a reopen must not wait (up to 500 ms by default) for merges
     (.setMaxFullFlushMergeWaitMillis 0)))
