@@ -297,3 +297,39 @@
         (is (= "still open" (ts/ws-receive c)))
         (is (= {:1005 :refused :5000 :refused :long-reason :refused :big-ping :refused :open? true}
                (deref results 5000 nil)))))))
+
+;; ---- over TLS (wss) ----
+
+(defn- tls-opts [] (let [f (ts/tls-files)] {:tls {:cert-chain-file (:cert-file f) :private-key-file (:key-file f)}}))
+
+(defn- connect-tls
+  "A raw TLS connection after the 101 handshake."
+  [port]
+  (let [s (doto ^javax.net.ssl.SSLSocket (.createSocket (.getSocketFactory (ts/client-ssl-context)) "127.0.0.1" (int port))
+            (.setSoTimeout 6000))
+        c {:socket s :in (java.io.BufferedInputStream. (.getInputStream s)) :out (.getOutputStream s)}]
+    (ts/write! c (str "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                      "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"))
+    (is (= 101 (:status (ts/read-response c true))))
+    c))
+
+(deftest ^:integration over-tls-the-client-reads-the-close-frame-and-an-orderly-end
+  (with-ws-server [port _events closed (tls-opts)]
+    (testing "an oversized frame with more payload following"
+      (let [c (connect-tls port)
+            sent (future (try (ts/write! c (byte-array (concat (frame 2 nil :len 1100000) (repeat 300000 (byte 7)))))
+                              :sent
+                              (catch Exception e e)))]
+        (try
+          (is (= [1009 :eof] (close-then-eof c)))
+          (is (= :sent (deref sent 5000 :blocked)))
+          (is (= 1009 (code-of closed)))
+          (finally (ts/close! c))))))
+  (with-ws-server [port _events closed (tls-opts)]
+    (testing "a client close, echoed"
+      (let [c (connect-tls port)]
+        (try
+          (ts/write! c (frame 8 (close-payload 1000 "bye")))
+          (is (= [1000 :eof] (close-then-eof c)))
+          (is (= [1000 "bye"] (deref closed 5000 nil)))
+          (finally (ts/close! c)))))))

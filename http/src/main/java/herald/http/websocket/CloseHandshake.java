@@ -1,6 +1,7 @@
 package herald.http.websocket;
 
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -10,6 +11,7 @@ import io.netty.handler.codec.http.websocketx.CloseWebSocketFrame;
 import io.netty.handler.codec.http.websocketx.CorruptedWebSocketFrameException;
 import io.netty.handler.codec.http.websocketx.WebSocketCloseStatus;
 import io.netty.handler.codec.http.websocketx.WebSocketFrameDecoder;
+import io.netty.handler.ssl.SslHandler;
 import io.netty.util.ReferenceCountUtil;
 import java.util.concurrent.TimeUnit;
 
@@ -24,9 +26,10 @@ import java.util.concurrent.TimeUnit;
  *   <li>The peer breaks the protocol (a bad frame, an oversized message, bad UTF-8, a bad close frame): a close
  *       frame with the code (1002, 1009, 1007; 7.1.7), then the connection ends gracefully.</li>
  * </ul>
- * Ending gracefully: after the last frame is flushed, the output is shut down (FIN), input is read and dropped
- * for up to {@link #LINGER_MS}, and the connection closes when the peer closes its side or at that bound, so the
- * peer reads the close frame rather than a TCP reset. Nothing is sent after a close frame.
+ * Ending gracefully: after the last frame is flushed (and, over TLS, a close_notify), the output is shut down
+ * (FIN), input is read and dropped for up to {@link #LINGER_MS}, and the connection closes when the peer closes its
+ * side or at that bound, so the peer reads the close frame rather than a TCP reset. Nothing is sent after a close
+ * frame.
  */
 final class CloseHandshake {
     /** How long a close the server started waits for the peer's close. */
@@ -120,11 +123,13 @@ final class CloseHandshake {
         if (ch instanceof DuplexChannel d && ch.isActive() && !d.isOutputShutdown()) {
             discardInput();
             ch.config().setAutoRead(true);
-            d.shutdownOutput().addListener(f -> {
+            SslHandler tls = ch.pipeline().get(SslHandler.class);
+            ChannelFuture flushed = tls == null ? ch.newSucceededFuture() : tls.closeOutbound(); // close_notify
+            flushed.addListener(n -> d.shutdownOutput().addListener(f -> {
                 if (!f.isSuccess()) {
                     ch.close();
                 }
-            });
+            }));
             ch.eventLoop().schedule(() -> { ch.close(); }, LINGER_MS, TimeUnit.MILLISECONDS);
         } else {
             ch.close();
