@@ -110,7 +110,7 @@
   | key            | type    | default               | meaning |
   |----------------|---------|-----------------------|---------|
   | `:config-path` | string  | bundled config.edn    | an EDN config file to read instead |
-  | `:profile`     | keyword | `HERALD_PROFILE` or `:embedded` | `:embedded` (RocksDB + Lucene in `DATA_DIR`) or `:memory` |
+  | `:profile`     | keyword | `HERALD_PROFILE` or `:embedded` | `:embedded` (RocksDB + Lucene in `DATA_DIR`), `:memory` or `:scale` (real servers, docs/feed-scale.md) |
   | `:env`         | map     | `(System/getenv)`     | environment for `#env` (tests pass their own) |
   | `:config`      | map     | {}                    | deep-merged over the file, e.g. {:http {:port 0} :store {:data-dir \"/tmp/x\"}} |
 

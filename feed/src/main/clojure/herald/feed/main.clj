@@ -10,7 +10,7 @@
 (def cli-options
   "Command line options; each overrides the config file and the environment."
   [["-c" "--config PATH" "EDN config file (default: the bundled herald/feed/config.edn)"]
-   ["-P" "--profile NAME" "config profile: embedded or memory (env HERALD_PROFILE)" :parse-fn keyword]
+   ["-P" "--profile NAME" "config profile: embedded, memory or scale (env HERALD_PROFILE)" :parse-fn keyword]
    ["-p" "--port PORT" "HTTP port, 0 for an ephemeral one (env PORT)" :parse-fn #(Long/parseLong %)
     :validate [#(<= 0 % 65535) "must be 0..65535"]]
    ["-H" "--host HOST" "address to bind (env HOST)"]
