@@ -197,6 +197,29 @@
           (is (false? (s/ready? st)) "health of a missing index is not green")
           (finally (drop! st)))))))
 
+(deftest read-your-writes-under-concurrency
+  (with-node
+    (let [st (open-fresh {:max-lag-ms 0 :refresh-interval-ms -1})
+          threads 4 per-thread 15
+          misses (atom [])]
+      (try
+        ;; each writer indexes a post with its own word and searches for it at once: with :max-lag-ms 0 the
+        ;; search must see it, whatever the other threads' writes and refreshes do meanwhile
+        (->> (for [t (range threads)]
+               (future
+                 (dotimes [i per-thread]
+                   (let [id (inc (+ (* t per-thread) i))
+                         word (str "w" t "x" i)]
+                     (if (even? i)
+                       (s/index! st (post id (inc t) id word))
+                       (s/index-batch! st [(post id (inc t) id word)]))
+                     (when-not (= [(inc t)] (s/search st word))
+                       (swap! misses conj word))))))
+             doall (run! deref))
+        (is (= [] @misses))
+        (is (= (* threads per-thread) (:indexed-posts (s/stats st))))
+        (finally (drop! st))))))
+
 ;; ---------------------------------------------------------------------------------------------------
 ;; the same results as the memory model on a generated corpus
 
