@@ -333,3 +333,15 @@
           (is (= [1000 :eof] (close-then-eof c)))
           (is (= [1000 "bye"] (deref closed 5000 nil)))
           (finally (ts/close! c)))))))
+
+;; ---- the handshake itself ----
+
+(deftest ^:integration an-upgrade-without-a-version-is-400-and-version-13-works
+  (with-server [s (fn [_] {:ring.websocket/listener {}}) {}]
+    (doseq [[version status] [[nil 400] ["13" 101]]]
+      (let [c (ts/open (ts/port s))]
+        (try (ts/write! c (str "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                               "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                               (when version (str "Sec-WebSocket-Version: " version "\r\n")) "\r\n"))
+             (is (= status (:status (ts/read-response c true))) (str "version " (pr-str version)))
+             (finally (ts/close! c)))))))
