@@ -323,7 +323,7 @@
   | :block-cache-mb   | int     | 64      | RocksDB block cache shared by all column families             |
   | :write-buffer-mb  | int     | 32      | memtable size of each feed column family                      |
   | :index-ram-mb     | int     | 64      | Lucene IndexWriter RAM buffer                                  |
-  | :index-commit-ms  | int     | 5000    | period of Lucene commits (each records the index watermark; posts above it are checked on open) |
+  | :index-commit-ms  | int     | 5000    | period of Lucene commits (each records the index watermark; posts above it are checked on open), taken right after a background refresh (at most 2 x this apart) |
   | :index-refresh-ms | int     | 90% of :search-max-lag-ms (1000 when the lag is 0) | the background searcher refresh runs once the oldest post not yet visible to searches is this old (a refresh flushes a segment: fewer is cheaper) |
   | :search-max-lag-ms | int    | 1000    | a search sees every post indexed at least this long before it; when the searcher lags more, the search refreshes it first. 0 is read-your-writes (a refresh, i.e. a small segment flush, per search after writes: costly under load) |"
   [config]
