@@ -101,7 +101,8 @@
     (if (closing external health) {:url external} {:skip (str "HERALD_OPENSEARCH_URL=" external " does not answer")})
     (if-let [dir (project-dir)]
       (let [t0 (System/currentTimeMillis)
-            [cp why] (resolve-classpath! dir)]
+            [cp why] (resolve-classpath! dir)
+            build-ms (- (System/currentTimeMillis) t0)]
         (if-not cp
           {:skip why}
           (let [home (io/file (.getParentFile (.getParentFile dir)) "target/opensearch-node")
@@ -120,7 +121,7 @@
               (cond (#{"green" "yellow"} (closing url health))
                     (let [ms (- (System/currentTimeMillis) t0)]
                       (.addShutdownHook (Runtime/getRuntime) (Thread. #(stop-process! p)))
-                      (println (str "OpenSearch test node up at " url " in " ms " ms (log: " log ")"))
+                      (println (str "OpenSearch test node up at " url " in " ms " ms (classpath " build-ms " ms; log: " log ")"))
                       {:url url :process p :home home :started-ms ms})
                     (not (.isAlive p))
                     {:skip (str "the OpenSearch node exited with " (.exitValue p) ": " (tail log 20))}
