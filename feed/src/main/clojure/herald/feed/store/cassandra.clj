@@ -68,8 +68,9 @@
 
 (defn- publish-batch
   "ONE logged batch: the outbound row, the id pointer, the post-log row, the pending fan-out (when there are
-  recipients) and the time buckets this instance has not registered yet."
-  ^BatchStatement [ps ^Set registered post recipients]
+  recipients) and the registration of its time buckets unless this instance registered them already (marks:
+  {:log AtomicLong :pending AtomicLong}, the last bucket of each kind it registered; its :ts only grow)."
+  ^BatchStatement [ps marks post recipients]
   (let [{:keys [id ts from occurred subject story]} post
         lb (schema/log-bucket ts) pb (schema/pending-bucket ts)]
     (BatchStatement/newInstance
@@ -79,9 +80,9 @@
                  (cond-> [(st ps :insert-outbound from ts id occurred subject story)
                           (st ps :insert-post id from ts)
                           (st ps :insert-log lb ts id from)]
-                   (not (.contains registered ["log" lb])) (conj (st ps :insert-bucket "log" lb))
+                   (not= lb (.get ^AtomicLong (:log marks))) (conj (st ps :insert-bucket "log" lb))
                    (seq recipients) (conj (st ps :insert-pending pb ts id from (vec recipients)))
-                   (and (seq recipients) (not (.contains registered ["pending" pb])))
+                   (and (seq recipients) (not= pb (.get ^AtomicLong (:pending marks))))
                    (conj (st ps :insert-bucket "pending" pb)))))))
 
 (def ^:private bucket-grace
@@ -95,20 +96,19 @@
 (defn- sweep-pending-buckets!
   "Drops from the registry the pending buckets older than bucket-grace that hold no pending fan-out any more, so
   that listing the pending fan-outs reads only the recent buckets and those still holding some."
-  [session ps ^Set registered]
+  [session ps]
   (let [horizon (- (schema/pending-bucket (clock/now-micros)) (long bucket-grace))]
     (doseq [b (cs/rows bucket-of (cs/execute! session "listing pending buckets" (st ps :buckets-from "pending" 0)))
             :while (< (long b) horizon)]
       (when (empty? (cs/rows bucket-of (cs/execute! session "sweeping pending buckets" (st ps :pending-any b))))
-        (cs/execute! session "dropping an empty pending bucket" (st ps :delete-bucket "pending" b))
-        (.remove registered ["pending" b])))))
+        (cs/execute! session "dropping an empty pending bucket" (st ps :delete-bucket "pending" b))))))
 
 (defn- maybe-sweep!
   "Runs sweep-pending-buckets! when the last sweep of this instance is older than sweep-period-micros."
-  [session ps registered ^AtomicLong swept]
+  [session ps ^AtomicLong swept]
   (let [now (clock/now-micros) last (.get swept)]
     (when (and (> (- now last) (long sweep-period-micros)) (.compareAndSet swept last now))
-      (sweep-pending-buckets! session ps registered))))
+      (sweep-pending-buckets! session ps))))
 
 (defn- pending-rows
   "The rows of every registered pending bucket, oldest first."
@@ -145,23 +145,28 @@
     (doseq [{:keys [post]} deliveries] (.remove pending (:id post)))
     nil))
 
+(defn- mark!
+  "Raises the AtomicLong m to bucket (a registration is never taken back for a later, concurrent one)."
+  [^AtomicLong m ^long bucket]
+  (.accumulateAndGet m bucket (reify java.util.function.LongBinaryOperator (applyAsLong [_ a b] (max a b)))))
+
 (defmacro ^:private guarded [open? & body]
   `(if (.get ~(with-meta open? {:tag `AtomicBoolean}))
      (cs/with-errors "a request" ~@body)
      (throw (ex-info "the store is closed" {:type :herald.feed.store/closed}))))
 
-(deftype CassandraFeeds [^CqlSession session ps opts ^AtomicLong last-ts ^Set registered ^Set pending ^AtomicLong swept
+(deftype CassandraFeeds [^CqlSession session ps opts ^AtomicLong last-ts marks ^Set pending ^AtomicLong swept
                          ^AtomicBoolean open?]
   store/OutboundStore
   (-publish! [_ post recipients]
     (guarded open?
      (let [ts (clock/tick! last-ts)
            post (assoc post :id (schema/post-id ts (:node-id opts)) :ts ts)
-           batch (publish-batch ps registered post recipients)]
+           batch (publish-batch ps marks post recipients)]
        (cs/execute! session "publishing a post" batch)
-       (.add registered ["log" (schema/log-bucket ts)])
+       (mark! (:log marks) (schema/log-bucket ts))
        (when (seq recipients)
-         (.add registered ["pending" (schema/pending-bucket ts)])
+         (mark! (:pending marks) (schema/pending-bucket ts))
          (.add pending (:id post)))
        post)))
   (-outbound [_ sender opts]
@@ -179,12 +184,12 @@
        nil)))
   (-fan-out! [_ post recipients]
     (guarded open? (fan-out-all! session ps opts pending [{:post post :recipients recipients}])
-             (maybe-sweep! session ps registered swept)))
+             (maybe-sweep! session ps swept)))
   (-inbound [_ recipient opts]
     (guarded open? (page session ps [:inbound-first :inbound-after] recipient opts post-row)))
   (-pending-fanouts [_]
     (guarded open?
-     (sweep-pending-buckets! session ps registered)
+     (sweep-pending-buckets! session ps)
      (let [rows (pending-rows session ps)
            posts (into {} (map (juxt :id identity)) (fetch-posts session ps (:fanout-concurrency opts) rows))]
        (vec (for [{:keys [id recipients]} rows :let [p (posts id)] :when p]
@@ -194,12 +199,12 @@
      (let [ts (schema/id-ts post-id)]
        (cs/execute! session "completing a fan-out" (delete-pending ps post-id ts))
        (.remove pending post-id)
-       (maybe-sweep! session ps registered swept)
+       (maybe-sweep! session ps swept)
        nil)))
 
   fanout/BatchFanOut
   (-fan-out-all! [_ deliveries]
-    (guarded open? (fan-out-all! session ps opts pending deliveries) (maybe-sweep! session ps registered swept)))
+    (guarded open? (fan-out-all! session ps opts pending deliveries) (maybe-sweep! session ps swept)))
 
   spi/PostLog
   (-posts-after [_ ts limit] (guarded open? (posts-after session ps (:fanout-concurrency opts) ts limit)))
@@ -247,6 +252,6 @@
     (try
       (when (:create-schema? opts) (schema/create! session opts))
       (let [ps (schema/prepare-all session (:keyspace opts))]
-        (CassandraFeeds. session ps opts (AtomicLong. (stored-last-ts session ps)) (ConcurrentHashMap/newKeySet)
-                         (ConcurrentHashMap/newKeySet) (AtomicLong. (clock/now-micros)) (AtomicBoolean. true)))
+        (CassandraFeeds. session ps opts (AtomicLong. (stored-last-ts session ps))
+                         {:log (AtomicLong. -1) :pending (AtomicLong. -1)} (ConcurrentHashMap/newKeySet) (AtomicLong. (clock/now-micros)) (AtomicBoolean. true)))
       (catch Throwable t (.close session) (throw t)))))
