@@ -90,7 +90,7 @@
   10)
 
 (def ^:private sweep-period-micros
-  "How often -complete-fanout! sweeps the registry of pending buckets (at most)."
+  "How often fan-outs and completions sweep the registry of pending buckets (at most, per instance)."
   60000000)
 
 (defn- sweep-pending-buckets!

@@ -113,7 +113,7 @@
         (instance? OverloadedException e))
     :herald.feed.store.cassandra/unavailable
     (instance? QueryValidationException e) :herald.feed.store.cassandra/invalid-query
-    (instance? IllegalStateException e) :herald.feed.store/closed
+    (and (instance? IllegalStateException e) (re-find #"(?i)closed" (str (.getMessage e)))) :herald.feed.store/closed
     :else :herald.feed.store.cassandra/error))
 
 (defn- unwrap ^Throwable [^Throwable e]
