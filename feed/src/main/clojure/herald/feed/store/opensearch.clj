@@ -16,7 +16,7 @@
 (def defaults
   "The default options of `open`."
   {:url "http://127.0.0.1:9200" :index "herald-posts" :connect-timeout-ms 2000 :request-timeout-ms 30000
-   :refresh-interval-ms 1000 :max-lag-ms nil :shards 1 :replicas 0 :bulk-size 500})
+   :refresh-interval-ms 1000 :max-lag-ms nil :shards 1 :replicas 0 :bulk-size 500 :username nil :password nil})
 
 (defn- invalid! [k v what]
   (throw (ex-info (str "opensearch option " k " must be " what ", got " (pr-str v))
@@ -58,6 +58,15 @@
     (check-int o :bulk-size 1 100000)
     (when-not (or (= -1 refresh-interval-ms) (and (int? refresh-interval-ms) (<= 1 (long refresh-interval-ms) 3600000)))
       (invalid! :refresh-interval-ms refresh-interval-ms "-1 (no periodic refresh) or an integer in 1..3600000"))
+    (doseq [k [:username :password]]
+      (let [v (get o k)]
+        (when-not (or (nil? v) (string? v))
+          (throw (ex-info (str "opensearch option " k " must be a string or nil")
+                          {:type :herald.feed.store/invalid :key k :value (if (= k :password) "<redacted>" v)})))))
+    (cond (and (:username o) (nil? (:password o)))
+          (invalid! :password nil "a string when :username is given (HTTP Basic authentication)")
+          (and (:password o) (nil? (:username o)))
+          (invalid! :username nil "a string when :password is given (HTTP Basic authentication)"))
     (when-not (or (nil? max-lag-ms) (and (int? max-lag-ms) (<= 0 (long max-lag-ms) 3600000)))
       (invalid! :max-lag-ms max-lag-ms "nil (the server's refresh interval only) or an integer in 0..3600000"))
     o))
@@ -233,14 +242,19 @@
   | :shards              | int    | 1                       | number_of_shards when the index is created                |
   | :replicas            | int    | 0                       | number_of_replicas when the index is created              |
   | :bulk-size           | int    | 500                     | posts per _bulk request of index-batch!                   |
+  | :username            | string | nil                     | HTTP Basic authentication (the security plugin's users), with :password |
+  | :password            | string | nil                     | never printed: the header is kept in a redacted wrapper   |
 
   Errors: bad options throw {:type :herald.feed.store/invalid :key k}; an unreachable server
   {:type ::unavailable}; an error status {:type ::http-error :status n :error \"server text\"}; an index of
   another layout {:type ::incompatible-index}. A failed item of a bulk request throws {:type ::bulk-failed
   :failed [{:id :status :error}]} after the other items were indexed."
   [opts]
-  (let [{:keys [url index connect-timeout-ms request-timeout-ms max-lag-ms bulk-size] :as o} (check-options opts)
-        client (assoc (http/client url connect-timeout-ms request-timeout-ms) :connect-timeout-ms connect-timeout-ms)]
+  (let [{:keys [url index connect-timeout-ms request-timeout-ms max-lag-ms bulk-size username password] :as o}
+        (check-options opts)
+        client (assoc (http/client url connect-timeout-ms request-timeout-ms
+                                   (when username (http/basic-auth username password)))
+                      :connect-timeout-ms connect-timeout-ms)]
     (ensure-index! client index o)
     (map->OpenSearchIndex
      {:client client :index index :max-lag-ms max-lag-ms :bulk-size bulk-size :open? (AtomicBoolean. true)

@@ -8,6 +8,7 @@
             [herald.feed.store :as s]
             [herald.feed.store.memory :as memory]
             [herald.feed.store.opensearch :as os]
+            [herald.feed.store.opensearch.http :as http]
             [herald.feed.store.scale.spi :as spi]))
 
 (set! *warn-on-reflection* true)
@@ -176,6 +177,39 @@
       (is (= {:type :herald.feed.store/invalid :key k :value v} (select-keys d [:type :key :value]))
           (str k " " (pr-str v)))))
   (is (= :herald.feed.store/invalid (:type (thrown-data #(os/open "http://x"))))))
+
+(deftest basic-authentication
+  (testing "the Authorization header goes with every request; printing never shows it"
+    (let [seen (atom [])
+          server (doto (com.sun.net.httpserver.HttpServer/create (java.net.InetSocketAddress. "127.0.0.1" 0) 0)
+                   (.createContext "/" (reify com.sun.net.httpserver.HttpHandler
+                                         (handle [_ ex]
+                                           (swap! seen conj (.getFirst (.getRequestHeaders ex) "Authorization"))
+                                           (let [body (.getBytes "{}" "UTF-8")]
+                                             (.sendResponseHeaders ex 200 (alength body))
+                                             (with-open [o (.getResponseBody ex)] (.write o body))))))
+                   (.start))
+          url (str "http://127.0.0.1:" (.getPort (.getAddress server)))]
+      (try
+        (let [c (http/client url 1000 5000 (http/basic-auth "herald" "pässword:1"))]
+          (http/request c "t" :get "/a")
+          (http/request c "t" :post "/b" {"x" 1})
+          (is (= (repeat 2 (str "Basic " (.encodeToString (java.util.Base64/getEncoder) (.getBytes "herald:pässword:1" "UTF-8"))))
+                 @seen))
+          (is (not (str/includes? (pr-str c) "Basic")))
+          (http/request (http/client url 1000 5000) "t" :get "/c")
+          (is (nil? (last @seen)) "no credentials, no header"))
+        (finally (.stop server 0)))))
+  (is (= :password (:key (thrown-data #(os/open {:username "u"})))))
+  (is (= {:key :username :value nil} (select-keys (thrown-data #(os/open {:password "secret"})) [:key :value])))
+  (is (= "<redacted>" (:value (thrown-data #(os/open {:username "u" :password 5})))))
+  (with-node
+    (let [st (open-fresh {:username "herald" :password "x"})]
+      (try
+        (s/index! st (post 1 2 3 "authenticated"))
+        (is (= [2] (s/search st "authenticated")) "a server without the security plugin ignores the header")
+        (is (not (str/includes? (pr-str st) "Basic")))
+        (finally (drop! st))))))
 
 (deftest server-errors-are-ex-info
   (testing "nothing listening"

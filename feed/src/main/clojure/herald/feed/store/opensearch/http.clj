@@ -12,16 +12,30 @@
 
 (set! *warn-on-reflection* true)
 
+(deftype Secret [^String value]
+  Object
+  (toString [_] "<redacted>"))
+
+(defn basic-auth
+  "The Authorization header value for HTTP Basic authentication, wrapped so that printing a client never shows it."
+  [^String username ^String password]
+  (Secret. (str "Basic " (.encodeToString (java.util.Base64/getEncoder)
+                                          (.getBytes (str username ":" password) StandardCharsets/UTF_8)))))
+
 (defn client
-  "An HttpClient for base-url (\"http://host:port\", no trailing slash needed) with the given timeouts (ms).
-  Returns {:http client :base url-without-trailing-slash :request-timeout-ms n}."
-  [base-url connect-timeout-ms request-timeout-ms]
-  {:http (-> (HttpClient/newBuilder)
-             (.version HttpClient$Version/HTTP_1_1)
-             (.connectTimeout (Duration/ofMillis connect-timeout-ms))
-             (.build))
-   :base (str/replace base-url #"/+$" "")
-   :request-timeout-ms (long request-timeout-ms)})
+  "An HttpClient for base-url (\"http://host:port\", no trailing slash needed) with the given timeouts (ms) and,
+  optionally, an Authorization header (a Secret from basic-auth) sent with every request. HTTPS uses the JVM's
+  default trust store (javax.net.ssl.trustStore). Returns {:http client :base url-without-trailing-slash
+  :request-timeout-ms n :auth secret-or-nil}."
+  ([base-url connect-timeout-ms request-timeout-ms] (client base-url connect-timeout-ms request-timeout-ms nil))
+  ([base-url connect-timeout-ms request-timeout-ms auth]
+   {:http (-> (HttpClient/newBuilder)
+              (.version HttpClient$Version/HTTP_1_1)
+              (.connectTimeout (Duration/ofMillis connect-timeout-ms))
+              (.build))
+    :base (str/replace base-url #"/+$" "")
+    :request-timeout-ms (long request-timeout-ms)
+    :auth auth}))
 
 (defn- server-error
   "The server's error text from an error response body: `type: reason` of OpenSearch's {\"error\": {...}}, else
@@ -53,13 +67,14 @@
   | :ndjson?     | boolean | false      | Content-Type application/x-ndjson (the bulk API) |"
   ([c op method path] (request c op method path nil nil))
   ([c op method path body] (request c op method path body nil))
-  ([{:keys [^HttpClient http base request-timeout-ms]} op method ^String path body
+  ([{:keys [^HttpClient http base request-timeout-ms ^Secret auth]} op method ^String path body
     {:keys [ok timeout-ms ndjson?] :or {ok #{200 201}}}]
    (let [url (str base path)
          bytes (encode body)
          req (-> (HttpRequest/newBuilder (URI/create url))
                  (.timeout (Duration/ofMillis (long (or timeout-ms request-timeout-ms))))
                  (.header "Accept" "application/json")
+                 (cond-> auth (.header "Authorization" (.-value auth)))
                  (cond-> bytes (.header "Content-Type" (if ndjson? "application/x-ndjson" "application/json")))
                  (.method (str/upper-case (name method))
                           (if bytes (HttpRequest$BodyPublishers/ofByteArray bytes)
