@@ -206,3 +206,19 @@
           (is (= "released" (:body (ts/read-response c))))
           (is (= "/c" (:body (ts/read-response c))))
           (finally (ts/close! c)))))))
+
+(deftest ^:integration a-503-at-max-pending-is-counted-in-errors-and-rejected
+  (let [gate (CountDownLatch. 1)
+        entered (CountDownLatch. 1)]
+    (with-server [s (fn [_] (.countDown entered) (.await gate 5 TimeUnit/SECONDS) {:status 200 :body "done"})
+                  {:max-pending 1}]
+      (let [p (ts/port s)
+            blocked (future (ts/GET p "/"))]
+        (is (.await entered 5 TimeUnit/SECONDS))
+        (is (= 503 (:status (ts/GET p "/"))))
+        (is (= 503 (:status (ts/GET p "/"))))
+        (.countDown gate)
+        (is (= "done" (:body @blocked)))
+        (let [st (http/server-stats s)]
+          (is (= {503 2} (:errors st)))
+          (is (= 2 (:rejected st))))))))
