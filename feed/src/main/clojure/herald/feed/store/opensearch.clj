@@ -176,9 +176,13 @@
       (let [[status doc] (http/request client "indexed-through" :get
                                        (str "/" index "/_doc/" schema/progress-id "?_source_includes=indexed_through")
                                        nil {:ok #{200 404}})]
-        (if (and (= 200 status) (get doc "found"))
-          (long (get-in doc ["_source" "indexed_through"] 0))
-          0))))
+        (cond (and (= 200 status) (get doc "found")) (long (get-in doc ["_source" "indexed_through"] 0))
+              ;; 404 for the document is {"found": false}; for the index itself it carries an error
+              (get doc "error") (throw (ex-info (str "OpenSearch indexed-through failed: index " index " is missing")
+                                                {:type ::http-error :op "indexed-through" :status status
+                                                 :error (str (get-in doc ["error" "type"]) ": "
+                                                             (get-in doc ["error" "reason"]))}))
+              :else 0))))
   (-set-indexed-through! [st ts]
     (open-only st
       (http/request client "set-indexed-through" :put (str "/" index "/_doc/" schema/progress-id)

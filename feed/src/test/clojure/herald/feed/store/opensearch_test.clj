@@ -222,12 +222,15 @@
       (let [st (open-fresh)]
         (try
           (node/delete-index! (:index st))
-          ;; the index is gone (and auto-creation would give it a dynamic mapping: forbid it for this request)
+          ;; the index is gone: searching it is an error with the server's text (a search never creates it)
           (let [d (thrown-data #(s/search st "anything"))]
             (is (= ::os/http-error (:type d)))
             (is (= 404 (:status d)))
             (is (str/includes? (:error d) "index_not_found_exception") (pr-str d)))
           (is (= 1 (:search-errors (s/stats st))))
+          (let [d (thrown-data #(spi/-indexed-through st))]
+            (is (= [::os/http-error 404] [(:type d) (:status d)]) "a missing index is not a mark of 0")
+            (is (str/includes? (:error d) "index_not_found_exception") (pr-str d)))
           (is (false? (s/ready? st)) "health of a missing index is not green")
           (finally (drop! st)))))))
 
