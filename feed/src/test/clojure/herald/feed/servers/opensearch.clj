@@ -94,8 +94,22 @@
     (.destroy p)
     (when-not (.waitFor p 5 TimeUnit/SECONDS) (.destroyForcibly p))))
 
+(defn- launch!
+  "Starts the node process of cmd (log appended to log) and waits for a green or yellow cluster at url; returns
+  [process nil] or [nil reason] (the process stopped)."
+  [cmd url ^File log]
+  (let [p (-> (ProcessBuilder. ^java.util.List cmd) (.redirectErrorStream true)
+              (.redirectOutput (java.lang.ProcessBuilder$Redirect/appendTo log)) (.start))
+        deadline (+ (System/currentTimeMillis) 120000)]
+    (loop []
+      (cond (#{"green" "yellow"} (closing url health)) [p nil]
+            (not (.isAlive p)) [nil (str "the OpenSearch node exited with " (.exitValue p) ": " (tail log 20))]
+            (> (System/currentTimeMillis) deadline)
+            (do (stop-process! p) [nil (str "the OpenSearch node did not start in 120 s: " (tail log 20))])
+            :else (do (Thread/sleep 250) (recur))))))
+
 (defn- start!
-  "Starts the node; returns {:url u :process p :home dir :started-ms n} or {:skip reason}."
+  "Starts the node; returns {:url u :process (atom p) :cmd [..] :home dir :started-ms n} or {:skip reason}."
   []
   (if-let [external (System/getenv "HERALD_OPENSEARCH_URL")]
     (if (closing external health) {:url external} {:skip (str "HERALD_OPENSEARCH_URL=" external " does not answer")})
@@ -115,19 +129,14 @@
                      "-Dlog4j2.disable.jmx=true" "-Dopensearch.set.netty.runtime.available.processors=false"
                      "-cp" (str (io/file dir "target/classes") File/pathSeparator cp)
                      "herald.servers.OpenSearchMain" (str (.getCanonicalFile home)) (str http-port) (str (free-port))]
-                p (-> (ProcessBuilder. ^java.util.List cmd) (.redirectErrorStream true) (.redirectOutput log) (.start))
-                deadline (+ (System/currentTimeMillis) 120000)]
-            (loop []
-              (cond (#{"green" "yellow"} (closing url health))
-                    (let [ms (- (System/currentTimeMillis) t0)]
-                      (.addShutdownHook (Runtime/getRuntime) (Thread. #(stop-process! p)))
-                      (println (str "OpenSearch test node up at " url " in " ms " ms (classpath " build-ms " ms; log: " log ")"))
-                      {:url url :process p :home home :started-ms ms})
-                    (not (.isAlive p))
-                    {:skip (str "the OpenSearch node exited with " (.exitValue p) ": " (tail log 20))}
-                    (> (System/currentTimeMillis) deadline)
-                    (do (stop-process! p) {:skip (str "the OpenSearch node did not start in 120 s: " (tail log 20))})
-                    :else (do (Thread/sleep 250) (recur)))))))
+                [p why] (launch! cmd url log)]
+            (if-not p
+              {:skip why}
+              (let [ms (- (System/currentTimeMillis) t0)
+                    process (atom p)]
+                (.addShutdownHook (Runtime/getRuntime) (Thread. #(some-> ^Process @process stop-process!)))
+                (println (str "OpenSearch test node up at " url " in " ms " ms (classpath " build-ms " ms; log: " log ")"))
+                {:url url :process process :cmd cmd :home home :started-ms ms})))))
       {:skip "feed/servers/opensearch/pom.xml not found (tests must run in feed/ or the repository root)"})))
 
 (def ^:private node (delay (try (start!) (catch Exception e {:skip (str "cannot start OpenSearch: " e)}))))
@@ -163,3 +172,19 @@
   "Deletes index on the test node (missing is fine)."
   [index]
   (request :delete (str "/" index) nil {:ok #{200 404}}))
+
+(defn crash-and-restart!
+  "Kills the test node (SIGKILL: no flush, no clean shutdown), then starts it again on the same data and ports.
+  Returns the restart's duration in ms; throws when the node is external or does not come back."
+  []
+  (let [{:keys [process cmd url home]} @node]
+    (when-not process (throw (ex-info "the test node is not ours to crash" {:url url})))
+    (let [^Process p @process
+          t0 (System/currentTimeMillis)]
+      (.destroyForcibly p)
+      (.waitFor p 30 TimeUnit/SECONDS)
+      (let [[p2 why] (launch! cmd url (io/file home "node.log"))]
+        (reset! process p2)
+        (when-not p2 (throw (ex-info (str "the test node did not restart: " why) {:url url})))
+        (- (System/currentTimeMillis) t0)))))
+
