@@ -263,7 +263,8 @@
 (def ^:private vocabulary
   ["quick" "brown" "Fox" "köln" "STRASSE" "straße" "naïve" "École" "ΟΔΥΣΣΕΑΣ" "οδυσσεας" "σίσυφος" "ΣΙΣΥΦΟΣ"
    "Σ" "ς" "日本語" "記事" "עברית" "русский" "İstanbul" "ǅemal" "ﬁsh" "🚀" "👍🏽" "don't" "e-mail" "3.14" "v2"
-   "x_y" "a.b" "USD$" "O'Neil" "ﾊﾝｶｸ" "한국어" "ไทย" "dog" "dogs" "\u00e9" "e\u0301"])
+   "x_y" "a.b" "USD$" "O'Neil" "ﾊﾝｶｸ" "한국어" "ไทย" "dog" "dogs" "\u00e9" "e\u0301" "nul\u0000byte" "back\\slash"
+   "\\/" "\"q\"" "\ud83d"])
 
 (def ^:private punctuation [" " "  " ", " "; " "! " "? " "\n" "\t" " — " "…" " (" ") " " \"" "\" " " / " " \\ "])
 
