@@ -48,6 +48,8 @@ bench-flow: build
 	bench/flow.sh
 bench-load: build
 	bench/load.sh
+bench-peers:  # herald against Ring's Jetty adapter and raw Netty; installs Debian's packages itself
+	bench/peers.sh
 
 clean:
 	$(MVN) -q clean
