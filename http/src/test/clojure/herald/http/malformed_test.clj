@@ -132,6 +132,12 @@
         (is (= [400 true] (send! "GET ftp://h/p HTTP/1.1" "Host: x")))
         (is (= [400 true] (send! "GET http://u@h/p HTTP/1.1" "Host: x")))
         (is (= [400 true] (send! "GET http:///p HTTP/1.1" "Host: x"))))
+      (testing "control characters and raw non-ASCII bytes in the target -> 400: it is visible ASCII (RFC 9112 3.2, RFC 3986)"
+        (is (= [400 true] (send! "GET /a\u0001b HTTP/1.1" "Host: x")))
+        (is (= [400 true] (send! "GET /a\u007fb HTTP/1.1" "Host: x")))
+        (is (= [400 true] (send! "GET /a?q=\u0001 HTTP/1.1" "Host: x")))
+        (is (= [400 true] (send! "GET /\u00e9?k=\u03bf HTTP/1.1" "Host: x")) "UTF-8 bytes, not percent-encoded")
+        (is (= [400 true] (send! "GET http://h/\u00e9 HTTP/1.1" "Host: x")) "absolute-form too"))
       (testing "CONNECT -> 501: herald is not a proxy"
         (is (= [501 true] (send! "CONNECT x:443 HTTP/1.1" "Host: x:443"))))
       (testing "a transfer coding other than chunked -> 501 (RFC 9112 6.1)"

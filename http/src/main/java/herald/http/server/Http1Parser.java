@@ -67,8 +67,8 @@ final class Http1Parser {
         boolean fragment = false;
         while (i < eol) {
             int c = b[i] & 0xff;
-            if (c <= 0x20 || c == 0x7f) {
-                break;
+            if (c <= 0x20 || c >= 0x7f) {
+                break; // RFC 9112 3.2: a target is visible ASCII (non-ASCII must be percent-encoded): 400
             }
             if (c == '?') {
                 q = q < 0 ? i : q;

@@ -99,6 +99,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         output.reading = false;
+        if (active == null && !queue.isEmpty()) {
+            drain(); // off the event loop: the requests of this read go to one worker together
+        }
         output.endBatch();
     }
 
@@ -170,6 +173,14 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     }
 
     private void enqueue(Exchange ex) {
+        if (server.offLoop && output.reading && active == null) {
+            queue.add(ex); // dispatched at the end of the read, with the requests read after it
+            if (!readPaused && queue.size() > config.maxPipelined) {
+                readPaused = true;
+                ctx.channel().config().setAutoRead(false);
+            }
+            return;
+        }
         if (active == null && queue.isEmpty() && !draining && !writePaused) {
             draining = true;
             try {

@@ -55,8 +55,11 @@ final class RequestHead {
      * {@code *} with OPTIONS (3.2.4); else 400, and 400 for any target holding {@code #} (a fragment is never sent).
      */
     static int targetStatus(HttpMethod m, String uri) {
-        if (uri.indexOf('#') >= 0) {
-            return 400;
+        for (int i = 0; i < uri.length(); i++) {
+            char c = uri.charAt(i);
+            if (c <= 0x20 || c >= 0x7f || c == '#') {
+                return 400; // RFC 9112 3.2 / RFC 3986: visible ASCII only, no fragment
+            }
         }
         if (!uri.isEmpty() && uri.charAt(0) == '/') {
             return 0;

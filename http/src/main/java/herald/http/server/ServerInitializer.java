@@ -44,6 +44,7 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
         }
         if (server.connections.incrementAndGet() > server.config.maxConnections) {
             server.connections.decrementAndGet();
+            server.stats.error(503);
             if (server.config.sslContext != null) {
                 ch.close(); // a plaintext 503 means nothing to a TLS client
             } else {
