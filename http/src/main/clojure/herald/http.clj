@@ -106,7 +106,8 @@
   (.send socket message))
 
 (defn ws-ping
-  "Sends a ping (optional payload: byte[], ByteBuffer or String, at most 125 bytes)."
+  "Sends a ping (optional payload: byte[], ByteBuffer or String, at most 125 bytes; a longer one throws
+  IllegalArgumentException and the socket stays usable)."
   ([^HeraldWebSocket socket] (.ping socket nil))
   ([^HeraldWebSocket socket data] (.ping socket data)))
 
@@ -116,7 +117,9 @@
   ([^HeraldWebSocket socket data] (.pong socket data)))
 
 (defn ws-close
-  "Starts the close handshake (default code 1000); the listener's on-close follows."
+  "Starts the close handshake (default code 1000); the listener's on-close follows. A code no close frame may
+  carry (below 1000, 1004-1006, 1015, 1016-2999, 5000 and over) or a reason over 123 UTF-8 bytes throws
+  IllegalArgumentException and the socket stays open."
   ([socket] (ws-close socket 1000 ""))
   ([^HeraldWebSocket socket code reason] (.close socket (int code) (str reason))))
 
