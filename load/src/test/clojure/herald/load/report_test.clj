@@ -173,7 +173,7 @@
     (is (= 2 @code) "every request failed: non-zero exit status")
     (is (str/includes? out "n/a CPU per request") out)
     (is (not (str/includes? out "nullus")))
-    (is (not (str/includes? out "raise :connections")) out)
+    (is (not (str/includes? out "raise --connections")) out)
     (is (re-find #"connect attempts failed and \d+ requests were due but never sent: connection refused: is the server up\?" out) out)
     (is (and failed (<= 8 failed 10)) "requests counted (10 due), not connect retries every 20 ms")
     (is (re-find #"(?m)^herald-load mode=rate requests=0 .* errors=(8|9|10)$" out) out)))

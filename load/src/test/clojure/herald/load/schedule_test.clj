@@ -229,5 +229,5 @@
     (let [r (load/rate {:url (:url s) :schedule "20:0.5s,150:0.5s" :connections 1 :threads 1 :progress :quiet :timeout 5})
           [_ busy] (:steps r)]
       (is (pos? (:connection-waits busy)))
-      (is (some #(re-find #"^STEP 2 \(150/s\): .*WAITED FOR A FREE CONNECTION.*raise :connections" %) (:warnings r)) (pr-str (:warnings r)))
+      (is (some #(re-find #"^STEP 2 \(150/s\): .*WAITED FOR A FREE CONNECTION.*raise --connections" %) (:warnings r)) (pr-str (:warnings r)))
       (is (some #(re-find #"^STEP 2 \(150/s\): ACHIEVED RATE [\d.]+/s IS BELOW THE TARGET 150.0/s" %) (:warnings r)) (pr-str (:warnings r))))))

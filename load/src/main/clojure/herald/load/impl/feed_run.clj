@@ -6,7 +6,8 @@
             [herald.load.impl.histogram :as hist]
             [herald.load.impl.meta :as meta]
             [herald.load.impl.options :as options]
-            [herald.load.impl.progress :as progress])
+            [herald.load.impl.progress :as progress]
+            [herald.load.impl.request :as request])
   (:import (herald.load.client Transport)
            (io.netty.channel EventLoopGroup)
            (java.util.concurrent TimeUnit)
@@ -67,6 +68,7 @@
   "Runs the feed workload with `opts` (see herald.load/feed); returns the result map."
   [opts]
   (let [opts (validate opts)
+        _ (request/resolve-host (:host opts) :host (:host opts))
         stop (atom false)
         group ^EventLoopGroup (Transport/group (int (:threads opts)))
         r (rec/recorder (:log-file opts))

@@ -3,7 +3,7 @@
   (:require [clojure.string :as str])
   (:import (herald.load.client RequestEncoder)
            (herald.load.engine RequestSource)
-           (java.net URI)
+           (java.net InetAddress URI UnknownHostException)
            (java.nio.charset StandardCharsets)))
 
 (set! *warn-on-reflection* true)
@@ -23,6 +23,16 @@
      :port (if (neg? (.getPort u)) 80 (.getPort u))
      :path (str (if (str/blank? (.getRawPath u)) "/" (.getRawPath u))
                 (when-let [q (.getRawQuery u)] (str "?" q)))}))
+
+(defn resolve-host
+  "The address `host` resolves to, as a literal (resolved once, before a run, so that connects do not
+  resolve again). An unknown host is a :herald.load/bad-option ex-info naming `k` and `v` (the option
+  that gave the host): a DNS failure is a usage error, not a run of connect errors."
+  ^String [^String host k v]
+  (try (.getHostAddress (InetAddress/getByName host))
+       (catch UnknownHostException e
+         (throw (ex-info (str host ": unknown host" (if (= k :url) (str " (URL " v ")") (str " (--" (name k) ")")))
+                         {:type :herald.load/bad-option :key k :value v :host host} e)))))
 
 (defn- body-bytes ^bytes [body]
   (cond (nil? body) nil

@@ -9,8 +9,9 @@
             [herald.load.impl.request :as request]
             [herald.load.impl.schedule :as schedule]
             [herald.load.impl.steps :as steps]
+            [herald.load.impl.warnings :as warnings]
             [clojure.string :as str])
-  (:import (herald.load.client ErrorKind)
+  (:import (herald.load.client ConnectFailure ErrorKind)
            (herald.load.engine EngineConfig LoadEngine RateSchedule SendListener)
            (java.util.concurrent CompletableFuture TimeUnit TimeoutException)
            (org.HdrHistogram Histogram)))
@@ -32,17 +33,19 @@
 
 (defn engine-config
   "The EngineConfig for `mode` (:rate or :max) and validated options (rate mode: :phases from
-  herald.load.impl.schedule/normalize, run after a warm-up phase when :warmup > 0)."
+  herald.load.impl.schedule/normalize, run after a warm-up phase when :warmup > 0). The URL's host is
+  resolved here, once: an unknown host throws a :herald.load/bad-option before anything is sent."
   ^EngineConfig [mode {:keys [url connections threads phases warmup duration timeout new-connection? script on-send] :as opts}]
   (let [{:keys [host port path]} (request/parse-url url)
+        address (request/resolve-host host :url url)
         host-header (if (= 80 port) host (str host ":" port))
         req (merge {:path path} (select-keys opts [:method :headers :body]))
         source (if script (request/script-source script req host-header) (request/constant-source req host-header))]
     (if (= mode :rate)
-      (EngineConfig/rate host (int port) (int connections) (int threads) (schedule/engine-schedule phases warmup)
+      (EngineConfig/rate address (int port) (int connections) (int threads) (schedule/engine-schedule phases warmup)
                          (if (pos? (double warmup)) 1 0) (nanos timeout) (boolean new-connection?) source
                          (send-listener on-send))
-      (EngineConfig/max host (int port) (int connections) (int threads) (nanos warmup) (nanos duration)
+      (EngineConfig/max address (int port) (int connections) (int threads) (nanos warmup) (nanos duration)
                         (nanos timeout) (boolean new-connection?) source (send-listener on-send)))))
 
 (defn- error-counts [^LoadEngine engine status]
@@ -128,15 +131,14 @@
         (when (and watch (not finished?)) (watch))
         (if finished? intervals (recur intervals t errors))))))
 
-(defn- warnings [mode target achieved backlog connect-failures errors step-list]
+(defn- warnings [mode target achieved backlog connect-failures connect-causes errors step-list {:keys [host other]}]
   (cond-> []
     (and (= mode :rate) (< achieved (* 0.99 target)))
     (conj (format "ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: the generator or the server fell short" achieved (double target)))
     (pos? connect-failures)
-    (conj (format "%d connect attempts failed%s: connection refused: is the server up?" connect-failures
-                  (if (pos? backlog) (format " and %d requests were due but never sent" backlog) "")))
+    (conj (warnings/connect-failed connect-failures backlog connect-causes host other))
     (and (pos? backlog) (zero? connect-failures))
-    (conj (format "%d requests were due but found no free connection: raise :connections" backlog))
+    (conj (warnings/never-sent backlog))
     (= 1 (count step-list))
     (into (map #(str/replace % #"^STEP 1 \([^)]*\): " "")) (remove #(re-find #"ACHIEVED RATE|never sent" %) (:warnings (first step-list))))
     (pos? (reduce + (vals errors)))
@@ -167,6 +169,7 @@
             seconds (/ (- (.endNanos engine) (.measureFromNanos engine)) 1e9)
             status (status-map engine)
             connect-failures (.connectFailures engine)
+            connect-causes (warnings/connect-causes #(.connectFailures engine ^ConnectFailure %))
             ;; requests due but never sent while connects failed count as connect errors (requests, not retries)
             errors (cond-> (error-counts engine status)
                      (pos? connect-failures) (update :connect + (.backlog engine)))
@@ -194,6 +197,7 @@
          :status status
          :backlog (.backlog engine)
          :connect-failures connect-failures
+         :connect-failure-causes connect-causes
          :generator {:threads (:threads opts) :cpu-s (/ cpu 1e9)
                      :cpu-us-per-request (when (pos? (.issued engine)) (/ (Math/round (/ cpu (.issued engine) 10.0)) 100.0))}
          :latency (hist/summary total-l)
@@ -203,5 +207,6 @@
          :per-minute (agg/rows minutes)
          :schedule (:phases opts)
          :steps step-list
-         :warnings (warnings mode target achieved (.backlog engine) connect-failures errors step-list)})
+         :warnings (warnings mode target achieved (.backlog engine) connect-failures connect-causes errors step-list
+                             {:host (:host (request/parse-url (:url opts))) :other (.otherConnectError engine)})})
       (finally (.close engine)))))

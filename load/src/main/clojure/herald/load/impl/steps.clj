@@ -4,7 +4,8 @@
   view per step for tables and overlaid plots."
   (:require [clojure.string :as str]
             [herald.load.impl.histogram :as hist]
-            [herald.load.impl.schedule :as schedule])
+            [herald.load.impl.schedule :as schedule]
+            [herald.load.impl.warnings :as warnings])
   (:import (herald.load.client ErrorKind)
            (herald.load.engine RateSchedule StepStats)))
 
@@ -28,11 +29,9 @@
       (and complete? (< achieved (* 0.99 (double target-rate))))
       (conj (format "%s: ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: the generator or the server fell short" tag (double achieved) (double target-rate)))
       (pos? unsent)
-      (conj (format "%s: %d requests were due but never sent (no free connection): raise :connections" tag (long unsent)))
+      (conj (str tag ": " (warnings/never-sent unsent)))
       (> waits-share warn-share)
-      (conj (format "%s: %d requests (%.1f%%) WAITED FOR A FREE CONNECTION: all %d were busy (on average the step keeps about %s busy, target x mean service time%s): raise :connections"
-                    tag (long connection-waits) (* 100 waits-share) (long connections) (or needed "?")
-                    (if (and needed (< (* 2 needed) connections)) ", so the server stalled at times" "")))
+      (conj (str tag ": " (warnings/waited connection-waits (* 100 waits-share) connections needed)))
       (and (pos? sent) (> (/ (double late-sends) sent) warn-share))
       (conj (format "%s: %d requests (%.1f%%) LEFT MORE THAN 5 MS LATE WITH A CONNECTION FREE: the generator (or the machine) could not keep up: give it more threads or cores"
                     tag (long late-sends) (/ (* 100.0 late-sends) sent))))))

@@ -2,8 +2,10 @@
   "Finds the wall: one rate run whose schedule steps through a series of rates (fractions of a measured or
   given maximum) on the same connections, stopping after consecutive failing steps, and reports the highest
   rate whose p99 and p99.9 stay under their bounds with the target rate achieved and no errors."
-  (:require [herald.load.impl.options :as options]
+  (:require [clojure.string :as str]
+            [herald.load.impl.options :as options]
             [herald.load.impl.run :as run]
+            [herald.load.impl.schedule :as schedule]
             [herald.load.impl.steps :as steps]))
 
 (set! *warn-on-reflection* true)
@@ -38,14 +40,19 @@
   [steps]
   (some->> (seq (filter :ok? steps)) (map :rate) (apply max)))
 
+(defn- rate-label [rate] (schedule/phase-label {:rate rate}))
+
 (defn non-monotone-warning
-  "A warning when a step passed above a failing one (the wall then depends on noise), else nil."
+  "A warning when a step passed above a failing one (the wall then depends on noise), else nil. It names
+  the failed lower steps and says why the wall is what it is: none when the first step failed, else the
+  highest rate below the first failing step."
   [steps]
   (let [w (wall steps) hp (highest-passed steps)]
     (when (and hp (not= w hp))
-      (let [failed (count (remove :ok? (filter #(< (double (:rate %)) (double hp)) steps)))]
-        (format "NON-MONOTONE: %d step(s) below %s/s failed the bound while %s/s passed; the wall is %s (every step up to it passed): repeat with a longer -d"
-                failed hp hp (or w "none"))))))
+      (let [failed (map :rate (remove :ok? (filter #(< (double (:rate %)) (double hp)) steps)))]
+        (format "NON-MONOTONE: %d step(s) below %s failed the bound (%s failed) while %s passed; the wall is %s: repeat with a longer -d"
+                (count failed) (rate-label hp) (str/join ", " (map rate-label failed)) (rate-label hp)
+                (if w (str (rate-label w) " (every step up to it passed)") "none (the first step failed)"))))))
 
 (defn- sweep-step [s ok?]
   {:rate (get-in s [:target :rate]) :achieved (:achieved s) :p99 (get-in s [:latency :p99])

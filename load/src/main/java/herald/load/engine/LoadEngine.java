@@ -1,5 +1,6 @@
 package herald.load.engine;
 
+import herald.load.client.ConnectFailure;
 import herald.load.client.ErrorKind;
 import herald.load.client.Transport;
 import io.netty.channel.EventLoopGroup;
@@ -111,6 +112,19 @@ public final class LoadEngine implements AutoCloseable {
     long n = 0;
     for (Worker w : workers) n += w.connectFailures;
     return n;
+  }
+
+  /** Failed connect attempts (carrying a request or not) whose cause was of kind {@code why}. */
+  public long connectFailures(ConnectFailure why) {
+    long n = 0;
+    for (Worker w : workers) n += w.connectCauses[why.ordinal()];
+    return n;
+  }
+
+  /** The message of a connect failure of kind {@link ConnectFailure#OTHER}, or null when there was none. */
+  public String otherConnectError() {
+    for (Worker w : workers) if (w.otherConnectError != null) return w.otherConnectError;
+    return null;
   }
 
   /** Errors of one kind so far. */

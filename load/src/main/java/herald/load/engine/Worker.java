@@ -1,5 +1,6 @@
 package herald.load.engine;
 
+import herald.load.client.ConnectFailure;
 import herald.load.client.ConnectionListener;
 import herald.load.client.ErrorKind;
 import herald.load.client.HttpConnection;
@@ -9,6 +10,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.EventLoop;
+import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
@@ -56,6 +58,10 @@ final class Worker implements ConnectionListener {
   final long[] errors = new long[ErrorKind.values().length];
   /** Failed connect attempts (each retry counts) that carried no request: shown apart from request errors. */
   long connectFailures;
+  /** Failed connect attempts (with or without a request) by {@link ConnectFailure} ordinal. */
+  final long[] connectCauses = new long[ConnectFailure.values().length];
+  /** The message of the last connect failure of kind OTHER, or null. */
+  volatile String otherConnectError;
   volatile long completed;
   volatile long issued;
   volatile long backlog;
@@ -292,8 +298,16 @@ final class Worker implements ConnectionListener {
     s.busy = false;
     s.pending = false;
     if (steps != null && wasBusy) steps.inFlight[s.step]--;
-    if (kind == ErrorKind.CONNECT && !inFlight && !wasBusy) connectFailures++;
-    else if ((inFlight || wasBusy) && s.intended >= measureFrom) {
+    // a connect aborted by the generator closing the channel (at the end of the run) is no failure of the target
+    boolean aborted = kind == ErrorKind.CONNECT && cause instanceof ClosedChannelException;
+    if (kind == ErrorKind.CONNECT && !aborted) {
+      ConnectFailure why = ConnectFailure.of(cause);
+      connectCauses[why.ordinal()]++;
+      if (why == ConnectFailure.OTHER) otherConnectError = String.valueOf(cause);
+    }
+    if (kind == ErrorKind.CONNECT && !inFlight && !wasBusy) {
+      if (!aborted) connectFailures++;
+    } else if ((inFlight || wasBusy) && s.intended >= measureFrom) {
       errors[kind.ordinal()]++;
       if (steps != null) {
         int step = wasBusy ? s.step : schedule.phaseAtNanos(System.nanoTime() - start);

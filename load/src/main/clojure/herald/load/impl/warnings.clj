@@ -1,0 +1,56 @@
+(ns herald.load.impl.warnings
+  "The wording of the warnings a run and its steps share, in one place: requests never sent for want of
+  a free connection, and connect attempts that failed, said by cause (refused, timed out, unreachable,
+  unknown host). Options are named as the command line spells them."
+  (:require [clojure.string :as str])
+  (:import (herald.load.client ConnectFailure)))
+
+(set! *warn-on-reflection* true)
+
+(def raise-connections
+  "The advice when connections are short, naming the option as the user types it."
+  "raise --connections")
+
+(defn never-sent
+  "Requests due but never sent because no connection was free when the run (or step) ended."
+  [n]
+  (format "%d requests were due but never sent (no free connection at the end): %s" (long n) raise-connections))
+
+(defn waited
+  "Requests of a step that waited for a free connection: `share` in percent, `connections` of the run,
+  `needed` the connections the step keeps busy on average (nil when unknown)."
+  [n share connections needed]
+  (format "%d requests (%.1f%%) WAITED FOR A FREE CONNECTION: all %d were busy (on average the step keeps about %s busy, target x mean service time%s): %s"
+          (long n) (double share) (long connections) (or needed "?")
+          (if (and needed (< (* 2 (long needed)) (long connections))) ", so the server stalled at times" "")
+          raise-connections))
+
+(defn cause-text
+  "What a connect failure of kind `cause` (a keyword of ConnectFailure's labels) means, for host `host`;
+  `other` is the message of an :other failure."
+  [cause host other]
+  (case cause
+    :refused "connection refused: is the server up?"
+    :timeout "connect timed out: is the host up and the port open (not filtered)?"
+    :unreachable (str host ": host unreachable: check the address and the network")
+    :unknown-host (str host ": unknown host")
+    (str "connect failed: " (or other "unknown cause"))))
+
+(defn connect-causes
+  "The connect failures of `engine`-like counts by cause: {cause-keyword count} of the nonzero ones, from
+  `count-of` (fn of a ConnectFailure)."
+  [count-of]
+  (into (sorted-map) (for [^ConnectFailure c (ConnectFailure/values)
+                           :let [n (long (count-of c))] :when (pos? n)]
+                       [(keyword (.label c)) n])))
+
+(defn connect-failed
+  "The run-level warning of `attempts` failed connect attempts while `backlog` requests were due but never
+  sent, with `causes` ({cause count}) worded each (with its count when there are several)."
+  [attempts backlog causes host other]
+  (let [causes (if (seq causes) causes {:other attempts})
+        texts (for [[c n] (sort-by (comp - val) causes)]
+                (cond-> (cause-text c host other) (> (count causes) 1) (str " (" n " attempts)")))]
+    (format "%d connect attempts failed%s: %s" (long attempts)
+            (if (pos? backlog) (format " and %d requests were due but never sent" (long backlog)) "")
+            (str/join "; " texts))))
