@@ -46,6 +46,16 @@
   (is (not (str/includes? (warnings/connect-failed 3 0 {:timeout 3} "h" nil) "refused"))
       "a timeout is not reported as a refused connection"))
 
+(deftest a-step-short-because-connects-failed-says-so
+  (let [step {:step 2 :label "200/s" :unsent 26
+              :warnings ["STEP 2 (200/s): ACHIEVED RATE 0.0/s IS BELOW THE TARGET 200.0/s: the generator or the server fell short"
+                         (str "STEP 2 (200/s): " (warnings/never-sent 26))]}
+        why (warnings/causes-text {:refused 9} 9 "h" nil)]
+    (is (= ["STEP 2 (200/s): ACHIEVED RATE 0.0/s IS BELOW THE TARGET 200.0/s: the generator or the server fell short"
+            "STEP 2 (200/s): 26 requests were due but never sent: connection refused: is the server up?"]
+           (:warnings (warnings/unsent-while-connects-failed step why))))
+    (is (= (assoc step :unsent 0) (warnings/unsent-while-connects-failed (assoc step :unsent 0) why)) "nothing unsent: unchanged")))
+
 (deftest never-sent-is-one-wording-naming-the-option-as-typed
   (is (= "26 requests were due but never sent (no free connection at the end): raise --connections"
          (warnings/never-sent 26)))
@@ -81,7 +91,13 @@
   (let [port (with-open [ss (java.net.ServerSocket. 0)] (.getLocalPort ss))
         r (load/rate {:url (str "http://127.0.0.1:" port "/") :rate 20 :duration 0.5 :connections 2 :progress :quiet})]
     (is (= [:refused] (keys (:connect-failure-causes r))) (pr-str (:connect-failure-causes r)))
-    (is (some #(re-find #"connect attempts failed.*: connection refused: is the server up\?$" %) (:warnings r)) (pr-str (:warnings r)))))
+    (is (some #(re-find #"connect attempts failed.*: connection refused: is the server up\?$" %) (:warnings r)) (pr-str (:warnings r)))
+    (let [step (first (:steps r))]
+      (is (pos? (:unsent step)))
+      (is (some #{(str "STEP 1 (20/s): " (:unsent step) " requests were due but never sent: connection refused: is the server up?")}
+                (:warnings step))
+          "the step says why too")
+      (is (not-any? #(str/includes? % "--connections") (concat (:warnings r) (:warnings step)))))))
 
 (deftest ^:integration never-sent-reads-the-same-for-the-run-and-its-step
   ;; one connection to a server that holds the first request 1.5 s: the other requests of the 1 s step

@@ -174,9 +174,14 @@
             errors (cond-> (error-counts engine status)
                      (pos? connect-failures) (update :connect + (.backlog engine)))
             achieved (/ (.getTotalCount total-l) (max 1e-9 seconds))
+            host (:host (request/parse-url (:url opts)))
+            other (.otherConnectError engine)
             step-list (when (= mode :rate)
-                        (steps/step-maps (.schedule engine) (.steps engine) (:phases opts)
-                                         (if (pos? (double (:warmup opts))) 1 0) seconds (:connections opts)))
+                        (cond->> (steps/step-maps (.schedule engine) (.steps engine) (:phases opts)
+                                                  (if (pos? (double (:warmup opts))) 1 0) seconds (:connections opts))
+                          (pos? connect-failures)
+                          (mapv #(warnings/unsent-while-connects-failed
+                                  % (warnings/causes-text connect-causes connect-failures host other)))))
             _ (when watch (watch step-list))
             target (when (= mode :rate)
                      (let [[p & more] (:phases opts)]
@@ -208,5 +213,5 @@
          :schedule (:phases opts)
          :steps step-list
          :warnings (warnings mode target achieved (.backlog engine) connect-failures connect-causes errors step-list
-                             {:host (:host (request/parse-url (:url opts))) :other (.otherConnectError engine)})})
+                             {:host host :other other})})
       (finally (.close engine)))))

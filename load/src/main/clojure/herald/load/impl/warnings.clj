@@ -44,13 +44,29 @@
                            :let [n (long (count-of c))] :when (pos? n)]
                        [(keyword (.label c)) n])))
 
+(defn causes-text
+  "`causes` ({cause count}) worded each (with its count when there are several, the most frequent first);
+  `attempts` stands for an unknown cause when `causes` is empty."
+  [causes attempts host other]
+  (let [causes (if (seq causes) causes {:other attempts})]
+    (str/join "; " (for [[c n] (sort-by (comp - val) causes)]
+                     (cond-> (cause-text c host other) (> (count causes) 1) (str " (" n " attempts)"))))))
+
 (defn connect-failed
   "The run-level warning of `attempts` failed connect attempts while `backlog` requests were due but never
   sent, with `causes` ({cause count}) worded each (with its count when there are several)."
   [attempts backlog causes host other]
-  (let [causes (if (seq causes) causes {:other attempts})
-        texts (for [[c n] (sort-by (comp - val) causes)]
-                (cond-> (cause-text c host other) (> (count causes) 1) (str " (" n " attempts)")))]
-    (format "%d connect attempts failed%s: %s" (long attempts)
-            (if (pos? backlog) (format " and %d requests were due but never sent" (long backlog)) "")
-            (str/join "; " texts))))
+  (format "%d connect attempts failed%s: %s" (long attempts)
+          (if (pos? backlog) (format " and %d requests were due but never sent" (long backlog)) "")
+          (causes-text causes attempts host other)))
+
+(defn unsent-while-connects-failed
+  "Step map `step` with its never-sent warning saying that connects failed (`why`, from `causes-text`)
+  instead of advising more connections: the run's connect warning and the step's then agree."
+  [step why]
+  (let [tag (format "STEP %d (%s): " (long (:step step)) (:label step))
+        n (long (or (:unsent step) 0))
+        was (str tag (never-sent n))]
+    (if (pos? n)
+      (update step :warnings #(mapv (fn [w] (if (= w was) (format "%s%d requests were due but never sent: %s" tag n why) w)) %))
+      step)))
