@@ -48,6 +48,9 @@ JETTY_JARS=(ring-jetty-adapter ring-servlet jetty9-server jetty9-http jetty9-io 
 
 log() { echo "bench/peers: $*" >&2; }
 die() { log "$*"; exit 1; }
+for t in "${TEST_LIST[@]}"; do
+  case $t in plaintext|plaintext_np|json) ;; *) die "unknown test $t (plaintext, plaintext_np, json)" ;; esac
+done
 if [ -n "$NICE" ] && [ -w /proc/self/autogroup ]; then
   echo "$NICE" >/proc/self/autogroup 2>/dev/null || log "cannot set the autogroup's nice level to $NICE"
 fi
