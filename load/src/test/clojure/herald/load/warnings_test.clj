@@ -128,17 +128,17 @@
            (sweep/non-monotone-warning steps)))))
 
 (deftest ^:integration sweep-whose-first-step-fails-says-so-on-the-command-line
-  ;; the server holds every request of its first 0.6 s for 300 ms: the 20/s step fails a 100 ms p99 bound,
+  ;; the server holds every request of its first 0.6 s for 500 ms: the 20/s step fails a 200 ms p99 bound,
   ;; the 40/s step after it passes
   (ts/when-calm
   (let [t0 (atom nil)]
     (ts/with-server [s (fn [ex]
                          (let [now (System/nanoTime)]
                            (compare-and-set! t0 nil now)
-                           (when (< (- now (long @t0)) 600000000) (Thread/sleep 300))
-                           (ts/hello ex))) 8]
+                           (when (< (- now (long @t0)) 600000000) (Thread/sleep 500))
+                           (ts/hello ex))) 16]
       (let [out (with-out-str (binding [*err* (java.io.StringWriter.)]
-                                (main/run-cli ["sweep" (:url s) "--rates" "20,40" "-d" "1s" "-c" "8" "--p99" "100" "-q"])))]
+                                (main/run-cli ["sweep" (:url s) "--rates" "20,40" "-d" "1s" "-c" "16" "--p99" "200" "-q"])))]
         (is (str/includes? out "the wall is none (the first step failed)") out)
         (is (str/includes? out "(20/s failed) while 40/s passed") out)
         (is (not (str/includes? out "every step up to it passed")) out))))))
