@@ -79,6 +79,19 @@
         ([^bytes bs] (count! (.read in bs 0 (alength bs))))
         ([^bytes bs off len] (count! (.read in bs (int off) (int len))))))))
 
+(defn wrap-form-params
+  "herald.http/wrap-params for the feed: urlencoded form bodies over the feed's `limit` get the feed's JSON 413
+  (`field` body), declared or counted while the middleware reads them, like JSON bodies do."
+  [handler limit]
+  (let [h (http/wrap-params handler {:max-form-bytes (inc (long limit))})]
+    (fn [req]
+      (if (= "application/x-www-form-urlencoded" (media-type req))
+        (try (check-size! req limit)
+             (h (cond-> req (instance? InputStream (:body req)) (update :body bounded limit)))
+             (catch clojure.lang.ExceptionInfo e
+               (or (err/ex->response e) (throw e))))
+        (h req)))))
+
 (defn body-params
   "The request body as a map with keyword keys: JSON objects (application/json or any +json type)
   or form-encoded bodies (application/x-www-form-urlencoded). Other media types are a 415, a

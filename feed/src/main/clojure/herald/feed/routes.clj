@@ -135,4 +135,4 @@
         paths (distinct (map :path (route-specs)))]
     (-> (http/router (mapv (fn [p] [p (get by-path p)]) paths)
                      {:not-found not-found :method-not-allowed method-not-allowed})
-        http/wrap-params)))
+        (h/wrap-form-params (:max-body-bytes (:limits (:ctx env)))))))

@@ -25,16 +25,17 @@
 
 (defn- post-chunked
   "POSTs `text` as a body without Content-Length (Transfer-Encoding: chunked); {:status :json}."
-  [path ^String text]
+  ([path text] (post-chunked path text "application/json"))
+  ([path ^String text ^String content-type]
   (let [bytes (.getBytes text StandardCharsets/UTF_8)
         req (-> (HttpRequest/newBuilder (URI/create (str *base* path)))
                 (.timeout (Duration/ofSeconds 30))
-                (.header "Content-Type" "application/json")
+                (.header "Content-Type" content-type)
                 (.POST (HttpRequest$BodyPublishers/ofInputStream
                         (reify Supplier (get [_] (ByteArrayInputStream. bytes)))))
                 (.build))
         ^HttpResponse resp (.send u/client req (HttpResponse$BodyHandlers/ofString))]
-    {:status (.statusCode resp) :json (http/read-json (str (.body resp)))}))
+    {:status (.statusCode resp) :json (http/read-json (str (.body resp)))})))
 
 (defn- participant! [] (get-in (u/request *base* "/participant" :method :post :json {:name "b"}) [:json "id"]))
 
@@ -51,6 +52,20 @@
     (testing "a chunked body under the limit is served, and nothing of the refused one was stored"
       (is (= 200 (:status (post-chunked (str "/participant/" id "/outbound") small))))
       (is (= ["small"] (mapv #(get % "subject") (:json (u/request *base* (str "/participant/" id "/outbound")))))))))
+
+(deftest a-form-body-over-the-limit-is-the-same-json-413
+  (let [form "application/x-www-form-urlencoded"
+        big (str "name=x&pad=" (apply str (repeat (* 2 limit) "a")))]
+    (testing "declared and chunked form bodies over the feed's limit get the feed's JSON 413 naming the body (QA3 Q1)"
+      (let [declared (u/request *base* "/participant" :method :post :body big :content-type form)
+            chunked (post-chunked "/participant" big form)]
+        (is (= 413 (:status declared) (:status chunked)))
+        (is (= "body" (get-in declared [:json "field"]) (get-in chunked [:json "field"])))
+        (is (re-find #"exceeds the limit of 65536 bytes" (str (get-in declared [:json "error"]))))))
+    (testing "a form body under the limit is served"
+      (let [r (u/request *base* "/participant" :method :post :body "name=formed" :content-type form)]
+        (is (= 200 (:status r)))
+        (is (= "formed" (get-in r [:json "name"])))))))
 
 (deftest repeated-keys-and-malformed-json-name-the-field
   (testing "a repeated JSON key is a 400 as a repeated form key is"
