@@ -161,3 +161,52 @@
                    (is (= 200 (:status r)) text)
                    (is (= body (:body r))))
                  (finally (ts/close! c)))))))))
+
+(defn- body-echo [req]
+  {:status 200 :body (pr-str [(some-> (:body req) slurp) (get-in req [:headers "content-length"])])})
+
+(deftest ^:integration framing-edge-cases-of-the-http1-decoder
+  ;; external QA (session 3, Q8-Q11): each was a silent close, a lenient parse or a late answer
+  (with-server [s body-echo]
+    (let [p (ts/port s)
+          answer (fn [text]
+                   (let [c (ts/open p 3000)]
+                     (try (ts/write! c text)
+                          (let [r (ts/read-response c)] [(:status r) (:body r)])
+                          (finally (ts/close! c)))))]
+      (testing "a list of equal Content-Length values is one length, for herald and for the handler (RFC 9110 8.6)"
+        (is (= [200 (pr-str ["hello" "5"])]
+               (answer "POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 5\r\n\r\nhello")))
+        (is (= [200 (pr-str ["hello" "5"])]
+               (answer "POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5,5\r\n\r\nhello")))
+        (is (= 400 (first (answer "POST /e HTTP/1.1\r\nHost: x\r\nContent-Length: 5, 6\r\n\r\nhello")))))
+      (testing "whitespace after a chunk size only before an extension (RFC 9112 7.1.1)"
+        (doseq [size ["5 " "5\t" "5      "]]
+          (is (= [400 true] (answer-and-eof p (str "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                                                   size "\r\nhello\r\n0\r\n\r\n")))
+              (pr-str size)))
+        (is (= [200 (pr-str ["hello" nil])]
+               (answer "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5 ;x=1\r\nhello\r\n0\r\n\r\n"))))
+      (testing "Transfer-Encoding with Content-Length, empty or not a token -> 400 whatever the coding (RFC 9112 6.1, 6.3)"
+        (doseq [te ["identity" "gzip" "chunked"]]
+          (is (= [400 true] (answer-and-eof p (str "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: " te
+                                                   "\r\nContent-Length: 5\r\n\r\nhello")))
+              te))
+        (is (= [400 true] (answer-and-eof p "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:\r\n\r\n")))
+        (is (= [400 true] (answer-and-eof p "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \u000bchunked\r\n\r\n")))
+        (is (= [501 true] (answer-and-eof p "POST /e HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n"))
+            "a coding herald does not decode stays 501"))
+      (testing "a complete request line that cannot be served is answered 400 at once, not 408 at the timeout"
+        (doseq [line ["GET /echo\r\n" "GARBAGE\r\n" "GET  /echo HTTP/1.1\r\n" "GET /echo HTTP/1.1x\r\n"]]
+          (let [c (ts/open p 3000)
+                t0 (System/nanoTime)]
+            (try (ts/write! c line)
+                 (is (= 400 (:status (ts/read-response c))) (pr-str line))
+                 (is (< (/ (- (System/nanoTime) t0) 1e6) 2000) (pr-str line))
+                 (finally (ts/close! c)))))
+        (let [c (ts/open p 3000)]
+          (try (ts/write! c "GET /echo HTTP/1.1\r\n")
+               (Thread/sleep 300)
+               (ts/write! c "Host: x\r\n\r\n")
+               (is (= 200 (:status (ts/read-response c))) "a valid line still waits for its head")
+               (finally (ts/close! c))))))))

@@ -37,6 +37,55 @@ final class Http1Bytes {
         return i != e ? 400 : major != 1 ? 505 : 400;
     }
 
+    /**
+     * Whether the request line ending with the LF at {@code lf} can start a valid head: {@code token SP target SP
+     * HTTP/d+.d+ CRLF}, the target without control characters, spaces or non-ASCII bytes. Checked only while the
+     * rest of a head is awaited, so a line that can never be served is answered 400 at once (the full parse of a
+     * complete head makes the same checks).
+     */
+    static boolean requestLineShape(io.netty.buffer.ByteBuf in, int s, int lf) {
+        int e = lf - 1;
+        if (e < s || in.getByte(e) != '\r') {
+            return false;
+        }
+        int i = s;
+        while (i < e && Http1Names.TCHAR[in.getByte(i) & 0xff]) {
+            i++;
+        }
+        if (i == s || i >= e || in.getByte(i++) != ' ') {
+            return false;
+        }
+        int t = i;
+        while (i < e) {
+            int c = in.getByte(i) & 0xff;
+            if (c <= 0x20 || c >= 0x7f) {
+                break;
+            }
+            i++;
+        }
+        if (i == t || i >= e || in.getByte(i++) != ' ' || e - i < 8) {
+            return false;
+        }
+        for (int k = 0; k < 5; k++) {
+            if (in.getByte(i + k) != "HTTP/".charAt(k)) {
+                return false;
+            }
+        }
+        i += 5;
+        int d = i;
+        while (i < e && Character.isDigit((char) in.getByte(i))) {
+            i++;
+        }
+        if (i == d || i >= e || in.getByte(i++) != '.') {
+            return false;
+        }
+        d = i;
+        while (i < e && Character.isDigit((char) in.getByte(i))) {
+            i++;
+        }
+        return i > d && i == e;
+    }
+
     /** The Content-Length value {@code b[s, e)}: 1*DIGIT, or a list of equal ones ("42, 42"); -1 when invalid. */
     static long lengthOf(byte[] b, int s, int e) {
         long v = NONE;

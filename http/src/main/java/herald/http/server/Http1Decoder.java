@@ -112,6 +112,10 @@ final class Http1Decoder extends HttpRequestDecoder {
             int lf = in.indexOf(from, w, LF);
             if (lf < 0) {
                 scanned = w - r;
+                if (lines >= 1 && !Http1Bytes.requestLineShape(in, r, r + ends[0])) {
+                    refuse(in, out, 400); // judged at its CRLF: waiting for the rest of the head changes nothing
+                    return;
+                }
                 if (lines == 0 ? w - r > maxLine + 1 : w - r - ends[0] - 1 > maxHeader + 2) {
                     refuse(in, out, lines == 0 ? 414 : 431);
                 } else if (partialSince == 0) {
@@ -249,8 +253,12 @@ final class Http1Decoder extends HttpRequestDecoder {
             size = size << 4 | d;
         }
         boolean ok = i > r;
+        int digitsEnd = i;
         while (ok && i < e && (in.getByte(i) == ' ' || in.getByte(i) == '\t')) {
             i++;
+        }
+        if (ok && i == e && i > digitsEnd) {
+            ok = false; // BWS only before a ';' extension (RFC 9112 7.1.1): "5 " is not a chunk size
         }
         if (ok && i < e) {
             ok = in.getByte(i) == ';';

@@ -108,6 +108,7 @@ final class Http1Parser {
         int codings = 0;
         int chunkeds = 0;
         boolean lastChunked = false;
+        boolean badCoding = false;
         for (int k = 0; k < n; k++) {
             int s = ends[k] + 1;
             int e = ends[k + 1] - 1;
@@ -156,6 +157,13 @@ final class Http1Parser {
                 long v = lengthOf(b, vs, ve);
                 badLength |= v < 0 || length >= 0 && v != length;
                 length = v;
+                if (v >= 0) {
+                    int d = vs;
+                    while (d < ve && b[d] >= '0' && b[d] <= '9') {
+                        d++;
+                    }
+                    pos[2 * k + 1] = d; // "5, 5" is read as "5" (RFC 9110 8.6), by herald and by the handler
+                }
             } else if (name == Http1Names.TRANSFER_ENCODING) {
                 teFields++;
                 for (int a = vs; a <= ve; ) {
@@ -172,6 +180,11 @@ final class Http1Parser {
                         y--;
                     }
                     if (y > x) {
+                        int t = x;
+                        while (t < y && TCHAR[b[t] & 0xff]) {
+                            t++;
+                        }
+                        badCoding |= t == x || t < y && b[t] != ';' && b[t] != ' ' && b[t] != '\t';
                         codings++;
                         lastChunked = y - x == 7 && asciiEqualsIgnoreCase(b, x, "chunked");
                         chunkeds += lastChunked ? 1 : 0;
@@ -195,7 +208,9 @@ final class Http1Parser {
         }
         boolean absolute = status == 0 && b[ts] != '/' && b[ts] != '*';
         if (status == 0 && teFields > 0) {
-            if (chunkeds == 0) {
+            if (length != NONE || badLength || codings == 0 || badCoding || version == HttpVersion.HTTP_1_0) {
+                status = 400; // with Content-Length, empty, not a token, or on HTTP/1.0: no safe framing (RFC 9112 6.1, 6.3)
+            } else if (chunkeds == 0) {
                 status = 501; // a transfer coding herald does not decode (RFC 9112 6.1)
             } else if (chunkeds > 1 || !lastChunked || length != NONE || badLength
                 || version == HttpVersion.HTTP_1_0) {
