@@ -36,8 +36,9 @@
           start-ms (System/currentTimeMillis)
           resp (try (f req)
                     (catch clojure.lang.ExceptionInfo e
-                      (or (err/ex->response e)
-                          (do (log-error e req) (err/response 500 "internal server error"))))
+                      (if-let [r (err/ex->response e)]
+                        (do (when (= 503 (:status r)) (log-error e req)) r)
+                        (do (log-error e req) (err/response 500 "internal server error"))))
                     (catch Throwable t
                       (log-error t req)
                       (err/response 500 "internal server error")))]
