@@ -338,10 +338,14 @@
 
 (deftest ^:integration an-upgrade-without-a-version-is-400-and-version-13-works
   (with-server [s (fn [_] {:ring.websocket/listener {}}) {}]
-    (doseq [[version status] [[nil 400] ["13" 101]]]
+    ;; RFC 6455 4.2.2: a version the server does not speak gets 426 naming the one it does
+    (doseq [[version status] [[nil 400] ["13" 101] ["14" 426] ["x" 426]]]
       (let [c (ts/open (ts/port s))]
         (try (ts/write! c (str "GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
                                "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                                (when version (str "Sec-WebSocket-Version: " version "\r\n")) "\r\n"))
-             (is (= status (:status (ts/read-response c true))) (str "version " (pr-str version)))
+             (let [r (ts/read-response c true)]
+               (is (= status (:status r)) (str "version " (pr-str version)))
+               (when (= 426 status)
+                 (is (= "13" (get-in r [:headers "sec-websocket-version"])) (str "version " (pr-str version)))))
              (finally (ts/close! c)))))))

@@ -26,6 +26,7 @@ final class ResponseWriter {
     static final byte[] KEEP_ALIVE = ascii("Connection: keep-alive\r\n");
     private static final byte[] TEXT_PLAIN = ascii("Content-Type: text/plain; charset=utf-8\r\n");
     private static final byte[] RETRY_AFTER = ascii("Retry-After: 1\r\n");
+    private static final byte[] WS_VERSION = ascii("Sec-WebSocket-Version: 13\r\n");
 
     private ResponseWriter() {}
 
@@ -85,7 +86,7 @@ final class ResponseWriter {
         if (ok) {
             c.upgraded(ex);
         } else {
-            writeError(c, ex, 400);
+            writeError(c, ex, WebSocketUpgrade.unsupportedVersion(ex.request) ? 426 : 400);
         }
     }
 
@@ -253,6 +254,8 @@ final class ResponseWriter {
         h.put(TEXT_PLAIN);
         if (status == 503) {
             h.put(RETRY_AFTER);
+        } else if (status == 426) {
+            h.put(WS_VERSION); // the only 426 herald writes: a WebSocket version it does not speak
         }
         boolean http10 = ex.request != null && ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
         sink.fixed(c, ex, h, status, body.length, ex.head ? null : body, http10);

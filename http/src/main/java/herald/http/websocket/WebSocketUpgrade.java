@@ -35,6 +35,18 @@ public final class WebSocketUpgrade {
             && req.headers().contains(HttpHeaderNames.SEC_WEBSOCKET_KEY);
     }
 
+    /**
+     * True when {@code req} is an upgrade request naming a {@code Sec-WebSocket-Version} herald does not speak
+     * (it speaks 13, and 8 and 7 as Netty does): answered 426 with {@code Sec-WebSocket-Version: 13} (RFC 6455 4.2.2).
+     */
+    public static boolean unsupportedVersion(HttpRequest req) {
+        if (!isUpgradeRequest(req)) {
+            return false;
+        }
+        String v = req.headers().get(HttpHeaderNames.SEC_WEBSOCKET_VERSION);
+        return v != null && !v.equals("13") && !v.equals("8") && !v.equals("7");
+    }
+
     /** True when the comma-separated header value holds {@code token} (case-insensitive). */
     static boolean hasToken(String header, String token) {
         if (header == null) {
