@@ -142,15 +142,7 @@ public final class RingRequest {
         kv[i++] = req.protocolVersion().text();
         kv[i++] = HEADERS;
         kv[i++] = hs.isEmpty() ? PersistentArrayMap.EMPTY : new LazyHeaders(hs);
-        if (body != null) {
-            kv[i++] = BODY;
-            kv[i++] = body;
-        }
-        if (cert != null) {
-            kv[i++] = SSL_CLIENT_CERT;
-            kv[i++] = cert;
-        }
-        return new PersistentArrayMap(kv);
+        return finish(kv, i, body, cert);
     }
 
     /** {@link #build} for a head herald's parser made: path, query and server name straight from it. */
@@ -181,6 +173,11 @@ public final class RingRequest {
         kv[i++] = req.protocolVersion().text();
         kv[i++] = HEADERS;
         kv[i++] = hs.count() == 0 ? PersistentArrayMap.EMPTY : new LazyHeaders(hs);
+        return finish(kv, i, body, cert);
+    }
+
+    /** The optional :body and :ssl-client-cert after the keys both builds set, then the map. */
+    private static IPersistentMap finish(Object[] kv, int i, InputStream body, X509Certificate cert) {
         if (body != null) {
             kv[i++] = BODY;
             kv[i++] = body;
