@@ -257,28 +257,9 @@ public final class RingRequest {
         int len = 0;
         for (Iterator<Map.Entry<CharSequence, CharSequence>> it = hs.iteratorCharSequence(); it.hasNext(); ) {
             Map.Entry<CharSequence, CharSequence> e = it.next();
-            String name = lower(e.getKey());
-            String value = e.getValue().toString();
-            int at = -1;
-            for (int j = 0; j < len; j += 2) {
-                if (kv[j].equals(name)) {
-                    at = j;
-                    break;
-                }
-            }
-            if (at >= 0) {
-                kv[at + 1] = join(name, (String) kv[at + 1], value);
-            } else {
-                kv[len++] = name;
-                kv[len++] = value;
-            }
+            len = putJoined(kv, len, lower(e.getKey()), e.getValue().toString());
         }
-        if (len != kv.length) {
-            Object[] a = new Object[len];
-            System.arraycopy(kv, 0, a, 0, len);
-            kv = a;
-        }
-        return len == 0 ? PersistentArrayMap.EMPTY : new PersistentArrayMap(kv);
+        return arrayMap(kv, len);
     }
 
     /** {@link #headersMap} of parsed headers: the names are lower-case already. */
@@ -296,25 +277,28 @@ public final class RingRequest {
         Object[] kv = new Object[n * 2];
         int len = 0;
         for (int k = 0; k < n; k++) {
-            String name = hs.name(k);
-            int at = -1;
-            for (int j = 0; j < len; j += 2) {
-                if (kv[j].equals(name)) {
-                    at = j;
-                    break;
-                }
-            }
-            if (at >= 0) {
-                kv[at + 1] = join(name, (String) kv[at + 1], hs.value(k));
-            } else {
-                kv[len++] = name;
-                kv[len++] = hs.value(k);
+            len = putJoined(kv, len, hs.name(k), hs.value(k));
+        }
+        return arrayMap(kv, len);
+    }
+
+    /** Adds name/value to the pairs kv[0, len), joining the values of a repeated name; returns the new length. */
+    private static int putJoined(Object[] kv, int len, String name, String value) {
+        for (int j = 0; j < len; j += 2) {
+            if (kv[j].equals(name)) {
+                kv[j + 1] = join(name, (String) kv[j + 1], value);
+                return len;
             }
         }
-        if (len != kv.length) {
-            kv = java.util.Arrays.copyOf(kv, len);
-        }
-        return len == 0 ? PersistentArrayMap.EMPTY : new PersistentArrayMap(kv);
+        kv[len] = name;
+        kv[len + 1] = value;
+        return len + 2;
+    }
+
+    /** The array map of the pairs kv[0, len). */
+    private static IPersistentMap arrayMap(Object[] kv, int len) {
+        return len == 0 ? PersistentArrayMap.EMPTY
+            : new PersistentArrayMap(len == kv.length ? kv : java.util.Arrays.copyOf(kv, len));
     }
 
     private static IPersistentMap largeHeaders(HttpHeaders hs) {
