@@ -95,12 +95,13 @@
   [e]
   (let [data (ex-data e)
         status (get statuses (:type data))]
-    (when status
-      (if (= 503 status)
-        ;; the backend's own words (hosts, keys, exception classes) go to the log, not to API clients
-        (response 503 "storage temporarily unavailable: retry the request" :headers {"retry-after" "1"})
+    (cond
+      (nil? status) nil
+      ;; the backend's own words (hosts, keys, exception classes) go to the log, not to API clients
+      (= 503 status) (response 503 "storage temporarily unavailable: retry the request" :headers {"retry-after" "1"})
+      :else
       (let [field (or (:field data) (when (namespace (:type data)) (store-field data)))
             field (if (keyword? field) (name field) field)]
         ;; a malformed JSON body is the body's fault
         (response status (ex-message e) :field (or field (when (= :herald.http/malformed-json (:type data)) "body"))
-                  :value (:value data)))))))
+                  :value (:value data))))))
