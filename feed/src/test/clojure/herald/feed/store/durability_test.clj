@@ -22,9 +22,13 @@
   SIGKILL, then returns every complete line (split into fields) printed before death."
   [^Process p n timeout-ms]
   (let [lines (atom [])
-        rdr (future (with-open [^BufferedReader r (io/reader (.getInputStream p))]
-                      (doseq [l (line-seq r) :when (str/ends-with? l " .")]
-                        (swap! lines conj (vec (butlast (str/split l #" ")))))))
+        rdr (future (try (with-open [^BufferedReader r (io/reader (.getInputStream p))]
+                           (doseq [l (line-seq r) :when (str/ends-with? l " .")]
+                             (swap! lines conj (vec (butlast (str/split l #" "))))))
+                         (catch java.io.IOException e
+                           ;; the JDK closes a dead child's pipe under a blocked reader ("Stream closed"):
+                           ;; the complete lines read until then are the acknowledgements to check
+                           (when (.isAlive p) (throw e)))))
         deadline (+ (System/currentTimeMillis) timeout-ms)]
     (while (and (< (count (filter #(= "O" (first %)) @lines)) n) (< (System/currentTimeMillis) deadline)
                 (.isAlive p))
