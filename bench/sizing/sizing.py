@@ -386,7 +386,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", action="append", default=[], help="name=json-value: override a parameter")
     ap.add_argument("--write", help="write the results (lines and tables) to this markdown file")
-    ap.add_argument("--check", help="a doc that quotes the output: exit 1 unless its sizing lines and tables match")
+    ap.add_argument("--check", help="a doc that quotes the output: exit 1 unless every output line it quotes, all the "
+                                    "sizing lines and the tables match")
     args = ap.parse_args()
     p, raw = load_params(args.set)
     sim, lines, tables = run(p)
@@ -403,7 +404,8 @@ def main():
                         "".join(" --set " + s for s in args.set), md, "\n".join(lines)))
     if args.check:
         doc = open(args.check).read()
-        bad = [l for l in re.findall(r"^sizing participants=.*$", doc, re.M) if l not in lines]
+        quoted = r"^(?:sizing participants=|threshold participants=|breakeven |check n=).*$"
+        bad = [l for l in re.findall(quoted, doc, re.M) if l not in lines]
         missing = [l for l in lines if l.startswith("sizing ") and l not in doc]
         m = re.search(r"<!-- sizing-tables:begin -->\n(.*?)<!-- sizing-tables:end -->", doc, re.S)
         if bad or missing or not m or m.group(1) != md:
