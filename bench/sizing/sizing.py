@@ -86,7 +86,7 @@ def pct(pairs, q):
     return pairs[-1][0]
 
 
-def pull_p99_model(dist, q, rng, n=60000):
+def pull_p99_model(dist, q, rng, n=40000):
     """p99 over reads of the pulled friends a read merges, from the distribution: each reader's d friends are
     pulled with probability q (configuration model), binomial by its normal approximation."""
     ms = []
@@ -150,14 +150,17 @@ def simulate(p, thresholds):
         merges = sum(m * w for m, w in ms)
         out["modes"][t if j not in (-1, g) else ("pull" if j == -1 else "push")] = {
             "rows": rows, "pulled_posts": pulled, "records": records, "merges": merges,
-            "pull_p99": pct(ms, 0.99), "pull_p50": pct(ms, 0.5)}
+            "pull_p99": pct(ms, 0.99), "pull_p50": pct(ms, 0.5),
+            "pulled_senders": n if j == -1 else (0 if j == g else sum(1 for d in deg if d > t)),
+            "mean_degree": out["mean_degree"], "posts": out["posts"], "reads": out["reads"], "n": n}
     return out
 
 
 # ---- 2. the model's counts per day for n participants ----
 
-def day_counts(p, n, t):
-    """Counts per day at size n for threshold t (0: pull everything; None: push everything)."""
+def day_counts(p, n, t, p99=True):
+    """Counts per day at size n for threshold t (0: pull everything; None: push everything); p99=False skips
+    the sampled p99 of merges per read."""
     rng = random.Random("%s-%d-%s" % (p["sim_seed"], n, t))
     dist = PowerLaw(p["degree_alpha"], p["degree_min"], p["degree_max_fraction"] * n)
     a, P, R = p["active_fraction"], p["posts_per_active_day"], p["inbound_reads_per_active_day"]
@@ -167,16 +170,15 @@ def day_counts(p, n, t):
     chunk = p["fanout_chunk"]
     pushed_mass = dist.mass(0, top)
     # a pushed post to d friends is ceil(d / chunk) records: d / chunk + 1/2 on average above one chunk
-    extra = dist.mass(chunk, top) / chunk + 0.5 * (dist.share_above(chunk) - dist.share_above(top)) \
-        - (dist.share_above(chunk) - dist.share_above(top))
+    extra = 0.0 if top <= chunk else dist.mass(chunk, top) / chunk - 0.5 * (dist.share_above(chunk) - dist.share_above(top))
     pulled_share = dist.share_above(top) if t is not None else 0.0
     q = (mean - pushed_mass) / mean  # share of friend slots held by pulled senders
     if t == 0:
         q, pulled_share = 1.0, 1.0
     return {"n": n, "mean_degree": mean, "posts": posts, "reads": reads, "rows": posts * pushed_mass,
             "pulled_posts": posts * pulled_share, "pulled_senders": n * pulled_share,
-            "records": posts * (1 + max(extra, 0.0)), "merges": reads * mean * q,
-            "pull_p99": 0 if q == 0 else pull_p99_model(dist, q, rng), "q": q, "dist": dist}
+            "records": posts * (1 + extra), "merges": reads * mean * q,
+            "pull_p99": 0 if q == 0 or not p99 else pull_p99_model(dist, q, rng), "q": q, "dist": dist}
 
 
 # ---- 3. the cost function: counts per day -> CPU per process, bytes, nodes ----
@@ -278,9 +280,33 @@ def size(p, c, t):
     r["storage_gb_day"] = inbound_gb_day + outbound_gb_day + r["search_gb_day"] + r["kafka_gb_day"]
     r.update(head_cache_mb=head_mb, head_cached=cached, posts_per_s=c["posts"] / DAY, peak_posts_per_s=ps(c["posts"]),
              inbound_writes_per_s=ps(c["rows"]), peak_reads_per_s=ps(c["reads"]),
-             merges_per_read=c["merges"] / c["reads"], pull_p99=c["pull_p99"],
-             pushed_row_share=c["rows"] / (c["posts"] * c["mean_degree"]))
+             merges_per_read=c["merges"] / c["reads"] if c["reads"] else 0, pull_p99=c["pull_p99"],
+             pushed_row_share=c["rows"] / (c["posts"] * c["mean_degree"]) if c["posts"] else 0)
     return r
+
+
+PROCESS_KEYS = ["instance_cores", "kafka_cores", "cassandra_cores", "opensearch_cores", "pg_cores", "redis_cores",
+                "storage_gb_day"]
+
+
+def unit_lines(p, n, mode, t):
+    """CPU (us) by process and bytes stored (all copies) per post and per inbound page read: the cost function
+    run on a day of posts only (no reads, no other requests) and on a day of reads only."""
+    quiet = dict(p, outbound_reads_per_active_day=0, friends_reads_per_active_day=0, searches_per_active_day=0,
+                 befriends_per_active_day=0, new_participants_per_day_fraction=0)
+    out = []
+    for what, q in [("perpost", dict(quiet, inbound_reads_per_active_day=0)),
+                    ("perread", dict(quiet, posts_per_active_day=0))]:
+        c = day_counts(q, n, t, p99=False)
+        r = size(q, c, t)
+        units = c["posts"] if what == "perpost" else c["reads"]
+        us = lambda k: r[k] * 1e6 * DAY / q["peak_factor"] / units
+        out.append("%s participants=%d mode=%s threshold=%s instance_us=%s kafka_us=%s cassandra_us=%s opensearch_us=%s "
+                   "pg_us=%s redis_us=%s bytes_stored=%s" % (
+                       what, n, mode, "none" if t is None else t, fmt(us("instance_cores")), fmt(us("kafka_cores")),
+                       fmt(us("cassandra_cores")), fmt(us("opensearch_cores")), fmt(us("pg_cores")),
+                       fmt(us("redis_cores")), fmt(r["storage_gb_day"] * 1e9 / units)))
+    return out
 
 
 def feasible(p, r, t):
@@ -313,6 +339,17 @@ def run(p):
                          sim["n"], key if t in (None, 0) else "hybrid threshold=%d" % t,
                          fmt(s["rows"] / sim["posts"]), fmt(m["rows"] / m["posts"]),
                          fmt(s["merges"] / sim["reads"]), fmt(m["merges"] / m["reads"]), s["pull_p99"], m["pull_p99"]))
+    # the cost function on the simulated counts and on the model's counts at the simulation's size
+    for key, t in [("push", None), ("pull", 0)] + [(t, t) for t in thresholds if t < sim["dist"].hi]:
+        cs, cm = sim["modes"][key], day_counts(p, sim["n"], t, p99=False)
+        rs, rm = size(p, cs, t), size(p, cm, t)
+        # per post of the day (all the day's work / its posts): scale-free, comparable at any size
+        per = lambda r, c, k: r[k] * (1e6 if k.endswith("cores") else 1e9 / DAY * p["peak_factor"]) * DAY / p["peak_factor"] / c["posts"]
+        lines.append("simcost n=%d mode=%s %s" % (sim["n"], key if t in (None, 0) else "hybrid threshold=%d" % t, " ".join(
+            "%s_sim=%s %s_model=%s" % (k.replace("_cores", "_us_per_post").replace("storage_gb_day", "bytes_per_post"),
+                                       fmt(per(rs, cs, k)),
+                                       k.replace("_cores", "_us_per_post").replace("storage_gb_day", "bytes_per_post"),
+                                       fmt(per(rm, cm, k))) for k in PROCESS_KEYS)))
     rf, a, P, R = p["replication_factor"], p["active_fraction"], p["posts_per_active_day"], p["inbound_reads_per_active_day"]
     c_row = p["instance_fanout_row_us"] + rf * p["cassandra_replica_write_us"]
     row_disk = (p["post_fixed_bytes"] + p["post_subject_bytes"] + p["post_story_bytes"]
@@ -333,6 +370,8 @@ def run(p):
         ok = [(r["cores_total"], t) for t, r in sweep if feasible(p, r, t)]
         best = min(ok)[1] if ok else None
         tables[n] = []
+        for mode, t in [("push", None), ("hybrid", best)]:
+            lines.extend(unit_lines(p, n, mode, t))
         pref = dict(p, inbound_by_reference=1)
         for mode, t in [("push", None), ("pull", 0), ("hybrid", best), ("hybrid-ref", best)]:
             if mode.startswith("hybrid") and best is None:
@@ -404,7 +443,7 @@ def main():
                         "".join(" --set " + s for s in args.set), md, "\n".join(lines)))
     if args.check:
         doc = open(args.check).read()
-        quoted = r"^(?:sizing participants=|threshold participants=|breakeven |check n=).*$"
+        quoted = r"^(?:sizing participants=|threshold participants=|breakeven |check n=|simcost n=|perpost |perread ).*$"
         bad = [l for l in re.findall(quoted, doc, re.M) if l not in lines]
         missing = [l for l in lines if l.startswith("sizing ") and l not in doc]
         m = re.search(r"<!-- sizing-tables:begin -->\n(.*?)<!-- sizing-tables:end -->", doc, re.S)
