@@ -4,6 +4,7 @@
     python3 bench/sizing/sizing.py                      # prints `check`, `threshold`, `sizing` lines (~20 s)
     python3 bench/sizing/sizing.py --write bench/results/feed-sizing.md
     python3 bench/sizing/sizing.py --check docs/feed-sizing.md   # exit 1 unless the doc quotes these numbers
+    python3 bench/sizing/sizing.py --fill docs/feed-sizing.md    # rewrite the doc's tables and quoted lines
     python3 bench/sizing/sizing.py --set cassandra_replica_write_us=120 --set instance_publish_us=90
 
 Every input is in bench/sizing/params.json (value, kind, source); --set overrides one (JSON values).
@@ -158,6 +159,17 @@ def simulate(p, thresholds):
 
 # ---- 2. the model's counts per day for n participants ----
 
+_P99 = {}
+
+
+def p99_of(dist, q, rng, key):
+    """pull_p99_model, memoised: it depends only on the distribution, the pulled share and the seed."""
+    k = key + (dist.a, dist.lo, dist.hi, q)
+    if k not in _P99:
+        _P99[k] = pull_p99_model(dist, q, rng)
+    return _P99[k]
+
+
 def day_counts(p, n, t, p99=True):
     """Counts per day at size n for threshold t (0: pull everything; None: push everything); p99=False skips
     the sampled p99 of merges per read."""
@@ -178,7 +190,7 @@ def day_counts(p, n, t, p99=True):
     return {"n": n, "mean_degree": mean, "posts": posts, "reads": reads, "rows": posts * pushed_mass,
             "pulled_posts": posts * pulled_share, "pulled_senders": n * pulled_share,
             "records": posts * (1 + extra), "merges": reads * mean * q,
-            "pull_p99": 0 if q == 0 or not p99 else pull_p99_model(dist, q, rng), "q": q, "dist": dist}
+            "pull_p99": 0 if q == 0 or not p99 else p99_of(dist, q, rng, (n, t)), "q": q, "dist": dist}
 
 
 # ---- 3. the cost function: counts per day -> CPU per process, bytes, nodes ----
@@ -315,6 +327,20 @@ def feasible(p, r, t):
     return r["pull_p99"] <= p["pull_merge_p99_max"] and r["head_cached"]
 
 
+def sweep(p, n):
+    """[(threshold, size result)] over the grid, and the cheapest feasible threshold (None when none is)."""
+    out = [(t, size(p, day_counts(p, n, t), t)) for t in [int(x) for x in p["thresholds"]]]
+    ok = [(r["cores_total"], t) for t, r in out if feasible(p, r, t)]
+    return out, (min(ok)[1] if ok else None)
+
+
+# one assumption changed at a time, at the largest size: which ones move the answer
+SENSITIVITY = [("cassandra_replica_write_us", 350), ("instance_publish_us", 300), ("instance_fanout_row_us", 60),
+               ("degree_alpha", 2.5), ("active_fraction", 0.5), ("inbound_reads_per_active_day", 60),
+               ("posts_per_active_day", 5.0), ("inbound_retention_days", 7), ("head_cache_budget_mb", 4096),
+               ("pull_merge_p99_max", 200)]
+
+
 def fmt(x):
     if isinstance(x, bool):
         return "yes" if x else "no"
@@ -359,16 +385,12 @@ def run(p):
                      fmt(c_row), fmt(P * c_row), fmt(P * row_disk * rf), fmt(a * R * p["instance_pull_merge_us"]),
                      fmt(a * R * (p["instance_pull_merge_us"] + p["cassandra_query_read_us"]))))
     for n in [int(x) for x in p["participants"]]:
-        sweep = []
-        for t in thresholds:
-            r = size(p, day_counts(p, n, t), t)
-            sweep.append((t, r))
+        swept, best = sweep(p, n)
+        for t, r in swept:
             lines.append("threshold participants=%d threshold=%d pushed_row_share=%s merges_per_read=%s pull_p99=%d "
                          "head_cache_mb=%s cores_total=%s feasible=%s" % (
                              n, t, fmt(r["pushed_row_share"]), fmt(r["merges_per_read"]), r["pull_p99"],
                              fmt(r["head_cache_mb"]), fmt(r["cores_total"]), fmt(feasible(p, r, t))))
-        ok = [(r["cores_total"], t) for t, r in sweep if feasible(p, r, t)]
-        best = min(ok)[1] if ok else None
         tables[n] = []
         for mode, t in [("push", None), ("hybrid", best)]:
             lines.extend(unit_lines(p, n, mode, t))
@@ -388,6 +410,15 @@ def run(p):
                     r["pull_p99"], r["instances"], r["kafka_partitions"], r["kafka_brokers"], r["cassandra_nodes"],
                     fmt(r["cassandra_tb"]), r["opensearch_nodes"], r["opensearch_shards"], r["pg_shards"],
                     fmt(r["redis_gb"]), fmt(r["storage_gb_day"]), fmt(r["cores_total"])))
+    n = max(int(x) for x in p["participants"])
+    for k, v in SENSITIVITY:
+        q = dict(p, **{k: v})
+        _, best = sweep(q, n)
+        r = size(q, day_counts(q, n, best), best)
+        lines.append("sensitivity participants=%d change=%s=%s threshold=%s cassandra_nodes=%d opensearch_nodes=%d "
+                     "instances=%d kafka_partitions=%d storage_gb_per_day=%s cores_total=%s" % (
+                         n, k, v, "none" if best is None else best, r["cassandra_nodes"], r["opensearch_nodes"],
+                         r["instances"], r["kafka_partitions"], fmt(r["storage_gb_day"]), fmt(r["cores_total"])))
     return sim, lines, tables
 
 
@@ -421,10 +452,45 @@ def tables_md(tables):
     return "\n".join(out).rstrip() + "\n"
 
 
+QUOTED = r"^(?:sizing participants=|threshold participants=|breakeven |check n=|simcost n=|perpost |perread |sensitivity ).*$"
+
+
+def line_key(l):
+    """What names an output line (its kind and the fields before the first figure): a doc quotes it by this."""
+    toks = l.split(" ")
+    if toks[0] == "sensitivity":
+        return " ".join(toks[:3])
+    k = [toks[0]]
+    for t in toks[1:]:
+        if "=" in t and t.split("=")[0] not in ("n", "participants", "mode", "threshold"):
+            break
+        k.append(t)
+    return " ".join(k)
+
+
+def fill(path, lines, md):
+    """Rewrites, in the doc at path, the tables between the markers and every quoted output line (matched by
+    line_key) with this run's. Prose is left alone: re-read the figures it quotes."""
+    by = {line_key(l): l for l in lines}
+    doc = open(path).read()
+    doc = re.sub(r"(<!-- sizing-tables:begin -->\n).*?(<!-- sizing-tables:end -->)",
+                 lambda m: m.group(1) + md + m.group(2), doc, flags=re.S)
+    out = []
+    for l in doc.split("\n"):
+        if re.match(QUOTED, l):
+            if line_key(l) not in by:
+                sys.exit("fill: no output line for " + line_key(l))
+            l = by[line_key(l)]
+        out.append(l)
+    with open(path, "w") as f:
+        f.write("\n".join(out))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--set", action="append", default=[], help="name=json-value: override a parameter")
     ap.add_argument("--write", help="write the results (lines and tables) to this markdown file")
+    ap.add_argument("--fill", help="rewrite the tables and the quoted lines of this doc with this run's (prose untouched)")
     ap.add_argument("--check", help="a doc that quotes the output: exit 1 unless every output line it quotes, all the "
                                     "sizing lines and the tables match")
     args = ap.parse_args()
@@ -441,10 +507,11 @@ def main():
                     "`bench/sizing/params.json` (what is measured, what is assumed: docs/feed-sizing.md). "
                     "Do not edit by hand.\n\n<!-- sizing-tables:begin -->\n%s<!-- sizing-tables:end -->\n\n```\n%s\n```\n" % (
                         "".join(" --set " + s for s in args.set), md, "\n".join(lines)))
+    if args.fill:
+        fill(args.fill, lines, md)
     if args.check:
         doc = open(args.check).read()
-        quoted = r"^(?:sizing participants=|threshold participants=|breakeven |check n=|simcost n=|perpost |perread ).*$"
-        bad = [l for l in re.findall(quoted, doc, re.M) if l not in lines]
+        bad = [l for l in re.findall(QUOTED, doc, re.M) if l not in lines]
         missing = [l for l in lines if l.startswith("sizing ") and l not in doc]
         m = re.search(r"<!-- sizing-tables:begin -->\n(.*?)<!-- sizing-tables:end -->", doc, re.S)
         if bad or missing or not m or m.group(1) != md:
