@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """bench/sizing/sizing.py: the feed's sizing model for 10M and 100M participants, checked by a small simulation.
 
-    python3 bench/sizing/sizing.py                      # prints `check`, `threshold`, `sizing` lines (~20 s)
+    python3 bench/sizing/sizing.py                      # prints the lines below (~10 s of CPU)
     python3 bench/sizing/sizing.py --write bench/results/feed-sizing.md
     python3 bench/sizing/sizing.py --check docs/feed-sizing.md   # exit 1 unless the doc quotes these numbers
     python3 bench/sizing/sizing.py --fill docs/feed-sizing.md    # rewrite the doc's tables and quoted lines
@@ -13,9 +13,12 @@ Python 3 standard library only; deterministic (seeded).
 1. A scaled-down synthetic graph (sim_participants, friends drawn from the power law truncated at
    degree_max_fraction of them, configuration model) lives through one day: active participants post and read
    (Poisson); each mode (push, pull, hybrid at every threshold) counts inbound rows, records, merges per read.
-2. The same counts from the model's closed forms at that size are compared with the simulation (`check`).
-3. The closed forms at 10M and 100M (the tail recomputed for the full-size distribution) go through one cost
-   function (per process CPU, bytes, storage) to nodes and partitions (`threshold`, `sizing`).
+2. The same counts from the model's closed forms at that size are compared with the simulation (`check`), and
+   both go through the cost function (`simcost`: CPU per process and bytes per post, simulated and modelled).
+3. The closed forms at 10M and 100M (the tail recomputed for the full-size distribution) go through the same
+   cost function (per process CPU, bytes, storage) to nodes and partitions: `breakeven` (push against pull
+   per friend), `threshold` (the hybrid's sweep), `perpost`/`perread` (costs by process), `sizing` (the
+   tables), `sensitivity` (one assumption changed at a time).
 """
 import argparse, bisect, json, math, os, random, re, sys
 
