@@ -27,8 +27,9 @@
                              (swap! lines conj (vec (butlast (str/split l #" "))))))
                          (catch java.io.IOException e
                            ;; the JDK closes a dead child's pipe under a blocked reader ("Stream closed"):
-                           ;; the complete lines read until then are the acknowledgements to check
-                           (when (.isAlive p) (throw e)))))
+                           ;; the complete lines read until then are the acknowledgements to check. The
+                           ;; pipe can close a moment before isAlive turns false: wait for the exit first
+                           (when-not (.waitFor p 5 TimeUnit/SECONDS) (throw e)))))
         deadline (+ (System/currentTimeMillis) timeout-ms)]
     (while (and (< (count (filter #(= "O" (first %)) @lines)) n) (< (System/currentTimeMillis) deadline)
                 (.isAlive p))
