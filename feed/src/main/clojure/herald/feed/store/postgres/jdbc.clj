@@ -26,6 +26,8 @@
   "opts (merged over defaults) or ex-info {:type :herald.feed.store/invalid :key k} naming the bad key."
   [opts]
   (let [{:keys [jdbc-url user password schema]} opts]
+    (doseq [k (keys opts) :when (not (contains? defaults k))]
+      (bad k (get opts k) (str "absent: not a postgres option (they are " (pr-str (vec (sort (keys defaults)))) ")")))
     (when-not (and (string? jdbc-url) (str/starts-with? jdbc-url "jdbc:postgresql:"))
       (bad :jdbc-url jdbc-url "a string jdbc:postgresql://host:port/database"))
     (when-not (string? user) (bad :user user "a string"))
