@@ -70,11 +70,6 @@
    :herald.feed.store.cassandra/timeout 503
    :herald.http/malformed-json 400})
 
-(defn outage?
-  "True when ex-info `e` is a storage or service outage (a 503: the client should retry)."
-  [e]
-  (= 503 (get statuses (:type (ex-data e)))))
-
 (defn error-body
   "The JSON error body {:error msg :field f :value v} (absent keys omitted)."
   [msg field value]
