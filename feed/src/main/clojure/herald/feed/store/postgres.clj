@@ -1,6 +1,7 @@
 (ns herald.feed.store.postgres
   "Participants and friendships on PostgreSQL (plain JDBC over a HikariCP pool): the :scale store's :graph role."
-  (:require [herald.feed.outage :as outage]
+  (:require [herald.feed.quiet]
+            [herald.feed.outage :as outage]
             [herald.feed.store :as store]
             [herald.feed.store.postgres.jdbc :as jdbc]
             [herald.feed.store.postgres.schema :as schema])

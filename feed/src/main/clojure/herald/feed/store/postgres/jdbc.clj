@@ -75,7 +75,7 @@
     (ex-info (str "postgres: " what " failed: " (ex-message e)
                   ;; Hikari's timeout hides why no connection could be made: the driver's error is its cause
                   (when-let [root (last (take-while some? (iterate ex-cause (ex-cause e))))]
-                    (str " (" (ex-message root) ")")))
+                    (str " (" (or (not-empty (ex-message root)) (.getName (class root))) ")")))
              {:type (if unavailable? :herald.feed.store/unavailable :herald.feed.store.postgres/sql-error)
               :sql-state state}
              e)))
