@@ -27,9 +27,9 @@
 ;; minute rows on the topic: EDN text, the histogram as minutes/encode-histogram text
 
 (defn- row-bytes ^bytes [row]
-  (.getBytes ^String (binding [*print-length* nil *print-level* nil]
-                       (pr-str (update row :histogram minutes/encode-histogram)))
-             StandardCharsets/UTF_8))
+  (let [^String s (binding [*print-length* nil *print-level* nil]
+                    (pr-str (update row :histogram minutes/encode-histogram)))]
+    (.getBytes s StandardCharsets/UTF_8)))
 
 (defn read-row
   "The minute row of a record value, or nil when it is not one."
@@ -54,8 +54,12 @@
   (let [p (:topic-prefix events "herald.")]
     {:requests (str p "perf-requests") :minutes (str p "perf-minutes") :app-id (str p "perf")}))
 
-(defn- client-props ^Properties [events m]
+(defn- client-props
+  "Client properties: ours by default, `:config` of `events` over them, then the bootstrap servers and `m`."
+  ^Properties [events m]
   (doto (Properties.)
+    ;; an unreachable broker: Kafka's clients log each reconnection try; fewer tries, fewer lines
+    (.put "reconnect.backoff.max.ms" "10000")
     (.putAll ^Map (into {} (map (fn [[k v]] [(if (keyword? k) (name k) (str k)) (str v)])) (:config events)))
     (.put "bootstrap.servers" (str (:bootstrap-servers events)))
     (.putAll ^Map m)))
@@ -70,7 +74,7 @@
                 (doto (NewTopic. ^String minutes 1 rf)
                   (.configs {"cleanup.policy" "compact,delete" "retention.ms" (str keep-ms)
                              "segment.ms" (str (min keep-ms 3600000))}))]]
-    (with-open [admin (Admin/create (client-props events {"default.api.timeout.ms" "20000"}))]
+    (with-open [admin (Admin/create (client-props events {"default.api.timeout.ms" "20000" "request.timeout.ms" "10000"}))]
       (doseq [^NewTopic t topics]
         (try (.get (.all (.createTopics admin [t])) 20 TimeUnit/SECONDS)
              (catch java.util.concurrent.ExecutionException e

@@ -18,7 +18,7 @@
 
 (defn- reachable!
   "Records whether the last send reached Kafka; logs a change of state (and every minute while down)."
-  [{:keys [state ^AtomicLong dropped topic]} ok? ^String why]
+  [{:keys [state ^AtomicLong dropped topic log]} ok? ^String why]
   (let [now (System/currentTimeMillis)
         [old new] (swap-vals! state (fn [{:keys [up? logged] :as s}]
                                       (cond (not= up? ok?) {:up? ok? :logged now :change true}
@@ -30,7 +30,8 @@
             :else (log "request records still cannot reach Kafka topic" topic ";" (.get dropped) "dropped so far")))))
 
 (defn- bytes-of ^bytes [x]
-  (.getBytes ^String (binding [*print-length* nil *print-level* nil] (pr-str x)) StandardCharsets/UTF_8))
+  (let [^String s (binding [*print-length* nil *print-level* nil] (pr-str x))]
+    (.getBytes s StandardCharsets/UTF_8)))
 
 (defn- add-record! [^HashMap acc {:keys [entity operation us status at]}]
   (let [k [(quot (long at) 60000) entity operation]
@@ -52,21 +53,23 @@
            ^AtomicLong dropped ^AtomicLong send-errors max-age-ms] :as sd} ^HashMap acc]
   (let [s (.incrementAndGet seq-no)
         now (System/currentTimeMillis)]
-    (loop [ks (vec (.keySet acc))]
-      (when-let [[minute entity operation :as k] (first ks)]
+    (loop [ks (sort-by first (.keySet acc))]       ; oldest minute first: the job's watermark follows the newest
+      (when-let [[_ entity operation :as k] (first ks)]
         (let [^objects a (.get acc k)
               n (.getTotalCount ^Histogram (aget a 0))
+              sent (long-array [s now])
+              _ (.put awaiting k sent)
               sent? (try (.send producer (ProducerRecord. topic (bytes-of [entity operation]) (bytes-of (batch k a src s)))
                                 (reify Callback
                                   (onCompletion [_ _ e]
                                     (if e
                                       (do (.addAndGet dropped n) (.incrementAndGet send-errors)
-                                          (.remove awaiting k) (reachable! sd false (str e)))
+                                          (.remove awaiting k sent) (reachable! sd false (str e)))
                                       (reachable! sd true nil)))))
                          true
-                         (catch Exception e (reachable! sd false (str e)) false))]
+                         (catch Exception e (.remove awaiting k sent) (reachable! sd false (str e)) false))]
           (if sent?
-            (do (.remove acc k) (.put awaiting k (long-array [s now])) (recur (rest ks)))
+            (do (.remove acc k) (recur (rest ks)))
             (doseq [k ks :let [^objects a (.get acc k)]
                     :when (> (- now (* (inc (long (first k))) 60000)) (long max-age-ms))]
               (.addAndGet dropped (.getTotalCount ^Histogram (aget a 0)))
@@ -89,16 +92,17 @@
 (defn sender
   "Starts the sender of mailbox `mb` to `topic` through `producer`: `src` names this instance in its
   batches. `opts`: `:send-ms`, `:max-age-ms` (how long after its minute's end a batch that could not be
-  sent is kept for another try). Returns its state for `flushed?`, `request-flush!`, `stats`, `awaiting`."
-  [mb ^KafkaProducer producer topic src {:keys [send-ms max-age-ms]}]
+  sent is kept for another try), `:log` (fn of the words of a log line; default: a line on stderr).
+  Returns its state for `flushed?`, `request-flush!`, `stats`, `awaiting`."
+  [mb ^KafkaProducer producer topic src {:keys [send-ms max-age-ms] :as opts}]
   (let [sd {:input (mailbox/mailbox-input {:task/name :requests :mailbox/mailbox mb}) :mb mb
             :producer producer :topic topic :src src :send-ms send-ms :max-age-ms max-age-ms
             :seq-no (AtomicLong.) :awaiting (ConcurrentHashMap.) :dropped (AtomicLong.) :send-errors (AtomicLong.)
             :drained (AtomicLong.) :sent-through (AtomicLong.) :flush-wanted (AtomicBoolean.)
-            :state (atom {:up? true :logged 0}) :done (promise)}
+            :state (atom {:up? true :logged 0}) :done (promise) :log (:log opts log)}
         t (Thread. ^Runnable (fn []
                                (try (run-loop! sd)
-                                    (catch Throwable e (log "the request record sender stopped:" (str e)))
+                                    (catch Throwable e ((:log sd) "the request record sender stopped:" (str e)))
                                     (finally (deliver (:done sd) true))))
                    "herald-feed-perf-sender")]
     (.setDaemon t true)
