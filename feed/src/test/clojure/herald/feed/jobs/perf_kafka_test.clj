@@ -76,6 +76,23 @@
             (finally (perf/close-recorder! c 20000)))))
       (run! u/delete-tree! dirs))))
 
+(deftest a-minute-closes-when-the-clusters-watermark-passes-it
+  (kb/with-broker bootstrap
+    (let [dir (u/temp-dir "herald-perf-kafka")
+          start (* 60000 (- (quot (System/currentTimeMillis) 60000) 3))
+          ;; the clock never closes a minute here: only the job's final rows can
+          r (jperf/flow-recorder {:events (events bootstrap) :data-dir dir :publish-ms 100 :send-ms 100
+                                  :sync-wait-ms 30000 :allowed-lateness-ms 1000 :clock (constantly start)})]
+      (try
+        (perf/record! r :inbound :get 2000000 200 (+ start 1000))
+        (is (true? (perf/await-recorded r 60000)))
+        (is (= [[1 false]] (map (juxt :count :closed) (perf/figures r nil nil))) "open figures first")
+        (perf/record! r :inbound :get 3000000 404 (+ start 62000))
+        (is (true? (perf/await-recorded r 60000)))
+        (is (= [[1 0 true] [1 1 false]] (map (juxt :count :errors :closed) (perf/figures r nil nil)))
+            "the next minute's request, more than the lateness after the first minute's end, closed it")
+        (finally (perf/close-recorder! r 20000) (u/delete-tree! dir))))))
+
 (deftest recording-never-waits-for-kafka
   (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))
         p (KafkaProducer. (doto (java.util.Properties.)
