@@ -198,6 +198,11 @@
   {:retention-minutes 1440 :publish-ms 200 :allowed-lateness-ms 30000 :queue-size 100000 :batch-size 1024
    :sync-wait-ms 2000 :send-ms 1000})
 
+(def kafka-defaults
+  "The defaults that differ with `:events {:type :kafka}`: a request reaches the figures through two Kafka
+  Streams commits (one a second), so a view may wait longer for it."
+  {:sync-wait-ms 5000})
+
 (defn flow-recorder
   "A `herald.feed.perf/Recorder` over the per-minute job (`herald.feed.jobs/perf-job`): each minute's
   HdrHistogram per entity x operation, its open figures published every `:publish-ms`, its final ones once
@@ -217,7 +222,7 @@
   | `:allowed-lateness-ms` | long   | 30000   | how long after a minute's end a request that started in it still counts |
   | `:queue-size`          | long   | 100000  | records waiting (for the job, or for the Kafka sender) before new ones are dropped |
   | `:batch-size`          | long   | 1024    | most records the job takes in one batch |
-  | `:sync-wait-ms`        | long   | 2000    | longest a view waits for the figures to catch up |
+  | `:sync-wait-ms`        | long   | 2000 (`:kafka`: 5000) | longest a view waits for the figures to catch up |
   | `:send-ms`             | long   | 1000    | `:kafka`: how often an instance sends its batches (one HdrHistogram per minute x entity x operation) |
   | `:dir`                 | string | nil     | `:local`: where closed minutes are stored; nil keeps them in memory only |
   | `:data-dir`            | string | nil     | `:kafka`: the instance's local dir (Kafka Streams' state dir under it); nil: a temp dir |
@@ -226,7 +231,9 @@
   ([] (flow-recorder {}))
   ([opts]
    (jobs/check-options! :perf option-spec opts)
-   (let [o (merge defaults {:clock #(System/currentTimeMillis)} (into {} (remove (comp nil? val)) opts))]
-     (if (= :kafka (get-in o [:events :type]))
+   (let [kafka? (= :kafka (get-in opts [:events :type]))
+         o (merge defaults (when kafka? kafka-defaults) {:clock #(System/currentTimeMillis)}
+                  (into {} (remove (comp nil? val)) opts))]
+     (if kafka?
        ((requiring-resolve 'herald.feed.jobs.perf-kafka/kafka-recorder) o)
        ((requiring-resolve 'herald.feed.jobs.perf-local/local-recorder) o)))))

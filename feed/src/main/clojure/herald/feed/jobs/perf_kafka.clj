@@ -171,6 +171,9 @@
   (jobs/watch!
    (flow/submit-job (jobs/perf-job o)
                     {:runtime :kafka-streams :data-dir (state-dir (:data-dir o))
+                     ;; one transaction (commit) a second, not Kafka Streams' exactly-once default of 100 ms: minute
+                     ;; figures need no more, and a busy broker answers back-to-back transactions with retries
+                     :checkpoint-interval-ms 1000
                      :inject {:requests {:kafka/topic requests}
                               :minutes {:kafka/topic minutes :kafka/serde ::row-serde
                                         :task/group-by-key [:minute :entity :operation]}}
