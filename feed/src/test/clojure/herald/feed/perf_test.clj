@@ -20,27 +20,27 @@
 
 (deftest figures-per-minute-and-entity-operation
   (let [now (atom (+ t0 (* 5 60000)))]
-   (with-recorder [r {:clock #(deref now) :allowed-lateness-ms 0}]
-    (doseq [ms (range 1 101)]
-      (perf/record! r :outbound :post (* ms 1000000) 200 (+ t0 1000)))
-    (perf/record! r :outbound :post 7000000 400 (+ t0 2000))
-    (perf/record! r :participant :get 2000000 200 (+ t0 60000))
-    (let [[a b c :as figs] (perf/figures r nil nil)]
-      (is (= 2 (count figs)))
-      (is (= {:minute "2026-11-22T13:05:00Z" :entity "outbound" :operation "post" :count 101 :errors 1 :closed true}
-             (select-keys a [:minute :entity :operation :count :errors :closed])))
-      (is (< 49.9 (:median_ms a) 51.1))
-      (is (< 94.9 (:p95_ms a) 96.1))
-      (is (< 98.9 (:p99_ms a) 100.1))
-      (is (< 99.9 (:max_ms a) 100.1))
-      (is (= ["2026-11-22T13:06:00Z" "participant" "get" 1] ((juxt :minute :entity :operation :count) b)))
-      (is (nil? c)))
-    (testing "the range selects whole minutes"
-      (is (= ["outbound"] (map :entity (perf/figures r t0 (+ t0 59999)))))
-      (is (= ["participant"] (map :entity (perf/figures r (+ t0 60000) nil)))))
-    (testing "the current minute is open"
-      (reset! now (+ t0 60001))
-      (is (= [true false] (map :closed (perf/figures r nil nil))))))))
+    (with-recorder [r {:clock #(deref now) :allowed-lateness-ms 0}]
+      (doseq [ms (range 1 101)]
+        (perf/record! r :outbound :post (* ms 1000000) 200 (+ t0 1000)))
+      (perf/record! r :outbound :post 7000000 400 (+ t0 2000))
+      (perf/record! r :participant :get 2000000 200 (+ t0 60000))
+      (let [[a b c :as figs] (perf/figures r nil nil)]
+        (is (= 2 (count figs)))
+        (is (= {:minute "2026-11-22T13:05:00Z" :entity "outbound" :operation "post" :count 101 :errors 1 :closed true}
+               (select-keys a [:minute :entity :operation :count :errors :closed])))
+        (is (< 49.9 (:median_ms a) 51.1))
+        (is (< 94.9 (:p95_ms a) 96.1))
+        (is (< 98.9 (:p99_ms a) 100.1))
+        (is (< 99.9 (:max_ms a) 100.1))
+        (is (= ["2026-11-22T13:06:00Z" "participant" "get" 1] ((juxt :minute :entity :operation :count) b)))
+        (is (nil? c)))
+      (testing "the range selects whole minutes"
+        (is (= ["outbound"] (map :entity (perf/figures r t0 (+ t0 59999)))))
+        (is (= ["participant"] (map :entity (perf/figures r (+ t0 60000) nil)))))
+      (testing "the current minute is open"
+        (reset! now (+ t0 60001))
+        (is (= [true false] (map :closed (perf/figures r nil nil))))))))
 
 (deftest log-lines-in-the-reference-format
   (with-recorder [r {:clock (constantly t0)}]
@@ -70,13 +70,13 @@
 
 (deftest concurrent-recording-loses-nothing
   (with-recorder [r {}]
-   (let [threads (for [_ (range 4)]
-                   (future (dotimes [i 5000] (perf/record! r :outbound :post (* 1000 (inc (mod i 50))) 200))))]
-    (run! deref (doall threads))
-    (is (= 20000 (:count (get (perf/totals r) [:outbound :post]))))
-    (is (= 20000 (reduce + (map :count (perf/figures r nil nil)))))
-    (is (= 20000 (get (perf/status-counts r) [:outbound :post 200])))
-    (is (every? #(str/ends-with? % "|outbound|post|0") (take 10 (perf/log-lines r nil nil)))))))
+    (let [threads (for [_ (range 4)]
+                    (future (dotimes [i 5000] (perf/record! r :outbound :post (* 1000 (inc (mod i 50))) 200))))]
+      (run! deref (doall threads))
+      (is (= 20000 (:count (get (perf/totals r) [:outbound :post]))))
+      (is (= 20000 (reduce + (map :count (perf/figures r nil nil)))))
+      (is (= 20000 (get (perf/status-counts r) [:outbound :post 200])))
+      (is (every? #(str/ends-with? % "|outbound|post|0") (take 10 (perf/log-lines r nil nil)))))))
 
 (defn- nearest-rank [sorted p]
   (nth sorted (dec (long (Math/ceil (* (/ p 100.0) (count sorted)))))))

@@ -161,16 +161,21 @@
 ;; ---------------------------------------------------------------------------------------------------
 ;; the recorder
 
-(defn- state-dir [data-dir]
-  (or data-dir
-      (let [d (.toFile (java.nio.file.Files/createTempDirectory "herald-perf-" (make-array java.nio.file.attribute.FileAttribute 0)))]
-        (.deleteOnExit d)
-        (str d))))
+(defn- delete-tree! [^java.io.File f]
+  (when (.isDirectory f) (run! delete-tree! (.listFiles f)))
+  (.delete f))
 
-(defn- submit! [o events {:keys [requests minutes app-id]}]
+(defn- state-dir
+  "[dir temp?]: `data-dir`, or a new temporary directory (deleted at close) when nil."
+  [data-dir]
+  (if data-dir
+    [data-dir false]
+    [(str (java.nio.file.Files/createTempDirectory "herald-perf-" (make-array java.nio.file.attribute.FileAttribute 0))) true]))
+
+(defn- submit! [o events dir {:keys [requests minutes app-id]}]
   (jobs/watch!
    (flow/submit-job (jobs/perf-job o)
-                    {:runtime :kafka-streams :data-dir (state-dir (:data-dir o))
+                    {:runtime :kafka-streams :data-dir dir
                      ;; one transaction (commit) a second, not Kafka Streams' exactly-once default of 100 ms: minute
                      ;; figures need no more, and a busy broker answers back-to-back transactions with retries
                      :checkpoint-interval-ms 1000
@@ -181,14 +186,30 @@
                              :replication-factor (:replication-factor events 1) :store :in-memory
                              :config (:config events {})}})))
 
+(def ^:private events-spec
+  {:bootstrap-servers [#(and (string? %) (re-find #"\S:\d+" %)) "a \"host:port[,host:port...]\" string"]
+   :topic-prefix [#(and (string? %) (re-matches #"[a-zA-Z0-9._-]*" %)) "a string of letters, digits, '.', '_' and '-'"]
+   :replication-factor [#(and (integer? %) (pos? (long %))) "a positive integer"]
+   :config [map? "a map of Kafka client properties"]})
+
+(defn- check-events!
+  "Checks the `:events` keys this recorder reads (others belong to other parts and pass), naming the key."
+  [events]
+  (doseq [[k [ok? what]] events-spec
+          :let [v (get events k)]
+          :when (or (and (nil? v) (= k :bootstrap-servers)) (and (some? v) (not (ok? v))))]
+    (throw (ex-info (str ":events " k " must be " what ", got " (pr-str v))
+                    {:type :herald.feed/config :key [:events k] :value v}))))
+
 (defn kafka-recorder
   "The recorder of `herald.feed.jobs.perf/flow-recorder` (which checks and defaults `opts`) cluster-wide.
   Creates, when missing, topic `<prefix>perf-requests` (1 partition; batches of every instance) and the
   compacted `<prefix>perf-minutes` (1 partition, `compact,delete`, kept the retention plus the lateness);
   runs the job on Kafka Streams as application `<prefix>perf` (in-memory stores, changelogged; the state dir
-  under `:data-dir`); reads the minutes topic from the beginning (no consumer group, read_committed) into its
+  under `:data-dir`, else in a temporary dir deleted at close); reads the minutes topic from the beginning (no consumer group, read_committed) into its
   view, so /perf on any instance shows the cluster's minutes and a restarted one shows the past ones again.
-  Throws ex-info `:herald.feed/kafka-unavailable` when the topics cannot be made at start.
+  Throws ex-info `:herald.feed/config` naming a bad `:events` key, `:herald.feed/kafka-unavailable` when the
+  topics cannot be made at start.
 
   `:events` keys read:
 
@@ -199,9 +220,7 @@
   | `:replication-factor` | int    | 1           | of the topics it creates (and Kafka Streams' internal ones) |
   | `:config`             | map    | {}          | extra client properties (security, timeouts) for every client |"
   [{:keys [events retention-minutes queue-size send-ms allowed-lateness-ms] :as o}]
-  (when-not (string? (:bootstrap-servers events))
-    (throw (ex-info (str ":events :bootstrap-servers must be a \"host:port\" string, got " (pr-str (:bootstrap-servers events)))
-                    {:type :herald.feed/config :key [:events :bootstrap-servers] :value (:bootstrap-servers events)})))
+  (check-events! events)
   (let [ns (names events)
         _ (create-topics! events ns o)
         st (jperf/view retention-minutes)
@@ -211,7 +230,8 @@
         sd (sender/sender mb p (:requests ns) src {:send-ms send-ms :max-age-ms allowed-lateness-ms})
         consumer (start-consumer! events (:minutes ns) st)
         admin (Admin/create (client-props events {"default.api.timeout.ms" "5000" "request.timeout.ms" "5000"}))
-        job (submit! o events ns)
+        [dir temp?] (state-dir (:data-dir o))
+        job (submit! o events dir ns)
         rt {:sd sd :st st :src src :admin admin :consumer consumer}
         closed (AtomicBoolean.)]
     (jperf/recorder
@@ -233,5 +253,6 @@
                     (.wakeup ^KafkaConsumer (:consumer consumer))
                     (deref (:done consumer) timeout-ms nil)
                     (.close admin (Duration/ofMillis (long timeout-ms)))
+                    (when temp? (delete-tree! (java.io.File. ^String dir)))
                     sent)))}
      o)))

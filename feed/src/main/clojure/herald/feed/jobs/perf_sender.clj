@@ -33,12 +33,14 @@
   (let [^String s (binding [*print-length* nil *print-level* nil] (pr-str x))]
     (.getBytes s StandardCharsets/UTF_8)))
 
+(def ^:private sum-fn (reify java.util.function.BiFunction (apply [_ x y] (+ (long x) (long y)))))
+
 (defn- add-record! [^HashMap acc {:keys [entity operation us status at]}]
   (let [k [(quot (long at) 60000) entity operation]
         ^objects a (or (.get acc k)
                        (let [a (object-array [(Histogram. 3) (HashMap.) (long-array 1)])] (.put acc k a) a))]
     (.recordValue ^Histogram (aget a 0) (max 0 (long us)))
-    (.merge ^HashMap (aget a 1) status 1 (reify java.util.function.BiFunction (apply [_ x y] (+ (long x) (long y)))))
+    (.merge ^HashMap (aget a 1) status 1 sum-fn)
     (let [^longs t (aget a 2)] (aset t 0 (max (aget t 0) (long at))))))
 
 (defn- batch [[_ entity operation] ^objects a src s]

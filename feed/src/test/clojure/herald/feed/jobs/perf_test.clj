@@ -120,4 +120,8 @@
     (is (= {:type :herald.feed/config :key [:perf :publish-ms] :value 0} (e {:publish-ms 0})))
     (is (= [:perf :retention-minutes] (:key (e {:retention-minutes -1}))))
     (is (= [:perf :publish] (:key (e {:publish 5}))))
-    (is (nil? (e {:allowed-lateness-ms 0})))))
+    (is (nil? (e {:allowed-lateness-ms 0})))
+    (testing "with Kafka events, the :events keys it reads, before connecting to anything"
+      (is (= {:type :herald.feed/config :key [:events :bootstrap-servers] :value nil} (e {:events {:type :kafka}})))
+      (is (= [:events :topic-prefix] (:key (e {:events {:type :kafka :bootstrap-servers "127.0.0.1:1" :topic-prefix "a b"}}))))
+      (is (= [:perf :events] (:key (e {:events {:type :kafak}})))))))
