@@ -93,17 +93,24 @@
 ;; the minutes consumer: no group, every partition from the beginning, read_committed
 
 (defn- consume!
-  "Reads the minutes topic into view `st` until `stop` is set; positions go to `positions` (partition -> offset)."
+  "Reads the minutes topic into view `st` until `stop` is set; positions go to `positions` (partition ->
+  offset). A failing poll is logged when it starts failing and when it reads again, not on every try."
   [^KafkaConsumer c st ^ConcurrentHashMap positions ^AtomicBoolean stop ^AtomicLong unreadable]
-  (while (not (.get stop))
-    (try
-      (doseq [^ConsumerRecord r (.poll c (Duration/ofMillis 200))]
-        (if-let [row (some-> ^bytes (.value r) read-row)]
-          (jperf/upsert! st row)
-          (.incrementAndGet unreadable)))
-      (doseq [^TopicPartition tp (.assignment c)] (.put positions (.partition tp) (.position c tp)))
-      (catch WakeupException _ nil)
-      (catch Exception e (log "reading the minutes topic failed (retrying):" (str e)) (Thread/sleep 1000)))))
+  (loop [failing? false]
+    (when-not (.get stop)
+      (recur (try
+               (doseq [^ConsumerRecord r (.poll c (Duration/ofMillis 200))]
+                 (if-let [row (some-> ^bytes (.value r) read-row)]
+                   (jperf/upsert! st row)
+                   (.incrementAndGet unreadable)))
+               (doseq [^TopicPartition tp (.assignment c)] (.put positions (.partition tp) (.position c tp)))
+               (when failing? (log "reading the minutes topic again"))
+               false
+               (catch WakeupException _ failing?)
+               (catch Exception e
+                 (when-not failing? (log "reading the minutes topic failed (retrying every second):" (str e)))
+                 (Thread/sleep 1000)
+                 true))))))
 
 (defn- start-consumer! [events topic st]
   (let [c (KafkaConsumer. (client-props events {"isolation.level" "read_committed" "enable.auto.commit" "false"
