@@ -30,7 +30,7 @@
   #{:runtime :threads :index-threads :queue-size :batch-size :batch-timeout-ms :retries :drain-timeout-ms})
 
 (def ^:private perf-keys
-  #{:runtime :retention-minutes :publish-ms :allowed-lateness-ms :queue-size :batch-size :sync-wait-ms :dir})
+  #{:runtime :retention-minutes :publish-ms :allowed-lateness-ms :queue-size :batch-size :sync-wait-ms :send-ms :dir})
 
 (defn- check-keys!
   "Throws ex-info {:type :herald.feed/config :key [section k]} for a key of `cfg` not in `known`, whichever
@@ -58,15 +58,12 @@
       (some-> (get-in config [:store :data-dir]) (io/file "perf") str)))
 
 (defn- recorder-component
-  "Starts the configured performance recorder: `:flow` (the per-minute herald.flow job, the default) or
-  `:direct` (HdrHistograms updated on the request thread)."
+  "Starts the performance recorder: the per-minute herald.flow job."
   [config]
   (let [cfg (:perf config)]
     (check-keys! :perf cfg perf-keys)
-    (case (config/check-one-of! [:perf :runtime] (:runtime cfg :flow) [:flow :direct])
-      :flow ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder)
-             (assoc (dissoc cfg :runtime) :dir (perf-dir config)))
-      :direct (perf/recorder (select-keys cfg [:retention-minutes])))))
+    (config/check-one-of! [:perf :runtime] (:runtime cfg :flow) [:flow])
+    ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder) (assoc (dissoc cfg :runtime) :dir (perf-dir config)))))
 
 (defn components
   "The system definition for a resolved `config` (see herald.feed.config/load-config): key ->

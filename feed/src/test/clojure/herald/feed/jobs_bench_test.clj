@@ -1,5 +1,5 @@
 (ns herald.feed.jobs-bench-test
-  "^:benchmark The request-path cost of the background work, in-process runtimes side by side in one JVM: recording a request (direct HdrHistograms vs the per-minute job's enqueue), submitting a post's fan-out (executor vs herald.flow jobs) and a whole publish! on the embedded store; and posts/s with the background work finished. Run by hand: mvn -o -q -pl feed test -Dherald.test.include=benchmark -Dherald.test.ns='herald\\.feed\\.jobs-bench-test'"
+  "^:benchmark The request-path cost of the background work, in-process runtimes side by side in one JVM: recording a request (the per-minute job's enqueue), submitting a post's fan-out (executor vs herald.flow jobs) and a whole publish! on the embedded store; and posts/s with the background work finished. Run by hand: mvn -o -q -pl feed test -Dherald.test.include=benchmark -Dherald.test.ns='herald\\.feed\\.jobs-bench-test'"
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.fanout :as fanout]
@@ -63,26 +63,26 @@
 (defn- fmt [x] (format "%.1f" (double x)))
 
 (deftest ^:benchmark request-path-cost
-  (let [direct (perf/recorder) job (jperf/flow-recorder)
+  (let [job (jperf/flow-recorder)
         ex (fanout/executor-fanout (fn [_]) {}) fl (posts/flow-fanout noop-store {})
         dirs (vec (for [d ["ex" "fl" "exn" "fln"]] (u/temp-dir (str "bench-" d))))
         [[cx ids] [cf _] [cxn _] [cfn _]] (map publish-setup dirs [:executor :flow :executor :flow] [false false true true])
         story (str/join " " (repeat 150 "lorem"))
         rounds 7]
     (try
-      (dotimes [_ 3] (record-round direct 50000) (record-round job 50000)
+      (dotimes [_ 3] (record-round job 50000)
                      (submit-round ex 5000) (submit-round fl 5000)
                      (publish-round cx ids story 1000) (publish-round cf ids story 1000)
                      (publish-round cxn ids story 1000) (publish-round cfn ids story 1000))
       (let [rs (vec (for [_ (range rounds)]
-                      {:rd (record-round direct 50000) :rj (record-round job 50000)
+                      {:rj (record-round job 50000)
                        :se (submit-round ex 5000) :sf (submit-round fl 5000)
                        :pe (publish-round cx ids story 2000) :pf (publish-round cf ids story 2000)
                        :pen (publish-round cxn ids story 2000) :pfn (publish-round cfn ids story 2000)}))
             m #(median (map % rs))
-            [rd rj] [(m (comp first :rd)) (m (comp first :rj))]
+            rj (m (comp first :rj))
             rjp (m (comp second :rj))]
-        (println (str "jobs-bench record_ns_thread direct=" (fmt rd) " flow=" (fmt rj) " ratio=" (fmt (/ rj rd))
+        (println (str "jobs-bench record_ns_thread flow=" (fmt rj)
                       " job_thread_ns_per_record flow=" (fmt rjp)))
         (println (str "jobs-bench submit_ns executor=" (fmt (m :se)) " flow=" (fmt (m :sf))))
         (println (str "jobs-bench publish_us_thread executor=" (fmt (m :pe)) " flow=" (fmt (m :pf))

@@ -76,7 +76,7 @@
       (is (re-find (re-pattern (java.util.regex.Pattern/quote (str (second k)))) (ex-message (ex-cause e)))))))
 
 (deftest both-runtimes-serve-the-same-api
-  (doseq [rt [{:fanout {:runtime :executor} :perf {:runtime :direct}}
+  (doseq [rt [{:fanout {:runtime :executor}}
               {:fanout {:runtime :flow} :perf {:runtime :flow}}]]
     (testing (pr-str rt)
       (let [sys (u/start-feed! nil rt)
