@@ -27,10 +27,10 @@
   (binding [*out* *err*] (apply println "herald.feed:" xs)))
 
 (def ^:private fanout-keys
-  #{:runtime :threads :index-threads :queue-size :batch-size :batch-timeout-ms :retries :drain-timeout-ms})
+  #{:threads :index-threads :queue-size :batch-size :batch-timeout-ms :retries :drain-timeout-ms})
 
 (def ^:private perf-keys
-  #{:runtime :retention-minutes :publish-ms :allowed-lateness-ms :queue-size :batch-size :sync-wait-ms :dir})
+  #{:retention-minutes :publish-ms :allowed-lateness-ms :queue-size :batch-size :sync-wait-ms :dir})
 
 (defn- check-keys!
   "Throws ex-info {:type :herald.feed/config :key [section k]} for a key of `cfg` not in `known`, whichever
@@ -41,14 +41,10 @@
                     {:type :herald.feed/config :key [section k] :value (get cfg k)}))))
 
 (defn- fanout-component
-  "Starts the configured fan-out runtime over `store`: `:flow` (herald.flow jobs, the default) or
-  `:executor` (the in-process thread pool, kept as the fallback)."
+  "Starts the fan-out (the fan-out and indexing herald.flow jobs) over `store`."
   [store cfg]
   (check-keys! :fanout cfg fanout-keys)
-  (case (config/check-one-of! [:fanout :runtime] (:runtime cfg :flow) [:flow :executor])
-    :flow ((requiring-resolve 'herald.feed.jobs.posts/flow-fanout) store (dissoc cfg :runtime :drain-timeout-ms))
-    :executor (fanout/executor-fanout (svc/fanout-work store) (dissoc cfg :runtime :drain-timeout-ms :index-threads
-                                                                      :batch-size :batch-timeout-ms))))
+  ((requiring-resolve 'herald.feed.jobs.posts/flow-fanout) store (dissoc cfg :drain-timeout-ms)))
 
 (defn perf-dir
   "Where the per-minute job stores closed minutes: `:perf :dir`, else `perf/` in the store's data
@@ -58,15 +54,11 @@
       (some-> (get-in config [:store :data-dir]) (io/file "perf") str)))
 
 (defn- recorder-component
-  "Starts the configured performance recorder: `:flow` (the per-minute herald.flow job, the default) or
-  `:direct` (HdrHistograms updated on the request thread)."
+  "Starts the per-minute performance recorder (the per-minute herald.flow job) from `config`."
   [config]
   (let [cfg (:perf config)]
     (check-keys! :perf cfg perf-keys)
-    (case (config/check-one-of! [:perf :runtime] (:runtime cfg :flow) [:flow :direct])
-      :flow ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder)
-             (assoc (dissoc cfg :runtime) :dir (perf-dir config)))
-      :direct (perf/recorder (select-keys cfg [:retention-minutes])))))
+    ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder) (assoc cfg :dir (perf-dir config)))))
 
 (defn components
   "The system definition for a resolved `config` (see herald.feed.config/load-config): key ->

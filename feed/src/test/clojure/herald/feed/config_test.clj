@@ -57,10 +57,7 @@
     (is (= {:type :embedded :data-dir "data" :sync? false :search-max-lag-ms 1000} (:store c)))
     (is (= 8080 (get-in c [:http :port])))
     (is (= 10000 (get-in c [:fanout :drain-timeout-ms])) "#ref to the http shutdown timeout")
-    (is (= [:flow :flow] [(get-in c [:fanout :runtime]) (get-in c [:perf :runtime])]) "background work runs as herald.flow jobs")
-    (is (= [:executor :direct] (map #(get-in (config/load-config nil {:env {"FANOUT_RUNTIME" "executor" "PERF_RUNTIME" "direct"}} nil) [% :runtime])
-                                    [:fanout :perf]))
-        "the fallbacks are one environment variable away")
+    (is (= [nil nil] [(get-in c [:fanout :runtime]) (get-in c [:perf :runtime])]) "herald.flow jobs are the only runtime")
     (is (= {:type :memory} (:store (config/load-config nil {:env {"HERALD_PROFILE" "memory"}} nil))))
     (is (= 1 (get-in (config/load-config nil {:env {"PORT" "1"}} {:http {:host "h"}}) [:http :port])))
     (is (= "h" (get-in (config/load-config nil {:env {}} {:http {:host "h"}}) [:http :host])))
@@ -120,7 +117,7 @@
 
 (deftest a-bad-component-option-is-a-usage-error
   ;; options checked when their component starts are config errors too: exit 2, not 1 (QA Q17)
-  (let [[code out :as r] (run-main {"HERALD_PROFILE" "memory" "FANOUT_RUNTIME" "flwo"})]
-    (is (some? r) "the feed started with a bad :fanout :runtime")
+  (let [[code out :as r] (run-main {"HERALD_PROFILE" "memory" "FANOUT_THREADS" "0"})]
+    (is (some? r) "the feed started with a bad :fanout :threads")
     (is (= 2 code))
-    (is (re-find #":fanout :runtime must be one of" (str out)))))
+    (is (re-find #":fanout option :threads must be a positive integer" (str out)))))
