@@ -41,10 +41,21 @@
                     {:type :herald.feed/config :key [section k] :value (get cfg k)}))))
 
 (defn- fanout-component
-  "Starts the fan-out (the fan-out and indexing herald.flow jobs) over `store`."
-  [store cfg]
-  (check-keys! :fanout cfg fanout-keys)
-  ((requiring-resolve 'herald.feed.jobs.posts/flow-fanout) store (dissoc cfg :drain-timeout-ms)))
+  "Starts the fan-out over `store` on the configured event log (herald.feed.events/start-fanout): the jobs
+  in-process over the store's records, or on Kafka Streams over the Kafka log."
+  [store config]
+  (let [cfg (:fanout config)]
+    (check-keys! :fanout cfg fanout-keys)
+    ((requiring-resolve 'herald.feed.events/start-fanout) store (:events config {:type :local})
+     (dissoc cfg :drain-timeout-ms))))
+
+(defn- store-config
+  "The store's config: with the Kafka log, a :scale store keeps no search mark (the index job's committed offsets
+  are the search progress)."
+  [config]
+  (cond-> (:store config)
+    (and (= :kafka (get-in config [:events :type])) (= :scale (get-in config [:store :type])))
+    (assoc :search-progress :log)))
 
 (defn perf-dir
   "Where the per-minute job stores closed minutes: `:perf :dir`, else `perf/` in the store's data
@@ -68,20 +79,21 @@
   [config]
   (let [draining? (atom false)
         drain-ms (long (get-in config [:fanout :drain-timeout-ms] 10000))]
-    {::store {:start (fn [_] (store/open-store (:store config)))
+    {::store {:start (fn [_] (store/open-store (store-config config)))
               :stop store/close-store!}
      ::recorder {:deps [::store]
                  :start (fn [_] (recorder-component config))
                  :stop (fn [r] (when-not (perf/close-recorder! r drain-ms)
                                  (log "the per-minute job did not finish in" drain-ms "ms")))}
      ::fanout {:deps [::store]
-               :start (fn [{s ::store}] (fanout-component s (:fanout config)))
+               :start (fn [{s ::store}] (fanout-component s config))
                :stop (fn [f] (when-not (fanout/close! f drain-ms)
                                (log "fan-out did not drain in" drain-ms "ms; the rest resumes on the next start")))}
      ::service {:deps [::store ::fanout]
                 :start (fn [{s ::store f ::fanout}]
                          (let [ctx (svc/context s f (:feed config))
-                               n (svc/resume-pending! ctx)]
+                               ;; on the Kafka log nothing is pending in the store: the log is the record
+                               n (if (= :kafka (get-in config [:events :type])) 0 (svc/resume-pending! ctx))]
                            (when (pos? n) (log "resuming" n "pending fan-outs"))
                            ctx))}
      ::server {:deps [::service ::store ::fanout ::recorder]

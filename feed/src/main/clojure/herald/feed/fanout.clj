@@ -1,15 +1,20 @@
 (ns herald.feed.fanout
-  "The fan-out role: each durably recorded post's background work (inbound copies, indexing), off the request path, run by the herald.flow jobs of herald.feed.jobs (herald.feed.jobs.posts/flow-fanout).")
+  "The fan-out role: a post's durable record and its background work (inbound copies, indexing), off the request path, run by the herald.flow jobs of herald.feed.jobs: in-process over the store's log (herald.feed.jobs.posts/flow-fanout) or on Kafka Streams over the Kafka log (herald.feed.events/kafka-fanout).")
 
 (set! *warn-on-reflection* true)
 
 (defprotocol Fanout
-  "Runs the background work of published posts ({:post post :recipients [ids]}: deliver to every
-  recipient's inbound feed, index) asynchronously, at least once while the process lives: a store write
-  that throws is retried with backoff, and a post whose fan-out still fails stays pending in the store (its
-  durable record), to be resumed on the next start. The work is idempotent, so a repeat is harmless. Posts
-  may be processed in any order and concurrently."
-  (-submit! [f job] "Hands `job` on; when the queue is full the caller waits or runs it itself (backpressure).")
+  "Records published posts durably and runs their background work ({:post post :recipients [ids]}: deliver to
+  every recipient's inbound feed, index) asynchronously, at least once: a write that throws is retried with
+  backoff; what still fails stays in the durable record (the store's pending fan-out, or the Kafka log past the
+  job's committed offsets) and is done again later. The work is idempotent, so a repeat is harmless. Posts may
+  be processed in any order and concurrently.
+  Guarantee of `-publish!`: once it returns, the post is durable and in its author's outbound feed, and it
+  reaches every recipient's inbound feed and the search index eventually, whatever process crashes."
+  (-publish! [f post recipients] "Durably records `post` (validated fields, without :id/:ts) for `recipients` and
+  hands its background work on; returns the stored post (with :id and :ts).")
+  (-submit! [f job] "Hands the background work of an already recorded `job` on (resumed pending fan-outs);
+  waits while the queue is full (backpressure).")
   (-await-idle [f timeout-ms] "Blocks until no job is queued or running; true if idle in time.")
   (-stats [f] "{:submitted n :completed n :failed n :pending n :queued n}, and more where the implementation has them (:indexed, :index-failed, :index-queued).")
   (-close! [f timeout-ms] "Stops taking jobs, drains queued ones up to `timeout-ms`; idempotent."))
@@ -29,6 +34,11 @@
   [store]
   (satisfies? BatchFanOut store))
 
+(defn publish!
+  "Durably records `post` for `recipients` and hands its fan-out and indexing on; returns the stored post. See
+  `Fanout`."
+  [f post recipients]
+  (-publish! f post recipients))
 (defn submit! "Queues a fan-out job, see `Fanout`." [f job] (-submit! f job))
 (defn await-idle "True once `f` has no queued or running job, false after `timeout-ms`." [f timeout-ms] (-await-idle f timeout-ms))
 (defn stats "Counters of `f`: :submitted :completed :failed :pending :queued (see `Fanout`)." [f] (-stats f))

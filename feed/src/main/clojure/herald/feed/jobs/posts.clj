@@ -203,6 +203,11 @@
         closed (volatile! false)
         [fj ij] (submit-jobs! store o fq iq c lock)]
     (reify fanout/Fanout
+      (-publish! [this post recipients]
+        (let [rs (vec (distinct recipients))
+              stored (store/publish! store post rs)]
+          (fanout/-submit! this {:post stored :recipients rs})
+          stored))
       (-submit! [_ job]
         (when @closed (throw (ex-info "fan-out is closed" {:type :herald.feed/unavailable})))
         (.incrementAndGet ^AtomicLong (:submitted c))
@@ -213,7 +218,8 @@
         {:submitted (.get ^AtomicLong (:submitted c)) :completed (.get ^AtomicLong (:fanned-out c))
          :failed (.get ^AtomicLong (:fan-out-failed c)) :indexed (.get ^AtomicLong (:indexed c))
          :index-failed (.get ^AtomicLong (:index-failed c)) :pending (pending c)
-         :queued (mailbox/queued fq) :index-queued (mailbox/queued iq)})
+         :queued (mailbox/queued fq) :index-queued (mailbox/queued iq)
+         :fan-out-lag (mailbox/queued fq) :index-lag (mailbox/queued iq)})
       (-close! [_ timeout-ms]
         (vreset! closed true)
         (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))
