@@ -54,7 +54,8 @@
                      :inject (assoc inject :posts {:kafka/topic topic})
                      :kafka {:bootstrap-servers (:bootstrap-servers o) :application-id app-id
                              :processing-guarantee :at-least-once :threads (:threads o) :start-from :earliest
-                             :replication-factor (:replication-factor o) :config (:streams o)}})))
+                             :replication-factor (:replication-factor o)
+                             :config (merge {"session.timeout.ms" 10000 "heartbeat.interval.ms" 2000} (:streams o))}})))
 
 (defn submit-jobs!
   "Starts the fan-out and indexing jobs of `store` on the Kafka posts `topic` (options of

@@ -68,6 +68,10 @@
       (fanout/-fan-out-all! inner deliveries)
       (doseq [{:keys [post recipients]} deliveries] (store/fan-out! inner post recipients))))
 
+  store/LoggedFeeds
+  (-put-outbound! [_ post] (store/-put-outbound! inner post))
+  (-deliver-all! [_ deliveries] (store/-deliver-all! inner deliveries))
+
   store/SearchIndex
   (-index! [_ post] (store/-index! inner post))
   (-index-batch! [_ posts] (store/-index-batch! inner posts))
@@ -81,6 +85,11 @@
     (into (store/-stats inner)
           (map (fn [[k v]] [(keyword (str "cache-" (name k))) v]))
           (store/-cache-stats cache))))
+
+(defn unwrap
+  "The store behind `s` when it is a `CachedStore`, else `s` (to ask which roles the backend itself has)."
+  [s]
+  (if (instance? CachedStore s) (.-inner ^CachedStore s) s))
 
 (defn cached-store
   "Wraps store so that participant lookups and friend lists are served from a Caffeine cache, invalidated
