@@ -57,6 +57,11 @@
                              :replication-factor (:replication-factor o)
                              :config (merge {"session.timeout.ms" 10000 "heartbeat.interval.ms" 2000} (:streams o))}})))
 
+(defn group-ids
+  "The application ids (consumer groups) of the fan-out and indexing jobs for options `o`."
+  [o]
+  [(str (:topic-prefix o) "fan-out") (str (:topic-prefix o) "index")])
+
 (defn submit-jobs!
   "Starts the fan-out and indexing jobs of `store` on the Kafka posts `topic` (options of
   herald.feed.events.kafka/check): application ids `<:topic-prefix>fan-out` and `<:topic-prefix>index`, so every
@@ -64,7 +69,8 @@
   {:fan-out handle :index handle}."
   [store topic o]
   (let [jo (assoc o :log :kafka :index-threads (:threads o) :batch-timeout-ms 50)
-        fj (submit! (jobs/fan-out-job jo) (str (:topic-prefix o) "fan-out") topic {:inbound {:feeds/store store}} o)]
+        [fg ig] (group-ids o)
+        fj (submit! (jobs/fan-out-job jo) fg topic {:inbound {:feeds/store store}} o)]
     (try {:fan-out fj
-          :index (submit! (jobs/index-job jo) (str (:topic-prefix o) "index") topic {:search {:search/store store}} o)}
+          :index (submit! (jobs/index-job jo) ig topic {:search {:search/store store}} o)}
          (catch Throwable t (flow/kill-job fj) (throw t)))))
