@@ -30,7 +30,7 @@
   #{:threads :index-threads :queue-size :batch-size :batch-timeout-ms :retries :drain-timeout-ms})
 
 (def ^:private perf-keys
-  #{:retention-minutes :publish-ms :allowed-lateness-ms :queue-size :batch-size :sync-wait-ms :dir})
+  #{:runtime :retention-minutes :publish-ms :allowed-lateness-ms :queue-size :batch-size :sync-wait-ms :send-ms :dir})
 
 (defn- check-keys!
   "Throws ex-info {:type :herald.feed/config :key [section k]} for a key of `cfg` not in `known`, whichever
@@ -65,11 +65,15 @@
       (some-> (get-in config [:store :data-dir]) (io/file "perf") str)))
 
 (defn- recorder-component
-  "Starts the per-minute performance recorder (the per-minute herald.flow job) from `config`."
+  "Starts the per-minute performance recorder (the per-minute herald.flow job: in-process, or on Kafka Streams
+  when `:events` is Kafka) from `config`."
   [config]
   (let [cfg (:perf config)]
     (check-keys! :perf cfg perf-keys)
-    ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder) (assoc cfg :dir (perf-dir config)))))
+    (config/check-one-of! [:perf :runtime] (:runtime cfg :flow) [:flow])
+    ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder)
+     (assoc (dissoc cfg :runtime) :dir (perf-dir config) :events (:events config {:type :local})
+            :data-dir (get-in config [:store :data-dir])))))
 
 (defn components
   "The system definition for a resolved `config` (see herald.feed.config/load-config): key ->
