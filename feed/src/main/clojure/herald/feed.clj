@@ -73,7 +73,8 @@
     (config/check-one-of! [:perf :runtime] (:runtime cfg :flow) [:flow])
     ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder)
      (assoc (dissoc cfg :runtime) :dir (perf-dir config) :events (:events config {:type :local})
-            :data-dir (get-in config [:store :data-dir])))))
+            ;; the instance's local directory: the embedded store's, or DATA_DIR under :events in :scale
+            :data-dir (or (get-in config [:store :data-dir]) (get-in config [:events :data-dir]))))))
 
 (defn components
   "The system definition for a resolved `config` (see herald.feed.config/load-config): key ->
