@@ -19,21 +19,6 @@
   (-stats [f] "{:submitted n :completed n :failed n :pending n :queued n}, and more where the implementation has them (:indexed, :index-failed, :index-queued).")
   (-close! [f timeout-ms] "Stops taking jobs, drains queued ones up to `timeout-ms`; idempotent."))
 
-(defprotocol BatchFanOut
-  "An optional capability of a store (besides `herald.feed.store/InboundStore`): the fan-out of many posts
-  in one durable write. A store that has it lets the fan-out job write each batch at once (the embedded
-  store: one RocksDB WriteBatch, one WAL append, instead of one per post). Same guarantees as `-fan-out!`
-  on each post: idempotent, every recipient's inbound upsert and the completion of the post's fan-out
-  record in the same atomic write. When it throws, none or some posts may be done; the caller then retries
-  post by post (idempotent)."
-  (-fan-out-all! [s deliveries] "Delivers every `{:post stored-post :recipients [ids]}` of `deliveries` (a
-  non-empty vector) and completes their fan-out records, in one atomic durable write where the store can."))
-
-(defn batch-fan-out?
-  "True when `store` has the `BatchFanOut` capability."
-  [store]
-  (satisfies? BatchFanOut store))
-
 (defn publish!
   "Durably records `post` for `recipients` and hands its fan-out and indexing on; returns the stored post. See
   `Fanout`."

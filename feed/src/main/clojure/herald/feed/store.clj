@@ -42,6 +42,21 @@
   (-pending-fanouts [s] "A seq of {:post post :recipients [ids]} not yet completed, oldest first.")
   (-complete-fanout! [s post-id] "Marks the fan-out of post-id done (idempotent)."))
 
+(defprotocol BatchFanOut
+  "The feeds role's batch fan-out, an optional capability besides `InboundStore`: the fan-out of many posts
+  in one durable write. A store that has it lets the fan-out job write each batch at once (the embedded
+  store: one RocksDB WriteBatch, one WAL append, instead of one per post). Same guarantees as `-fan-out!`
+  on each post: idempotent, every recipient's inbound upsert and the completion of the post's fan-out
+  record in the same atomic write. When it throws, none or some posts may be done; the caller then retries
+  post by post (idempotent)."
+  (-fan-out-all! [s deliveries] "Delivers every `{:post stored-post :recipients [ids]}` of `deliveries` (a
+  non-empty vector) and completes their fan-out records, in one atomic durable write where the store can."))
+
+(defn batch-fan-out?
+  "True when `store` has the `BatchFanOut` capability."
+  [store]
+  (satisfies? BatchFanOut store))
+
 (defprotocol LoggedFeeds
   "The feeds role when the record of posts is a log outside the store (Kafka in the :scale profile,
   docs/adr/0012-feed-on-kafka.md): the store holds copies derived from the log, written only by idempotent

@@ -1,7 +1,6 @@
 (ns herald.feed.store.cache
   "A Caffeine cache (the Cache role) and a store decorator caching participant lookups and friend lists."
-  (:require [herald.feed.fanout :as fanout]
-            [herald.feed.store :as store])
+  (:require [herald.feed.store :as store])
   (:import (com.github.benmanes.caffeine.cache Caffeine)
            (com.github.benmanes.caffeine.cache.stats CacheStats)
            (java.time Duration)
@@ -62,10 +61,10 @@
   (-pending-fanouts [_] (store/-pending-fanouts inner))
   (-complete-fanout! [_ post-id] (store/-complete-fanout! inner post-id))
 
-  fanout/BatchFanOut
+  store/BatchFanOut
   (-fan-out-all! [_ deliveries]
-    (if (fanout/batch-fan-out? inner)
-      (fanout/-fan-out-all! inner deliveries)
+    (if (store/batch-fan-out? inner)
+      (store/-fan-out-all! inner deliveries)
       (doseq [{:keys [post recipients]} deliveries] (store/fan-out! inner post recipients))))
 
   store/LoggedFeeds

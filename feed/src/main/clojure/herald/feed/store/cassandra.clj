@@ -1,8 +1,7 @@
 (ns herald.feed.store.cassandra
   "The :feeds role of the :scale store on Cassandra: outbound and inbound feeds, posts by id, pending fan-outs
-  and the post log (OutboundStore, InboundStore, LoggedFeeds, herald.feed.store.scale.spi/PostLog, herald.feed.fanout/BatchFanOut)."
-  (:require [herald.feed.fanout :as fanout]
-            [herald.feed.store :as store]
+  and the post log (OutboundStore, InboundStore, LoggedFeeds, herald.feed.store.scale.spi/PostLog, herald.feed.store/BatchFanOut)."
+  (:require [herald.feed.store :as store]
             [herald.feed.store.cassandra.schema :as schema]
             [herald.feed.store.cassandra.session :as cs]
             [herald.feed.store.clock :as clock]
@@ -219,7 +218,7 @@
        (maybe-sweep! session ps swept)
        nil)))
 
-  fanout/BatchFanOut
+  store/BatchFanOut
   (-fan-out-all! [_ deliveries]
     (guarded open? (fan-out-all! session ps opts pending deliveries) (maybe-sweep! session ps swept)))
 
@@ -249,7 +248,7 @@
 (defn open
   "Opens the Cassandra :feeds backend: connects, creates the keyspace and tables if missing (CREATE ... IF NOT
   EXISTS) and prepares its statements. Returns an object implementing herald.feed.store's OutboundStore,
-  InboundStore and Lifecycle, herald.feed.store.scale.spi/PostLog and herald.feed.fanout/BatchFanOut.
+  InboundStore and Lifecycle, herald.feed.store.scale.spi/PostLog and herald.feed.store/BatchFanOut.
 
   | key                 | type              | default                    | meaning |
   |---------------------|-------------------|----------------------------|---------|

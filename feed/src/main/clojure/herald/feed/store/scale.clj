@@ -1,8 +1,7 @@
 (ns herald.feed.store.scale
   "The :scale store: each data role on its own backend (PostgreSQL, Cassandra, OpenSearch, Redis, or memory),
   composed behind the role protocols of herald.feed.store; search is derived from the feeds' post log."
-  (:require [herald.feed.fanout :as fanout]
-            [herald.feed.store :as store]
+  (:require [herald.feed.store :as store]
             [herald.feed.store.scale.indexing :as ix]
             [herald.feed.store.scale.roles :as roles])
   (:import (java.util.concurrent Executors ScheduledExecutorService ThreadFactory TimeUnit)
@@ -69,11 +68,11 @@
   (-pending-fanouts [_] (open-only (store/-pending-fanouts feeds)))
   (-complete-fanout! [_ post-id] (open-only (store/-complete-fanout! feeds post-id)))
 
-  fanout/BatchFanOut
+  store/BatchFanOut
   (-fan-out-all! [_ deliveries]
     (open-only
-     (if (fanout/batch-fan-out? feeds)
-       (fanout/-fan-out-all! feeds deliveries)
+     (if (store/batch-fan-out? feeds)
+       (store/-fan-out-all! feeds deliveries)
        (doseq [{:keys [post recipients]} deliveries] (store/-fan-out! feeds post recipients)))))
 
   store/LoggedFeeds

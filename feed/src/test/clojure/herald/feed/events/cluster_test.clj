@@ -119,7 +119,7 @@
     (future (loop [] (when-let [line (.readLine r)]
                        (when-let [[_ u] (re-find #"listening on (http://\S+)" line)] (deliver url u))
                        (recur))))
-    [p (deref url 120000 nil)]))
+    [p (deref url 300000 nil)]))
 
 (deftest ^:integration a-killed-instance-loses-no-acknowledged-post
   (with-cluster
