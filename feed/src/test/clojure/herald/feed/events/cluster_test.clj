@@ -149,13 +149,16 @@
               (future-cancel load)
               (let [n (count @acked)
                     want (set (map #(str "load " %) @acked))]
-                (is (< 20 n) "the child acknowledged posts before it died")
+                (is (< 5 n) "the child acknowledged posts before it died")
                 (is (true? (feed/await-fanout sys 120000)) "the survivor took over the dead instance's partitions")
                 (is (every? (set (subjects A (str (link ann) "/outbound"))) want) "every acknowledged post in its author's feed")
                 (doseq [f [bob cy]]
                   (let [s (filter want (subjects A (str (link f) "/inbound")))]
                     (is (= want (set s)) "every acknowledged post in each friend's inbound feed")
                     (is (= (count s) (count (set s))) "exactly once")))
-                (is (= n (count (:json (A "/outbound?keywords=load&limit=1000"))))
-                    "every acknowledged post searchable (and nothing of it twice)"))))
+                ;; a post whose request died with the instance after Kafka's acknowledgement may be there too (its
+                ;; outcome is unknown to the client): each acknowledged one must be found, once
+                (doseq [i @acked]
+                  (is (= [(link ann)] (:json (A (str "/outbound?keywords=load+" i))))
+                      (str "acknowledged post " i " searchable, once"))))))
           (finally (.destroyForcibly p) (feed/stop! sys)))))))
