@@ -161,7 +161,9 @@
 (defn await-fanout
   "Blocks until the background work of every post accepted so far has run (copied into the friends'
   inbound feeds, indexed) and makes those posts searchable at once (see :search-max-lag-ms); true if
-  done within `timeout-ms`. For tests and tools: requests never need it."
+  done within `timeout-ms`. It is herald.flow/await-caught-up on the fan-out and indexing jobs: on the Kafka
+  log, every instance's share (the consumer groups' committed offsets). For tests and tools: requests never
+  need it."
   [sys timeout-ms]
   (let [idle? (fanout/await-idle (system/value sys ::fanout) timeout-ms)]
     (when idle? (store/refresh-search! (system/value sys ::store)))
