@@ -81,7 +81,9 @@
    [:index-failed "counter" "Posts whose indexing failed after retries (the store indexes every post above its last index commit watermark on the next open)."]
    [:pending "gauge" "Posts whose fan-out or indexing has not run yet (queued or running)."]
    [:queued "gauge" "Posts waiting in the fan-out's queue."]
-   [:index-queued "gauge" "Posts waiting in the indexing job's queue."]])
+   [:index-queued "gauge" "Posts waiting in the indexing job's queue."]
+   [:fan-out-lag "gauge" "Posts not yet through the fan-out job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]
+   [:index-lag "gauge" "Posts not yet through the indexing job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]])
 
 (def ^:private perf-families
   [[:recorded "counter" "Request records taken by the performance recorder."]

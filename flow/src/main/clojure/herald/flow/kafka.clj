@@ -8,6 +8,8 @@
             [herald.flow.impl.metrics :as metrics]
             [herald.flow.impl.route :as route]
             [herald.flow.kafka.check :as check]
+            [herald.flow.kafka.output :as output]
+            [herald.flow.kafka.progress :as progress]
             [herald.flow.kafka.topology :as topology])
   (:import (java.time Duration)
            (java.util Properties)
@@ -22,9 +24,9 @@
 (set! *warn-on-reflection* true)
 
 (defn- explicit
-  "The values of task key `k` that the job's tasks set themselves (not the model's defaults)."
+  "The values of task key `k` that the job's input tasks set themselves (not the model's defaults)."
   [raw-job k]
-  (keep k (:catalog raw-job)))
+  (keep k (filter #(= :input (:task/type %)) (:catalog raw-job))))
 
 (defn- config
   "The Kafka Streams properties of validated `job` under `opts` (raw-job: as given, to tell set keys from defaults)."
@@ -51,6 +53,11 @@
       (.putAll m)
       (.putAll (into {} (map (fn [[k v]] [(if (keyword? k) (name k) k) (str v)])) config)))))
 
+(defn- admin ^Admin [^Properties props]
+  (Admin/create (doto (Properties.)
+                  (.put "bootstrap.servers" (.getProperty props StreamsConfig/BOOTSTRAP_SERVERS_CONFIG))
+                  (.put "default.api.timeout.ms" "20000") (.put "request.timeout.ms" "10000"))))
+
 (defn- admin-call [what f]
   (try (f)
        (catch Exception e
@@ -67,9 +74,7 @@
   "Checks that every input and output topic exists (refusing the job naming :kafka/topic otherwise) and
   creates the repartition topics the topology needs."
   [^Properties props job {:keys [inputs outputs repartition-topics]} replication]
-  (with-open [^Admin admin (Admin/create (doto (Properties.)
-                                    (.put "bootstrap.servers" (.getProperty props StreamsConfig/BOOTSTRAP_SERVERS_CONFIG))
-                                    (.put "default.api.timeout.ms" "20000") (.put "request.timeout.ms" "10000")))]
+  (with-open [admin (admin props)]
     (let [existing (admin-call "listing topics" #(set (.get (.names (.listTopics admin)) 20 TimeUnit/SECONDS)))
           index (into {} (map-indexed (fn [i t] [(:task/name t) i])) (:catalog job))]
       (doseq [[n topic] (concat inputs outputs) :when (not (existing topic))]
@@ -99,14 +104,23 @@
     (binding [*out* *err*]
       (println "herald.flow: task" task "threw on" (pr-str segment) ":" (.toString exception)))))
 
+(defn- retry-pending?
+  "Whether `e` or one of its causes is an output's `:herald.flow/output-retry-pending`."
+  [^Throwable e]
+  (boolean (some #(= :herald.flow/output-retry-pending (:type (ex-data %))) (take-while some? (iterate #(.getCause ^Throwable %) e)))))
+
 (defn- watch!
   "Ends the handle's status when the application fails (closing it on another thread) or stops."
   [^KafkaStreams streams {:keys [done status error killed]}]
   (.setUncaughtExceptionHandler streams
                                 (reify StreamsUncaughtExceptionHandler
                                   (handle [_ e]
-                                    (reset! error e)
-                                    StreamsUncaughtExceptionHandler$StreamThreadExceptionResponse/SHUTDOWN_CLIENT)))
+                                    (if (retry-pending? e)
+                                      ;; an output still retrying gave its tasks back: a new thread resumes them
+                                      ;; from the committed offsets (see herald.flow.kafka.output)
+                                      StreamsUncaughtExceptionHandler$StreamThreadExceptionResponse/REPLACE_THREAD
+                                      (do (reset! error e)
+                                          StreamsUncaughtExceptionHandler$StreamThreadExceptionResponse/SHUTDOWN_CLIENT)))))
   (.setStateListener streams
                      (reify KafkaStreams$StateListener
                        (onChange [_ new-state _]
@@ -125,12 +139,14 @@
   "Starts validated `job` (`raw-job`: as submitted, after :inject) on Kafka Streams under submit `opts`;
   returns the handle. Throws before anything starts when the job cannot run there."
   [raw-job job opts]
-  (check/check! job opts)
+  (check/check! raw-job opts)
   (let [opts (update opts :kafka #(merge {:application-id (str "herald-" (name (:job/name job)))} %))
         props (config raw-job job opts)
         recent (atom [])
         task-metrics (into {} (map (fn [t] [(:task/name t) (metrics/task-metrics)])) (:catalog job))
+        retry-states (output/retry-states)
         built (topology/build job {:app-id (get-in opts [:kafka :application-id]) :resolve (route/resolver)
+                                   :retry-states retry-states
                                    :on-error (or (:on-error opts) (default-on-error recent))
                                    :metrics task-metrics :lifecycles (lc/compile-lifecycles job)
                                    :store (get-in opts [:kafka :store] :rocksdb)})
@@ -138,17 +154,18 @@
         streams (KafkaStreams. ^org.apache.kafka.streams.Topology (:topology built) props)
         done (promise)
         status (atom {:status :running :started-at (System/currentTimeMillis)})
-        state {:done done :status status :error (atom nil) :killed (atom false)}
+        state {:done done :status status :error (atom nil) :killed (atom false) :admin (delay (admin props))}
         sampler (doto (Executors/newSingleThreadScheduledExecutor
                        (reify java.util.concurrent.ThreadFactory
                          (newThread [_ r] (doto (Thread. r (str "herald-flow-kafka-metrics-" (name (:job/name job)))) (.setDaemon true)))))
                   (.scheduleAtFixedRate ^Runnable (fn [] (run! metrics/sample! (vals task-metrics))) 1 1 TimeUnit/SECONDS))]
     (watch! streams state)
-    (future (deref done) (.shutdownNow ^ScheduledExecutorService sampler))
+    (future (deref done) (.shutdownNow ^ScheduledExecutorService sampler) (when (realized? (:admin state)) (.close ^Admin @(:admin state))))
     (.start streams)
     (merge state
            {:runtime :kafka-streams :job job :opts opts :streams streams :config props :coord {:done done}
             :metrics task-metrics :recent-errors recent :inputs (:inputs built) :outputs (:outputs built)
+            :plugin-outputs (:plugin-outputs built) :retry-states retry-states
             :repartition-topics (:repartition-topics built) :topology (:topology built)})))
 
 (defn kill-job!
@@ -160,6 +177,19 @@
     (swap! status assoc :status :killed)
     (deliver done {:status :killed})))
 
+(defn await-caught-up
+  "See `herald.flow/await-caught-up`: the input topics first, then (once per level of regrouping) the
+  repartition topics, whose end offsets are taken once the level before them has committed."
+  [{:keys [admin done opts inputs repartition-topics]} ^long timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)
+        group (get-in opts [:kafka :application-id])
+        left #(max 0 (- deadline (System/currentTimeMillis)))
+        ended? #(realized? done)]
+    (and (not (ended?))
+         (progress/await-caught-up @admin group (set (vals inputs)) ended? timeout-ms)
+         (every? (fn [_] (progress/await-caught-up @admin group (set (map :topic repartition-topics)) ended? (left)))
+                 repartition-topics))))
+
 (defn- metric-values
   "[group name tags value] of every metric of the client."
   [^KafkaStreams streams]
@@ -169,9 +199,10 @@
 
 (defn job-metrics
   "The job's metrics map (see `herald.flow/job-metrics`)."
-  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job]}]
+  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job plugin-outputs retry-states repartition-topics]}]
   (let [ms (metric-values streams)
         sum (fn [g n] (reduce + 0.0 (for [[g' n' _ v] ms :when (and (= g g') (= n n'))] v)))
+        topic-of (merge (into {} (for [{:keys [topic task]} repartition-topics] [task topic])) inputs)
         lag (fn [topic] (let [vs (for [[g n tags v] ms :when (and (= g "consumer-fetch-manager-metrics") (= n "records-lag")
                                                                  (= topic (get tags "topic")))] v)]
                           (when (seq vs) (long (reduce + vs)))))]
@@ -187,4 +218,6 @@
                                                                                   (= n "records-lag-max"))] v))}
            :tasks (into {} (for [[tname m] metrics]
                              [tname (cond-> (assoc (metrics/report m) :parallelism (:task/parallelism (some #(when (= tname (:task/name %)) %) (:catalog job))))
-                                      (inputs tname) (assoc :lag (lag (inputs tname))))])))))
+                                      (topic-of tname) (assoc :lag (lag (topic-of tname))
+                                                              :lag-by-partition (progress/lag-by-partition ms (topic-of tname)))
+                                      (contains? plugin-outputs tname) (merge (output/failures retry-states tname)))])))))

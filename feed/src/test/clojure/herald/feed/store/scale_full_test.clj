@@ -5,6 +5,7 @@
   (:require [clojure.test :refer [deftest is]]
             [herald.feed :as feed]
             [herald.feed.servers.cassandra :as cass]
+            [herald.feed.servers.kafka :as sk]
             [herald.feed.servers.opensearch :as osn]
             [herald.feed.servers.postgres :as pg]
             [herald.feed.servers.redis :as rd]
@@ -25,6 +26,7 @@
   index, prefix), or a skip naming the server that is missing."
   [f]
   (let [missing (or (some-> (:error (pg/info)) (str "PostgreSQL: "))
+                    (when-not (sk/bootstrap) (str "Kafka: " (sk/failure)))
                     (some-> (:error (rd/info)) (str "Redis: "))
                     (some->> (osn/skip-reason) (str "OpenSearch: ")))]
     (if missing
@@ -68,7 +70,9 @@
       (let [env {"HERALD_PROFILE" "scale" "PG_URL" (:jdbc-url graph) "PG_USER" (:user graph)
                  "PG_PASSWORD" (:password graph) "REDIS_URI" (:uri cache)
                  "CASSANDRA_CONTACT_POINTS" (first (:contact-points feeds)) "CASSANDRA_KEYSPACE" (:keyspace feeds)
-                 "OPENSEARCH_URL" (:url search) "OPENSEARCH_INDEX" (:index search)}
+                 "OPENSEARCH_URL" (:url search) "OPENSEARCH_INDEX" (:index search)
+                 "KAFKA_BOOTSTRAP" (sk/bootstrap) "KAFKA_TOPIC_PREFIX" (str (:index search) "-")
+                 "DATA_DIR" (tu/temp-dir "scale-full-")}
             sys (feed/start! {:env env :config {:http {:port 0 :host "127.0.0.1"}
                                                 :store {:graph {:schema (:schema graph)}
                                                         :cache {:prefix (:prefix cache)}}}})
@@ -83,7 +87,7 @@
             (is (= 200 (:status (req (str (link a) "/outbound") :method :post
                                      :json {"from" (link a) "occurred" "2026-11-22" "subject" "hello"
                                             "story" "every role on its server"}))))
-            (is (= [(link a)] (:json (tu/eventually 10000 #(seq (:json %)) #(req "/outbound?keywords=server")))))
-            (is (= 1 (count (:json (tu/eventually 10000 #(seq (:json %)) #(req (str (link b) "/inbound")))))))
+            (is (= [(link a)] (:json (tu/eventually 30000 #(seq (:json %)) #(req "/outbound?keywords=server")))))
+            (is (= 1 (count (:json (tu/eventually 30000 #(seq (:json %)) #(req (str (link b) "/inbound")))))))
             (is (= 200 (:status (req "/ready")))))
           (finally (feed/stop! sys)))))))

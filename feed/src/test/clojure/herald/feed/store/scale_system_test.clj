@@ -1,8 +1,10 @@
 (ns herald.feed.store.scale-system-test
   "The feed service started with the :scale profile (the bundled config) over HTTP: PostgreSQL and Redis real
-  servers, feeds and search in memory (their servers are other tests' business)."
+  servers, feeds and search in memory (their servers are other tests' business), Kafka (the test broker) as the
+  event log."
   (:require [clojure.test :refer [deftest is]]
             [herald.feed :as feed]
+            [herald.feed.servers.kafka :as sk]
             [herald.feed.servers.postgres :as pg]
             [herald.feed.servers.redis :as rd]
             [herald.feed.test-util :as tu]))
@@ -10,11 +12,13 @@
 (set! *warn-on-reflection* true)
 
 (deftest ^:integration the-service-runs-on-the-scale-profile
-  (rd/when-up
-   (pg/when-up
+  (sk/with-kafka bootstrap
+   (rd/when-up
+    (pg/when-up
     (let [{:keys [jdbc-url user password]} (pg/info)
           env {"HERALD_PROFILE" "scale" "PG_URL" jdbc-url "PG_USER" user "PG_PASSWORD" password
-               "REDIS_URI" (:uri (rd/info))}
+               "REDIS_URI" (:uri (rd/info)) "KAFKA_BOOTSTRAP" bootstrap
+               "KAFKA_TOPIC_PREFIX" (str "sys-" (System/currentTimeMillis) "-") "DATA_DIR" (tu/temp-dir "scale-sys-")}
           sys (feed/start! {:env env
                             :config {:http {:port 0 :host "127.0.0.1"}
                                      :store {:graph {:schema (:schema (pg/fresh-config))}
@@ -32,12 +36,12 @@
                                    :json {"from" (str "/participant/" a) "occurred" "2026-11-22"
                                           "subject" "hello" "story" "scale profile works"}))))
           (is (= [(str "/participant/" a)]
-                 (:json (tu/eventually 5000 #(seq (:json %)) #(req "/outbound?keywords=profile"))))
+                 (:json (tu/eventually 30000 #(seq (:json %)) #(req "/outbound?keywords=profile"))))
               "indexed by the background job")
-          (is (= 1 (count (:json (tu/eventually 5000 #(seq (:json %)) #(req (str "/participant/" b "/inbound"))))))
+          (is (= 1 (count (:json (tu/eventually 30000 #(seq (:json %)) #(req (str "/participant/" b "/inbound"))))))
               "fanned out to the friend")
           (is (= 200 (:status (req "/ready"))))
           (let [metrics (:body (req "/metrics"))]
             (is (re-find #"participants" metrics))
             (is (re-find #"cache_hits" metrics))))
-        (finally (feed/stop! sys)))))))
+        (finally (feed/stop! sys))))))))
