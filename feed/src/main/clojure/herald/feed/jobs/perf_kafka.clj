@@ -48,19 +48,18 @@
 ;; topics and clients
 
 (defn names
-  "The topics and application id under `:topic-prefix` p (default \"herald.\"): p+\"perf-requests\",
+  "The topics and application id under `:topic-prefix` p (default \"herald-\"): p+\"perf-requests\",
   p+\"perf-minutes\", p+\"perf\"."
   [events]
-  (let [p (:topic-prefix events "herald.")]
+  (let [p (:topic-prefix events "herald-")]
     {:requests (str p "perf-requests") :minutes (str p "perf-minutes") :app-id (str p "perf")}))
 
 (defn- client-props
-  "Client properties: ours by default, `:config` of `events` over them, then the bootstrap servers and `m`."
+  "Client properties: ours by default, then the bootstrap servers of `events` and `m`."
   ^Properties [events m]
   (doto (Properties.)
     ;; an unreachable broker: Kafka's clients log each reconnection try; fewer tries, fewer lines
     (.put "reconnect.backoff.max.ms" "10000")
-    (.putAll ^Map (into {} (map (fn [[k v]] [(if (keyword? k) (name k) (str k)) (str v)])) (:config events)))
     (.put "bootstrap.servers" (str (:bootstrap-servers events)))
     (.putAll ^Map m)))
 
@@ -85,8 +84,10 @@
 
 (defn- producer ^KafkaProducer [events]
   ;; send blocks only the sender thread, at most max.block.ms, when the broker is unknown or the buffer full
-  (KafkaProducer. (client-props events {"acks" "all" "enable.idempotence" "true" "linger.ms" "20"
-                                        "max.block.ms" "1000" "delivery.timeout.ms" "30000" "request.timeout.ms" "10000"})
+  (KafkaProducer. (client-props events (into {"acks" "all" "enable.idempotence" "true" "linger.ms" "20"
+                                              "max.block.ms" "1000" "delivery.timeout.ms" "30000" "request.timeout.ms" "10000"}
+                                             (map (fn [[k v]] [(if (keyword? k) (name k) (str k)) (str v)]))
+                                             (:producer events)))
                   (ByteArraySerializer.) (ByteArraySerializer.)))
 
 ;; ---------------------------------------------------------------------------------------------------
@@ -191,13 +192,14 @@
                                         :task/group-by-key [:minute :entity :operation]}}
                      :kafka {:bootstrap-servers (str (:bootstrap-servers events)) :application-id app-id
                              :replication-factor (:replication-factor events 1) :store :in-memory
-                             :config (:config events {})}})))
+                             :config (:streams events {})}})))
 
 (def ^:private events-spec
   {:bootstrap-servers [#(and (string? %) (re-find #"\S:\d+" %)) "a \"host:port[,host:port...]\" string"]
    :topic-prefix [#(and (string? %) (re-matches #"[a-zA-Z0-9._-]*" %)) "a string of letters, digits, '.', '_' and '-'"]
    :replication-factor [#(and (integer? %) (pos? (long %))) "a positive integer"]
-   :config [map? "a map of Kafka client properties"]})
+   :producer [map? "a map of Kafka producer properties"]
+   :streams [map? "a map of Kafka Streams properties"]})
 
 (defn- check-events!
   "Checks the `:events` keys this recorder reads (others belong to other parts and pass), naming the key."
@@ -223,9 +225,10 @@
   | key                   | type   | default     | meaning |
   |-----------------------|--------|-------------|---------|
   | `:bootstrap-servers`  | string | required    | the brokers, \"host:port,...\" |
-  | `:topic-prefix`       | string | `\"herald.\"` | prefix of the topics and the application id |
+  | `:topic-prefix`       | string | `\"herald-\"` | prefix of the topics and the application id |
   | `:replication-factor` | int    | 1           | of the topics it creates (and Kafka Streams' internal ones) |
-  | `:config`             | map    | {}          | extra client properties (security, timeouts) for every client |"
+  | `:producer`           | map    | {}          | extra producer properties (the request records' producer) |
+  | `:streams`            | map    | {}          | extra Kafka Streams properties (the per-minute application) |"
   [{:keys [events retention-minutes queue-size send-ms allowed-lateness-ms] :as o}]
   (check-events! events)
   (let [ns (names events)

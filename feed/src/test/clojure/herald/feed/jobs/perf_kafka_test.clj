@@ -7,7 +7,7 @@
             [herald.feed.jobs.perf-sender :as sender]
             [herald.feed.perf :as perf]
             [herald.feed.perf-model :as model]
-            [herald.feed.servers.kafka-perf :as kb]
+            [herald.feed.servers.kafka :as kb]
             [herald.feed.test-util :as u])
   (:import (org.apache.kafka.clients.producer KafkaProducer)
            (org.apache.kafka.common.serialization ByteArraySerializer)))
@@ -41,7 +41,7 @@
                         :allowed-lateness-ms lateness}))
 
 (deftest two-instances-show-the-cluster-minutes-and-a-later-one-the-past-ones
-  (kb/with-broker bootstrap
+  (kb/with-kafka bootstrap
     (let [ev (events bootstrap)
           dirs (vec (repeatedly 3 #(u/temp-dir "herald-perf-kafka")))
           start (* 60000 (- (quot (System/currentTimeMillis) 60000) 5))
@@ -77,7 +77,7 @@
       (run! u/delete-tree! dirs))))
 
 (deftest a-minute-closes-when-the-clusters-watermark-passes-it
-  (kb/with-broker bootstrap
+  (kb/with-kafka bootstrap
     (let [dir (u/temp-dir "herald-perf-kafka")
           start (* 60000 (- (quot (System/currentTimeMillis) 60000) 3))
           ;; the clock never closes a minute here: only the job's final rows can
