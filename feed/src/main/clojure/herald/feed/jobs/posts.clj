@@ -2,6 +2,7 @@
   "The fan-out and indexing jobs' parts (their task fns, the outputs that complete a post's durable record in the store) and `flow-fanout`, a `herald.feed.fanout/Fanout` that runs both jobs."
   (:require [herald.feed.fanout :as fanout]
             [herald.feed.jobs :as jobs]
+            [herald.feed.outage :as outage]
             [herald.feed.store :as store]
             [herald.flow :as flow]
             [herald.flow.spi :as spi])
@@ -115,9 +116,14 @@
   "The default options of `flow-fanout`."
   {:threads 2 :index-threads 1 :queue-size 10000 :batch-size 256 :batch-timeout-ms 50 :retries 3})
 
+(def ^:private background-outage
+  "One reporter for the background writes: an outage of the store they write is a line per state change, not a
+  line per failed post."
+  (outage/reporter "background work (fan-out, indexing)" {:quiet-back-ms 10000}))
+
 (defn- default-on-error [^Throwable t job]
-  (binding [*out* *err*]
-    (println "herald.feed: background work of post" (get-in job [:post :id]) "failed:" (.getMessage t))))
+  (when-not (outage/reported? t)
+    (outage/failed! background-outage (ex-info (str "post " (get-in job [:post :id]) ": " (ex-message t)) {} t))))
 
 (defn- push!
   "Pushes `job` into the push input of the flow job `handle`, waiting while its buffer is full (backpressure)
