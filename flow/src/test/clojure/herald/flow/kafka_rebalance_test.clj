@@ -16,6 +16,12 @@
 
 (defn- processed [h] (long (or (get-in (flow/job-metrics h) [:tasks :tag :segments-in]) 0)))
 
+(defn- active-tasks
+  "The stream tasks instance `h` runs now."
+  [h]
+  (reduce + (for [^org.apache.kafka.streams.ThreadMetadata t (.metadataForLocalThreads ^org.apache.kafka.streams.KafkaStreams (:streams h))]
+              (count (.activeTasks t)))))
+
 (deftest ^:integration two-instances-share-the-partitions-and-survive-a-kill
   (kb/with-broker bootstrap
     (let [app (ks/fresh-prefix) topics {:in (str app ".in")} durable (atom [])
@@ -30,10 +36,11 @@
       (let [a (submit) b (submit)]
         (try
           (testing "both instances get partitions"
-            (let [feeder (future (doseq [k (range 0 3000 100)] (produce! k (+ k 100)) (Thread/sleep 40)))]
-              (is (wait-until #(and (pos? (processed a)) (pos? (processed b))) 60000)
-                  (str "processed: a " (processed a) ", b " (processed b)))
-              @feeder))
+            (is (wait-until #(and (pos? (active-tasks a)) (pos? (active-tasks b)) (= 4 (+ (active-tasks a) (active-tasks b)))) 90000)
+                (str "active tasks: a " (active-tasks a) ", b " (active-tasks b)))
+            (doseq [k (range 0 3000 100)] (produce! k (+ k 100)) (Thread/sleep 20))
+            (is (wait-until #(and (pos? (processed a)) (pos? (processed b))) 60000)
+                (str "processed: a " (processed a) ", b " (processed b))))
           (testing "one is killed mid-stream; the other takes its partitions over"
             (is (= :killed (:status (flow/kill-job a))))
             (produce! 3000 n)
