@@ -12,6 +12,8 @@
   ```
   Every key of a job is described by `model` (see `describe`) and checked by `validate` before anything
   runs; docs/flow.md is generated from the same model. Plugins: `herald.flow.spi`, `herald.flow.plugin`.
+  A service feeds a running job with `push!` (a `push-input`, with backpressure) and asks
+  `await-caught-up` when everything it handed in has been written.
   The same job runs on Kafka Streams with `(submit-job job {:runtime :kafka-streams :kafka {...}})`."
   (:require [herald.flow.impl.log :as log]
             [herald.flow.impl.metrics :as metrics]
@@ -131,9 +133,13 @@
   "A live view of the job: `{:status ... :last-snapshot {:epoch :at} :tasks {name {...}} :recent-errors [...]}`;
   per task: `:segments-in`, `:segments-out`, `:batches`, `:errors`, `:throughput-sps` (over the last second),
   `:late`, `:batch-latency-us` quantiles (for an input: of its polls), `:parallelism`, `:stage` (tasks fused in
-  one loop share it) and, for inputs that can tell, `:lag` (the log input: bytes not yet read; on Kafka
-  Streams: records behind the topic's end, summed over partitions). On Kafka Streams also `:kafka`
-  `{:state :process-rate :process-total :commit-rate :records-lag-max}` from the client's own metrics."
+  one loop share it) and, for inputs that can tell, `:lag` (the log input: bytes not yet read; the push
+  input: segments waiting; on Kafka Streams: records behind the topic's end, summed over partitions). Outputs
+  add `:write-failures` (failed write or flush attempts so far) and `:failing?` (in a run of failures now).
+  On Kafka Streams every task that reads a topic (an input, a regrouped or windowed task's repartition
+  topic) has `:lag-by-partition` `{partition records-lag}` for the partitions this instance reads and `:lag`
+  their sum, and `:kafka` `{:state :process-rate :process-total :commit-rate :records-lag-max}` comes from
+  the client's own metrics."
   [handle]
   (if (kafka? handle)
     ((kafka 'job-metrics) handle)

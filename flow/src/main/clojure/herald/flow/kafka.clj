@@ -10,7 +10,8 @@
             [herald.flow.kafka.check :as check]
             [herald.flow.kafka.output :as output]
             [herald.flow.kafka.progress :as progress]
-            [herald.flow.kafka.topology :as topology])
+            [herald.flow.kafka.topology :as topology]
+            [herald.flow.spi :as spi])
   (:import (java.time Duration)
            (java.util Properties)
            (java.util.concurrent Executors ScheduledExecutorService TimeUnit)
@@ -98,6 +99,15 @@
                           (catch java.util.concurrent.ExecutionException e
                             (when-not (instance? TopicExistsException (.getCause e)) (throw e)))))))))
 
+(defn- check-plugin-outputs!
+  "Builds and closes each plugin output once, so that a constructor refusing its options (see
+  `herald.flow.spi/option`) refuses the job at submit, as in-process; the runtime builds them again per
+  stream task."
+  [job names]
+  (let [resolve (route/resolver)]
+    (doseq [t (:catalog job) :when (contains? names (:task/name t))]
+      (spi/-close-output! ((resolve (:task/plugin t)) t)))))
+
 (defn- default-on-error [recent]
   (fn [{:keys [task segment ^Throwable exception] :as e}]
     (swap! recent (fn [v] (vec (take-last 20 (conj v (assoc e :exception (.toString exception)))))))
@@ -150,6 +160,7 @@
                                    :on-error (or (:on-error opts) (default-on-error recent))
                                    :metrics task-metrics :lifecycles (lc/compile-lifecycles job)
                                    :store (get-in opts [:kafka :store] :rocksdb)})
+        _ (check-plugin-outputs! job (:plugin-outputs built))
         _ (prepare-topics! props job built (get-in opts [:kafka :replication-factor] 1))
         streams (KafkaStreams. ^org.apache.kafka.streams.Topology (:topology built) props)
         done (promise)

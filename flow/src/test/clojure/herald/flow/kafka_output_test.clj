@@ -159,13 +159,15 @@
               (is (= n (await-count durable n 90000)))
               (is (= (set (range n)) (ids @durable)))
               (is (nil? (flow/await-job h 10)) "the job still runs")
-              (is (> @built 2) "stream tasks were closed and built again on a new thread (2 partitions: 2 at the start)")
+              (is (> @built 3) "stream tasks were closed and built again on a new thread (3 at the start: 1 checked at submit, 1 per partition)")
               (let [m (get-in (flow/job-metrics h) [:tasks :out])]
                 (is (pos? (:write-failures m)))
                 (is (false? (:failing? m))))
-              (is (= 1 (count (filter #(str/includes? % "failing, retrying (forever") @lines))) (pr-str @lines))
-              (is (<= 1 (count (filter #(str/includes? % "writing again") @lines)) 2)
-                  "one line when it works again (per stream task that was failing)")
+              (let [failing (count (filter #(str/includes? % "failing, retrying (forever") @lines))
+                    again (count (filter #(str/includes? % "writing again") @lines))]
+                (is (<= 1 failing 2) (str "one line per stream task (2 partitions) when it starts failing, none per attempt "
+                                          "nor per thread replacement: " (pr-str @lines)))
+                (is (= failing again) "and one when it works again"))
               (finally (flow/kill-job h))))))
       (testing "past :output/retries the job fails"
         (reset! down-until Long/MAX_VALUE)
@@ -176,3 +178,11 @@
               st (flow/await-job h 60000)]
           (is (= :failed (:status st)))
           (is (= "store down" (some->> (:error st) (iterate #(.getCause ^Throwable %)) (take-while some?) ^Throwable (last) (.getMessage)))))))))
+
+(deftest a-plugin-output-refusing-its-options-refuses-the-job-at-submit
+  (let [r (try (flow/submit-job job {:runtime :kafka-streams :inject {:in {:kafka/topic "in"}}
+                                     :kafka {:bootstrap-servers "127.0.0.1:1"}})
+               nil
+               (catch clojure.lang.ExceptionInfo e (ex-data e)))]
+    (is (= [:herald.flow/invalid-job :sink/durable :out] ((juxt :type :key :task) r))
+        "the constructor's own check, before any broker is asked")))

@@ -49,30 +49,36 @@
       (log-line! (str (what p) " writing again after " n " failed attempt" (when (> n 1) "s") " over "
                       (- (System/currentTimeMillis) (.get since)) " ms")))))
 
+(defn- await-due!
+  "Sleeps until the next attempt of a failing output is due. Past `budget-ms` since `start` (when given)
+  throws `:herald.flow/output-retry-pending` instead, unless this call has not made an attempt yet: then it
+  sleeps at most the budget, so that every call tries at least once."
+  [p st start budget-ms attempted?]
+  (let [due (.get ^AtomicLong (:next-at st)) now (System/currentTimeMillis)]
+    (when (and (pos? (.get ^AtomicLong (:failures st))) (> due now))
+      (when (and budget-ms attempted? (> (- due (long start)) (long budget-ms)))
+        (throw (ex-info (str (what p) " still failing after " (.get ^AtomicLong (:failures st))
+                             " attempts; the stream thread gives its tasks back to retry from the committed offsets")
+                        {:type :herald.flow/output-retry-pending :task (:task p)})))
+      (Thread/sleep (if budget-ms (min (- due now) (long budget-ms)) (- due now))))))
+
 (defn- call*
   "`call!` with retries."
   [p st budget-ms f]
-  (let [start (System/currentTimeMillis)
-        ^AtomicLong next-at (:next-at st)]
-    (loop []
-       (let [due (.get next-at) now (System/currentTimeMillis)]
-         (when (and (pos? (.get ^AtomicLong (:failures st))) (> due now))
-           (when (and budget-ms (> (- due start) (long budget-ms)))
-             (throw (ex-info (str (what p) " still failing after " (.get ^AtomicLong (:failures st))
-                                  " attempts; the stream thread gives its tasks back to retry from the committed offsets")
-                             {:type :herald.flow/output-retry-pending :task (:task p)})))
-           (Thread/sleep (- due now))))
-       (let [r (try {:ok (f)}
-                    (catch InterruptedException e (throw e))
-                    (catch Exception e {:error e}))]
-         (if (contains? r :ok)
-           (do (succeeded! p st) (:ok r))
-           (let [e ^Exception (:error r) n (failed! p st e)]
-             (if (exhausted? p n)
-               (do (log-line! (str (what p) " gave up after " (dec n) " retries: " (.toString e)))
-                   (.set ^AtomicLong (:failures st) 0)
-                   (throw e))
-               (recur))))))))
+  (let [start (System/currentTimeMillis)]
+    (loop [attempted? false]
+      (await-due! p st start budget-ms attempted?)
+      (let [r (try {:ok (f)}
+                   (catch InterruptedException e (throw e))
+                   (catch Exception e {:error e}))]
+        (if (contains? r :ok)
+          (do (succeeded! p st) (:ok r))
+          (let [e ^Exception (:error r) n (failed! p st e)]
+            (if (exhausted? p n)
+              (do (log-line! (str (what p) " gave up after " (dec n) " retries: " (.toString e)))
+                  (.set ^AtomicLong (:failures st) 0)
+                  (throw e))
+              (recur true))))))))
 
 (defn call!
   "Calls `(f)`, retrying under policy `p` with retry state `st` (see `state`): waits the backoff before each

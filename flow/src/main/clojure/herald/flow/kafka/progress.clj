@@ -28,20 +28,25 @@
   (let [m (.get (.partitionsToOffsetAndMetadata (.listConsumerGroupOffsets admin group)) 10 TimeUnit/SECONDS)]
     (into {} (for [[tp ^OffsetAndMetadata o] m :when o] [tp (.offset o)]))))
 
-(defn- caught-up? [admin group ends]
-  (let [c (committed-offsets admin group)]
-    (every? (fn [[tp ^long end]] (>= (long (get c tp 0)) end)) ends)))
+(defn- caught-up?
+  "Whether the committed offsets reach `ends`; false too when the brokers do not answer (asked again later)."
+  [admin group ends]
+  (try (let [c (committed-offsets admin group)]
+         (every? (fn [[tp ^long end]] (>= (long (get c tp 0)) end)) ends))
+       (catch Exception _ false)))
 
 (defn await-caught-up
   "True once the committed offsets of application `group` reach, on every partition of `topics`, the end
   offsets taken at the call (a plugin output flushes before each commit, so what they cover is written);
   false when `timeout-ms` passes or `(ended?)` holds (a killed or failed job has not caught up). A partition
-  the group never committed counts as 0. Polls every 50 ms."
+  the group never committed counts as 0. Polls every 50 ms; brokers that do not answer are asked again
+  until the timeout."
   [^Admin admin group topics ended? timeout-ms]
   (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))
-        ends (end-offsets admin topics)]
+        ends (loop [] (or (try (end-offsets admin topics) (catch Exception _ nil))
+                          (when (< (System/currentTimeMillis) deadline) (Thread/sleep 200) (recur))))]
     (loop []
-      (cond (ended?) false
+      (cond (or (nil? ends) (ended?)) false
             (caught-up? admin group ends) true
             (> (System/currentTimeMillis) deadline) false
             :else (do (Thread/sleep 50) (recur))))))
