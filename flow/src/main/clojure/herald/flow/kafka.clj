@@ -76,7 +76,14 @@
   creates the repartition topics the topology needs."
   [^Properties props job {:keys [inputs outputs repartition-topics]} replication]
   (with-open [admin (admin props)]
-    (let [existing (admin-call "listing topics" #(set (.get (.names (.listTopics admin)) 20 TimeUnit/SECONDS)))
+    (let [wanted (set (map second (concat inputs outputs)))
+          list-topics #(admin-call "listing topics" (fn [] (set (.get (.names (.listTopics admin)) 20 TimeUnit/SECONDS))))
+          ;; a topic created a moment ago (by the application, just before submitting) may take a while to show in
+          ;; the metadata the broker answers with: look again for up to 5 s before refusing the job
+          existing (loop [seen (list-topics) tries 0]
+                     (if (or (every? seen wanted) (>= tries 25))
+                       seen
+                       (do (Thread/sleep 200) (recur (list-topics) (inc tries)))))
           index (into {} (map-indexed (fn [i t] [(:task/name t) i])) (:catalog job))]
       (doseq [[n topic] (concat inputs outputs) :when (not (existing topic))]
         (throw (ex-info (str "Topic " (pr-str topic) " of task " n " (:kafka/topic at " [:catalog (index n) :kafka/topic]
