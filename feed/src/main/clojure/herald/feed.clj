@@ -27,10 +27,10 @@
   (binding [*out* *err*] (apply println "herald.feed:" xs)))
 
 (def ^:private fanout-keys
-  #{:runtime :threads :index-threads :queue-size :batch-size :batch-timeout-ms :retries :drain-timeout-ms})
+  #{:threads :index-threads :queue-size :batch-size :batch-timeout-ms :retries :drain-timeout-ms})
 
 (def ^:private perf-keys
-  #{:runtime :retention-minutes :publish-ms :allowed-lateness-ms :queue-size :batch-size :sync-wait-ms :dir})
+  #{:runtime :retention-minutes :publish-ms :allowed-lateness-ms :queue-size :batch-size :sync-wait-ms :send-ms :dir})
 
 (defn- check-keys!
   "Throws ex-info {:type :herald.feed/config :key [section k]} for a key of `cfg` not in `known`, whichever
@@ -41,14 +41,21 @@
                     {:type :herald.feed/config :key [section k] :value (get cfg k)}))))
 
 (defn- fanout-component
-  "Starts the configured fan-out runtime over `store`: `:flow` (herald.flow jobs, the default) or
-  `:executor` (the in-process thread pool, kept as the fallback)."
-  [store cfg]
-  (check-keys! :fanout cfg fanout-keys)
-  (case (config/check-one-of! [:fanout :runtime] (:runtime cfg :flow) [:flow :executor])
-    :flow ((requiring-resolve 'herald.feed.jobs.posts/flow-fanout) store (dissoc cfg :runtime :drain-timeout-ms))
-    :executor (fanout/executor-fanout (svc/fanout-work store) (dissoc cfg :runtime :drain-timeout-ms :index-threads
-                                                                      :batch-size :batch-timeout-ms))))
+  "Starts the fan-out over `store` on the configured event log (herald.feed.events/start-fanout): the jobs
+  in-process over the store's records, or on Kafka Streams over the Kafka log."
+  [store config]
+  (let [cfg (:fanout config)]
+    (check-keys! :fanout cfg fanout-keys)
+    ((requiring-resolve 'herald.feed.events/start-fanout) store (:events config {:type :local})
+     (dissoc cfg :drain-timeout-ms))))
+
+(defn- store-config
+  "The store's config: with the Kafka log, a :scale store keeps no search mark (the index job's committed offsets
+  are the search progress)."
+  [config]
+  (cond-> (:store config)
+    (and (= :kafka (get-in config [:events :type])) (= :scale (get-in config [:store :type])))
+    (assoc :search-progress :log)))
 
 (defn perf-dir
   "Where the per-minute job stores closed minutes: `:perf :dir`, else `perf/` in the store's data
@@ -58,15 +65,16 @@
       (some-> (get-in config [:store :data-dir]) (io/file "perf") str)))
 
 (defn- recorder-component
-  "Starts the configured performance recorder: `:flow` (the per-minute herald.flow job, the default) or
-  `:direct` (HdrHistograms updated on the request thread)."
+  "Starts the per-minute performance recorder (the per-minute herald.flow job: in-process, or on Kafka Streams
+  when `:events` is Kafka) from `config`."
   [config]
   (let [cfg (:perf config)]
     (check-keys! :perf cfg perf-keys)
-    (case (config/check-one-of! [:perf :runtime] (:runtime cfg :flow) [:flow :direct])
-      :flow ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder)
-             (assoc (dissoc cfg :runtime) :dir (perf-dir config)))
-      :direct (perf/recorder (select-keys cfg [:retention-minutes])))))
+    (config/check-one-of! [:perf :runtime] (:runtime cfg :flow) [:flow])
+    ((requiring-resolve 'herald.feed.jobs.perf/flow-recorder)
+     (assoc (dissoc cfg :runtime) :dir (perf-dir config) :events (:events config {:type :local})
+            ;; the instance's local directory: the embedded store's, or DATA_DIR under :events in :scale
+            :data-dir (or (get-in config [:store :data-dir]) (get-in config [:events :data-dir]))))))
 
 (defn components
   "The system definition for a resolved `config` (see herald.feed.config/load-config): key ->
@@ -76,20 +84,21 @@
   [config]
   (let [draining? (atom false)
         drain-ms (long (get-in config [:fanout :drain-timeout-ms] 10000))]
-    {::store {:start (fn [_] (store/open-store (:store config)))
+    {::store {:start (fn [_] (store/open-store (store-config config)))
               :stop store/close-store!}
      ::recorder {:deps [::store]
                  :start (fn [_] (recorder-component config))
                  :stop (fn [r] (when-not (perf/close-recorder! r drain-ms)
                                  (log "the per-minute job did not finish in" drain-ms "ms")))}
      ::fanout {:deps [::store]
-               :start (fn [{s ::store}] (fanout-component s (:fanout config)))
+               :start (fn [{s ::store}] (fanout-component s config))
                :stop (fn [f] (when-not (fanout/close! f drain-ms)
                                (log "fan-out did not drain in" drain-ms "ms; the rest resumes on the next start")))}
      ::service {:deps [::store ::fanout]
                 :start (fn [{s ::store f ::fanout}]
                          (let [ctx (svc/context s f (:feed config))
-                               n (svc/resume-pending! ctx)]
+                               ;; on the Kafka log nothing is pending in the store: the log is the record
+                               n (if (= :kafka (get-in config [:events :type])) 0 (svc/resume-pending! ctx))]
                            (when (pos? n) (log "resuming" n "pending fan-outs"))
                            ctx))}
      ::server {:deps [::service ::store ::fanout ::recorder]

@@ -17,6 +17,7 @@
             [herald.flow.impl.metrics :as metrics]
             [herald.flow.impl.model :as model]
             [herald.flow.impl.plan]
+            [herald.flow.impl.retry :as retry]
             [herald.flow.impl.runtime :as runtime]
             [herald.flow.impl.types :as t]
             [herald.flow.impl.validate :as validate]
@@ -143,7 +144,9 @@
                                                      :parallelism (:parallelism (stage-of tname))
                                                      :stage (:tasks (stage-of tname)))
                                         (satisfies? spi/Lag (get-in handle [:inputs tname]))
-                                        (assoc :lag (spi/-lag (get-in handle [:inputs tname]))))]))))))
+                                        (assoc :lag (spi/-lag (get-in handle [:inputs tname])))
+                                        (get-in handle [:retry-states tname])
+                                        (merge (retry/failures @(get-in handle [:retry-states tname]))))]))))))
 
 (defn job-counters
   "The job's counters, per task: `{task-name {:segments-in :segments-out :batches :errors :late}}` (the same

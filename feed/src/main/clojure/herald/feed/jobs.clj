@@ -44,18 +44,32 @@
     (.start))
   handle)
 
+(defn- output
+  "The output task `n` writing with `plugin`: in-process (`:log :store`) it reports each post and never throws (a
+  failed post stays pending in the store); on the Kafka log (`:log :kafka`) it throws, and herald.flow retries
+  the batch (`:output/retries`), so that the committed offsets never pass a post not written."
+  [n in-process-plugin kafka-plugin {:keys [log threads batch-size retries backoff-ms backoff-max-ms]}]
+  (if (= :kafka log)
+    {:task/name n :task/type :output :task/plugin kafka-plugin :task/batch-size batch-size
+     :output/retries retries :output/backoff-ms backoff-ms :output/backoff-max-ms backoff-max-ms}
+    {:task/name n :task/type :output :task/plugin in-process-plugin :task/parallelism threads}))
+
 (defn fan-out-job
-  "The fan-out job: each published post (`{:post p :recipients [ids]}`, fed by the service after the store
-  acknowledged it, and at start from the store's pending fan-out records) goes to every recipient's inbound
-  feed; the output's write is an idempotent upsert per (recipient, post) that completes the post's fan-out
-  record in the same atomic store write.
+  "The fan-out job: each published post (`{:post p :recipients [ids]}`) goes to every recipient's inbound feed,
+  by idempotent upserts keyed by (recipient, post). Its input is the store's log in the embedded profile (a
+  mailbox fed by the service after the store acknowledged the post, and at start from the store's pending
+  fan-out records; the output's write completes the post's fan-out record in the same atomic store write) or
+  the Kafka posts topic in :scale (injected `:kafka/topic`; the output also upserts the author's outbound
+  copy, store/deliver-all!).
 
   | key                 | type | meaning |
   |---------------------|------|---------|
+  | `:log`              | keyword | `:store` (default: in-process, mailbox input) or `:kafka` |
   | `:threads`          | long | threads of the fan-out task and its output (one fused stage) |
   | `:batch-size`       | long | most posts per batch |
-  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its mailbox |"
-  [{:keys [threads batch-size batch-timeout-ms]}]
+  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its mailbox |
+  | `:retries`, `:backoff-ms`, `:backoff-max-ms` | | `:log :kafka`: the output's `:output/retries` (int or :forever) and backoff |"
+  [{:keys [threads batch-size batch-timeout-ms] :as o}]
   {:job/name :feed-fan-out
    :job/doc "post -> each friend's inbound feed (idempotent upserts) -> the post's fan-out record completed"
    :workflow [[:posts :fan-out] [:fan-out :inbound]]
@@ -63,20 +77,22 @@
               :mailbox/min-wait-ms 1 :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
              {:task/name :fan-out :task/type :function :task/fn :herald.feed.jobs.posts/fan-out
               :task/parallelism threads}
-             {:task/name :inbound :task/type :output :task/plugin :herald.feed.jobs.posts/inbound-output
-              :task/parallelism threads}]})
+             (output :inbound :herald.feed.jobs.posts/inbound-output :herald.feed.jobs.derived/feeds-output o)]})
 
 (defn index-job
   "The indexing job: each published post goes into the search index, a batch at a time (one
-  `store/index-batch!` call per batch); the store's index watermark passes the post once a Lucene commit
-  holds it, and a post above the watermark is indexed again when the store opens.
+  `store/index-batch!` call per batch). In the embedded profile the store's index watermark passes the post
+  once a Lucene commit holds it, and a post above the watermark is indexed again when the store opens; on the
+  Kafka log the job's committed offsets are the search progress (nothing else is kept).
 
   | key                 | type | meaning |
   |---------------------|------|---------|
+  | `:log`              | keyword | `:store` (default: in-process, mailbox input) or `:kafka` |
   | `:index-threads`    | long | threads of the index task and its output (one fused stage) |
   | `:batch-size`       | long | most posts per batch (one index call per batch) |
-  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its mailbox |"
-  [{:keys [index-threads batch-size batch-timeout-ms]}]
+  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its mailbox |
+  | `:retries`, `:backoff-ms`, `:backoff-max-ms` | | `:log :kafka`: the output's `:output/retries` (int or :forever) and backoff |"
+  [{:keys [index-threads batch-size batch-timeout-ms] :as o}]
   {:job/name :feed-index
    :job/doc "post -> search index"
    :workflow [[:posts :index] [:index :search]]
@@ -84,8 +100,8 @@
               :mailbox/min-wait-ms 1 :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
              {:task/name :index :task/type :function :task/fn :herald.feed.jobs.posts/document
               :task/parallelism index-threads}
-             {:task/name :search :task/type :output :task/plugin :herald.feed.jobs.posts/search-output
-              :task/parallelism index-threads}]})
+             (output :search :herald.feed.jobs.posts/search-output :herald.feed.jobs.derived/index-output
+                     (assoc o :threads index-threads))]})
 
 (defn perf-job
   "The per-minute performance job: request records `{:entity :operation :us :status :at}` (`:at` the

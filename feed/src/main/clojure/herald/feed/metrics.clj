@@ -81,14 +81,18 @@
    [:index-failed "counter" "Posts whose indexing failed after retries (the store indexes every post above its last index commit watermark on the next open)."]
    [:pending "gauge" "Posts whose fan-out or indexing has not run yet (queued or running)."]
    [:queued "gauge" "Posts waiting in the fan-out's queue."]
-   [:index-queued "gauge" "Posts waiting in the indexing job's queue."]])
+   [:index-queued "gauge" "Posts waiting in the indexing job's queue."]
+   [:fan-out-lag "gauge" "Posts not yet through the fan-out job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]
+   [:index-lag "gauge" "Posts not yet through the indexing job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]])
 
 (def ^:private perf-families
   [[:recorded "counter" "Request records taken by the performance recorder."]
-   [:dropped "counter" "Request records dropped because the per-minute job was too far behind (its queue full)."]
-   [:late "counter" "Request records that came after their minute was final (started more than the allowed lateness before the newest record)."]
-   [:queued "gauge" "Request records waiting for the per-minute job."]
-   [:store-errors "counter" "Failed writes of closed minutes to the data directory."]])
+   [:dropped "counter" "Request records dropped: the per-minute job (or the Kafka sender) too far behind (its queue full), or Kafka unreachable."]
+   [:late "counter" "Request records (on Kafka: batches, on the instance running the window) that came after their minute was final (more than the allowed lateness before the newest record)."]
+   [:queued "gauge" "Request records waiting for the per-minute job (or the Kafka sender)."]
+   [:store-errors "counter" "Failed writes of closed minutes to the data directory."]
+   [:send-errors "counter" "Batches of request records that could not be written to Kafka (their requests are counted in dropped)."]
+   [:unreadable "counter" "Records of the Kafka minutes topic that are not minute rows (skipped)."]])
 
 (def ^:private http-families
   "[server-stats key, metric, type, help, scale]"
@@ -101,18 +105,19 @@
    [:rejected "herald_http_rejected_total" "counter" "Requests answered 503 by the HTTP server because :max-pending handlers were pending." 1]])
 
 (defn prometheus-text
-  "The metrics page: request counts by entity, operation and status, request duration histograms,
-  background work counters (`fanout-stats`, a map as herald.feed.fanout/stats), the recorder's own
+  "The metrics page: request counts by entity, operation and status, request duration histograms (both
+  from the recorder's figures: with `:events {:type :kafka}` the cluster's, the same on every instance, so
+  never to be summed over instances), background work counters (`fanout-stats`, a map as herald.feed.fanout/stats), the recorder's own
   counters (herald.feed.perf/recorder-stats), store counters and gauges
   (`store-stats`, a flat map of numbers as herald.feed.store/stats), the HTTP server's figures
   (`http-stats`, herald.http/server-stats, or nil) and JVM gauges."
   ([recorder fanout-stats store-stats] (prometheus-text recorder fanout-stats store-stats nil))
   ([recorder fanout-stats store-stats http-stats]
   (let [sb (StringBuilder.)]
-    (family sb "herald_feed_requests_total" "counter" "Requests served by entity, operation and HTTP status."
+    (family sb "herald_feed_requests_total" "counter" "Requests served by entity, operation and HTTP status (with Kafka events: by the whole cluster)."
             (for [[[entity op status] n] (sort-by (comp #(mapv str %) key) (perf/status-counts recorder))]
               ["" {:entity (name entity) :operation (name op) :status status} n]))
-    (family sb "herald_feed_request_duration_seconds" "histogram" "Request durations by entity and operation."
+    (family sb "herald_feed_request_duration_seconds" "histogram" "Request durations by entity and operation (with Kafka events: of the whole cluster)."
             (duration-samples (perf/totals recorder)))
     (doseq [[k type help] fanout-families :when (contains? fanout-stats k)]
       (family sb (str "herald_feed_fanout_" (str/replace (name k) "-" "_") (when (= type "counter") "_total")) type help

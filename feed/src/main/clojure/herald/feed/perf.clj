@@ -1,17 +1,15 @@
 (ns herald.feed.perf
-  "Per-minute performance figures: the `Recorder` role (every request's entity, operation, duration and status in; per-minute and since-start HdrHistograms out), its direct in-process implementation, and the views /perf, /perf/log and /metrics render."
+  "Per-minute performance figures: the `Recorder` role (every request's entity, operation, duration and status in; per-minute and since-start HdrHistograms out) and the views /perf, /perf/log and /metrics render. Its one implementation is `herald.feed.jobs.perf/flow-recorder`, the per-minute herald.flow job (in-process, or cluster-wide on Kafka Streams)."
   (:require [clojure.string :as str])
   (:import (java.time Instant ZoneOffset ZonedDateTime)
-           (java.util.concurrent ConcurrentHashMap ConcurrentSkipListMap)
-           (java.util.concurrent.atomic LongAdder)
-           (java.util.function Function)
-           (org.HdrHistogram AbstractHistogram ConcurrentHistogram HistogramIterationValue)))
+           (org.HdrHistogram AbstractHistogram HistogramIterationValue)))
 
 (set! *warn-on-reflection* true)
 
 ;; A cell is the figures of one entity x operation over some time: {:histogram h :errors n} where h is an
 ;; HdrHistogram of durations in microseconds (3 significant digits) that nobody modifies any more, and
-;; :errors counts statuses >= 400. Minutes are epoch minutes (epoch millis / 60000).
+;; :errors counts statuses >= 400. Minutes are epoch minutes (epoch millis / 60000). With several instances
+;; (:events {:type :kafka}) the views show the cluster's figures: every instance's requests.
 
 (defprotocol Recorder
   "Records requests and serves their per-minute figures. Guarantees: `-record!` never blocks and never throws
@@ -25,88 +23,8 @@
   (-totals [r] "{[entity op] cell} since the recorder started.")
   (-status-counts [r] "{[entity op status] count} since the recorder started.")
   (-await [r timeout-ms] "Blocks until the views reflect every request recorded before the call; true if in time.")
-  (-recorder-stats [r] "Counters of the recorder itself: {:recorded n :dropped n :late n}.")
+  (-recorder-stats [r] "Counters of the recorder itself: {:recorded n :dropped n :late n ...}.")
   (-close-recorder! [r timeout-ms] "Stops recording; finishes what was recorded within `timeout-ms`; idempotent."))
-
-(def ^:private significant-digits 3)
-
-(defn check-positive!
-  "Throws ex-info {:type :herald.feed/config :key k} unless `v` is a positive integer; returns `v`."
-  [k v]
-  (when-not (and (integer? v) (pos? (long v)))
-    (throw (ex-info (str (pr-str k) " must be a positive integer, got " (pr-str v))
-                    {:type :herald.feed/config :key k :value v})))
-  v)
-
-;; ---------------------------------------------------------------------------------------------------
-;; the direct recorder: HdrHistograms updated on the request thread
-
-(deftype Cell [^ConcurrentHistogram histogram ^LongAdder errors])
-
-(defn- new-cell [] (Cell. (ConcurrentHistogram. (int significant-digits)) (LongAdder.)))
-
-(def ^:private cell-fn (reify Function (apply [_ _] (new-cell))))
-(def ^:private minute-fn (reify Function (apply [_ _] (ConcurrentHashMap.))))
-(def ^:private adder-fn (reify Function (apply [_ _] (LongAdder.))))
-
-(defn- snapshot-cell
-  "The cell map of a live Cell: a copy of its histogram (nothing modifies the copy)."
-  [^Cell c]
-  {:histogram (.copy ^ConcurrentHistogram (.histogram c)) :errors (.sum ^LongAdder (.errors c))})
-
-(defn- prune! [^ConcurrentSkipListMap minutes ^long retention ^long minute]
-  (let [oldest (- minute retention)]
-    (while (when-let [k (.firstKey minutes)] (< (long k) oldest))
-      (.pollFirstEntry minutes))))
-
-(defn- add-to-cell! [^Cell cell ^long micros ^long status]
-  (.recordValue ^ConcurrentHistogram (.histogram cell) micros)
-  (when (>= status 400) (.increment ^LongAdder (.errors cell))))
-
-(defn- record-direct! [^ConcurrentSkipListMap minutes ^ConcurrentHashMap totals ^ConcurrentHashMap statuses
-                       retention entity op nanos status start-ms]
-  (let [k [entity op]
-        status (long status)
-        micros (max 0 (quot (long nanos) 1000))
-        minute (quot (long start-ms) 60000)
-        ^ConcurrentHashMap cells (or (.get minutes minute)
-                                     (let [m (.computeIfAbsent minutes minute minute-fn)]
-                                       (prune! minutes retention minute)
-                                       m))]
-    (add-to-cell! (.computeIfAbsent cells k cell-fn) micros status)
-    (add-to-cell! (.computeIfAbsent totals k cell-fn) micros status)
-    (.increment ^LongAdder (.computeIfAbsent statuses [entity op status] adder-fn))))
-
-(defn recorder
-  "A `Recorder` that updates HdrHistograms on the request thread (the `:perf {:runtime :direct}` fallback;
-  `herald.feed.jobs.perf/flow-recorder` is the herald.flow job). Figures live in memory only.
-
-  | key                  | type | default                    | meaning |
-  |----------------------|------|----------------------------|---------|
-  | `:retention-minutes` | long | 1440                       | minutes older than this (before the newest recorded one) are dropped |
-  | `:clock`             | fn   | `System/currentTimeMillis` | () -> epoch millis (tests pass their own) |"
-  ([] (recorder {}))
-  ([{:keys [retention-minutes clock] :or {retention-minutes 1440}}]
-   (check-positive! :retention-minutes retention-minutes)
-   (let [minutes (ConcurrentSkipListMap.)      ; epoch minute -> ConcurrentHashMap [entity op] -> Cell
-         totals (ConcurrentHashMap.)           ; [entity op] -> Cell, since start
-         statuses (ConcurrentHashMap.)         ; [entity op status] -> LongAdder
-         retention (long retention-minutes)
-         clock (or clock #(System/currentTimeMillis))]
-     (reify Recorder
-       (-record! [_ entity op nanos status start-ms]
-         (record-direct! minutes totals statuses retention entity op nanos status start-ms))
-       (-now-ms [_] (long (clock)))
-       (-minutes [_ lo hi]
-         (for [[minute ^ConcurrentHashMap cells] (.subMap minutes (Long/valueOf (long lo)) true (Long/valueOf (long hi)) true)]
-           [minute (into {} (map (fn [[k c]] [k (snapshot-cell c)])) cells)]))
-       (-closed? [_ minute] (< (long minute) (quot (long (clock)) 60000)))
-       (-totals [_] (into {} (map (fn [[k c]] [k (snapshot-cell c)])) totals))
-       (-status-counts [_] (into {} (map (fn [[k ^LongAdder n]] [k (.sum n)])) statuses))
-       (-await [_ _] true)
-       (-recorder-stats [_] {:recorded (reduce + 0 (map (fn [^LongAdder n] (.sum n)) (.values statuses)))
-                             :dropped 0 :late 0})
-       (-close-recorder! [_ _] true)))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; the public API over any Recorder

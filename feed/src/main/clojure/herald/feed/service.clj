@@ -1,5 +1,5 @@
 (ns herald.feed.service
-  "The news feed's operations over a store and a fan-out executor: validation, participants, friendships, posting with fan-out on write, feeds and search."
+  "The news feed's operations over a store and the fan-out: validation, participants, friendships, posting with fan-out on write, feeds and search."
   (:require [clojure.string :as str]
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
@@ -188,19 +188,11 @@
   (participant ctx id)
   (store/friends store id))
 
-(defn fanout-work
-  "The background work of one published post, for the fan-out executor: index it, then deliver it
-  to every recipient and complete its durable fan-out record. Idempotent."
-  [store]
-  (fn [{:keys [post recipients]}]
-    (store/index! store post)
-    (when (seq recipients)
-      (store/fan-out! store post recipients))))
-
 (defn publish!
   "Posts params {:from :occurred :subject :story} as participant `id` (a missing :from defaults to
-  `id`; another sender is a 400). Durably stores the post with its pending fan-out to the sender's
-  current friends, then hands the fan-out and indexing to the executor. Returns the stored post."
+  `id`; another sender is a 400). Durably records the post with its fan-out to the sender's current friends
+  (the store's pending fan-out, or a record on the Kafka log), then the fan-out jobs deliver and index it
+  (herald.feed.fanout/publish!). Returns the stored post."
   [{:keys [store fanout limits] :as ctx} id params]
   (let [from (if (nil? (:from params)) id (parse-link "from" (single "from" (:from params))))
         _ (when (not= from id)
@@ -210,10 +202,8 @@
               :subject (required-string params "subject" (:max-subject-chars limits) false)
               :story (required-string params "story" (:max-story-chars limits) false)}
         _ (participant ctx id)
-        recipients (mapv :to (store/friends store id))
-        stored (store/publish! store post recipients)]
-    (fanout/submit! fanout {:post stored :recipients recipients})
-    stored))
+        recipients (mapv :to (store/friends store id))]
+    (fanout/publish! fanout post recipients)))
 
 (defn outbound
   "A page {:items :next} of participant `id`'s posts, newest first; `opts` from `page-opts`."

@@ -42,6 +42,31 @@
   (-pending-fanouts [s] "A seq of {:post post :recipients [ids]} not yet completed, oldest first.")
   (-complete-fanout! [s post-id] "Marks the fan-out of post-id done (idempotent)."))
 
+(defprotocol BatchFanOut
+  "The feeds role's batch fan-out, an optional capability besides `InboundStore`: the fan-out of many posts
+  in one durable write. A store that has it lets the fan-out job write each batch at once (the embedded
+  store: one RocksDB WriteBatch, one WAL append, instead of one per post). Same guarantees as `-fan-out!`
+  on each post: idempotent, every recipient's inbound upsert and the completion of the post's fan-out
+  record in the same atomic write. When it throws, none or some posts may be done; the caller then retries
+  post by post (idempotent)."
+  (-fan-out-all! [s deliveries] "Delivers every `{:post stored-post :recipients [ids]}` of `deliveries` (a
+  non-empty vector) and completes their fan-out records, in one atomic durable write where the store can."))
+
+(defn batch-fan-out?
+  "True when `store` has the `BatchFanOut` capability."
+  [store]
+  (satisfies? BatchFanOut store))
+
+(defprotocol LoggedFeeds
+  "The feeds role when the record of posts is a log outside the store (Kafka in the :scale profile,
+  docs/adr/0012-feed-on-kafka.md): the store holds copies derived from the log, written only by idempotent
+  upserts keyed by (owner, post ts, post id), so that a record read twice (at-least-once delivery, a replay
+  after a crash or a rebalance) never shows a duplicate. No pending fan-out record is kept: the log's
+  committed consumer offsets are the progress. Durable on return."
+  (-put-outbound! [s post] "Upserts the author's copy of post (with its :id and :ts): its outbound feed and `-post`.")
+  (-deliver-all! [s deliveries] "For each {:post :recipients} of deliveries (a non-empty vector): the author's
+  outbound copy and every recipient's inbound copy. Throws when any write failed (none or some may be done)."))
+
 (defprotocol SearchIndex
   "Keyword search over subject and story. Guarantees: -index! is idempotent by post id; visibility is
   near-real-time: a post indexed at least the backend's lag before -search is called is found by it (the
@@ -149,6 +174,32 @@
   [s post recipients]
   (-publish! s (select-keys (check-post post) [:from :occurred :subject :story])
              (check-recipients recipients)))
+
+(defn new-post
+  "The validated fields of a post to publish, {:from :occurred :subject :story} (as `publish!` takes them);
+  throws ex-info {:type :herald.feed.store/invalid :key k} naming a bad one."
+  [post]
+  (select-keys (check-post post) [:from :occurred :subject :story]))
+
+(defn logged-feeds?
+  "True when `s` has the `LoggedFeeds` role (the feeds can be derived from a log outside the store)."
+  [s]
+  (satisfies? LoggedFeeds s))
+
+(defn put-outbound!
+  "Upserts the author's copy of `post` (as assigned by a log: with :id and :ts), see `LoggedFeeds`. Idempotent."
+  [s post]
+  (-put-outbound! s (check-stored-post post))
+  nil)
+
+(defn deliver-all!
+  "Upserts, for each {:post :recipients} of `deliveries`, the author's outbound copy and every recipient's
+  inbound copy (see `LoggedFeeds`). Idempotent; throws when a write failed."
+  [s deliveries]
+  (let [ds (mapv (fn [{:keys [post recipients]}] {:post (check-stored-post post) :recipients (check-recipients recipients)})
+                 deliveries)]
+    (when (seq ds) (-deliver-all! s ds))
+    nil))
 
 (defn post
   "The post with this id, or nil."

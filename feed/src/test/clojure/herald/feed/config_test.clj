@@ -57,10 +57,7 @@
     (is (= {:type :embedded :data-dir "data" :sync? false :search-max-lag-ms 1000} (:store c)))
     (is (= 8080 (get-in c [:http :port])))
     (is (= 10000 (get-in c [:fanout :drain-timeout-ms])) "#ref to the http shutdown timeout")
-    (is (= [:flow :flow] [(get-in c [:fanout :runtime]) (get-in c [:perf :runtime])]) "background work runs as herald.flow jobs")
-    (is (= [:executor :direct] (map #(get-in (config/load-config nil {:env {"FANOUT_RUNTIME" "executor" "PERF_RUNTIME" "direct"}} nil) [% :runtime])
-                                    [:fanout :perf]))
-        "the fallbacks are one environment variable away")
+    (is (= [nil nil] [(get-in c [:fanout :runtime]) (get-in c [:perf :runtime])]) "herald.flow jobs are the only runtime")
     (is (= {:type :memory} (:store (config/load-config nil {:env {"HERALD_PROFILE" "memory"}} nil))))
     (is (= 1 (get-in (config/load-config nil {:env {"PORT" "1"}} {:http {:host "h"}}) [:http :port])))
     (is (= "h" (get-in (config/load-config nil {:env {}} {:http {:host "h"}}) [:http :host])))
@@ -74,17 +71,19 @@
             :graph {:type :postgres :jdbc-url "jdbc:postgresql://127.0.0.1:5432/herald" :user "herald" :password ""
                     :pool-size 10}
             :feeds {:type :cassandra :contact-points ["127.0.0.1:9042"] :keyspace "herald_feed"
-                    :local-datacenter "datacenter1" :node-id 0}
+                    :local-datacenter "datacenter1"}
             :search {:type :opensearch :url "http://127.0.0.1:9200" :index "herald-posts"}
             :cache {:type :redis :uri "redis://127.0.0.1:6379/0" :ttl-ms 600000}}
            (:store c))))
   (let [env {"HERALD_PROFILE" "scale" "PG_URL" "jdbc:postgresql://db:5433/feed" "PG_USER" "u" "PG_PASSWORD" "p"
              "REDIS_URI" "redis://cache:6380/2" "CASSANDRA_CONTACT_POINTS" " c1:9042, c2:9043 ,"
-             "CASSANDRA_KEYSPACE" "ks" "CASSANDRA_DC" "dc2" "CASSANDRA_NODE_ID" "7" "OPENSEARCH_URL" "https://search:9201"}
+             "CASSANDRA_KEYSPACE" "ks" "CASSANDRA_DC" "dc2" "KAFKA_BOOTSTRAP" "k1:9092,k2:9092" "OPENSEARCH_URL" "https://search:9201"}
         s (:store (config/load-config nil {:env env} nil))]
     (is (= ["jdbc:postgresql://db:5433/feed" "u" "p"] ((juxt :jdbc-url :user :password) (:graph s))))
     (is (= ["c1:9042" "c2:9043"] (get-in s [:feeds :contact-points])) "a comma-separated list becomes a vector")
-    (is (= ["ks" "dc2" 7] ((juxt :keyspace :local-datacenter :node-id) (:feeds s))))
+    (is (= ["ks" "dc2" nil] ((juxt :keyspace :local-datacenter :node-id) (:feeds s))) "no node id: post ids need none")
+    (is (= {:type :kafka :bootstrap-servers "k1:9092,k2:9092"}
+           (select-keys (:events (config/load-config nil {:env env} nil)) [:type :bootstrap-servers])))
     (is (= "https://search:9201" (get-in s [:search :url])))
     (is (= "redis://cache:6380/2" (get-in s [:cache :uri]))))
   (testing "a role can be put back in memory from the command line's overrides"
@@ -120,7 +119,7 @@
 
 (deftest a-bad-component-option-is-a-usage-error
   ;; options checked when their component starts are config errors too: exit 2, not 1 (QA Q17)
-  (let [[code out :as r] (run-main {"HERALD_PROFILE" "memory" "FANOUT_RUNTIME" "flwo"})]
-    (is (some? r) "the feed started with a bad :fanout :runtime")
+  (let [[code out :as r] (run-main {"HERALD_PROFILE" "memory" "FANOUT_THREADS" "0"})]
+    (is (some? r) "the feed started with a bad :fanout :threads")
     (is (= 2 code))
-    (is (re-find #":fanout :runtime must be one of" (str out)))))
+    (is (re-find #":fanout option :threads must be a positive integer" (str out)))))

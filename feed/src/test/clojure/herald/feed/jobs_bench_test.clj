@@ -1,5 +1,5 @@
 (ns herald.feed.jobs-bench-test
-  "^:benchmark The request-path cost of the background work, in-process runtimes side by side in one JVM: recording a request (direct HdrHistograms vs the per-minute job's enqueue), submitting a post's fan-out (executor vs herald.flow jobs) and a whole publish! on the embedded store; and posts/s with the background work finished. Run by hand: mvn -o -q -pl feed test -Dherald.test.include=benchmark -Dherald.test.ns='herald\\.feed\\.jobs-bench-test'"
+  "^:benchmark The request-path cost of the background work (the herald.flow jobs, in-process) in one JVM: recording a request (the per-minute job's enqueue), submitting a post's fan-out and a whole publish! on the embedded store, with and without the background writes; and posts/s with the background work finished. Run by hand: mvn -o -q -pl feed test -Dherald.test.include=benchmark -Dherald.test.ns='herald\\.feed\\.jobs-bench-test'"
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.fanout :as fanout]
@@ -48,13 +48,11 @@
     (let [c (- (thread-cpu) c0)] (fanout/await-idle (:fanout ctx) 120000) (/ (double c) n 1000.0))))
 
 (defn- publish-setup
-  "A service context on an embedded store in `dir` with fan-out `runtime`; with `noop?` the background work
+  "A service context on an embedded store in `dir` with the fan-out jobs; with `noop?` the background work
   writes nothing (the publish! path alone, without the background writes competing for the store)."
-  [dir runtime noop?]
+  [dir noop?]
   (let [s (store/open-store {:type :embedded :data-dir dir})
-        f (case runtime
-            :executor (fanout/executor-fanout (if noop? (fn [_]) (svc/fanout-work s)) {})
-            :flow (posts/flow-fanout (if noop? noop-store s) {}))
+        f (posts/flow-fanout (if noop? noop-store s) {})
         ctx (svc/context s f {})
         ids (vec (for [i (range 10)] (:id (svc/create-participant! ctx {:name (str "p" i)}))))]
     (doseq [i (range 10) j (range 1 4)] (svc/befriend! ctx (ids i) {:to (svc/link (ids (mod (+ i j) 10)))}))
@@ -63,43 +61,35 @@
 (defn- fmt [x] (format "%.1f" (double x)))
 
 (deftest ^:benchmark request-path-cost
-  (let [direct (perf/recorder) job (jperf/flow-recorder)
-        ex (fanout/executor-fanout (fn [_]) {}) fl (posts/flow-fanout noop-store {})
-        dirs (vec (for [d ["ex" "fl" "exn" "fln"]] (u/temp-dir (str "bench-" d))))
-        [[cx ids] [cf _] [cxn _] [cfn _]] (map publish-setup dirs [:executor :flow :executor :flow] [false false true true])
+  (let [job (jperf/flow-recorder)
+        fl (posts/flow-fanout noop-store {})
+        dirs (vec (for [d ["fl" "fln"]] (u/temp-dir (str "bench-" d))))
+        [[cf ids] [cfn _]] (map publish-setup dirs [false true])
         story (str/join " " (repeat 150 "lorem"))
         rounds 7]
     (try
-      (dotimes [_ 3] (record-round direct 50000) (record-round job 50000)
-                     (submit-round ex 5000) (submit-round fl 5000)
-                     (publish-round cx ids story 1000) (publish-round cf ids story 1000)
-                     (publish-round cxn ids story 1000) (publish-round cfn ids story 1000))
+      (dotimes [_ 3] (record-round job 50000) (submit-round fl 5000)
+                     (publish-round cf ids story 1000) (publish-round cfn ids story 1000))
       (let [rs (vec (for [_ (range rounds)]
-                      {:rd (record-round direct 50000) :rj (record-round job 50000)
-                       :se (submit-round ex 5000) :sf (submit-round fl 5000)
-                       :pe (publish-round cx ids story 2000) :pf (publish-round cf ids story 2000)
-                       :pen (publish-round cxn ids story 2000) :pfn (publish-round cfn ids story 2000)}))
+                      {:rj (record-round job 50000) :sf (submit-round fl 5000)
+                       :pf (publish-round cf ids story 2000) :pfn (publish-round cfn ids story 2000)}))
             m #(median (map % rs))
-            [rd rj] [(m (comp first :rd)) (m (comp first :rj))]
+            rj (m (comp first :rj))
             rjp (m (comp second :rj))]
-        (println (str "jobs-bench record_ns_thread direct=" (fmt rd) " flow=" (fmt rj) " ratio=" (fmt (/ rj rd))
-                      " job_thread_ns_per_record flow=" (fmt rjp)))
-        (println (str "jobs-bench submit_ns executor=" (fmt (m :se)) " flow=" (fmt (m :sf))))
-        (println (str "jobs-bench publish_us_thread executor=" (fmt (m :pe)) " flow=" (fmt (m :pf))
-                      " ratio=" (fmt (/ (m :pf) (m :pe)))
-                      " without_background_writes executor=" (fmt (m :pen)) " flow=" (fmt (m :pfn))
-                      " ratio=" (fmt (/ (m :pfn) (m :pen)))))
+        (println (str "jobs-bench record_ns_thread flow=" (fmt rj) " job_thread_ns_per_record flow=" (fmt rjp)))
+        (println (str "jobs-bench submit_ns flow=" (fmt (m :sf))))
+        (println (str "jobs-bench publish_us_thread flow=" (fmt (m :pf)) " without_background_writes flow=" (fmt (m :pfn))))
         (is (pos? rj)))
       (finally
-        (perf/close-recorder! job 10000) (fanout/close! ex 10000) (fanout/close! fl 10000)
-        (doseq [c [cx cf cxn cfn]] (fanout/close! (:fanout c) 30000) (store/close-store! (:store c)))
+        (perf/close-recorder! job 10000) (fanout/close! fl 10000)
+        (doseq [c [cf cfn]] (fanout/close! (:fanout c) 30000) (store/close-store! (:store c)))
         (run! u/delete-tree! dirs)))))
 
 (defn- throughput-round
   "Posts/s that 4 threads publish for `secs` and the background work finishes (fan-out and indexing done)."
-  [runtime secs story]
+  [secs story]
   (let [dir (u/temp-dir "bench-tput")
-        [ctx ids] (publish-setup dir runtime false)
+        [ctx ids] (publish-setup dir false)
         n (java.util.concurrent.atomic.AtomicLong.)
         t0 (System/nanoTime)
         stop (+ (System/currentTimeMillis) (* 1000 (long secs)))
@@ -116,9 +106,7 @@
 
 (deftest ^:benchmark background-throughput
   (let [story (str/join " " (repeat 150 "lorem"))]
-    (throughput-round :flow 3 story) (throughput-round :executor 3 story)
-    (let [rs (vec (for [_ (range 3)] [(throughput-round :executor 10 story) (throughput-round :flow 10 story)]))]
-      (println (str "jobs-bench done_posts_per_s executor=" (str/join "," (map #(fmt (first %)) rs))
-                    " flow=" (str/join "," (map #(fmt (second %)) rs))
-                    " ratio=" (fmt (/ (median (map second rs)) (median (map first rs))))))
-      (is (every? pos? (flatten rs))))))
+    (throughput-round 3 story)
+    (let [rs (vec (for [_ (range 3)] (throughput-round 10 story)))]
+      (println (str "jobs-bench done_posts_per_s flow=" (str/join "," (map fmt rs))))
+      (is (every? pos? rs)))))

@@ -1,8 +1,9 @@
 (ns herald.feed.perf-test
-  "Tests of the per-minute performance figures and the reference log format."
+  "Tests of the per-minute performance figures (over the in-process per-minute job) and the reference log format."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
+            [herald.feed.jobs.perf :as jperf]
             [herald.feed.perf :as perf]
             [herald.feed.system :as system]
             [herald.feed.test-util :as u]))
@@ -11,9 +12,15 @@
 
 (def ^:private t0 (perf/parse-time "2026-11-22T13:05:00Z" "from"))
 
+(defmacro ^:private with-recorder
+  "Binds `sym` to a flow-recorder of `opts` (in-process) for body, closing it after."
+  [[sym opts] & body]
+  `(let [~sym (jperf/flow-recorder (merge {:publish-ms 20} ~opts))]
+     (try ~@body (finally (perf/close-recorder! ~sym 10000)))))
+
 (deftest figures-per-minute-and-entity-operation
-  (let [now (atom (+ t0 (* 5 60000)))
-        r (perf/recorder {:clock #(deref now)})]
+  (let [now (atom (+ t0 (* 5 60000)))]
+   (with-recorder [r {:clock #(deref now) :allowed-lateness-ms 0}]
     (doseq [ms (range 1 101)]
       (perf/record! r :outbound :post (* ms 1000000) 200 (+ t0 1000)))
     (perf/record! r :outbound :post 7000000 400 (+ t0 2000))
@@ -33,10 +40,10 @@
       (is (= ["participant"] (map :entity (perf/figures r (+ t0 60000) nil)))))
     (testing "the current minute is open"
       (reset! now (+ t0 60001))
-      (is (= [true false] (map :closed (perf/figures r nil nil)))))))
+      (is (= [true false] (map :closed (perf/figures r nil nil))))))))
 
 (deftest log-lines-in-the-reference-format
-  (let [r (perf/recorder {:clock (constantly t0)})]
+  (with-recorder [r {:clock (constantly t0)}]
     (perf/record! r :outbound :post 17000000 200 t0)
     (perf/record! r :outbound :post 17200000 200 t0)
     (perf/record! r :friends :post 4000000 200 t0)
@@ -45,7 +52,7 @@
            (vec (perf/log-lines r nil nil))))))
 
 (deftest old-minutes-are-dropped
-  (let [r (perf/recorder {:retention-minutes 2})]
+  (with-recorder [r {:retention-minutes 2}]
     (doseq [m (range 5)] (perf/record! r :inbound :get 1000 200 (+ t0 (* m 60000))))
     (is (= ["2026-11-22T13:07:00Z" "2026-11-22T13:08:00Z" "2026-11-22T13:09:00Z"]
            (map :minute (perf/figures r nil nil))))
@@ -59,17 +66,17 @@
   (is (= (+ (perf/parse-time "2026-11-22" "from") (* 86400 1000) -1) (perf/parse-time "2026-11-22" "to")))
   (let [e (try (perf/parse-time "yesterday" "to") (catch Exception e e))]
     (is (= {:type :herald.feed/bad-request :field "to" :value "yesterday"} (ex-data e))))
-  (is (thrown? clojure.lang.ExceptionInfo (perf/recorder {:retention-minutes 0}))))
+  (is (thrown? clojure.lang.ExceptionInfo (jperf/flow-recorder {:retention-minutes 0}))))
 
 (deftest concurrent-recording-loses-nothing
-  (let [r (perf/recorder)
-        threads (for [_ (range 4)]
-                  (future (dotimes [i 5000] (perf/record! r :outbound :post (* 1000 (inc (mod i 50))) 200))))]
+  (with-recorder [r {}]
+   (let [threads (for [_ (range 4)]
+                   (future (dotimes [i 5000] (perf/record! r :outbound :post (* 1000 (inc (mod i 50))) 200))))]
     (run! deref (doall threads))
     (is (= 20000 (:count (get (perf/totals r) [:outbound :post]))))
     (is (= 20000 (reduce + (map :count (perf/figures r nil nil)))))
     (is (= 20000 (get (perf/status-counts r) [:outbound :post 200])))
-    (is (every? #(str/ends-with? % "|outbound|post|0") (take 10 (perf/log-lines r nil nil))))))
+    (is (every? #(str/ends-with? % "|outbound|post|0") (take 10 (perf/log-lines r nil nil)))))))
 
 (defn- nearest-rank [sorted p]
   (nth sorted (dec (long (Math/ceil (* (/ p 100.0) (count sorted)))))))

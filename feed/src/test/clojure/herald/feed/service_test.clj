@@ -9,14 +9,10 @@
 (set! *warn-on-reflection* true)
 
 (defn- ctx
-  "A context over a memory store and a fan-out runtime: :executor (the default here) or :flow."
-  ([] (ctx :executor))
-  ([runtime]
-   (let [s (store/open-store {:type :memory})]
-     (svc/context s (case runtime
-                      :executor (fanout/executor-fanout (svc/fanout-work s) {:threads 1})
-                      :flow (posts/flow-fanout s {:threads 1}))
-                  {}))))
+  "A context over a memory store and the fan-out jobs."
+  []
+  (let [s (store/open-store {:type :memory})]
+    (svc/context s (posts/flow-fanout s {:threads 1}) {})))
 
 (defn- err [f]
   (try (f) nil (catch clojure.lang.ExceptionInfo e (assoc (ex-data e) :message (ex-message e)))))
@@ -38,8 +34,8 @@
   (doseq [bad ["2026-13-01" "22/11/2026" "2026-11-22Tnoon" 20261122]]
     (is (= "occurred" (:field (err #(svc/parse-occurred {:occurred bad})))) (pr-str bad))))
 
-(defn- posts-and-fan-out [runtime]
-  (let [{:keys [fanout] :as c} (ctx runtime)
+(deftest participants-friends-posts-and-fan-out
+  (let [{:keys [fanout] :as c} (ctx)
         a (:id (svc/create-participant! c {:name "Ann"}))
         b (:id (svc/create-participant! c {:name "Bob ☃"}))
         z (:id (svc/create-participant! c {:name "Zoe"}))]
@@ -71,12 +67,8 @@
         (is (nil? (:next p2)))))
     (fanout/close! fanout 10000)))
 
-(deftest participants-friends-posts-and-fan-out
-  (testing "the executor runtime" (posts-and-fan-out :executor))
-  (testing "the herald.flow runtime" (posts-and-fan-out :flow)))
-
 (deftest errors-name-the-field-and-leave-no-state
-  (let [{:keys [store] :as c} (ctx)
+  (let [{:keys [store fanout] :as c} (ctx)
         a (:id (svc/create-participant! c {:name "Ann"}))
         b (:id (svc/create-participant! c {:name "Bob"}))]
     (is (= "name" (:field (err #(svc/create-participant! c {})))))
@@ -96,7 +88,8 @@
     (is (= "keywords" (:field (err #(svc/search c nil 10)))))
     (is (empty? (svc/friends c a)))
     (is (empty? (:items (svc/outbound c a {:limit 10}))))
-    (is (= 2 (:participants (store/stats store))))))
+    (is (= 2 (:participants (store/stats store))))
+    (fanout/close! fanout 10000)))
 
 (deftest page-options
   (let [limits svc/default-limits]

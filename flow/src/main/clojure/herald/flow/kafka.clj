@@ -8,6 +8,7 @@
             [herald.flow.impl.metrics :as metrics]
             [herald.flow.impl.route :as route]
             [herald.flow.kafka.check :as check]
+            [herald.flow.kafka.output :as output]
             [herald.flow.kafka.topology :as topology])
   (:import (java.time Duration)
            (java.util Properties)
@@ -22,9 +23,9 @@
 (set! *warn-on-reflection* true)
 
 (defn- explicit
-  "The values of task key `k` that the job's tasks set themselves (not the model's defaults)."
+  "The values of task key `k` that the job's input tasks set themselves (not the model's defaults)."
   [raw-job k]
-  (keep k (:catalog raw-job)))
+  (keep k (filter #(= :input (:task/type %)) (:catalog raw-job))))
 
 (defn- config
   "The Kafka Streams properties of validated `job` under `opts` (raw-job: as given, to tell set keys from defaults)."
@@ -99,14 +100,23 @@
     (binding [*out* *err*]
       (println "herald.flow: task" task "threw on" (pr-str segment) ":" (.toString exception)))))
 
+(defn- retry-pending?
+  "Whether `e` or one of its causes is an output's `:herald.flow/output-retry-pending`."
+  [^Throwable e]
+  (boolean (some #(= :herald.flow/output-retry-pending (:type (ex-data %))) (take-while some? (iterate #(.getCause ^Throwable %) e)))))
+
 (defn- watch!
   "Ends the handle's status when the application fails (closing it on another thread) or stops."
   [^KafkaStreams streams {:keys [done status error killed]}]
   (.setUncaughtExceptionHandler streams
                                 (reify StreamsUncaughtExceptionHandler
                                   (handle [_ e]
-                                    (reset! error e)
-                                    StreamsUncaughtExceptionHandler$StreamThreadExceptionResponse/SHUTDOWN_CLIENT)))
+                                    (if (retry-pending? e)
+                                      ;; an output still retrying gave its tasks back: a new thread resumes them
+                                      ;; from the committed offsets (see herald.flow.kafka.output)
+                                      StreamsUncaughtExceptionHandler$StreamThreadExceptionResponse/REPLACE_THREAD
+                                      (do (reset! error e)
+                                          StreamsUncaughtExceptionHandler$StreamThreadExceptionResponse/SHUTDOWN_CLIENT)))))
   (.setStateListener streams
                      (reify KafkaStreams$StateListener
                        (onChange [_ new-state _]
@@ -125,12 +135,14 @@
   "Starts validated `job` (`raw-job`: as submitted, after :inject) on Kafka Streams under submit `opts`;
   returns the handle. Throws before anything starts when the job cannot run there."
   [raw-job job opts]
-  (check/check! job opts)
+  (check/check! raw-job opts)
   (let [opts (update opts :kafka #(merge {:application-id (str "herald-" (name (:job/name job)))} %))
         props (config raw-job job opts)
         recent (atom [])
         task-metrics (into {} (map (fn [t] [(:task/name t) (metrics/task-metrics)])) (:catalog job))
+        retry-states (output/retry-states)
         built (topology/build job {:app-id (get-in opts [:kafka :application-id]) :resolve (route/resolver)
+                                   :retry-states retry-states
                                    :on-error (or (:on-error opts) (default-on-error recent))
                                    :metrics task-metrics :lifecycles (lc/compile-lifecycles job)
                                    :store (get-in opts [:kafka :store] :rocksdb)})
@@ -149,6 +161,7 @@
     (merge state
            {:runtime :kafka-streams :job job :opts opts :streams streams :config props :coord {:done done}
             :metrics task-metrics :recent-errors recent :inputs (:inputs built) :outputs (:outputs built)
+            :plugin-outputs (:plugin-outputs built) :retry-states retry-states
             :repartition-topics (:repartition-topics built) :topology (:topology built)})))
 
 (defn kill-job!
@@ -169,7 +182,7 @@
 
 (defn job-metrics
   "The job's metrics map (see `herald.flow/job-metrics`)."
-  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job]}]
+  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job plugin-outputs retry-states]}]
   (let [ms (metric-values streams)
         sum (fn [g n] (reduce + 0.0 (for [[g' n' _ v] ms :when (and (= g g') (= n n'))] v)))
         lag (fn [topic] (let [vs (for [[g n tags v] ms :when (and (= g "consumer-fetch-manager-metrics") (= n "records-lag")
@@ -187,4 +200,5 @@
                                                                                   (= n "records-lag-max"))] v))}
            :tasks (into {} (for [[tname m] metrics]
                              [tname (cond-> (assoc (metrics/report m) :parallelism (:task/parallelism (some #(when (= tname (:task/name %)) %) (:catalog job))))
-                                      (inputs tname) (assoc :lag (lag (inputs tname))))])))))
+                                      (inputs tname) (assoc :lag (lag (inputs tname)))
+                                      (contains? plugin-outputs tname) (merge (output/failures retry-states tname)))])))))

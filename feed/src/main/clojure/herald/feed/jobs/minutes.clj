@@ -25,12 +25,17 @@
   (when-let [[_ d] (re-matches #"minutes-(\d{4}-\d{2}-\d{2})\.edn" (.getName f))]
     (LocalDate/parse d)))
 
-(defn- encode-histogram ^String [^AbstractHistogram h]
+(defn encode-histogram
+  "`h` in HdrHistogram's compressed encoding, as base64 text (also the form request batches and minute rows
+  take on Kafka)."
+  ^String [^AbstractHistogram h]
   (let [buf (ByteBuffer/allocate (.getNeededByteBufferCapacity h))
         n (.encodeIntoCompressedByteBuffer h buf)]
     (.encodeToString (Base64/getEncoder) (java.util.Arrays/copyOf (.array buf) n))))
 
-(defn- decode-histogram ^Histogram [^String s]
+(defn decode-histogram
+  "The Histogram `encode-histogram` wrote."
+  ^Histogram [^String s]
   (Histogram/decodeFromCompressedByteBuffer (ByteBuffer/wrap (.decode (Base64/getDecoder) s)) 0))
 
 (defn- line ^String [{:keys [run minute entity operation statuses histogram]}]

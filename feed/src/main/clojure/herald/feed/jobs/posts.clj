@@ -48,7 +48,7 @@
 (defn inbound-output
   "The fan-out job's output: `store/fan-out!` per post (every recipient's inbound upsert and the completion
   of the post's fan-out record, one atomic write in the embedded store), or, when the store has the
-  `herald.feed.fanout/BatchFanOut` capability, one `-fan-out-all!` per batch (one atomic write for the
+  `herald.feed.store/BatchFanOut` capability, one `-fan-out-all!` per batch (one atomic write for the
   batch; should it throw, post by post with retries). Idempotent, so a replay is harmless.
 
   | key | type | meaning |
@@ -59,7 +59,7 @@
   | `:inbound/on-error` | fn | `(f throwable segment)` after the last retry failed |"
   [task]
   (let [{:keys [store retries done on-error]} (output-options task "inbound")
-        batch? (fanout/batch-fan-out? store)
+        batch? (store/batch-fan-out? store)
         one-by-one (fn [segments]
                      (doseq [{:keys [post recipients] :as seg} segments]
                        (done (attempt! #(when (seq recipients) (store/fan-out! store post recipients))
@@ -70,7 +70,7 @@
         (let [work (filterv #(seq (:recipients %)) segments)]
           (if (and batch? (next work))
             ;; the whole batch in one store write; should it throw, post by post with retries (idempotent)
-            (if (try (fanout/-fan-out-all! store work) true (catch Throwable _ false))
+            (if (try (store/-fan-out-all! store work) true (catch Throwable _ false))
               (doseq [seg segments] (done true seg))
               (one-by-one segments))
             (one-by-one segments))))
@@ -203,6 +203,11 @@
         closed (volatile! false)
         [fj ij] (submit-jobs! store o fq iq c lock)]
     (reify fanout/Fanout
+      (-publish! [this post recipients]
+        (let [rs (vec (distinct recipients))
+              stored (store/publish! store post rs)]
+          (fanout/-submit! this {:post stored :recipients rs})
+          stored))
       (-submit! [_ job]
         (when @closed (throw (ex-info "fan-out is closed" {:type :herald.feed/unavailable})))
         (.incrementAndGet ^AtomicLong (:submitted c))
@@ -213,7 +218,8 @@
         {:submitted (.get ^AtomicLong (:submitted c)) :completed (.get ^AtomicLong (:fanned-out c))
          :failed (.get ^AtomicLong (:fan-out-failed c)) :indexed (.get ^AtomicLong (:indexed c))
          :index-failed (.get ^AtomicLong (:index-failed c)) :pending (pending c)
-         :queued (mailbox/queued fq) :index-queued (mailbox/queued iq)})
+         :queued (mailbox/queued fq) :index-queued (mailbox/queued iq)
+         :fan-out-lag (mailbox/queued fq) :index-lag (mailbox/queued iq)})
       (-close! [_ timeout-ms]
         (vreset! closed true)
         (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))

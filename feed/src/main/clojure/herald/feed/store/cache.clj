@@ -1,7 +1,6 @@
 (ns herald.feed.store.cache
   "A Caffeine cache (the Cache role) and a store decorator caching participant lookups and friend lists."
-  (:require [herald.feed.fanout :as fanout]
-            [herald.feed.store :as store])
+  (:require [herald.feed.store :as store])
   (:import (com.github.benmanes.caffeine.cache Caffeine)
            (com.github.benmanes.caffeine.cache.stats CacheStats)
            (java.time Duration)
@@ -62,11 +61,15 @@
   (-pending-fanouts [_] (store/-pending-fanouts inner))
   (-complete-fanout! [_ post-id] (store/-complete-fanout! inner post-id))
 
-  fanout/BatchFanOut
+  store/BatchFanOut
   (-fan-out-all! [_ deliveries]
-    (if (fanout/batch-fan-out? inner)
-      (fanout/-fan-out-all! inner deliveries)
+    (if (store/batch-fan-out? inner)
+      (store/-fan-out-all! inner deliveries)
       (doseq [{:keys [post recipients]} deliveries] (store/fan-out! inner post recipients))))
+
+  store/LoggedFeeds
+  (-put-outbound! [_ post] (store/-put-outbound! inner post))
+  (-deliver-all! [_ deliveries] (store/-deliver-all! inner deliveries))
 
   store/SearchIndex
   (-index! [_ post] (store/-index! inner post))
@@ -81,6 +84,11 @@
     (into (store/-stats inner)
           (map (fn [[k v]] [(keyword (str "cache-" (name k))) v]))
           (store/-cache-stats cache))))
+
+(defn unwrap
+  "The store behind `s` when it is a `CachedStore`, else `s` (to ask which roles the backend itself has)."
+  [s]
+  (if (instance? CachedStore s) (.-inner ^CachedStore s) s))
 
 (defn cached-store
   "Wraps store so that participant lookups and friend lists are served from a Caffeine cache, invalidated

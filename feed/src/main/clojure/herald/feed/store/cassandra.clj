@@ -1,8 +1,7 @@
 (ns herald.feed.store.cassandra
   "The :feeds role of the :scale store on Cassandra: outbound and inbound feeds, posts by id, pending fan-outs
-  and the post log (OutboundStore, InboundStore, herald.feed.store.scale.spi/PostLog, herald.feed.fanout/BatchFanOut)."
-  (:require [herald.feed.fanout :as fanout]
-            [herald.feed.store :as store]
+  and the post log (OutboundStore, InboundStore, LoggedFeeds, herald.feed.store.scale.spi/PostLog, herald.feed.store/BatchFanOut)."
+  (:require [herald.feed.store :as store]
             [herald.feed.store.cassandra.schema :as schema]
             [herald.feed.store.cassandra.session :as cs]
             [herald.feed.store.clock :as clock]
@@ -145,6 +144,23 @@
     (doseq [{:keys [post]} deliveries] (.remove pending (:id post)))
     nil))
 
+(defn- author-copy
+  "The statements of a post's author copy: its outbound row and its pointer by id (no post-log row, no pending
+  fan-out: with a log outside the store, store/LoggedFeeds)."
+  [ps {:keys [id ts from occurred subject story]}]
+  [(st ps :insert-outbound from ts id occurred subject story) (st ps :insert-post id from ts)])
+
+(defn- deliver-all!
+  "Upserts the author copy and every recipient's inbound row of each {:post :recipients} of deliveries,
+  :fanout-concurrency in flight; throws the first failure once every statement has finished."
+  [session ps opts deliveries]
+  (run-bounded! session (vec (for [{{:keys [id ts from occurred subject story] :as post} :post rs :recipients} deliveries
+                                   s (concat (author-copy ps post)
+                                             (for [r rs] (st ps :insert-inbound r ts id from occurred subject story)))]
+                               s))
+                (:fanout-concurrency opts) "delivering posts" identity)
+  nil)
+
 (defn- mark!
   "Raises the AtomicLong m to bucket (a registration is never taken back for a later, concurrent one)."
   [^AtomicLong m ^long bucket]
@@ -202,9 +218,14 @@
        (maybe-sweep! session ps swept)
        nil)))
 
-  fanout/BatchFanOut
+  store/BatchFanOut
   (-fan-out-all! [_ deliveries]
     (guarded open? (fan-out-all! session ps opts pending deliveries) (maybe-sweep! session ps swept)))
+
+  store/LoggedFeeds
+  (-put-outbound! [_ post]
+    (guarded open? (run-bounded! session (author-copy ps post) 2 "storing the author's copy" identity) nil))
+  (-deliver-all! [_ deliveries] (guarded open? (deliver-all! session ps opts deliveries)))
 
   spi/PostLog
   (-posts-after [_ ts limit] (guarded open? (posts-after session ps (:fanout-concurrency opts) ts limit)))
@@ -227,7 +248,7 @@
 (defn open
   "Opens the Cassandra :feeds backend: connects, creates the keyspace and tables if missing (CREATE ... IF NOT
   EXISTS) and prepares its statements. Returns an object implementing herald.feed.store's OutboundStore,
-  InboundStore and Lifecycle, herald.feed.store.scale.spi/PostLog and herald.feed.fanout/BatchFanOut.
+  InboundStore and Lifecycle, herald.feed.store.scale.spi/PostLog and herald.feed.store/BatchFanOut.
 
   | key                 | type              | default                    | meaning |
   |---------------------|-------------------|----------------------------|---------|

@@ -1,7 +1,6 @@
 (ns herald.feed.store.embedded
   "The embedded store: RocksDB for participants, the graph, feeds and fan-out; Lucene for search."
   (:require [clojure.java.io :as io]
-            [herald.feed.fanout :as fanout]
             [herald.feed.store :as store]
             [herald.feed.store.clock :as clock]
             [herald.feed.store.cursor :as cursor]
@@ -154,7 +153,7 @@
   (-complete-fanout! [_ post-id]
     (guarded (rocks/delete! db :fanout (c/long-key post-id)) (.remove (pending db :fanout) post-id) nil))
 
-  fanout/BatchFanOut
+  store/BatchFanOut
   (-fan-out-all! [_ deliveries]
     (guarded
      ;; one write for the batch: one WAL append and one write group instead of one per post

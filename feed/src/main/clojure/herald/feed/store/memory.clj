@@ -83,6 +83,19 @@
       (map (fn [[id rs]] {:post (get-in st [:posts id]) :recipients rs}) (:fanouts st))))
   (-complete-fanout! [_ post-id] (swap! state update :fanouts dissoc post-id) nil)
 
+  store/LoggedFeeds
+  (-put-outbound! [_ post]
+    (swap! state (fn [st] (-> st (assoc-in [:posts (:id post)] post) (put-feed :outbound (:from post) post))))
+    nil)
+  (-deliver-all! [_ deliveries]
+    (swap! state (fn [st]
+                   (reduce (fn [st {:keys [post recipients]}]
+                             (reduce #(put-feed %1 :inbound %2 post)
+                                     (-> st (assoc-in [:posts (:id post)] post) (put-feed :outbound (:from post) post))
+                                     recipients))
+                           st deliveries)))
+    nil)
+
   store/SearchIndex
   (-index! [_ post]
     (let [entry {:ts (:ts post) :from (:from post) :terms (set (text/terms (text/post-text post)))}]

@@ -1,8 +1,7 @@
 (ns herald.feed.store.scale
   "The :scale store: each data role on its own backend (PostgreSQL, Cassandra, OpenSearch, Redis, or memory),
   composed behind the role protocols of herald.feed.store; search is derived from the feeds' post log."
-  (:require [herald.feed.fanout :as fanout]
-            [herald.feed.store :as store]
+  (:require [herald.feed.store :as store]
             [herald.feed.store.scale.indexing :as ix]
             [herald.feed.store.scale.roles :as roles])
   (:import (java.util.concurrent Executors ScheduledExecutorService ThreadFactory TimeUnit)
@@ -53,10 +52,12 @@
   store/OutboundStore
   (-publish! [_ post recipients]
     (open-only
-     (let [token (ix/publishing! tracker)]
-       (try
-         (ix/published! tracker token (store/-publish! feeds post recipients))
-         (catch Throwable t (ix/abandoned! tracker token) (throw t))))))
+     (if-not tracker
+       (store/-publish! feeds post recipients)
+       (let [token (ix/publishing! tracker)]
+         (try
+           (ix/published! tracker token (store/-publish! feeds post recipients))
+           (catch Throwable t (ix/abandoned! tracker token) (throw t)))))))
   (-outbound [_ sender opts] (open-only (store/-outbound feeds sender opts)))
   (-post [_ id] (open-only (store/-post feeds id)))
 
@@ -67,26 +68,31 @@
   (-pending-fanouts [_] (open-only (store/-pending-fanouts feeds)))
   (-complete-fanout! [_ post-id] (open-only (store/-complete-fanout! feeds post-id)))
 
-  fanout/BatchFanOut
+  store/BatchFanOut
   (-fan-out-all! [_ deliveries]
     (open-only
-     (if (fanout/batch-fan-out? feeds)
-       (fanout/-fan-out-all! feeds deliveries)
+     (if (store/batch-fan-out? feeds)
+       (store/-fan-out-all! feeds deliveries)
        (doseq [{:keys [post recipients]} deliveries] (store/-fan-out! feeds post recipients)))))
 
+  store/LoggedFeeds
+  (-put-outbound! [_ post] (open-only (store/-put-outbound! feeds post)))
+  (-deliver-all! [_ deliveries] (open-only (store/-deliver-all! feeds deliveries)))
+
   store/SearchIndex
-  (-index! [_ post] (open-only (store/-index! search post) (ix/indexed! tracker [post]) nil))
-  (-index-batch! [_ posts] (open-only (store/-index-batch! search posts) (ix/indexed! tracker posts) nil))
+  (-index! [_ post] (open-only (store/-index! search post) (some-> tracker (ix/indexed! [post])) nil))
+  (-index-batch! [_ posts] (open-only (store/-index-batch! search posts) (some-> tracker (ix/indexed! posts)) nil))
   (-search [_ keywords opts] (open-only (store/-search search keywords opts)))
   (-refresh-search! [_] (open-only (store/-refresh-search! search)))
 
   store/Lifecycle
   (-close! [_]
     (when (.compareAndSet open? true false)
-      (.shutdown marker)
-      (.awaitTermination marker 10 TimeUnit/SECONDS)
-      (try (ix/advance! tracker search)
-           (catch Throwable t (.warn log (str "could not store the search mark on close: " (ex-message t)))))
+      (when marker
+        (.shutdown marker)
+        (.awaitTermination marker 10 TimeUnit/SECONDS)
+        (try (ix/advance! tracker search)
+             (catch Throwable t (.warn log (str "could not store the search mark on close: " (ex-message t))))))
       (let [errors (into [] (keep #(try (store/-close! %) nil (catch Throwable t t))) (distinct-backends backends))]
         (when-let [e (first errors)]
           (throw (ex-info (str "closing the :scale store failed: " (ex-message e))
@@ -96,13 +102,15 @@
   (-stats [_]
     (open-only
      (merge (role-stats backends)
-            {:search-pending (ix/waiting-count tracker)}
+            (when tracker {:search-pending (ix/waiting-count tracker)})
             (when-let [c (:cache backends)]
               (into {} (map (fn [[k v]] [(keyword (str "cache-" (name k))) v])) (store/-cache-stats c)))))))
 
-(def ^:private defaults {:index-mark-ms 1000 :index-retry-ms 30000 :catch-up-batch 500})
+(def ^:private defaults {:index-mark-ms 1000 :index-retry-ms 30000 :catch-up-batch 500 :search-progress :mark})
 
 (defn- validate [opts]
+  (when-not (#{:mark :log} (:search-progress opts))
+    (roles/invalid! [:search-progress] (:search-progress opts) "one of :mark :log"))
   (doseq [[k lo hi] [[:index-mark-ms 1 3600000] [:index-retry-ms 1 86400000] [:catch-up-batch 1 100000]]]
     (let [v (get opts k)]
       (when-not (and (int? v) (<= (long lo) (long v) (long hi)))
@@ -144,6 +152,7 @@
   | :index-mark-ms  | int  | 1000             | how often the search mark (spi/-set-indexed-through!) is advanced |
   | :index-retry-ms | int  | 30000            | a published post not indexed this long after is indexed by the store itself (read back from :feeds) |
   | :catch-up-batch | int  | 500              | posts per -posts-after / -index-batch! call of the catch-up    |
+  | :search-progress | keyword | :mark         | :mark: the search mark, its tracker and the catch-up above; :log: none of them, the index job's committed offsets on the Kafka log are the progress (herald.feed sets it when `:events` is Kafka) |
 
   Roles given {:type :memory} (or left out) share one in-memory store. An unknown :type, or a role config that
   is not a map, throws ex-info {:type :herald.feed.store/invalid :key [role :type]} before anything opens; a
@@ -152,12 +161,15 @@
   (let [opts (validate (merge defaults (select-keys config (keys defaults))))
         backends (roles/open-roles config)
         {:keys [graph feeds search cache]} backends
-        [m n] (try (ix/catch-up! feeds search (:catch-up-batch opts))
-                   (catch Throwable t
-                     (run! #(try (store/-close! %) (catch Throwable _ nil)) (distinct-backends backends))
-                     (throw (ex-info (str "the :scale store could not bring search up to date: " (ex-message t))
-                                     {:type :herald.feed.store/unavailable :key [:search]} t))))
-        tracker (ix/tracker m)]
-    (when (pos? (long n)) (.info log (str "the :scale store indexed " n " posts missing from search")))
-    (ScaleStore. (roles/cached-graph graph cache) feeds search backends tracker (AtomicBoolean. true)
-                 (start-marker tracker feeds search opts))))
+        cached (roles/cached-graph graph cache)]
+    (if (= :log (:search-progress opts))
+      (ScaleStore. cached feeds search backends nil (AtomicBoolean. true) nil)
+      (let [[m n] (try (ix/catch-up! feeds search (:catch-up-batch opts))
+                       (catch Throwable t
+                         (run! #(try (store/-close! %) (catch Throwable _ nil)) (distinct-backends backends))
+                         (throw (ex-info (str "the :scale store could not bring search up to date: " (ex-message t))
+                                         {:type :herald.feed.store/unavailable :key [:search]} t))))
+            tracker (ix/tracker m)]
+        (when (pos? (long n)) (.info log (str "the :scale store indexed " n " posts missing from search")))
+        (ScaleStore. cached feeds search backends tracker (AtomicBoolean. true)
+                     (start-marker tracker feeds search opts))))))

@@ -24,7 +24,8 @@
       (dotimes [i 300]
         (svc/publish! ctx (if (even? i) a d) {:subject (str "post " i) :story (str "word" i " common")}))
       (is (true? (fanout/await-idle f 30000)))
-      (is (= {:submitted 300 :completed 300 :failed 0 :indexed 300 :index-failed 0 :pending 0 :queued 0 :index-queued 0}
+      (is (= {:submitted 300 :completed 300 :failed 0 :indexed 300 :index-failed 0 :pending 0 :queued 0 :index-queued 0
+              :fan-out-lag 0 :index-lag 0}
              (fanout/stats f)))
       (is (= 300 (count (:items (svc/inbound ctx b {:limit 1000})))) "b hears from a and d")
       (is (= 150 (count (:items (svc/inbound ctx c {:limit 1000})))))

@@ -1,7 +1,6 @@
 (ns herald.feed.store.batch-fanout-test
-  "The fan-out of a batch of posts in one write (herald.feed.fanout/BatchFanOut): the embedded store delivers every post, completes every record, survives a reopen and stays idempotent; the fan-out job's output writes a batch at once and falls back to post-by-post writes when the batch write throws."
+  "The fan-out of a batch of posts in one write (herald.feed.store/BatchFanOut): the embedded store delivers every post, completes every record, survives a reopen and stays idempotent; the fan-out job's output writes a batch at once and falls back to post-by-post writes when the batch write throws."
   (:require [clojure.test :refer [deftest is testing]]
-            [herald.feed.fanout :as fanout]
             [herald.feed.jobs.posts :as posts]
             [herald.feed.store :as s]
             [herald.feed.store.contract :refer [post-of]]
@@ -24,12 +23,12 @@
                               p2 (s/publish! st (post-of b "two") [a])
                               p3 (s/publish! st (post-of a "three") [b])
                               batch [{:post p1 :recipients [b c]} {:post p2 :recipients [a]} {:post p3 :recipients [b]}]]
-                          (is (fanout/batch-fan-out? st) "the (cached) embedded store has the capability")
+                          (is (s/batch-fan-out? st) "the (cached) embedded store has the capability")
                           (is (= 3 (count (s/pending-fanouts st))))
-                          (fanout/-fan-out-all! st batch)
+                          (s/-fan-out-all! st batch)
                           (is (empty? (s/pending-fanouts st)) "every record completed")
                           (is (zero? (:pending-fanouts (s/stats st))))
-                          (fanout/-fan-out-all! st batch)
+                          (s/-fan-out-all! st batch)
                           (is (= ["three" "one"] (map :story (:items (s/inbound st b)))) "idempotent: no duplicate")
                           (is (= ["one"] (map :story (:items (s/inbound st c)))))
                           (is (= ["two"] (map :story (:items (s/inbound st a)))))
@@ -56,7 +55,7 @@
   (let [calls (atom [])
         fail-batch? (atom false)
         st (reify
-             fanout/BatchFanOut
+             s/BatchFanOut
              (-fan-out-all! [_ ds]
                (swap! calls conj [:batch (mapv (comp :id :post) ds)])
                (when @fail-batch? (throw (RuntimeException. "batch refused"))))

@@ -2,7 +2,6 @@
   "The Cassandra :feeds backend against a real Cassandra 5.0 node: the storage contract through the :scale store,
   reopening a keyspace, paging over equal timestamps, the post log, bad config."
   (:require [clojure.test :refer [deftest is testing]]
-            [herald.feed.fanout :as fanout]
             [herald.feed.servers.cassandra :as node]
             [herald.feed.store :as s]
             [herald.feed.store.cassandra :as cassandra]
@@ -89,10 +88,10 @@
               p2 (s/publish! st (post-of 2 "two") [1])
               p3 (s/publish! st (post-of 1 "three") [3])
               batch [{:post p1 :recipients [2 3]} {:post p2 :recipients [1]} {:post p3 :recipients [3]}]]
-          (is (fanout/batch-fan-out? st))
+          (is (s/batch-fan-out? st))
           (is (= 3 (count (s/pending-fanouts st))))
-          (fanout/-fan-out-all! st batch)
-          (fanout/-fan-out-all! st (subvec batch 1))
+          (s/-fan-out-all! st batch)
+          (s/-fan-out-all! st (subvec batch 1))
           (is (empty? (s/pending-fanouts st)) "every record completed")
           (is (= [p3 p1] (:items (s/inbound st 3))) "delivered once, newest first")
           (is (= [p1] (:items (s/inbound st 2))))

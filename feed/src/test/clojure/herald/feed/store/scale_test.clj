@@ -2,7 +2,6 @@
   "The :scale composite with its roles in memory: the storage contract, config errors, stats, and the search
   catch-up after a crash (a search backend that fails or is closed while posts are published)."
   (:require [clojure.test :refer [deftest is testing]]
-            [herald.feed.fanout :as fanout]
             [herald.feed.store :as s]
             [herald.feed.store.contract :as contract :refer [post-of thrown-type]]
             [herald.feed.store.memory :as memory]
@@ -35,8 +34,8 @@
       (let [[a b c] (map :id (repeatedly 3 #(s/create-participant! st "p")))
             p1 (s/publish! st (post-of a "one") [b c])
             p2 (s/publish! st (post-of a "two") [b])]
-        (is (fanout/batch-fan-out? st))
-        (fanout/-fan-out-all! st [{:post p1 :recipients [b c]} {:post p2 :recipients [b]}])
+        (is (s/batch-fan-out? st))
+        (s/-fan-out-all! st [{:post p1 :recipients [b c]} {:post p2 :recipients [b]}])
         (is (= [p2 p1] (:items (s/inbound st b))))
         (is (= [p1] (:items (s/inbound st c))))
         (is (empty? (s/pending-fanouts st)) "the fan-out records are completed"))

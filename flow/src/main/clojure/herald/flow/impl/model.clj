@@ -36,10 +36,10 @@
    (k :task/plugin :fn "A namespaced keyword naming a plugin constructor `(fn [task-map] plugin)` (see `herald.flow.spi`)."
       :herald.flow.plugin/log-input :optional? true :required-when [:task/type #{:input :output}]
       :allowed-when [:task/type #{:input :output}])
-   (k :task/batch-size :pos-int "Most segments an input reads into one batch. Downstream tasks process batches as they arrive."
-      64 :optional? true :default 64 :allowed-when [:task/type #{:input}])
-   (k :task/batch-timeout-ms :nat-int "Longest an input's poll waits for segments before handing on what it has (maybe none, so barriers and timers keep running)."
-      5 :optional? true :default 5 :allowed-when [:task/type #{:input}])
+   (k :task/batch-size :pos-int "Most segments an input reads into one batch. Downstream tasks process batches as they arrive. On a plugin output on `:kafka-streams` (where records come one at a time): most segments gathered into one `-write!` (in-process an output writes each batch as it arrives)."
+      64 :optional? true :default 64 :allowed-when [:task/type #{:input :output}])
+   (k :task/batch-timeout-ms :nat-int "Longest an input's poll waits for segments before handing on what it has (maybe none, so barriers and timers keep running). On a plugin output on `:kafka-streams`: about the longest a gathered segment waits before its batch is written (also written before every commit)."
+      5 :optional? true :default 5 :allowed-when [:task/type #{:input :output}])
    (k :task/parallelism :pos-int "Threads running this task. Inputs run on one thread."
       2 :optional? true :default 1)
    (k :task/group-by-key :group-key "Route segments to this task's threads by the hash of this key (a keyword or a vector of keywords); windows then aggregate per group."
@@ -47,8 +47,16 @@
    (k :task/group-by-fn :fn "Like `:task/group-by-key` with a fn of the segment returning the group."
       :my.app/tenant :optional? true :allowed-when [:task/type #{:function :reduce :output}])
    (k :task/doc :string "Free text." "adds one to :n" :optional? true)
+   (k :output/retries :retries "How often a failed `-write!` or `-flush!` of the output's plugin is tried again (a non-negative integer or `:forever`) before the task fails (the job fails, as with 0). One line is logged when writes start failing and one when they work again."
+      5 :optional? true :default 0 :allowed-when [:task/type #{:output}])
+   (k :output/backoff-ms :pos-int "The wait before the first retry; each further retry waits twice as long as the one before, at most `:output/backoff-max-ms`."
+      100 :optional? true :default 100 :allowed-when [:task/type #{:output}])
+   (k :output/backoff-max-ms :pos-int "The longest wait between two retries (at least `:output/backoff-ms`). On `:kafka-streams` a stream thread blocks at most half of `max.poll.interval.ms` in one retry run, then gives its tasks back and is replaced (see *Running on Kafka Streams*)."
+      30000 :optional? true :default 30000 :allowed-when [:task/type #{:output}])
    (k :kafka/topic :string "On the `:kafka-streams` runtime (where it is required for inputs and outputs): the topic an input reads or an output writes. The in-process runtime uses `:task/plugin` instead and ignores it."
       "requests" :optional? true :allowed-when [:task/type #{:input :output}])
+   (k :kafka/start-from :enum "On `:kafka-streams`: where this input starts reading its topic when the application has no committed offset for it: `:earliest` (everything the topic holds) or `:latest` (only what is written from now on). Default: the `:start-from` of the `:kafka` options (itself `:earliest` by default)."
+      :latest :optional? true :one-of [:earliest :latest] :allowed-when [:task/type #{:input}])
    (k :kafka/serde :serde "On `:kafka-streams`: how the topic's values are read and written. `:edn` (EDN text; reading also accepts the binary form), `:codec` (herald's tagged binary codec) or a namespaced keyword naming a var holding an `org.apache.kafka.common.serialization.Serde` of maps (default `:edn`)."
       :edn :optional? true :allowed-when [:task/type #{:input :output}])])
 

@@ -96,6 +96,7 @@
              :restored-windows (restored-windows restored)
              :on-error (or on-error (default-on-error recent))
              :metrics (into {} (map (fn [t] [(:task/name t) (metrics/task-metrics)])) (:catalog job))
+             :retry-states (into {} (for [t (:catalog job) :when (= :output (:task/type t))] [(:task/name t) (atom [])]))
              :lifecycles (lc/compile-lifecycles job)}
         built (atom [])
         workers (try (doall (for [s stages i (range (:parallelism s))]
@@ -113,5 +114,5 @@
     (run! #(.start ^Thread %) threads)
     ((:start! coord) threads)
     {:job job :stages stages :coord coord :running running :threads threads :metrics (:metrics ctx)
-     :recent-errors recent :restored-epoch (:epoch restored)
+     :recent-errors recent :restored-epoch (:epoch restored) :retry-states (:retry-states ctx)
      :inputs (into {} (for [w workers :when (:input w)] [(first (:task-names w)) (:input w)]))}))

@@ -3,6 +3,7 @@
   (:require [herald.flow.impl.metrics :as metrics]
             [herald.flow.impl.route :as route]
             [herald.flow.impl.lifecycle :as lc]
+            [herald.flow.impl.retry :as retry]
             [herald.flow.impl.window :as window]
             [herald.flow.spi :as spi])
   (:import (java.util ArrayList List)))
@@ -106,14 +107,18 @@
 (defn runner
   "The batch fn of `task` on one thread: `(process ^ArrayList batch) -> object array of ArrayLists, one per
   target of `targets` (task names)`. `ctx` holds :job, :resolve, :on-error, :metrics, :lifecycles, :output,
-  :event, :worker (this thread's index) and :parallelism."
-  [task targets {:keys [lifecycles output event] :as ctx}]
+  :event, :worker (this thread's index), :parallelism and :retry-states (task name -> atom of the retry states
+  of its threads). An output's runner also has `:flush!`: its plugin's `-flush!` under the task's retries."
+  [task targets {:keys [lifecycles output event job retry-states] :as ctx}]
   (let [{:keys [tname ttype ntargets f identity? thrown wstate output? direct? m on-error ^ArrayList routed] :as c}
         (context task targets ctx)
+        policy (retry/policy task (:job/name job))
+        rstate (when output (let [st (retry/state)] (some-> (get retry-states tname) (swap! conj st)) st))
         before (lc/hook lifecycles tname :lifecycle/before-batch)
         after (lc/hook lifecycles tname :lifecycle/after-batch)
         sample (long-array [-1])]
     {:name tname :type ttype :windows wstate
+     :flush! (when output (fn [] (retry/call! policy rstate #(spi/-flush! output))))
      :process
      (fn process [^ArrayList batch]
        (.clear routed)
@@ -124,7 +129,7 @@
              ^objects outs (lists ntargets (.size batch))
              add! (fn [^long i seg] (.add ^ArrayList (aget outs i) seg))]
          (when before (before event {:batch batch}))
-         (cond output? (spi/-write! output (vec batch))
+         (cond output? (let [v (vec batch)] (retry/call! policy rstate #(spi/-write! output v)))
                direct? (direct! f identity? thrown tname on-error m batch (aget outs 0) add!)
                :else (general! c batch add!))
          (let [n-out (areduce outs i acc 0 (+ acc (.size ^ArrayList (aget outs i))))]

@@ -56,7 +56,7 @@
 (def ^:private type-words
   "Human words for every type of the model (`herald.flow.impl.model`), one table for all error messages."
   {:keyword "a keyword" :fn "a namespaced keyword naming a fn" :pos-int "a positive integer"
-   :nat-int "a non-negative integer" :long "an integer" :boolean "true or false" :string "a string"
+   :nat-int "a non-negative integer" :retries "a non-negative integer or :forever" :long "an integer" :boolean "true or false" :string "a string"
    :vector "a vector" :map "a map" :any "any value" :enum "one of the listed keywords"
    :duration "milliseconds or [n unit]" :group-key "a keyword or a vector of keywords"
    :edges "a vector of [from to] edges" :catalog "a vector of task maps"

@@ -14,6 +14,7 @@
       :calls (qualified-keyword? v)
       :pos-int (pos-int? v)
       :nat-int (nat-int? v)
+      :retries (or (nat-int? v) (= :forever v))
       :boolean (boolean? v)
       :string (string? v)
       :vector (vector? v)
@@ -61,11 +62,11 @@
           (invalid! (conj path key) key v (str "is not " (words type one-of))
                     (str "make it " (words type one-of))))))))
 
-(defn- own-ns [ns-name] (fn [k] (or (nil? (namespace k)) (= ns-name (namespace k)))))
+(defn- own-ns [& ns-names] (let [s (set ns-names)] (fn [k] (or (nil? (namespace k)) (contains? s (namespace k))))))
 
-(defn- check-section! [job section k ns-name label]
+(defn- check-section! [job section k ns-names label]
   (doseq [[i m] (map-indexed vector (get job k []))]
-    (check-keys! section m [k i] (own-ns ns-name) (str (if (re-find #"^[aeiou]" label) "an " "a ") label))))
+    (check-keys! section m [k i] (apply own-ns (if (string? ns-names) [ns-names] ns-names)) (str (if (re-find #"^[aeiou]" label) "an " "a ") label))))
 
 (defn- cycle-path
   "A path [a b ... a] through `succ` if the graph has a cycle, else nil."
@@ -232,6 +233,10 @@
       (when (and (= :reduce (:task/type m)) (contains? m :task/fn)) (t/fn-ref! (conj path :task/fn) :task/fn (:task/fn m)))
       (when-let [p (:task/plugin m)] (t/fn-ref! (conj path :task/plugin) :task/plugin p))
       (when-let [g (:task/group-by-fn m)] (t/fn-ref! (conj path :task/group-by-fn) :task/group-by-fn g))
+      (when (< (long (:output/backoff-max-ms m)) (long (:output/backoff-ms m)))
+        (invalid! (conj path :output/backoff-max-ms) :output/backoff-max-ms (:output/backoff-max-ms m)
+                  (str "is less than :output/backoff-ms " (:output/backoff-ms m))
+                  "make the cap at least the first wait"))
       (when (and (:task/group-by-key m) (:task/group-by-fn m))
         (invalid! (conj path :task/group-by-fn) :task/group-by-fn (:task/group-by-fn m) "is given with :task/group-by-key" "keep one of the two")))
     tasks))
@@ -246,7 +251,7 @@
 (defn- validate* [job]
   (check-map! job)
   (check-keys! :job job [] (fn [k] (or (nil? (namespace k)) (= "job" (namespace k)))) "a job")
-  (check-section! job :task :catalog "task" "task")
+  (check-section! job :task :catalog ["task" "output"] "task")
   (check-section! job :flow-condition :flow-conditions "flow" "flow condition")
   (check-section! job :lifecycle :lifecycles "lifecycle" "lifecycle")
   (check-section! job :window :windows "window" "window")

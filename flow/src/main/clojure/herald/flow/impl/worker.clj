@@ -79,8 +79,8 @@
 
 (defn- snapshot-and-ack!
   "Flushes the stage's outputs, snapshots its windows and input position, and acks `epoch`."
-  [{:keys [runners outputs input me coord]} ^long epoch]
-  (doseq [o outputs] (spi/-flush! o))
+  [{:keys [runners input me coord]} ^long epoch]
+  (doseq [r runners :when (:flush! r)] ((:flush! r)))
   ((:ack! coord) epoch me
    {:position (when input (spi/-position input))
     :windows (let [state (into {} (for [r runners :when (:windows r)] [(:name r) (window/snapshot (:windows r))]))]

@@ -24,18 +24,24 @@
 
 (defn- check-tasks! [job]
   (doseq [[i t] (map-indexed vector (:catalog job))
-          :when (#{:input :output} (:task/type t))
+          :when (or (= :input (:task/type t)) (and (= :output (:task/type t)) (contains? t :kafka/topic)))
           :when (not (and (string? (:kafka/topic t)) (not (str/blank? (:kafka/topic t)))))]
     (unsupported! [:catalog i :kafka/topic] :kafka/topic (:kafka/topic t)
-                  (str (name (:task/type t)) " task " (:task/name t) " names no topic; its :task/plugin "
+                  (str (name (:task/type t)) " task " (:task/name t) " names no topic; an input's :task/plugin "
                        (:task/plugin t) " runs in-process only")
-                  (str "add :kafka/topic \"...\" to the task, in the job or through :inject {" (:task/name t) " {:kafka/topic \"...\"}}"))))
+                  (str "add :kafka/topic \"...\" to the task, in the job or through :inject {" (:task/name t) " {:kafka/topic \"...\"}}")))
+  (doseq [[i t] (map-indexed vector (:catalog job))
+          :when (and (= :output (:task/type t)) (:kafka/topic t))
+          k [:output/retries :output/backoff-ms :output/backoff-max-ms] :when (contains? t k)]
+    (unsupported! [:catalog i k] k (get t k)
+                  (str "output " (:task/name t) " writes topic " (:kafka/topic t) " through Kafka's producer, which retries by itself")
+                  "remove it; tune the producer's delivery.timeout.ms through :kafka {:config {...}}")))
 
 (defn- check-lifecycles! [job]
   (let [outputs (set (keep #(when (= :output (:task/type %)) (:task/name %)) (:catalog job)))]
     (doseq [[i lc] (map-indexed vector (:lifecycles job)) :when (outputs (:lifecycle/task lc))]
       (unsupported! [:lifecycles i :lifecycle/task] :lifecycle/task (:lifecycle/task lc)
-                    "an output is a sink node writing its topic, with no task thread to call hooks on"
+                    "an output is a sink node writing its topic or a processor writing its plugin, and calls no hooks"
                     "put the hooks on the task that feeds the output"))))
 
 (defn check!

@@ -116,7 +116,7 @@
            :wgroup (or (route/group-fn task resolve) (constantly nil))
            :windows (window/windows ctx job tname resolve)
            :part (metrics/part (get metrics tname))
-           :sink-parts (mapv #(when (= :output (get-in spec [:target-types %])) (metrics/part (get metrics %))) targets)
+           :sink-parts (mapv #(when (contains? (:sink-tasks spec) %) (metrics/part (get metrics %))) targets)
            :event (volatile! {:job/name (:job/name job) :task/names [tname] :worker (.partition (.taskId ctx))})
            :before (lc/hook lifecycles tname :lifecycle/before-batch)
            :after (lc/hook lifecycles tname :lifecycle/after-batch))))
@@ -124,8 +124,8 @@
 (defn supplier
   "A ProcessorSupplier of the processor of one task. `spec`: `:task` (the task map), `:targets` (its
   downstream task names, in workflow order), `:children` (the node each target is reached through),
-  `:key-fns` (per target: nil or a fn of the segment giving the record key), `:target-types` (task name
-  -> task type), `:job`, `:resolve`,
+  `:key-fns` (per target: nil or a fn of the segment giving the record key), `:sink-tasks` (the output
+  tasks that are sink nodes, counted here), `:job`, `:resolve`,
   `:on-error`, `:metrics` (task name -> task metrics) and `:lifecycles` (compiled)."
   ^ProcessorSupplier [spec]
   (reify ProcessorSupplier

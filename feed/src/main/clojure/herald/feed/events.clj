@@ -1,0 +1,78 @@
+(ns herald.feed.events
+  "The feed's event log, the top-level `:events` config: `:local` (the store's own durable records, the jobs in-process) or `:kafka` (the :scale profile: Kafka is the log, the jobs run on Kafka Streams); `start-fanout` gives the matching herald.feed.fanout/Fanout."
+  (:require [herald.feed.events.ids :as ids]
+            [herald.feed.events.kafka :as kafka]
+            [herald.feed.fanout :as fanout]
+            [herald.feed.jobs.derived :as derived]
+            [herald.feed.store :as store]
+            [herald.feed.store.cache :as cache]
+            [herald.feed.store.clock :as clock]
+            [herald.flow :as flow])
+  (:import (java.util.concurrent.atomic AtomicLong)
+           (org.apache.kafka.clients.admin Admin)
+           (org.apache.kafka.clients.producer KafkaProducer)))
+
+(set! *warn-on-reflection* true)
+
+(defn kafka?
+  "True when the `:events` config names Kafka."
+  [events]
+  (= :kafka (:type events)))
+
+(defn- input-lag [handle]
+  (long (or (get-in (flow/job-metrics handle) [:tasks :posts :lag]) 0)))
+
+(defn- close-kafka! [{:keys [fan-out index]} ^KafkaProducer producer ^Admin admin ^long timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)
+        left #(max 1 (- deadline (System/currentTimeMillis)))]
+    (try (doseq [h [fan-out index]] (flow/kill-job h {:timeout-ms (left)}))
+         (finally (.close producer (java.time.Duration/ofMillis (left)))
+                  (.close admin (java.time.Duration/ofMillis (left)))))
+    (< (System/currentTimeMillis) deadline)))
+
+(defn kafka-fanout
+  "The fan-out over the Kafka log (see herald.feed.events.kafka/check for `opts`). On start it creates the topics
+  when missing and starts the fan-out and indexing jobs on Kafka Streams (herald.feed.jobs.derived). `publish!`
+  gives the post an id (herald.feed.events.ids: unique across instances) and a :ts (this instance's clock),
+  appends {:post :recipients} to the posts topic keyed by the sender and waits for the brokers' acknowledgement
+  (acks=all, idempotent producer), then upserts the author's outbound copy (read-your-writes from any instance)
+  and returns the post. `store` must have the store/LoggedFeeds role."
+  [store opts]
+  (when-not (store/logged-feeds? (cache/unwrap store))
+    (throw (ex-info "the store cannot be derived from the Kafka log (no store/LoggedFeeds role): use the :scale or :memory store with :events :kafka"
+                    {:type :herald.feed/config :key [:events :type] :value :kafka})))
+  (let [o (kafka/check opts)
+        {:keys [posts]} (kafka/ensure-topics! o)
+        producer (kafka/producer o)
+        admin (kafka/admin o)
+        groups (derived/group-ids o)
+        ids (ids/allocator #(kafka/lease-block! producer o))
+        last-ts (AtomicLong. (clock/now-micros))
+        published (AtomicLong.)
+        handles (try (derived/submit-jobs! store posts o) (catch Throwable t (.close producer) (.close admin) (throw t)))
+        append! (fn [{:keys [post] :as job}]
+                  (kafka/send! producer posts (:from post) (kafka/edn-text job) (:send-timeout-ms o))
+                  (.incrementAndGet published))]
+    (reify fanout/Fanout
+      (-publish! [_ post recipients]
+        (let [p (assoc (store/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))]
+          (append! {:post p :recipients (vec (distinct recipients))})
+          (store/put-outbound! store p)
+          p))
+      (-submit! [_ job] (append! job) nil)
+      (-await-idle [_ timeout-ms] (kafka/caught-up? admin groups posts timeout-ms))
+      (-stats [_]
+        {:submitted (.get published) :fan-out-lag (input-lag (:fan-out handles)) :index-lag (input-lag (:index handles))})
+      (-close! [_ timeout-ms] (close-kafka! handles producer admin timeout-ms)))))
+
+(defn start-fanout
+  "The fan-out for the `:events` config `events` over `store`: the in-process jobs over the store's log for
+  `{:type :local}` (herald.feed.jobs.posts/flow-fanout with the `:fanout` options `fanout-opts`), the Kafka log
+  for `{:type :kafka ...}` (`kafka-fanout`). Throws ex-info {:type :herald.feed/config :key [:events :type]} for
+  another type."
+  [store events fanout-opts]
+  (case (:type events :local)
+    :local ((requiring-resolve 'herald.feed.jobs.posts/flow-fanout) store fanout-opts)
+    :kafka (kafka-fanout store (dissoc events :type))
+    (throw (ex-info (str ":events :type must be one of :local, :kafka, got " (pr-str (:type events)))
+                    {:type :herald.feed/config :key [:events :type] :value (:type events)}))))

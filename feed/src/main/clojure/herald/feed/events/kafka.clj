@@ -1,0 +1,160 @@
+(ns herald.feed.events.kafka
+  "Kafka as the feed's event log (the :scale profile): its options, its topics (created when missing), the idempotent producer that appends post records and leases post id blocks."
+  (:require [clojure.string :as str])
+  (:import (java.lang ProcessHandle)
+           (java.util Properties)
+           (java.util.concurrent ExecutionException TimeUnit TimeoutException)
+           (org.apache.kafka.clients.admin Admin ListOffsetsResult$ListOffsetsResultInfo NewTopic OffsetSpec
+                                           TopicDescription)
+           (org.apache.kafka.clients.consumer OffsetAndMetadata)
+           (org.apache.kafka.common TopicPartition)
+           (org.apache.kafka.clients.producer KafkaProducer ProducerRecord RecordMetadata)
+           (org.apache.kafka.common.errors TopicExistsException)
+           (org.apache.kafka.common.serialization StringSerializer)))
+
+(set! *warn-on-reflection* true)
+
+(def defaults
+  "The options of the Kafka event log (`:events` with `:type :kafka`), see `check`."
+  {:bootstrap-servers "127.0.0.1:9092" :topic-prefix "herald-" :partitions 12 :replication-factor 1
+   :min-insync-replicas nil :retention-ms 604800000 :send-timeout-ms 10000 :linger-ms 1 :threads 1 :commit-interval-ms 100
+   :batch-size 500 :retries :forever :backoff-ms 100 :backoff-max-ms 10000 :data-dir "data"
+   :producer {} :streams {}})
+
+(defn- int-in? [lo hi] (fn [v] (and (int? v) (<= (long lo) (long v) (long hi)))))
+
+(def ^:private spec
+  {:bootstrap-servers [#(and (string? %) (re-matches #"[^\s,]+:\d+(,[^\s,]+:\d+)*" %)) "a host:port[,host:port...] string"]
+   :topic-prefix [#(and (string? %) (re-matches #"[A-Za-z0-9._-]{0,200}" %)) "a string of A-Z a-z 0-9 . _ - (at most 200)"]
+   :partitions [(int-in? 1 1024) "an integer in 1..1024"]
+   :replication-factor [(int-in? 1 32) "an integer in 1..32"]
+   :min-insync-replicas [#(or (nil? %) ((int-in? 1 32) %)) "nil (the broker's default) or an integer in 1..32"]
+   :retention-ms [#(or (= -1 %) ((int-in? 60000 Long/MAX_VALUE) %)) "-1 (forever) or an integer >= 60000"]
+   :send-timeout-ms [(int-in? 1000 600000) "an integer in 1000..600000"]
+   :linger-ms [(int-in? 0 1000) "an integer in 0..1000"]
+   :threads [(int-in? 1 64) "an integer in 1..64"]
+   :commit-interval-ms [(int-in? 1 600000) "an integer in 1..600000"]
+   :batch-size [(int-in? 1 100000) "an integer in 1..100000"]
+   :retries [#(or (= :forever %) ((int-in? 0 1000000) %)) ":forever or a non-negative integer"]
+   :backoff-ms [(int-in? 1 600000) "an integer in 1..600000"]
+   :backoff-max-ms [(int-in? 1 3600000) "an integer in 1..3600000"]
+   :data-dir [#(and (string? %) (not (str/blank? %))) "a directory path"]
+   :producer [map? "a map of Kafka producer properties"]
+   :streams [map? "a map of Kafka Streams properties"]})
+
+(defn check
+  "`opts` (the `:events` map without `:type`) merged over `defaults`, validated: an unknown key or a bad value
+  throws ex-info {:type :herald.feed/config :key [:events k] :value v} naming both."
+  [opts]
+  (doseq [[k v] opts]
+    (if-let [[ok? what] (spec k)]
+      (when-not (ok? v)
+        (throw (ex-info (str ":events option " k " must be " what ", got " (pr-str v))
+                        {:type :herald.feed/config :key [:events k] :value v})))
+      (throw (ex-info (str "unknown :events option " k ", expected one of :type " (str/join " " (sort (keys spec))))
+                      {:type :herald.feed/config :key [:events k] :value v}))))
+  (merge defaults opts))
+
+(defn posts-topic "The topic of post records." [{:keys [topic-prefix]}] (str topic-prefix "posts"))
+(defn ids-topic "The one-partition topic whose offsets are post id blocks." [{:keys [topic-prefix]}] (str topic-prefix "post-ids"))
+
+(defn- props ^Properties [m]
+  (doto (Properties.) (.putAll (into {} (map (fn [[k v]] [(if (keyword? k) (name k) (str k)) (str v)])) m))))
+
+(defn- unavailable [what ^Throwable e]
+  (let [c (if (and (instance? ExecutionException e) (.getCause e)) (.getCause e) e)]
+    (ex-info (str "Kafka: " what " failed: " (.getMessage ^Throwable c))
+             {:type :herald.feed/unavailable :operation what} c)))
+
+(defn ensure-topics!
+  "Creates the posts topic (`:partitions`, `:replication-factor`, `:min-insync-replicas`, `:retention-ms`) and the
+  ids topic (one partition) when missing; an existing topic is left as it is. Returns {:posts name :ids name}. Throws
+  :herald.feed/unavailable when the brokers cannot be reached within `:send-timeout-ms`."
+  [{:keys [bootstrap-servers partitions replication-factor min-insync-replicas retention-ms send-timeout-ms] :as o}]
+  (let [cfg (cond-> {} min-insync-replicas (assoc "min.insync.replicas" (str min-insync-replicas)))
+        topics [(doto (NewTopic. ^String (posts-topic o) (int partitions) (short replication-factor))
+                  (.configs (assoc cfg "retention.ms" (str retention-ms))))
+                (doto (NewTopic. ^String (ids-topic o) (int 1) (short replication-factor)) (.configs cfg))]]
+    (with-open [admin (Admin/create (props {"bootstrap.servers" bootstrap-servers
+                                            "default.api.timeout.ms" send-timeout-ms
+                                            "request.timeout.ms" (min 30000 (long send-timeout-ms))}))]
+      (doseq [[^NewTopic t f] (map vector topics (vals (.values (.createTopics admin ^java.util.Collection topics))))]
+        (try (.get ^org.apache.kafka.common.KafkaFuture f (long send-timeout-ms) TimeUnit/MILLISECONDS)
+             (catch ExecutionException e
+               (when-not (instance? TopicExistsException (.getCause e))
+                 (throw (unavailable (str "creating topic " (.name t)) e))))
+             (catch TimeoutException e (throw (unavailable (str "creating topic " (.name t)) e))))))
+    {:posts (posts-topic o) :ids (ids-topic o)}))
+
+(defn producer
+  "The idempotent producer of the log: acks=all, enable.idempotence (a retried send is written once, in order
+  per partition), `:linger-ms`, `:send-timeout-ms` as delivery.timeout.ms; `:producer` properties on top."
+  ^KafkaProducer [{:keys [bootstrap-servers linger-ms send-timeout-ms] :as o}]
+  (KafkaProducer. (props (merge {"bootstrap.servers" bootstrap-servers "acks" "all" "enable.idempotence" "true"
+                                 "max.in.flight.requests.per.connection" "5" "linger.ms" linger-ms
+                                 "delivery.timeout.ms" send-timeout-ms
+                                 "request.timeout.ms" (min (quot (long send-timeout-ms) 2) 30000)
+                                 "max.block.ms" send-timeout-ms "compression.type" "lz4"
+                                 "client.id" (str "herald-feed-" (.pid (ProcessHandle/current)) "-" (System/identityHashCode o))}
+                                (:producer o)))
+                  (StringSerializer.) (StringSerializer.)))
+
+(defn edn-text
+  "`x` as EDN text (as herald.flow's :edn serde writes and reads it)."
+  ^String [x]
+  (binding [*print-length* nil *print-level* nil *print-meta* false *print-namespace-maps* false]
+    (pr-str x)))
+
+(defn send!
+  "Appends `value` (a string) under `key` to `topic` and waits for the brokers' acknowledgement (acks=all);
+  returns the RecordMetadata. Throws ex-info :herald.feed/unavailable when it is not acknowledged in
+  `timeout-ms` (the record may still be written: the caller answers an error, and a reader may see the post)."
+  ^RecordMetadata [^KafkaProducer p ^String topic key ^String value timeout-ms]
+  (try
+    (.get (.send p (ProducerRecord. topic (some-> key str) value)) (long timeout-ms) TimeUnit/MILLISECONDS)
+    (catch ExecutionException e (throw (unavailable (str "appending to " topic) e)))
+    (catch TimeoutException e (throw (unavailable (str "appending to " topic " (no acknowledgement in " timeout-ms " ms)") e)))
+    (catch org.apache.kafka.common.KafkaException e (throw (unavailable (str "appending to " topic) e)))))
+
+(defn lease-block!
+  "A new post id block for this instance: the offset of a record appended to the ids topic (see
+  herald.feed.events.ids)."
+  ^long [^KafkaProducer p o]
+  (.offset (send! p (ids-topic o) nil (edn-text {:host (.getHostName (java.net.InetAddress/getLocalHost))
+                                                 :pid (.pid (ProcessHandle/current))
+                                                 :at (System/currentTimeMillis)})
+                  (:send-timeout-ms o))))
+
+(defn admin
+  "An admin client of the brokers (for `caught-up?`)."
+  ^Admin [{:keys [bootstrap-servers send-timeout-ms]}]
+  (Admin/create (props {"bootstrap.servers" bootstrap-servers "default.api.timeout.ms" send-timeout-ms
+                        "request.timeout.ms" (min 30000 (long send-timeout-ms))})))
+
+(defn- end-offsets
+  "TopicPartition -> the end offset of every partition of `topic`, now."
+  [^Admin a ^String topic]
+  (let [^TopicDescription d (get (.get (.allTopicNames (.describeTopics a (java.util.List/of topic)))) topic)
+        tps (for [p (.partitions d)] (TopicPartition. topic (.partition ^org.apache.kafka.common.TopicPartitionInfo p)))]
+    (into {} (for [[tp ^ListOffsetsResult$ListOffsetsResultInfo i]
+                   (.get (.all (.listOffsets a ^java.util.Map (zipmap tps (repeat (OffsetSpec/latest))))))]
+               [tp (.offset i)]))))
+
+(defn- committed [^Admin a ^String group]
+  (into {} (for [[tp ^OffsetAndMetadata om] (.get (.partitionsToOffsetAndMetadata (.listConsumerGroupOffsets a group)))
+                 :when om]
+             [tp (.offset om)])))
+
+(defn caught-up?
+  "True once each consumer group of `groups` has committed offsets at or past the end offsets that `topic`'s
+  partitions had at the call (every record appended before it has gone through the group's outputs), within
+  `timeout-ms`; polls every 50 ms."
+  [^Admin a groups ^String topic ^long timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)
+        ends (into {} (filter (comp pos? val)) (end-offsets a topic))]
+    (loop [left (set groups)]
+      (let [left (into #{} (remove (fn [g] (let [c (committed a g)] (every? (fn [[tp e]] (>= (long (get c tp -1)) (long e))) ends))))
+                       left)]
+        (cond (empty? left) true
+              (> (System/currentTimeMillis) deadline) false
+              :else (do (Thread/sleep 50) (recur left)))))))

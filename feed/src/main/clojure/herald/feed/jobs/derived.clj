@@ -1,0 +1,76 @@
+(ns herald.feed.jobs.derived
+  "The fan-out and indexing jobs on the Kafka log: their store-writing outputs (idempotent, throwing so that herald.flow retries them) and their submission on the :kafka-streams runtime, one consumer group per job."
+  (:require [herald.feed.jobs :as jobs]
+            [herald.feed.store :as store]
+            [herald.flow :as flow]
+            [herald.flow.spi :as spi]))
+
+(set! *warn-on-reflection* true)
+
+;; A segment is a post record of the posts topic: {:post <post with :id and :ts> :recipients [ids]}.
+
+(defn- store-option [task k]
+  (spi/option task k some? "a herald.feed.store store"))
+
+(defn feeds-output
+  "The fan-out job's output on the Kafka log: one `store/deliver-all!` per batch (the author's outbound copy and
+  every recipient's inbound copy of each post, idempotent upserts). A failed write throws: herald.flow retries the
+  batch (`:output/retries`) and the job's offsets do not pass it.
+
+  | key | type | meaning |
+  |---|---|---|
+  | `:feeds/store` | store | the feed's store (with the store/LoggedFeeds role) |"
+  [task]
+  (let [s (store-option task :feeds/store)]
+    (reify spi/Output
+      (-write! [_ segments]
+        (store/deliver-all! s (mapv #(select-keys % [:post :recipients]) segments)))
+      (-flush! [_])
+      (-close-output! [_]))))
+
+(defn index-output
+  "The indexing job's output on the Kafka log: one `store/index-batch!` per batch (idempotent by post id). A failed
+  batch (the search server down, a failed bulk item) throws: herald.flow retries it (`:output/retries`), so an
+  outage of search delays indexing and never loses a post.
+
+  | key | type | meaning |
+  |---|---|---|
+  | `:search/store` | store | the feed's store |"
+  [task]
+  (let [s (store-option task :search/store)]
+    (reify spi/Output
+      (-write! [_ segments] (store/index-batch! s (mapv :post segments)))
+      (-flush! [_])
+      (-close-output! [_]))))
+
+(defn- submit!
+  "Submits `job` on :kafka-streams under application id `app-id`, reading `topic`, with `inject` for its output."
+  [job app-id topic inject o]
+  (jobs/watch!
+   (flow/submit-job job
+                    {:runtime :kafka-streams
+                     :data-dir (:data-dir o)
+                     :checkpoint-interval-ms (:commit-interval-ms o)
+                     :inject (assoc inject :posts {:kafka/topic topic})
+                     :kafka {:bootstrap-servers (:bootstrap-servers o) :application-id app-id
+                             :processing-guarantee :at-least-once :threads (:threads o) :start-from :earliest
+                             :replication-factor (:replication-factor o)
+                             :config (merge {"session.timeout.ms" 10000 "heartbeat.interval.ms" 2000} (:streams o))}})))
+
+(defn group-ids
+  "The application ids (consumer groups) of the fan-out and indexing jobs for options `o`."
+  [o]
+  [(str (:topic-prefix o) "fan-out") (str (:topic-prefix o) "index")])
+
+(defn submit-jobs!
+  "Starts the fan-out and indexing jobs of `store` on the Kafka posts `topic` (options of
+  herald.feed.events.kafka/check): application ids `<:topic-prefix>fan-out` and `<:topic-prefix>index`, so every
+  instance joins the same two consumer groups and Kafka spreads the partitions over them. Returns
+  {:fan-out handle :index handle}."
+  [store topic o]
+  (let [jo (assoc o :log :kafka :index-threads (:threads o) :batch-timeout-ms 50)
+        [fg ig] (group-ids o)
+        fj (submit! (jobs/fan-out-job jo) fg topic {:inbound {:feeds/store store}} o)]
+    (try {:fan-out fj
+          :index (submit! (jobs/index-job jo) ig topic {:search {:search/store store}} o)}
+         (catch Throwable t (flow/kill-job fj) (throw t)))))

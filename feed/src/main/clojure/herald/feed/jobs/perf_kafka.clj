@@ -1,0 +1,234 @@
+(ns herald.feed.jobs.perf-kafka
+  "The per-minute job cluster-wide (`:events {:type :kafka}`): every instance sends its requests (summed per minute into HdrHistograms) to one topic, the job runs on Kafka Streams under one application id for the cluster (merged histograms, exactly-once window state) and writes minute rows to a compacted topic that every instance reads from the beginning into its view."
+  (:require [clojure.edn :as edn]
+            [herald.feed.jobs :as jobs]
+            [herald.feed.jobs.mailbox :as mailbox]
+            [herald.feed.jobs.minutes :as minutes]
+            [herald.feed.jobs.perf :as jperf]
+            [herald.feed.jobs.perf-sender :as sender]
+            [herald.flow :as flow])
+  (:import (java.nio.charset StandardCharsets)
+           (java.time Duration)
+           (java.util Map Properties)
+           (java.util.concurrent ConcurrentHashMap TimeUnit)
+           (java.util.concurrent.atomic AtomicBoolean AtomicLong)
+           (org.apache.kafka.clients.admin Admin ListOffsetsOptions ListOffsetsResult$ListOffsetsResultInfo NewTopic OffsetSpec)
+           (org.apache.kafka.clients.consumer ConsumerRecord KafkaConsumer)
+           (org.apache.kafka.clients.producer KafkaProducer)
+           (org.apache.kafka.common IsolationLevel TopicPartition)
+           (org.apache.kafka.common.errors TopicExistsException WakeupException)
+           (org.apache.kafka.common.serialization ByteArrayDeserializer ByteArraySerializer Deserializer Serde Serdes Serializer)))
+
+(set! *warn-on-reflection* true)
+
+(defn- log [& xs] (binding [*out* *err*] (apply println "herald.feed.perf:" xs)))
+
+;; ---------------------------------------------------------------------------------------------------
+;; minute rows on the topic: EDN text, the histogram as minutes/encode-histogram text
+
+(defn- row-bytes ^bytes [row]
+  (let [^String s (binding [*print-length* nil *print-level* nil]
+                    (pr-str (update row :histogram minutes/encode-histogram)))]
+    (.getBytes s StandardCharsets/UTF_8)))
+
+(defn read-row
+  "The minute row of a record value, or nil when it is not one."
+  [^bytes b]
+  (try (let [r (edn/read-string (String. b StandardCharsets/UTF_8))]
+         (when (and (map? r) (integer? (:minute r)) (string? (:histogram r)) (map? (:statuses r)))
+           (update r :histogram minutes/decode-histogram)))
+       (catch Exception _ nil)))
+
+(def row-serde
+  "The `:kafka/serde` of the job's output topic: minute rows as EDN text, histograms encoded."
+  (Serdes/serdeFrom (reify Serializer (serialize [_ _ x] (when x (row-bytes x))))
+                    (reify Deserializer (deserialize [_ _ b] (when b (read-row b))))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; topics and clients
+
+(defn names
+  "The topics and application id under `:topic-prefix` p (default \"herald.\"): p+\"perf-requests\",
+  p+\"perf-minutes\", p+\"perf\"."
+  [events]
+  (let [p (:topic-prefix events "herald.")]
+    {:requests (str p "perf-requests") :minutes (str p "perf-minutes") :app-id (str p "perf")}))
+
+(defn- client-props
+  "Client properties: ours by default, `:config` of `events` over them, then the bootstrap servers and `m`."
+  ^Properties [events m]
+  (doto (Properties.)
+    ;; an unreachable broker: Kafka's clients log each reconnection try; fewer tries, fewer lines
+    (.put "reconnect.backoff.max.ms" "10000")
+    (.putAll ^Map (into {} (map (fn [[k v]] [(if (keyword? k) (name k) (str k)) (str v)])) (:config events)))
+    (.put "bootstrap.servers" (str (:bootstrap-servers events)))
+    (.putAll ^Map m)))
+
+(defn- create-topics!
+  "Creates the requests topic and the compacted minutes topic when missing."
+  [events {:keys [requests minutes]} {:keys [retention-minutes allowed-lateness-ms]}]
+  (let [keep-ms (+ (* 60000 (inc (long retention-minutes))) (long allowed-lateness-ms))
+        rf (short (:replication-factor events 1))
+        topics [(doto (NewTopic. ^String requests 1 rf)
+                  (.configs {"retention.ms" (str (max 3600000 (* 2 (long allowed-lateness-ms))))}))
+                (doto (NewTopic. ^String minutes 1 rf)
+                  (.configs {"cleanup.policy" "compact,delete" "retention.ms" (str keep-ms)
+                             "segment.ms" (str (min keep-ms 3600000))}))]]
+    (with-open [admin (Admin/create (client-props events {"default.api.timeout.ms" "20000" "request.timeout.ms" "10000"}))]
+      (doseq [^NewTopic t topics]
+        (try (.get (.all (.createTopics admin [t])) 20 TimeUnit/SECONDS)
+             (catch java.util.concurrent.ExecutionException e
+               (when-not (instance? TopicExistsException (.getCause e))
+                 (throw (ex-info (str "Kafka at " (:bootstrap-servers events) ": creating topic " (.name t) " failed: "
+                                      (.getMessage (.getCause e)))
+                                 {:type :herald.feed/kafka-unavailable :topic (.name t)} (.getCause e))))))))))
+
+(defn- producer ^KafkaProducer [events]
+  ;; send blocks only the sender thread, at most max.block.ms, when the broker is unknown or the buffer full
+  (KafkaProducer. (client-props events {"acks" "all" "enable.idempotence" "true" "linger.ms" "20"
+                                        "max.block.ms" "1000" "delivery.timeout.ms" "30000" "request.timeout.ms" "10000"})
+                  (ByteArraySerializer.) (ByteArraySerializer.)))
+
+;; ---------------------------------------------------------------------------------------------------
+;; the minutes consumer: no group, every partition from the beginning, read_committed
+
+(defn- consume!
+  "Reads the minutes topic into view `st` until `stop` is set; positions go to `positions` (partition -> offset)."
+  [^KafkaConsumer c st ^ConcurrentHashMap positions ^AtomicBoolean stop ^AtomicLong unreadable]
+  (while (not (.get stop))
+    (try
+      (doseq [^ConsumerRecord r (.poll c (Duration/ofMillis 200))]
+        (if-let [row (some-> ^bytes (.value r) read-row)]
+          (jperf/upsert! st row)
+          (.incrementAndGet unreadable)))
+      (doseq [^TopicPartition tp (.assignment c)] (.put positions (.partition tp) (.position c tp)))
+      (catch WakeupException _ nil)
+      (catch Exception e (log "reading the minutes topic failed (retrying):" (str e)) (Thread/sleep 1000)))))
+
+(defn- start-consumer! [events topic st]
+  (let [c (KafkaConsumer. (client-props events {"isolation.level" "read_committed" "enable.auto.commit" "false"
+                                                "auto.offset.reset" "earliest"})
+                          (ByteArrayDeserializer.) (ByteArrayDeserializer.))
+        tps (mapv #(TopicPartition. topic (.partition ^org.apache.kafka.common.PartitionInfo %))
+                  (.partitionsFor c ^String topic (Duration/ofSeconds 20)))
+        positions (ConcurrentHashMap.) stop (AtomicBoolean.) unreadable (AtomicLong.)
+        done (promise)]
+    (.assign c tps)
+    (.seekToBeginning c tps)
+    (doto (Thread. ^Runnable (fn [] (try (consume! c st positions stop unreadable) (finally (.close c) (deliver done true))))
+                   "herald-feed-perf-minutes")
+      (.setDaemon true) (.start))
+    {:consumer c :tps tps :positions positions :stop stop :unreadable unreadable :done done}))
+
+(defn- ends
+  "Partition -> last stable offset of the minutes topic now, or nil when Kafka did not answer in time."
+  [^Admin admin tps ^long timeout-ms]
+  (try (let [r (.listOffsets admin ^Map (into {} (map (fn [tp] [tp (OffsetSpec/latest)])) tps)
+                             (ListOffsetsOptions. IsolationLevel/READ_COMMITTED))]
+         (into {} (for [^TopicPartition tp tps
+                        :let [^ListOffsetsResult$ListOffsetsResultInfo info
+                              (.get (.partitionResult r tp) timeout-ms TimeUnit/MILLISECONDS)]]
+                    [(.partition tp) (.offset info)])))
+       (catch Exception _ nil)))
+
+;; ---------------------------------------------------------------------------------------------------
+;; waiting for the figures
+
+(defn- seen?
+  "True once the batch sent as `seq` for minute key `k` shows in the view (or its minute is final, or it
+  was sent more than a minute ago: late or lost, not worth waiting for)."
+  [st src k ^longs sent now]
+  (or (>= (long (get (jperf/sources-of st k) src -1)) (aget sent 0))
+      (:final? (jperf/row-of st k))
+      (> (- (long now) (aget sent 1)) 60000)))
+
+(defn- await-figures
+  "Sends what the sender holds, then waits until the view shows every batch it sent and has read the
+  minutes topic up to its end as of then. True if within `timeout-ms`."
+  [{:keys [sd st src admin consumer]} ^long timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)
+        left #(max 0 (- deadline (System/currentTimeMillis)))
+        target (sender/request-flush! sd)
+        wait-until (fn [ok?] (loop [] (cond (ok?) true (zero? (long (left))) false :else (do (Thread/sleep 2) (recur)))))]
+    (and (wait-until #(sender/flushed? sd target))
+         (wait-until (fn [] (let [now (System/currentTimeMillis) ^ConcurrentHashMap aw (sender/awaiting sd)]
+                              (doseq [[k sent] aw :when (seen? st src k sent now)] (.remove aw k sent))
+                              (.isEmpty aw))))
+         (let [end (ends admin (:tps consumer) (max 1 (long (left))))
+               ^ConcurrentHashMap pos (:positions consumer)]
+           (and end (wait-until #(every? (fn [[p o]] (>= (long (or (.get pos p) -1)) (long o))) end)))))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; the recorder
+
+(defn- state-dir [data-dir]
+  (or data-dir
+      (let [d (.toFile (java.nio.file.Files/createTempDirectory "herald-perf-" (make-array java.nio.file.attribute.FileAttribute 0)))]
+        (.deleteOnExit d)
+        (str d))))
+
+(defn- submit! [o events {:keys [requests minutes app-id]}]
+  (jobs/watch!
+   (flow/submit-job (jobs/perf-job o)
+                    {:runtime :kafka-streams :data-dir (state-dir (:data-dir o))
+                     :inject {:requests {:kafka/topic requests}
+                              :minutes {:kafka/topic minutes :kafka/serde ::row-serde
+                                        :task/group-by-key [:minute :entity :operation]}}
+                     :kafka {:bootstrap-servers (str (:bootstrap-servers events)) :application-id app-id
+                             :replication-factor (:replication-factor events 1) :store :in-memory
+                             :config (:config events {})}})))
+
+(defn kafka-recorder
+  "The recorder of `herald.feed.jobs.perf/flow-recorder` (which checks and defaults `opts`) cluster-wide.
+  Creates, when missing, topic `<prefix>perf-requests` (1 partition; batches of every instance) and the
+  compacted `<prefix>perf-minutes` (1 partition, `compact,delete`, kept the retention plus the lateness);
+  runs the job on Kafka Streams as application `<prefix>perf` (in-memory stores, changelogged; the state dir
+  under `:data-dir`); reads the minutes topic from the beginning (no consumer group, read_committed) into its
+  view, so /perf on any instance shows the cluster's minutes and a restarted one shows the past ones again.
+  Throws ex-info `:herald.feed/kafka-unavailable` when the topics cannot be made at start.
+
+  `:events` keys read:
+
+  | key                   | type   | default     | meaning |
+  |-----------------------|--------|-------------|---------|
+  | `:bootstrap-servers`  | string | required    | the brokers, \"host:port,...\" |
+  | `:topic-prefix`       | string | `\"herald.\"` | prefix of the topics and the application id |
+  | `:replication-factor` | int    | 1           | of the topics it creates (and Kafka Streams' internal ones) |
+  | `:config`             | map    | {}          | extra client properties (security, timeouts) for every client |"
+  [{:keys [events retention-minutes queue-size send-ms allowed-lateness-ms] :as o}]
+  (when-not (string? (:bootstrap-servers events))
+    (throw (ex-info (str ":events :bootstrap-servers must be a \"host:port\" string, got " (pr-str (:bootstrap-servers events)))
+                    {:type :herald.feed/config :key [:events :bootstrap-servers] :value (:bootstrap-servers events)})))
+  (let [ns (names events)
+        _ (create-topics! events ns o)
+        st (jperf/view retention-minutes)
+        src (str (java.util.UUID/randomUUID))
+        mb (mailbox/mailbox queue-size)
+        p (producer events)
+        sd (sender/sender mb p (:requests ns) src {:send-ms send-ms :max-age-ms allowed-lateness-ms})
+        consumer (start-consumer! events (:minutes ns) st)
+        admin (Admin/create (client-props events {"default.api.timeout.ms" "5000" "request.timeout.ms" "5000"}))
+        job (submit! o events ns)
+        rt {:sd sd :st st :src src :admin admin :consumer consumer}
+        closed (AtomicBoolean.)]
+    (jperf/recorder
+     st
+     {:record! (fn [entity op us status at]
+                 (mailbox/offer! mb {:entity entity :operation op :us us :status status :at at}))
+      :await (fn [timeout-ms] (await-figures rt timeout-ms))
+      :stats (fn [] (merge {:recorded (mailbox/accepted mb) :queued (mailbox/queued mb)
+                            :late (long (or (get-in (flow/job-metrics job) [:tasks :per-minute :late]) 0))
+                            :unreadable (.get ^AtomicLong (:unreadable consumer))}
+                           (update (sender/stats sd) :dropped + (mailbox/dropped mb))))
+      :close! (fn [timeout-ms]
+                (if (.getAndSet closed true)
+                  true
+                  (let [sent (sender/close! sd timeout-ms)]
+                    (.close p (Duration/ofMillis (long timeout-ms)))
+                    (flow/kill-job job {:timeout-ms (max 1 (long timeout-ms))})
+                    (.set ^AtomicBoolean (:stop consumer) true)
+                    (.wakeup ^KafkaConsumer (:consumer consumer))
+                    (deref (:done consumer) timeout-ms nil)
+                    (.close admin (Duration/ofMillis (long timeout-ms)))
+                    sent)))}
+     o)))

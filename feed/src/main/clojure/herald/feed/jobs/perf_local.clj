@@ -1,0 +1,82 @@
+(ns herald.feed.jobs.perf-local
+  "The per-minute job in-process (`:events {:type :local}`): requests go to the job through a lock-free mailbox, its sink keeps the view and stores closed minutes on disk, read back at start."
+  (:require [herald.feed.jobs :as jobs]
+            [herald.feed.jobs.mailbox :as mailbox]
+            [herald.feed.jobs.minutes :as minutes]
+            [herald.feed.jobs.perf :as jperf]
+            [herald.flow :as flow])
+  (:import (java.util.concurrent.atomic AtomicLong)))
+
+(set! *warn-on-reflection* true)
+
+(defn- log [& xs] (binding [*out* *err*] (apply println "herald.feed.perf:" xs)))
+
+(defn- sink
+  "The `:sink/fn` of the job's output (on its thread): upserts each row, stores the final ones."
+  [st {:keys [dir run ^AtomicLong reflected ^AtomicLong store-errors]}]
+  (fn [rows]
+    (doseq [r rows] (.addAndGet reflected (jperf/upsert! st r)))
+    (when-let [finals (and dir (seq (filter :final? rows)))]
+      (try (minutes/append! dir (map #(assoc % :run run) finals))
+           (catch Exception e
+             (when (= 1 (.incrementAndGet store-errors))
+               (log "storing closed minutes in" dir "failed (counted; first failure logged):" (str e))))))))
+
+(defn- restore!
+  "Loads the stored minutes from `oldest` on into the view (summed over runs); returns how many rows."
+  [st dir ^long oldest]
+  (minutes/prune! dir oldest)
+  (let [rows (minutes/load-rows dir oldest)]
+    (doseq [{:keys [minute entity operation] :as r} rows]
+      (jperf/add-base! st [minute entity operation] (select-keys r [:histogram :statuses])))
+    (when (pos? (long (:skipped (meta rows)))) (log "skipped" (:skipped (meta rows)) "unreadable stored minute lines in" dir))
+    (count rows)))
+
+(defn- late ^long [job]
+  (long (or (get-in (flow/job-metrics job) [:tasks :per-minute :late]) 0)))
+
+(defn- await-view
+  "Waits until every record accepted before the call is reflected in the view or was late. The late
+  count comes from the job's metrics, which are costly to read (interval histograms): it is read again
+  only when the view has not caught up for two publish periods."
+  [{:keys [mb ^AtomicLong reflected ^AtomicLong late-seen publish-ms]} job ^long timeout-ms]
+  (let [target (mailbox/accepted mb)
+        start (System/currentTimeMillis)
+        deadline (+ start timeout-ms)]
+    (loop [checked start]
+      (let [now (System/currentTimeMillis)]
+        (cond (>= (+ (.get reflected) (.get late-seen)) target) true
+              (or (>= now deadline) (some? (flow/await-job job 0))) false     ; timed out, or the job ended
+              (>= (- now checked) (* 2 (long publish-ms))) (do (.set late-seen (late job)) (recur now))
+              :else (do (Thread/sleep 2) (recur checked)))))))
+
+(defn local-recorder
+  "The recorder of `herald.feed.jobs.perf/flow-recorder` (which checks and defaults `opts`) with the job
+  in-process: stores closed minutes under `:dir` (nil: memory only) and serves the stored ones of earlier
+  runs (a minute served by two runs is the sum of both)."
+  [{:keys [dir retention-minutes queue-size clock publish-ms] :as o}]
+  (let [st (jperf/view retention-minutes)
+        rt {:mb (mailbox/mailbox queue-size) :reflected (AtomicLong.) :late-seen (AtomicLong.)
+            :store-errors (AtomicLong.) :publish-ms publish-ms :dir dir :run (str (java.util.UUID/randomUUID))}
+        mb (:mb rt)]
+    (when dir
+      (let [n (restore! st dir (- (quot (long (clock)) 60000) (long retention-minutes)))]
+        (when (pos? n) (log "restored" n "stored minute rows from" dir))))
+    (let [job (jobs/watch! (flow/submit-job (jobs/perf-job o)
+                                            {:inject {:requests {:mailbox/mailbox mb} :minutes {:sink/fn (sink st rt)}}}))]
+      (jperf/recorder
+       st
+       {:record! (fn [entity op us status at]
+                   (mailbox/offer! mb {:entity entity :operation op :us us :status status :at at}))
+        :await (fn [timeout-ms] (await-view rt job timeout-ms))
+        :stats (fn [] {:recorded (mailbox/accepted mb) :dropped (mailbox/dropped mb)
+                       :late (let [n (late job)] (.set ^AtomicLong (:late-seen rt) n) n)
+                       :queued (mailbox/queued mb) :store-errors (.get ^AtomicLong (:store-errors rt))})
+        :close! (fn [timeout-ms]
+                  (mailbox/close! mb)
+                  (let [done (flow/await-job job timeout-ms)]
+                    (when-not (= :completed (:status done))
+                      (log "the per-minute job did not finish in" timeout-ms "ms; its open minutes are lost")
+                      (flow/kill-job job))
+                    (= :completed (:status done))))}
+       o))))

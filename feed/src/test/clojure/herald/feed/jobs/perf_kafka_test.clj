@@ -1,0 +1,119 @@
+(ns herald.feed.jobs.perf-kafka-test
+  "Tests of the per-minute figures cluster-wide on a real in-process KRaft broker: two instances recording the same minutes both show the figures of the union of their requests (merged HdrHistograms), an instance started later shows the past minutes, and a Kafka outage never blocks recording (dropped and counted)."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [herald.feed.jobs.mailbox :as mailbox]
+            [herald.feed.jobs.perf :as jperf]
+            [herald.feed.jobs.perf-sender :as sender]
+            [herald.feed.perf :as perf]
+            [herald.feed.perf-model :as model]
+            [herald.feed.servers.kafka-perf :as kb]
+            [herald.feed.test-util :as u])
+  (:import (org.apache.kafka.clients.producer KafkaProducer)
+           (org.apache.kafka.common.serialization ByteArraySerializer)))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private runs (atom 0))
+
+(defn- events [bootstrap]
+  {:type :kafka :bootstrap-servers bootstrap :topic-prefix (str "perf" (swap! runs inc) "-" (System/currentTimeMillis) ".")})
+
+(defn- records
+  "Deterministic pseudo-random request records over 3 minutes from `start-ms`, in time order."
+  [n start-ms]
+  (let [rnd (java.util.Random. 7)
+        ops [[:outbound :post] [:inbound :get] [:participant :get]]]
+    (sort-by peek
+             (for [_ (range n)]
+               (let [[e op] (nth ops (.nextInt rnd (count ops)))]
+                 [e op (* 1000 (+ 50 (.nextInt rnd 100000))) (if (zero? (.nextInt rnd 25)) 500 200)
+                  (+ start-ms (.nextInt rnd 180000))])))))
+
+(defn- record-all! [r recs] (doseq [[e op nanos status at] recs] (perf/record! r e op nanos status at)))
+
+(def ^:private lateness
+  "The test replays three past minutes at once, from two instances: every batch must still count."
+  600000)
+
+(defn- recorder [ev dir]
+  (jperf/flow-recorder {:events ev :data-dir dir :publish-ms 100 :send-ms 100 :sync-wait-ms 30000
+                        :allowed-lateness-ms lateness}))
+
+(deftest two-instances-show-the-cluster-minutes-and-a-later-one-the-past-ones
+  (kb/with-broker bootstrap
+    (let [ev (events bootstrap)
+          dirs (vec (repeatedly 3 #(u/temp-dir "herald-perf-kafka")))
+          start (* 60000 (- (quot (System/currentTimeMillis) 60000) 5))
+          recs (records 3000 start)
+          [mine theirs] [(take-nth 2 recs) (take-nth 2 (rest recs))]
+          clock #(System/currentTimeMillis)
+          a (recorder ev (dirs 0))
+          b (recorder ev (dirs 1))]
+      (try
+        (record-all! a mine)
+        (record-all! b theirs)
+        (testing "each instance's view shows the merged figures of both instances' requests"
+          (is (true? (perf/await-recorded a 60000)))
+          (is (true? (perf/await-recorded b 60000)))
+          (is (true? (perf/await-recorded a 60000)) "a reads what b's batches made")
+          (let [expected (model/views (model/model recs clock lateness))]
+            (is (= 9 (count (:figures expected))) "3 minutes x 3 entity-operations")
+            (is (= expected (model/views a)))
+            (is (= expected (model/views b)))))
+        (is (= {:recorded 1500 :dropped 0} (select-keys (perf/recorder-stats a) [:recorded :dropped])))
+        (finally (is (true? (perf/close-recorder! a 20000))) (is (true? (perf/close-recorder! b 20000)))))
+      (testing "an instance started later serves the past minutes from Kafka, and adds to them"
+        (let [c (recorder ev (dirs 2))
+              one-more [:outbound :post 3000000 200 (+ start 150000)]]
+          (try
+            (is (true? (perf/await-recorded c 60000)))
+            (is (= (model/views (model/model recs clock lateness)) (model/views c)))
+            (record-all! c [one-more])
+            (is (true? (perf/await-recorded c 60000)))
+            (is (= (:figures (model/views (model/model (conj (vec recs) one-more) clock lateness))) (vec (perf/figures c nil nil)))
+                "the window state survived the application's restart: the newest minute is the sum")
+            (finally (perf/close-recorder! c 20000)))))
+      (run! u/delete-tree! dirs))))
+
+(deftest a-minute-closes-when-the-clusters-watermark-passes-it
+  (kb/with-broker bootstrap
+    (let [dir (u/temp-dir "herald-perf-kafka")
+          start (* 60000 (- (quot (System/currentTimeMillis) 60000) 3))
+          ;; the clock never closes a minute here: only the job's final rows can
+          r (jperf/flow-recorder {:events (events bootstrap) :data-dir dir :publish-ms 100 :send-ms 100
+                                  :sync-wait-ms 30000 :allowed-lateness-ms 1000 :clock (constantly start)})]
+      (try
+        (perf/record! r :inbound :get 2000000 200 (+ start 1000))
+        (is (true? (perf/await-recorded r 60000)))
+        (is (= [[1 false]] (map (juxt :count :closed) (perf/figures r nil nil))) "open figures first")
+        (perf/record! r :inbound :get 3000000 404 (+ start 62000))
+        (is (true? (perf/await-recorded r 60000)))
+        (is (= [[1 0 true] [1 1 false]] (map (juxt :count :errors :closed) (perf/figures r nil nil)))
+            "the next minute's request, more than the lateness after the first minute's end, closed it")
+        (finally (perf/close-recorder! r 20000) (u/delete-tree! dir))))))
+
+(deftest recording-never-waits-for-kafka
+  (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))
+        p (KafkaProducer. (doto (java.util.Properties.)
+                            (.putAll {"bootstrap.servers" (str "127.0.0.1:" port) "max.block.ms" "200"
+                                      "reconnect.backoff.max.ms" "10000"}))
+                          (ByteArraySerializer.) (ByteArraySerializer.))
+        mb (mailbox/mailbox 1000)
+        lines (atom [])
+        sd (sender/sender mb p "nowhere" "src" {:send-ms 20 :max-age-ms 0 :log (fn [& xs] (swap! lines conj (str/join " " xs)))})
+        at (- (System/currentTimeMillis) 120000)
+        t0 (System/nanoTime)]
+    (try
+      (dotimes [i 5000] (mailbox/offer! mb {:entity :outbound :operation :post :us i :status 200 :at at}))
+      (let [per-record-us (/ (- (System/nanoTime) t0) 5000 1000.0)]
+        (is (< per-record-us 50.0) (str "recording took " per-record-us " us a record with Kafka down")))
+      (let [deadline (+ (System/currentTimeMillis) 20000)]
+        (while (and (< (:dropped (sender/stats sd)) (- 5000 (mailbox/dropped mb))) (< (System/currentTimeMillis) deadline))
+          (Thread/sleep 50)))
+      (testing "what the mailbox took is dropped and counted once it is too old to send; the rest was refused"
+        (is (= 5000 (+ (:dropped (sender/stats sd)) (mailbox/dropped mb)))))
+      (Thread/sleep 1500)
+      (testing "one log line for the outage, not one per record or per try"
+        (is (= 1 (count (filter #(str/includes? % "cannot reach Kafka") @lines))) (pr-str @lines)))
+      (finally (sender/close! sd 1000) (.close p (java.time.Duration/ofMillis 100))))))

@@ -1,0 +1,178 @@
+(ns herald.flow.kafka-output-test
+  "Plugin outputs on :kafka-streams: batches reach -write!, -flush! runs before every commit (committed offsets never pass an unflushed segment), and a job killed cleanly or stopped uncleanly loses no segment when resubmitted."
+  (:require [clojure.test :refer [deftest is testing]]
+            [herald.flow :as flow]
+            [herald.flow.kafka-broker :as kb]
+            [herald.flow.kafka-support :as ks]
+            [herald.flow.impl.retry :as retry]
+            [clojure.string :as str]
+            [herald.flow.spi :as spi])
+  (:import (java.util Properties)
+           (java.util.concurrent TimeUnit)
+           (org.apache.kafka.clients.admin Admin OffsetSpec)
+           (org.apache.kafka.clients.consumer OffsetAndMetadata)))
+
+(set! *warn-on-reflection* true)
+
+(defn durable-output
+  "An output like a store that loses what was written but not flushed when its process dies: `-write!`
+  buffers, `-flush!` moves the buffer into the atom `:sink/durable` (a vector), close drops the buffer.
+  `:sink/batches` (an atom) gets the size of every write."
+  [task]
+  (let [durable (spi/option task :sink/durable #(instance? clojure.lang.IAtom %) "an atom")
+        batches (:sink/batches task)
+        buf (atom [])]
+    (reify spi/Output
+      (-write! [_ segs] (some-> batches (swap! conj (count segs))) (swap! buf into segs))
+      (-flush! [_] (let [b @buf] (reset! buf []) (swap! durable into b)))
+      (-close-output! [_] (reset! buf [])))))
+
+(defn flaky-output
+  "A `durable-output` whose writes throw until the time in the atom `:sink/down-until` (epoch ms); counts
+  its constructions in the atom `:sink/built`."
+  [task]
+  (let [out (durable-output task) down-until (:sink/down-until task)]
+    (swap! (:sink/built task) inc)
+    (reify spi/Output
+      (-write! [_ segs]
+        (when (< (System/currentTimeMillis) (long @down-until)) (throw (ex-info "store down" {})))
+        (spi/-write! out segs))
+      (-flush! [_] (spi/-flush! out))
+      (-close-output! [_] (spi/-close-output! out)))))
+
+(def crash-after
+  "Records the :tag task processes before it crashes (nil: never)."
+  (atom nil))
+
+(def crash-calls
+  "Hooks whose after-batch throws once `crash-after` records went by: the stream thread dies and its tasks
+  close dirty (no commit), as in a crash of the process."
+  {:lifecycle/after-batch (fn [_ _] (when (some-> (swap! crash-after #(some-> % dec)) (<= 0)) (throw (ex-info "simulated crash" {}))) nil)})
+
+(defn tag [seg] (assoc seg :seen true))
+
+(def job
+  {:job/name :plugin-out
+   :workflow [[:in :tag] [:tag :out]]
+   :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}
+             {:task/name :tag :task/type :function :task/fn :herald.flow.kafka-output-test/tag}
+             {:task/name :out :task/type :output :task/plugin :herald.flow.kafka-output-test/durable-output}]
+   :lifecycles [{:lifecycle/task :tag :lifecycle/calls :herald.flow.kafka-output-test/crash-calls}]})
+
+(defn- committed
+  "The sum of application `app`'s committed offsets (records of its input committed as processed)."
+  ^long [^Admin admin app]
+  (let [m (.get (.partitionsToOffsetAndMetadata (.listConsumerGroupOffsets admin ^String app)) 10 TimeUnit/SECONDS)]
+    (reduce + 0 (for [[_ ^OffsetAndMetadata o] m :when o] (.offset o)))))
+
+(defn- ids [segs] (set (map :id segs)))
+
+(defn- await-count [a n timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
+    (loop [] (when (and (< (count (ids @a)) n) (< (System/currentTimeMillis) deadline)) (Thread/sleep 20) (recur)))
+    (count (ids @a))))
+
+(defn- opts [bootstrap app topics durable extra]
+  (-> (ks/kafka-opts bootstrap app topics (merge {:processing-guarantee :at-least-once} (:kafka extra)))
+      (assoc :checkpoint-interval-ms (:commit-ms extra 100))
+      (assoc-in [:inject :out] (merge {:sink/durable durable} (:out extra)))))
+
+(deftest ^:integration flush-runs-before-every-commit
+  (kb/with-broker bootstrap
+    (let [app (ks/fresh-prefix) topics {:in (str app ".in")}
+          durable (atom []) batches (atom [])
+          _ (kb/create-topics! bootstrap (vals topics) 2)
+          ;; big batches and a long timeout: segments are written only when a commit comes (or a batch fills)
+          h (flow/submit-job job (opts bootstrap app topics durable
+                                       {:out {:task/batch-size 400 :task/batch-timeout-ms 600000 :sink/batches batches}}))
+          samples (atom [])]
+      (try
+        (with-open [admin (Admin/create (doto (Properties.) (.put "bootstrap.servers" bootstrap)))]
+          (let [sampler (future (while (not (Thread/interrupted))
+                                  ;; committed first, flushed after: committed <= flushed must hold at every sample
+                                  (let [c (committed admin app) d (count @durable)]
+                                    (swap! samples conj [c d])
+                                    (Thread/sleep 10))))]
+            (doseq [chunk (partition-all 100 (for [i (range 3000)] {:id i}))]
+              (kb/produce! bootstrap (:in topics) chunk)
+              (Thread/sleep 30))
+            (is (= 3000 (await-count durable 3000 60000)) "every segment was written and flushed")
+            (Thread/sleep 500)
+            (future-cancel sampler)
+            (let [s @samples]
+              (is (every? (fn [[c d]] (<= c d)) s) (str "committed offsets passed unflushed segments: " (remove (fn [[c d]] (<= c d)) s)))
+              (is (some (fn [[c _]] (< 0 c 3000)) s) "the sampler saw commits in the middle of the stream")
+              (is (< 1 (count (set (map first s)))) "several commits"))
+            (is (every? #(<= 1 % 400) @batches) "writes are batches of at most :task/batch-size")
+            (is (< (count @batches) 3000) "segments were gathered into batches")
+            (is (= 3000 (get-in (flow/job-metrics h) [:tasks :out :segments-in])))))
+        (finally (flow/kill-job h))))))
+
+(deftest ^:integration kill-and-unclean-stop-lose-no-segment
+  (kb/with-broker bootstrap
+    (let [app (ks/fresh-prefix) topics {:in (str app ".in")}
+          durable (atom [])
+          submit #(flow/submit-job job (opts bootstrap app topics durable {:out {:task/batch-size 50} :commit-ms 300}))
+          produce! (fn [from to] (kb/produce! bootstrap (:in topics) (for [i (range from to)] {:id i})))
+          n 4000]
+      (kb/create-topics! bootstrap (vals topics) 2)
+      (reset! crash-after nil)
+      (produce! 0 1000)
+      (testing "kill-job mid-stream: it commits, so what it committed was flushed"
+        (let [h (submit)]
+          (future (produce! 1000 2000))
+          (await-count durable 300 60000)
+          (is (= :killed (:status (flow/kill-job h))))))
+      (testing "an unclean stop (the stream thread dies; no commit; unflushed writes dropped)"
+        (produce! 2000 3000)
+        (reset! crash-after 300)
+        (let [h (submit)]
+          (is (= :failed (:status (flow/await-job h 60000))))
+          (is (< (count (ids @durable)) 3000) "the crash came mid-stream")))
+      (testing "resubmitted: every input segment reaches the output at least once"
+        (reset! crash-after nil)
+        (produce! 3000 n)
+        (let [h (submit)]
+          (try
+            (is (= n (await-count durable n 90000)))
+            (is (= (set (range n)) (ids @durable)))
+            (is (every? :seen @durable))
+            (finally (flow/kill-job h))))))))
+
+(deftest ^:integration retries-outlast-max-poll-interval-by-replacing-the-thread
+  (kb/with-broker bootstrap
+    (let [app (ks/fresh-prefix) topics {:in (str app ".in")}
+          durable (atom []) built (atom 0) lines (atom [])
+          down-until (atom Long/MAX_VALUE)
+          n 500]
+      (kb/create-topics! bootstrap (vals topics) 2)
+      (kb/produce! bootstrap (:in topics) (for [i (range n)] {:id i}))
+      (with-redefs [retry/log-line! (fn [s] (swap! lines conj s))]
+        (testing "a store down for longer than half of max.poll.interval.ms: the thread is replaced, nothing is lost"
+          (let [h (flow/submit-job (assoc-in job [:catalog 2 :task/plugin] :herald.flow.kafka-output-test/flaky-output)
+                                   (opts bootstrap app topics durable
+                                         {:out {:sink/down-until down-until :sink/built built :output/retries :forever
+                                                :output/backoff-ms 200 :output/backoff-max-ms 1000}
+                                          :kafka {:config {"max.poll.interval.ms" 6000}}}))]
+            (try
+              (reset! down-until (+ (System/currentTimeMillis) 8000))
+              (is (= n (await-count durable n 90000)))
+              (is (= (set (range n)) (ids @durable)))
+              (is (nil? (flow/await-job h 10)) "the job still runs")
+              (is (> @built 2) "stream tasks were closed and built again on a new thread (2 partitions: 2 at the start)")
+              (let [m (get-in (flow/job-metrics h) [:tasks :out])]
+                (is (pos? (:write-failures m)))
+                (is (false? (:failing? m))))
+              (is (= 1 (count (filter #(str/includes? % "failing, retrying (forever") @lines))) (pr-str @lines))
+              (is (<= 1 (count (filter #(str/includes? % "writing again") @lines)) 2)
+                  "one line when it works again (per stream task that was failing)")
+              (finally (flow/kill-job h))))))
+      (testing "past :output/retries the job fails"
+        (reset! down-until Long/MAX_VALUE)
+        (kb/produce! bootstrap (:in topics) [{:id n}])
+        (let [h (flow/submit-job (assoc-in job [:catalog 2 :task/plugin] :herald.flow.kafka-output-test/flaky-output)
+                                 (opts bootstrap (ks/fresh-prefix) topics (atom [])
+                                       {:out {:sink/down-until down-until :sink/built built :output/retries 2 :output/backoff-ms 50}}))
+              st (flow/await-job h 60000)]
+          (is (= :failed (:status st)))
+          (is (= "store down" (some->> (:error st) (iterate #(.getCause ^Throwable %)) (take-while some?) ^Throwable (last) (.getMessage)))))))))

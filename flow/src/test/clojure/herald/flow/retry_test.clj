@@ -1,0 +1,70 @@
+(ns herald.flow.retry-test
+  "Output retries in-process: a failing output is retried with a doubling backoff and logs one line when it starts failing and one when it works again; past :output/retries the job fails; the keys are validated."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [herald.flow :as flow]
+            [herald.flow.impl.retry :as retry]))
+
+(set! *warn-on-reflection* true)
+
+(defn- job [out-extra]
+  {:job/name :retrying
+   :workflow [[:in :out]]
+   :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input :task/batch-size 10}
+             (merge {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/fn-output} out-extra)]})
+
+(defn- flaky
+  "A sink fn that throws on its first `n` calls, then appends to `got`; `calls` gets each call's time."
+  [n got calls]
+  (fn [segs]
+    (swap! calls conj (System/currentTimeMillis))
+    (when (<= (count @calls) n) (throw (ex-info "store down" {})))
+    (swap! got into segs)))
+
+(defn- run [out-extra sink]
+  (let [lines (atom [])]
+    (with-redefs [retry/log-line! (fn [s] (swap! lines conj s))]
+      (let [h (flow/submit-job (job out-extra) {:inject {:in {:seq/segments (map #(hash-map :n %) (range 50))}
+                                                         :out {:sink/fn sink}}})
+            st (flow/await-job h 20000)]
+        {:status st :lines @lines :metrics (get-in (flow/job-metrics h) [:tasks :out])}))))
+
+(deftest a-failing-output-is-retried-with-a-doubling-backoff
+  (let [got (atom []) calls (atom [])
+        {:keys [status lines metrics]} (run {:output/retries 5 :output/backoff-ms 40 :output/backoff-max-ms 100}
+                                            (flaky 4 got calls))]
+    (is (= :completed (:status status)))
+    (is (= (range 50) (map :n @got)) "every segment written once the store is back, in order")
+    (let [gaps (map - (rest @calls) @calls)]
+      (is (every? (fn [[g want]] (<= want g (+ want 400))) (map vector (take 4 gaps) [40 80 100 100]))
+          (str "waits 40, 80, then capped at 100 ms: " (vec gaps))))
+    (testing "one line when writes start failing, one when they work again"
+      (is (= 2 (count lines)) (pr-str lines))
+      (is (str/includes? (first lines) "output :out of job :retrying failing, retrying (up to 5 times, first wait 40 ms)"))
+      (is (str/includes? (second lines) "writing again after 4 failed attempts")))
+    (is (= {:write-failures 4 :failing? false} (select-keys metrics [:write-failures :failing?])))))
+
+(deftest past-its-retries-the-job-fails
+  (let [{:keys [status lines]} (run {:output/retries 2 :output/backoff-ms 5} (flaky 1000 (atom []) (atom [])))]
+    (is (= :failed (:status status)))
+    (is (= "store down" (ex-message (:error status))) "the write's own exception, as without retries")
+    (is (= 2 (count lines)))
+    (is (str/includes? (last lines) "gave up after 2 retries")))
+  (testing "without :output/retries a failing write fails the job at once, with no log line"
+    (let [{:keys [status lines]} (run {} (flaky 1000 (atom []) (atom [])))]
+      (is (= :failed (:status status)))
+      (is (empty? lines)))))
+
+(deftest retry-keys-are-validated
+  (let [refusal (fn [extra] (try (flow/validate (job extra)) nil (catch clojure.lang.ExceptionInfo e (ex-data e))))]
+    (is (nil? (refusal {:output/retries :forever})))
+    (is (nil? (refusal {:output/retries 0 :output/backoff-ms 1 :output/backoff-max-ms 1})))
+    (is (= [:output/retries -1] ((juxt :key :value) (refusal {:output/retries -1}))))
+    (is (= [:output/retries :always] ((juxt :key :value) (refusal {:output/retries :always}))))
+    (is (str/includes? (:hint (refusal {:output/retries :always})) "a non-negative integer or :forever"))
+    (is (= :output/backoff-ms (:key (refusal {:output/backoff-ms 0}))))
+    (is (= :output/backoff-max-ms (:key (refusal {:output/backoff-ms 500 :output/backoff-max-ms 100}))))
+    (is (= [:output/retrys "did you mean :output/retries?"] ((juxt :key :hint) (refusal {:output/retrys 3}))) "a typo is named")
+    (is (= :output/retries (:key (try (flow/validate (update-in (job {}) [:catalog 0] assoc :output/retries 1)) nil
+                                      (catch clojure.lang.ExceptionInfo e (ex-data e)))))
+        "outputs only")))
