@@ -5,11 +5,12 @@
 # `herald-load feed` (closed-loop users, no think time), while a probe measures, from a post's acknowledgement, when
 # it is visible in a friend's inbound feed (fan-out lag) and in search (search lag). CPU time of every process
 # (/proc/PID/stat utime+stime, process trees summed: PostgreSQL's backends) is taken before and after the measured
-# run. Prints, per instance count, the CPU per process, then last:
+# run (from the load's first progress line to its exit). Prints, per instance count, the CPU per process (seconds,
+# cores, microseconds per post), then last:
 #   feed_scale instances=<n> posts_per_s=<n> p99_ms=<x> fanout_lag_p99_ms=<x> search_lag_p99_ms=<x> cpu_us_per_post=<x>
 # p99_ms: every request of the mix, client side, through the balancer; cpu_us_per_post: the CPU time of every
-# cluster process (not the load generator's) during the measured run divided by the posts acknowledged in it (so it
-# carries the participants, friendships and searches of the mix too). The load generator, the probe and every server
+# cluster process (not the load generator's) per second of the window, divided by the posts acknowledged per second
+# of the run (so it carries the participants, friendships and searches of the mix too). The load generator, the probe and every server
 # share this machine's cores (nothing is pinned). A benchmark, not a test: run it by hand on a quiet machine.
 # Environment (defaults in brackets): INSTANCES ["1 3"], USERS [32], DURATION [30] measured seconds, WARMUP [30]
 # seconds (per instance count), SEARCH_SHARE [0.1], PROBE_MS [250] between probe posts, DIR [a new temporary
@@ -126,32 +127,35 @@ for n in $INSTANCES; do
   run_load "$PORT" "$WARMUP" "$W/warmup.json" || die "herald-load failed: $(tail -3 "$W/warmup.json.err")"
   LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
   log "measuring ${DURATION}s (load average before: $LOAD_BEFORE)"
-  cpu_snapshot >"$W/cpu0"
+  # the CPU window opens at the load's first progress line (its JVM is up and sending) and closes when it exits
+  run_load "$PORT" "$DURATION" "$W/run.json" & LOAD=$!
+  until grep -q '"type":"interval"' "$W/run.json" 2>/dev/null || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
+  T0=$(date +%s.%N); cpu_snapshot >"$W/cpu0"
   probe "http://127.0.0.1:$PORT" "$DURATION" "$W/probe.json" & PROBE=$!
-  run_load "$PORT" "$DURATION" "$W/run.json" || die "herald-load failed: $(tail -3 "$W/run.json.err")"
-  cpu_snapshot >"$W/cpu1"
+  wait "$LOAD" || die "herald-load failed: $(tail -3 "$W/run.json.err")"
+  cpu_snapshot >"$W/cpu1"; T1=$(date +%s.%N)
   wait "$PROBE" || die "the lag probe failed"
   read -r POSTS SECS P99 POST_P99 ERRORS < <(figures "$W/run.json")
   CLK=$(getconf CLK_TCK)
-  # CPU per process, then the line
-  CPU=$(join <(sort "$W/cpu0") <(sort "$W/cpu1") | awk -v clk="$CLK" -v posts="$POSTS" -v n="$n" '
+  # CPU per process as a rate over the window, per post at the run's post rate; then the line
+  CPU=$(join <(sort "$W/cpu0") <(sort "$W/cpu1") | awk -v clk="$CLK" -v posts="$POSTS" -v secs="$SECS" -v n="$n" -v t0="$T0" -v t1="$T1" '
+    function per_post(d) { return (posts > 0) ? d / (t1 - t0) / (posts / secs) * 1e6 : 0 }
     { d = ($3 - $2) / clk; tot += d; name = $1; if (name ~ /^instance-/) { inst += d }
-      printf "feed_scale_cpu instances=%d process=%s cpu_s=%.2f us_per_post=%.1f\n", n, name, d, d * 1e6 / (posts > 0 ? posts : 1) }
-    END { printf "feed_scale_cpu instances=%d process=all-instances cpu_s=%.2f us_per_post=%.1f\n", n, inst, inst * 1e6 / (posts > 0 ? posts : 1)
-          printf "TOTAL %.6f\n", tot }')
-  TOTAL=$(awk '$1 == "TOTAL" { print $2 }' <<<"$CPU")
+      printf "feed_scale_cpu instances=%d process=%s cpu_s=%.2f cores=%.2f us_per_post=%.1f\n", n, name, d, d / (t1 - t0), per_post(d) }
+    END { printf "feed_scale_cpu instances=%d process=all-instances cpu_s=%.2f cores=%.2f us_per_post=%.1f\n", n, inst, inst / (t1 - t0), per_post(inst)
+          printf "TOTAL %.1f %.2f\n", per_post(tot), tot / (t1 - t0) }')
+  read -r CPU_US CORES < <(awk '$1 == "TOTAL" { print $2, $3 }' <<<"$CPU")
   grep -v '^TOTAL' <<<"$CPU"
   read -r FAN_P99 SEARCH_P99 PROBE_INFO < <(python3 -c '
 import json, sys; p = json.load(open(sys.argv[1]))
 print(p["fanout_p99"], p["search_p99"], "samples=%s unseen_in_30s=%s fanout_p50=%s fanout_max=%s search_p50=%s search_max=%s" % (
       p["samples"], p["unseen_in_30s"], p["fanout_p50"], p["fanout_max"], p["search_p50"], p["search_max"]))' "$W/probe.json")
   POSTS_S=$(awk -v p="$POSTS" -v s="$SECS" 'BEGIN { printf "%.0f", p / s }')
-  CPU_US=$(awk -v t="$TOTAL" -v p="$POSTS" 'BEGIN { printf "%.1f", t * 1e6 / (p > 0 ? p : 1) }')
-  log "instances=$n posts=$POSTS in ${SECS}s, post p99 ${POST_P99} ms, errors $ERRORS, probe: $PROBE_INFO, load average before $LOAD_BEFORE, commit $COMMIT"
+  log "instances=$n posts=$POSTS in ${SECS}s, post p99 ${POST_P99} ms, errors $ERRORS, cluster CPU $CORES cores, probe: $PROBE_INFO, load average before $LOAD_BEFORE, commit $COMMIT"
   LINE="feed_scale instances=$n posts_per_s=$POSTS_S p99_ms=$P99 fanout_lag_p99_ms=$FAN_P99 search_lag_p99_ms=$SEARCH_P99 cpu_us_per_post=$CPU_US"
   SUMMARY+=("$LINE")
   if [ -n "$RESULTS" ]; then
-    { echo "$(date -u +%FT%TZ) commit=$COMMIT users=$USERS duration_s=$DURATION warmup_s=$WARMUP loadavg_before=$LOAD_BEFORE errors=$ERRORS post_p99_ms=$POST_P99 $PROBE_INFO"
+    { echo "$(date -u +%FT%TZ) commit=$COMMIT users=$USERS duration_s=$DURATION warmup_s=$WARMUP loadavg_before=$LOAD_BEFORE errors=$ERRORS post_p99_ms=$POST_P99 cluster_cores=$CORES $PROBE_INFO"
       grep -v '^TOTAL' <<<"$CPU"; echo "$LINE"; } >>"$RESULTS"
   fi
 done
