@@ -4,8 +4,8 @@
 # instance count (1, then 3 on the same servers) warms up and drives the reference mix through the balancer with
 # `herald-load feed` (closed-loop users, no think time), while a probe measures, from a post's acknowledgement, when
 # it is visible in a friend's inbound feed (fan-out lag) and in search (search lag). CPU time of every process
-# (/proc/PID/stat utime+stime, process trees summed: PostgreSQL's backends) is taken before and after the measured
-# run (from the load's first progress line to its exit). Prints, per instance count, the CPU per process (seconds,
+# (/proc/PID/stat utime+stime, process trees summed: PostgreSQL's backends) is taken over the measured run (from the
+# load's first progress line to the one that ends its run). Prints, per instance count, the CPU per process (seconds,
 # cores, microseconds per post), then last:
 #   feed_scale instances=<n> posts_per_s=<n> p99_ms=<x> fanout_lag_p99_ms=<x> search_lag_p99_ms=<x> cpu_us_per_post=<x>
 # p99_ms: every request of the mix, client side, through the balancer; cpu_us_per_post: the CPU time of every
@@ -127,13 +127,16 @@ for n in $INSTANCES; do
   run_load "$PORT" "$WARMUP" "$W/warmup.json" || die "herald-load failed: $(tail -3 "$W/warmup.json.err")"
   LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
   log "measuring ${DURATION}s (load average before: $LOAD_BEFORE)"
-  # the CPU window opens at the load's first progress line (its JVM is up and sending) and closes when it exits
+  # the CPU window opens at the load's first progress line (its JVM is up and sending, ~1 s in) and closes at the
+  # progress line that ends the run (the generator may take a while to exit after it)
   run_load "$PORT" "$DURATION" "$W/run.json" & LOAD=$!
-  until grep -q '"type":"interval"' "$W/run.json" 2>/dev/null || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
+  last_t() { grep -o '"t":[0-9.]*' "$W/run.json" 2>/dev/null | tail -1 | cut -d: -f2; }
+  until [ -n "$(last_t)" ] || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
   T0=$(date +%s.%N); cpu_snapshot >"$W/cpu0"
   probe "http://127.0.0.1:$PORT" "$DURATION" "$W/probe.json" & PROBE=$!
-  wait "$LOAD" || die "herald-load failed: $(tail -3 "$W/run.json.err")"
+  until awk -v t="$(last_t)" -v d="$DURATION" 'BEGIN { exit !(t + 0.3 >= d) }' || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
   cpu_snapshot >"$W/cpu1"; T1=$(date +%s.%N)
+  wait "$LOAD" || die "herald-load failed: $(tail -3 "$W/run.json.err")"
   wait "$PROBE" || die "the lag probe failed"
   read -r POSTS SECS P99 POST_P99 ERRORS < <(figures "$W/run.json")
   CLK=$(getconf CLK_TCK)
