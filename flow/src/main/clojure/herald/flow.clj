@@ -17,6 +17,8 @@
             [herald.flow.impl.metrics :as metrics]
             [herald.flow.impl.model :as model]
             [herald.flow.impl.plan]
+            [herald.flow.impl.progress :as progress]
+            [herald.flow.impl.push :as push]
             [herald.flow.impl.retry :as retry]
             [herald.flow.impl.runtime :as runtime]
             [herald.flow.impl.types :as t]
@@ -158,6 +160,71 @@
   (if (kafka? handle)
     (update-vals (:tasks (job-metrics handle)) #(select-keys % [:segments-in :segments-out :batches :errors :late]))
     (update-vals (:metrics handle) metrics/counters)))
+
+(defn await-caught-up
+  "Blocks until the job has caught up with what its inputs had accepted when this was called; true then,
+  false when `timeout-ms` passes first (or the job ends otherwise than completed).
+
+  In-process: once every segment accepted before the call (a `push!` that returned true, a record appended
+  to a `log-input`'s log) has been read, processed by every task, written by the outputs and flushed
+  (`-flush!`): the inputs first read up to where their sources were, then an epoch barrier passes through
+  every thread, each flushing its outputs (with a `:data-dir` that epoch is also a snapshot). A segment that
+  only went into a window counts once the window has it (what a trigger emits later does not). Inputs that
+  cannot tell how far their source goes (`seq-input`, `queue-input`) count with what they had read. A
+  completed job has caught up. Latency: about the inputs' `:task/batch-timeout-ms` when idle.
+
+  On `:kafka-streams`: once the application's committed offsets reach the end offsets the input topics had
+  at the call (every partition, every instance of the application), then, per level of regrouping, the
+  end offsets of its repartition topics; plugin outputs flush before every commit, so what the offsets
+  cover is written. Needs the brokers (an Admin client); a commit comes every `:checkpoint-interval-ms`."
+  [handle timeout-ms]
+  (if (kafka? handle)
+    ((kafka 'await-caught-up) handle (long timeout-ms))
+    (progress/await-caught-up handle (long timeout-ms))))
+
+(defn- push-input!
+  "The push input of task `task` of `handle`, or an ex-info naming what is wrong."
+  [handle task]
+  (let [in (get-in handle [:inputs task])]
+    (when-not (push/push-input? in)
+      (throw (ex-info (str "Task " (pr-str task) " of job " (get-in handle [:job :job/name]) " is not a "
+                           ":herald.flow.plugin/push-input running in-process")
+                      {:type :herald.flow/not-a-push-input :task task})))
+    in))
+
+(defn push!
+  "Pushes `segment` (a map) into the running job's push input `task` (`:task/plugin
+  :herald.flow.plugin/push-input`). Waits while its buffer is full (backpressure), at most `timeout-ms`
+  (default: as long as the job runs); returns true when the segment was accepted, false when the buffer
+  stayed full until the timeout (with 0: at once; such a refusal is counted as `:dropped`). Throws ex-info
+  `:herald.flow/input-closed` after `close-input!`, `:herald.flow/job-not-running` (with `:status`) once
+  the job has ended, `:herald.flow/not-a-push-input` for another task. Any thread may push; a push takes no
+  lock and wakes no thread."
+  ([handle task segment] (push! handle task segment Long/MAX_VALUE))
+  ([handle task segment timeout-ms]
+   (let [in (push-input! handle task)
+         done (get-in handle [:coord :done])
+         r (push/push! in segment (long timeout-ms) #(not (realized? done)))]
+     (case r
+       :added true
+       :full false
+       (if (realized? done)
+         (throw (ex-info (str "Job " (get-in handle [:job :job/name]) " is not running (" (name (:status @done)) ")")
+                         {:type :herald.flow/job-not-running :status (:status @done) :task task}))
+         (throw (ex-info (str "Input " (pr-str task) " of job " (get-in handle [:job :job/name]) " is closed")
+                         {:type :herald.flow/input-closed :task task})))))))
+
+(defn close-input!
+  "Ends push input `task`: further pushes throw, and the input ends once it has handed on what it holds (the
+  job completes when all its inputs have ended and it drained)."
+  [handle task]
+  (push/close! (push-input! handle task)))
+
+(defn push-stats
+  "`{:accepted :dropped :queued :capacity}` of push input `task`: segments accepted so far, pushes refused
+  (full at their timeout), segments waiting in the buffer, its capacity."
+  [handle task]
+  (push/stats (push-input! handle task)))
 
 (defn open-log
   "The durable local log in directory `dir` (shared by every caller in this JVM), for a service to append to

@@ -113,13 +113,27 @@
                     {:type :herald.feed/config :key path :value v}))))
 
 (defn deep-merge
-  "Merges maps recursively; later values win, nil values in later maps are ignored."
+  "Merges maps recursively; later values win, nil values in later maps are ignored. A map that names another
+  `:type` than the map it lands on replaces it whole: a backend's options are not another backend's
+  (`{:search {:type :memory}}` over `{:search {:type :opensearch :url ..}}` is `{:search {:type :memory}}`)."
   [& ms]
   (apply merge-with
-         (fn [a b] (cond (and (map? a) (map? b)) (deep-merge a b)
+         (fn [a b] (cond (and (map? a) (map? b))
+                         (if (and (contains? b :type) (not= (:type a) (:type b))) b (deep-merge a b))
                          (nil? b) a
                          :else b))
          ms))
+
+(defn- read-raw [source text?]
+  (let [text (if text? source (slurp (or (when (string? source) (io/resource source)) source)))
+        raw (try (edn/read-string {:readers readers} text)
+                 (catch clojure.lang.ExceptionInfo e (throw e))
+                 (catch Exception e
+                   (throw (ex-info (str "config is not valid EDN: " (.getMessage e))
+                                   {:type :herald.feed/config} e))))]
+    (when-not (map? raw)
+      (throw (ex-info "config must be an EDN map" {:type :herald.feed/config})))
+    raw))
 
 (defn read-config
   "Reads an EDN config from `source` (anything clojure.java.io/reader takes, or a string of EDN
@@ -137,14 +151,7 @@
   `#profile` map names is an ex-info naming `:profile`."
   ([source] (read-config source {}))
   ([source {:keys [profile env] text? :string? :or {env (System/getenv)}}]
-   (let [text (if text? source (slurp (or (when (string? source) (io/resource source)) source)))
-         raw (try (edn/read-string {:readers readers} text)
-                  (catch clojure.lang.ExceptionInfo e (throw e))
-                  (catch Exception e
-                    (throw (ex-info (str "config is not valid EDN: " (.getMessage e))
-                                    {:type :herald.feed/config} e))))
-         _ (when-not (map? raw)
-             (throw (ex-info "config must be an EDN map" {:type :herald.feed/config})))
+   (let [raw (read-raw source text?)
          file-profile (resolve-tags (:profile raw) nil env)
          active (keyword (or profile file-profile :embedded))
          _ (check-profile! active raw)]
@@ -152,12 +159,56 @@
          resolve-refs
          (assoc :profile active)))))
 
+(defn read-overlay
+  "Reads the overlay EDN file `path` for the active `profile`: a map deep-merged over the config (see
+  `deep-merge`), with the same tags (`#ref` paths point into the overlay). It holds only what it changes, in
+  the keys of the resolved config (`{:store {:search {:type :memory}}}`); it cannot set `:profile`."
+  [path profile env]
+  (when-not (.isFile (io/file path))
+    (throw (ex-info (str "config overlay " path " does not exist") {:type :herald.feed/config :key :overlay :path path})))
+  (let [raw (try (read-raw (io/file path) false)
+                 (catch clojure.lang.ExceptionInfo e
+                   (throw (ex-info (str "config overlay " path ": " (ex-message e))
+                                   (assoc (ex-data e) :key :overlay :path path) e))))]
+    (when (contains? raw :profile)
+      (throw (ex-info (str "config overlay " path " sets :profile: choose the profile with --profile or HERALD_PROFILE")
+                      {:type :herald.feed/config :key :profile :path path})))
+    (resolve-refs (resolve-tags raw profile env))))
+
+(def roles
+  "The roles of the :scale store, as HERALD_MEMORY_ROLES names them."
+  {"graph" :graph "feeds" :feeds "search" :search "cache" :cache})
+
+(defn memory-roles
+  "`config` with the roles named in `spec` (HERALD_MEMORY_ROLES: comma-separated, e.g. \"search,cache\") put in
+  memory, `{:type :memory}` each. An unknown role, or a store that is not :scale, throws naming it."
+  [config spec]
+  (let [names (remove str/blank? (map str/trim (str/split (str spec) #",")))]
+    (when (and (seq names) (not= :scale (get-in config [:store :type])))
+      (throw (ex-info (str "HERALD_MEMORY_ROLES=" spec " applies to the :scale store's roles, but the store is "
+                           (pr-str (get-in config [:store :type])) " (profile " (some-> (:profile config) name) ")")
+                      {:type :herald.feed/config :key :memory-roles :env "HERALD_MEMORY_ROLES" :value spec})))
+    (reduce (fn [c n]
+              (if-let [r (get roles (str/lower-case n))]
+                (assoc-in c [:store r] {:type :memory})
+                (throw (ex-info (str "HERALD_MEMORY_ROLES names an unknown role " (pr-str n) ": use "
+                                     (str/join ", " (sort (keys roles))))
+                                {:type :herald.feed/config :key :memory-roles :env "HERALD_MEMORY_ROLES" :value n}))))
+            config names)))
+
 (defn load-config
-  "Reads the bundled `herald/feed/config.edn` (or `path` when given) for `opts` (see `read-config`),
-  then deep-merges `overrides` (a map, e.g. from a test or the command line) on top."
+  "Reads the bundled `herald/feed/config.edn` (or `path` when given) for `opts` (see `read-config`), then
+  deep-merges over it, in order: the overlay file named by the environment's HERALD_CONFIG_OVERLAY (see
+  `read-overlay`; the command line's --config-overlay sets it), `overrides` (a map, e.g. from a test or the
+  command line), and the roles HERALD_MEMORY_ROLES puts in memory (see `memory-roles`)."
   ([] (load-config nil {} nil))
   ([path opts overrides]
-   (let [source (if path (io/file path) (io/resource "herald/feed/config.edn"))]
+   (let [source (if path (io/file path) (io/resource "herald/feed/config.edn"))
+         env (:env opts (System/getenv))]
      (when (and path (not (.exists (io/file path))))
        (throw (ex-info (str "config file " path " does not exist") {:type :herald.feed/config :path path})))
-     (deep-merge (read-config source opts) overrides))))
+     (let [base (read-config source (assoc opts :env env))
+           overlay (when-let [p (not-empty (str/trim (str (get env "HERALD_CONFIG_OVERLAY"))))]
+                     (read-overlay p (:profile base) env))]
+       (cond-> (deep-merge base overlay overrides)
+         (not (str/blank? (get env "HERALD_MEMORY_ROLES"))) (memory-roles (get env "HERALD_MEMORY_ROLES")))))))

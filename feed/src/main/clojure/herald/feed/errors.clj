@@ -1,5 +1,6 @@
 (ns herald.feed.errors
-  "Client errors as ex-info values and their JSON responses: 400/404/405/413/415 bodies that name the field or value at fault."
+  "Client errors as ex-info values and their JSON responses: 400/404/405/413/415 bodies that name the field or value
+  at fault, 503 for a storage outage."
   (:require [clojure.walk :as walk]
             [herald.http :as http]))
 
@@ -54,23 +55,20 @@
             {:type :herald.feed/payload-too-large :field "body" :value size})))
 
 (def ^:private statuses
+  "The ex-info :type of every error that answers a client. A store's own validation (:herald.feed.store/invalid,
+  :herald.feed.store/bad-cursor) is deliberately absent: the service boundary checks every request first, so one
+  reaching here is a programmer error, a 500 in the log, never a message in the store's vocabulary."
   {:herald.feed/bad-request 400
    :herald.feed/payload-too-large 413
    :herald.feed/not-found 404
    :herald.feed/unsupported-media-type 415
    :herald.feed/unavailable 503
-   :herald.feed.store/invalid 400
    :herald.feed.store/unavailable 503
-   :herald.feed.store/bad-cursor 400
+   ;; a backend's own outage types (see herald.feed.store.opensearch.http, herald.feed.store.cassandra.session)
+   :herald.feed.store.opensearch/unavailable 503
+   :herald.feed.store.cassandra/unavailable 503
+   :herald.feed.store.cassandra/timeout 503
    :herald.http/malformed-json 400})
-
-(defn- store-field [data]
-  ;; store validation names keys as keywords of its own vocabulary; map them to request fields
-  (let [k (:key data)]
-    (case k
-      (:sender :recipient :id :post-id) "id"
-      nil nil
-      (name k))))
 
 (defn error-body
   "The JSON error body {:error msg :field f :value v} (absent keys omitted)."
@@ -100,7 +98,7 @@
       ;; the backend's own words (hosts, keys, exception classes) go to the log, not to API clients
       (= 503 status) (response 503 "storage temporarily unavailable: retry the request" :headers {"retry-after" "1"})
       :else
-      (let [field (or (:field data) (when (namespace (:type data)) (store-field data)))
+      (let [field (:field data)
             field (if (keyword? field) (name field) field)]
         ;; a malformed JSON body is the body's fault
         (response status (ex-message e) :field (or field (when (= :herald.http/malformed-json (:type data)) "body"))

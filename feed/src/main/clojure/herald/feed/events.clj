@@ -9,7 +9,6 @@
             [herald.feed.store.clock :as clock]
             [herald.flow :as flow])
   (:import (java.util.concurrent.atomic AtomicLong)
-           (org.apache.kafka.clients.admin Admin)
            (org.apache.kafka.clients.producer KafkaProducer)))
 
 (set! *warn-on-reflection* true)
@@ -19,15 +18,21 @@
   [events]
   (= :kafka (:type events)))
 
+(defn- caught-up?
+  "True once both jobs' consumer groups have committed past what the posts topic held at the call
+  (herald.flow/await-caught-up: every instance's partitions), within `timeout-ms`."
+  [handles ^long timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
+    (every? #(flow/await-caught-up % (max 1 (- deadline (System/currentTimeMillis)))) handles)))
+
 (defn- input-lag [handle]
   (long (or (get-in (flow/job-metrics handle) [:tasks :posts :lag]) 0)))
 
-(defn- close-kafka! [{:keys [fan-out index]} ^KafkaProducer producer ^Admin admin ^long timeout-ms]
+(defn- close-kafka! [{:keys [fan-out index]} ^KafkaProducer producer ^long timeout-ms]
   (let [deadline (+ (System/currentTimeMillis) timeout-ms)
         left #(max 1 (- deadline (System/currentTimeMillis)))]
     (try (doseq [h [fan-out index]] (flow/kill-job h {:timeout-ms (left)}))
-         (finally (.close producer (java.time.Duration/ofMillis (left)))
-                  (.close admin (java.time.Duration/ofMillis (left)))))
+         (finally (.close producer (java.time.Duration/ofMillis (left)))))
     (< (System/currentTimeMillis) deadline)))
 
 (defn kafka-fanout
@@ -44,12 +49,10 @@
   (let [o (kafka/check opts)
         {:keys [posts]} (kafka/ensure-topics! o)
         producer (kafka/producer o)
-        admin (kafka/admin o)
-        groups (derived/group-ids o)
         ids (ids/allocator #(kafka/lease-block! producer o))
         last-ts (AtomicLong. (clock/now-micros))
         published (AtomicLong.)
-        handles (try (derived/submit-jobs! store posts o) (catch Throwable t (.close producer) (.close admin) (throw t)))
+        handles (try (derived/submit-jobs! store posts o) (catch Throwable t (.close producer) (throw t)))
         append! (fn [{:keys [post] :as job}]
                   (kafka/send! producer posts (:from post) (kafka/edn-text job) (:send-timeout-ms o))
                   (.incrementAndGet published))]
@@ -60,10 +63,10 @@
           (store/put-outbound! store p)
           p))
       (-submit! [_ job] (append! job) nil)
-      (-await-idle [_ timeout-ms] (kafka/caught-up? admin groups posts timeout-ms))
+      (-await-idle [_ timeout-ms] (caught-up? (vals handles) timeout-ms))
       (-stats [_]
         {:submitted (.get published) :fan-out-lag (input-lag (:fan-out handles)) :index-lag (input-lag (:index handles))})
-      (-close! [_ timeout-ms] (close-kafka! handles producer admin timeout-ms)))))
+      (-close! [_ timeout-ms] (close-kafka! handles producer timeout-ms)))))
 
 (defn start-fanout
   "The fan-out for the `:events` config `events` over `store`: the in-process jobs over the store's log for

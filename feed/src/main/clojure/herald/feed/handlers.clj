@@ -2,12 +2,17 @@
   "Ring handlers of the feed's HTTP API: request parsing, response rendering in the reference format, and per-request performance recording."
   (:require [clojure.string :as str]
             [herald.feed.errors :as err]
+            [herald.feed.outage :as outage]
             [herald.feed.perf :as perf]
             [herald.feed.service :as svc]
+            [herald.feed.store.cursor :as cursor]
             [herald.http :as http])
   (:import (java.io FilterInputStream InputStream)
            (java.net URLEncoder)
-           (java.nio.charset StandardCharsets)))
+           (java.nio.charset StandardCharsets)
+           (java.util.concurrent ConcurrentHashMap)
+           (java.util.function Function)
+           (org.slf4j Logger LoggerFactory)))
 
 (set! *warn-on-reflection* true)
 
@@ -21,15 +26,33 @@
     :headers (if headers (assoc headers "content-type" json-type) {"content-type" json-type})
     :body (http/write-json-bytes data)}))
 
-(defn- log-error [^Throwable t req]
-  (binding [*out* *err*]
-    (println "herald.feed: unhandled error on" (name (:request-method req)) (:uri req) "-" (str t))
-    (.printStackTrace t)))
+(def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.handlers"))
+
+(defn- log-error
+  "A programmer error (a 500): one log entry with the request and the stack trace."
+  [^Throwable t req]
+  (.error log (str "unhandled error on " (some-> (:request-method req) name) " " (:uri req) ": " t) t))
+
+(def ^:private ^ConcurrentHashMap outage-reporters
+  "ex-info :type -> the outage reporter of 503s that no backend reported (see herald.feed.outage)."
+  (ConcurrentHashMap.))
+
+(defn- log-outage
+  "A 503: nothing when the backend's outage reporter has logged it, else through a reporter for its :type, so an
+  outage is a few lines, not one per request."
+  [e]
+  (when-not (outage/reported? e)
+    (let [t (:type (ex-data e))
+          r (.computeIfAbsent outage-reporters t
+                              (reify Function
+                                (apply [_ t] (outage/reporter (str "storage (" t ")") {:quiet-back-ms 10000}))))]
+      (outage/failed! r e))))
 
 (defn endpoint
-  "Wraps handler `f` (request -> response) of entity x operation: client errors (ex-info with a
-  known :type) become JSON 4xx responses, anything else a JSON 500 without internals, and the
-  request's duration and status are recorded in `recorder` (nil records nothing)."
+  "Wraps handler `f` (request -> response) of entity x operation: client errors (ex-info with a known :type)
+  become JSON 4xx responses, a storage outage a 503 (logged by herald.feed.outage: a line per state change, not
+  per request), anything else a JSON 500 without internals (logged with its stack trace); the request's duration
+  and status are recorded in `recorder` (nil records nothing)."
   [recorder entity op f]
   (fn [req]
     (let [start (System/nanoTime)
@@ -37,7 +60,7 @@
           resp (try (f req)
                     (catch clojure.lang.ExceptionInfo e
                       (if-let [r (err/ex->response e)]
-                        (do (when (= 503 (:status r)) (log-error e req)) r)
+                        (do (when (= 503 (:status r)) (log-outage e)) r)
                         (do (log-error e req) (err/response 500 "internal server error"))))
                     (catch Throwable t
                       (log-error t req)
@@ -172,10 +195,22 @@
   [ctx]
   (fn [req] (json-response (outbound-json (svc/publish! ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx))))))))
 
+(defn- check-cursor!
+  "Paging options with a `:before` that decodes (herald.feed.store.cursor, the stores' own bounds), else a 400
+  naming `before`: the store never sees a cursor it would refuse."
+  [{:keys [before] :as opts}]
+  (when (some? before)
+    (try (cursor/decode before)
+         (catch clojure.lang.ExceptionInfo e
+           (throw (err/bad-request (str "'before' must be a cursor from a previous page's Link header, got "
+                                        (err/json-text before))
+                                   "before" before e)))))
+  opts)
+
 (defn- feed-handler [ctx read render-fn]
   (fn [req]
     (let [id (path-id req)
-          opts (svc/page-opts (:limits ctx) (:query-params req) :default-limit :max-limit)]
+          opts (check-cursor! (svc/page-opts (:limits ctx) (:query-params req) :default-limit :max-limit))]
       (page-response req opts (read ctx id opts) (render-fn id)))))
 
 (defn get-outbound

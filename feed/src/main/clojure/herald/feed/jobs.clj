@@ -44,6 +44,15 @@
     (.start))
   handle)
 
+(defn- posts-input
+  "The posts input: in-process a push input (herald.flow/push!, `:queue-size` posts before pushers wait); on the
+  Kafka log the posts topic (injected `:kafka/topic`), read from its beginning by a new consumer group."
+  [{:keys [log queue-size batch-size batch-timeout-ms]}]
+  (cond-> {:task/name :posts :task/type :input :task/plugin :herald.flow.plugin/push-input
+           :push/capacity (or queue-size 10000) :push/min-wait-ms 1
+           :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
+    (= :kafka log) (assoc :kafka/start-from :earliest)))
+
 (defn- output
   "The output task `n` writing with `plugin`: in-process (`:log :store`) it reports each post and never throws (a
   failed post stays pending in the store); on the Kafka log (`:log :kafka`) it throws, and herald.flow retries
@@ -57,24 +66,24 @@
 (defn fan-out-job
   "The fan-out job: each published post (`{:post p :recipients [ids]}`) goes to every recipient's inbound feed,
   by idempotent upserts keyed by (recipient, post). Its input is the store's log in the embedded profile (a
-  mailbox fed by the service after the store acknowledged the post, and at start from the store's pending
+  push input fed by the service after the store acknowledged the post, and at start from the store's pending
   fan-out records; the output's write completes the post's fan-out record in the same atomic store write) or
   the Kafka posts topic in :scale (injected `:kafka/topic`; the output also upserts the author's outbound
   copy, store/deliver-all!).
 
   | key                 | type | meaning |
   |---------------------|------|---------|
-  | `:log`              | keyword | `:store` (default: in-process, mailbox input) or `:kafka` |
+  | `:log`              | keyword | `:store` (default: in-process, push input) or `:kafka` |
   | `:threads`          | long | threads of the fan-out task and its output (one fused stage) |
   | `:batch-size`       | long | most posts per batch |
-  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its mailbox |
+  | `:queue-size`       | long | posts the push input holds before pushers wait (in-process) |
+  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its buffer |
   | `:retries`, `:backoff-ms`, `:backoff-max-ms` | | `:log :kafka`: the output's `:output/retries` (int or :forever) and backoff |"
-  [{:keys [threads batch-size batch-timeout-ms] :as o}]
+  [{:keys [threads] :as o}]
   {:job/name :feed-fan-out
    :job/doc "post -> each friend's inbound feed (idempotent upserts) -> the post's fan-out record completed"
    :workflow [[:posts :fan-out] [:fan-out :inbound]]
-   :catalog [{:task/name :posts :task/type :input :task/plugin :herald.feed.jobs.mailbox/mailbox-input
-              :mailbox/min-wait-ms 1 :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
+   :catalog [(posts-input o)
              {:task/name :fan-out :task/type :function :task/fn :herald.feed.jobs.posts/fan-out
               :task/parallelism threads}
              (output :inbound :herald.feed.jobs.posts/inbound-output :herald.feed.jobs.derived/feeds-output o)]})
@@ -87,17 +96,17 @@
 
   | key                 | type | meaning |
   |---------------------|------|---------|
-  | `:log`              | keyword | `:store` (default: in-process, mailbox input) or `:kafka` |
+  | `:log`              | keyword | `:store` (default: in-process, push input) or `:kafka` |
   | `:index-threads`    | long | threads of the index task and its output (one fused stage) |
   | `:batch-size`       | long | most posts per batch (one index call per batch) |
-  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its mailbox |
+  | `:queue-size`       | long | posts the push input holds before pushers wait (in-process) |
+  | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its buffer |
   | `:retries`, `:backoff-ms`, `:backoff-max-ms` | | `:log :kafka`: the output's `:output/retries` (int or :forever) and backoff |"
-  [{:keys [index-threads batch-size batch-timeout-ms] :as o}]
+  [{:keys [index-threads] :as o}]
   {:job/name :feed-index
    :job/doc "post -> search index"
    :workflow [[:posts :index] [:index :search]]
-   :catalog [{:task/name :posts :task/type :input :task/plugin :herald.feed.jobs.mailbox/mailbox-input
-              :mailbox/min-wait-ms 1 :task/batch-size batch-size :task/batch-timeout-ms batch-timeout-ms}
+   :catalog [(posts-input o)
              {:task/name :index :task/type :function :task/fn :herald.feed.jobs.posts/document
               :task/parallelism index-threads}
              (output :search :herald.feed.jobs.posts/search-output :herald.feed.jobs.derived/index-output

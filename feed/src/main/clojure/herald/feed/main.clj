@@ -10,6 +10,7 @@
 (def cli-options
   "Command line options; each overrides the config file and the environment."
   [["-c" "--config PATH" "EDN config file (default: the bundled herald/feed/config.edn)"]
+   ["-O" "--config-overlay FILE" "EDN file deep-merged over the config, e.g. {:store {:search {:type :memory}}} (env HERALD_CONFIG_OVERLAY)"]
    ["-P" "--profile NAME" "config profile: embedded, memory or scale (env HERALD_PROFILE)" :parse-fn keyword]
    ["-p" "--port PORT" "HTTP port, 0 for an ephemeral one (env PORT)" :parse-fn #(Long/parseLong %)
     :validate [#(<= 0 % 65535) "must be 0..65535"]]
@@ -25,7 +26,8 @@
 
 (defn- usage [summary]
   (str "Usage: java -jar herald-feed.jar [options]\n\nOptions:\n" summary
-       "\n\nEnvironment: PORT, HOST, DATA_DIR, HERALD_PROFILE and the others in docs/feed.md."))
+       "\n\nEnvironment: PORT, HOST, DATA_DIR, HERALD_PROFILE, HERALD_CONFIG_OVERLAY, HERALD_MEMORY_ROLES (e.g. search,cache:"
+       "\nthose :scale roles in memory) and the others in docs/feed.md."))
 
 (defn- bind-address
   "The address the server binds, as operators should see it: 0.0.0.0 is every interface."
@@ -34,9 +36,10 @@
     (str host ":" port (when (#{"0.0.0.0" "::" ""} host) ", all interfaces"))))
 
 (defn- config-error?
-  "True when `t` or one of its causes is a config error (a component's own option check included)."
+  "True when `t` or one of its causes is a config error (a component's own option check, a store's included)."
   [t]
-  (boolean (some #(= :herald.feed/config (:type (ex-data %))) (take-while some? (iterate ex-cause t)))))
+  (boolean (some #(#{:herald.feed/config :herald.feed.store/invalid} (:type (ex-data %)))
+                 (take-while some? (iterate ex-cause t)))))
 
 (defn -main
   "Starts the feed service and blocks until the JVM is asked to stop."
@@ -47,7 +50,9 @@
       errors (do (binding [*out* *err*] (println (str/join "\n" errors)) (println (usage summary)))
                  (System/exit 2))
       :else
-      (let [sys (try (feed/start! {:config-path (:config options) :profile (:profile options)
+      (let [env (cond-> (into {} (System/getenv))
+                  (:config-overlay options) (assoc "HERALD_CONFIG_OVERLAY" (:config-overlay options)))
+            sys (try (feed/start! {:config-path (:config options) :profile (:profile options) :env env
                                    :config (overrides options)})
                      (catch Throwable t
                        (binding [*out* *err*]

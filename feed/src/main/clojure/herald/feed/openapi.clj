@@ -59,8 +59,10 @@
         :description "participant id"}
    :limit {:name "limit" :in "query" :required false :schema {:type "integer" :minimum 1 :maximum 1000}
            :description "page size (default 50; search: default 100); an empty value is a 400"}
-   :before {:name "before" :in "query" :required false :schema {:type "string" :minLength 1}
-            :description "opaque cursor from the previous page's Link rel=\"next\" header"}
+   :before {:name "before" :in "query" :required false
+            :schema {:type "string" :minLength 3 :maxLength 26 :pattern "^(0|[1-9a-z][0-9a-z]*)\\.[1-9a-z][0-9a-z]*$"}
+            :description (str "opaque cursor from the previous page's Link rel=\"next\" header; anything else, or a cursor"
+                              " beyond the stores' bounds, is a 400")}
    :keywords {:name "keywords" :in "query" :required true :schema {:type "string"}
               :description "words that must all occur in a post's subject or story"}
    :from {:name "from" :in "query" :required false

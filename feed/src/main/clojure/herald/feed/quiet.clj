@@ -1,5 +1,6 @@
 (ns herald.feed.quiet
-  "Quiets third-party start-up noise before those libraries load: required first by herald.feed."
+  "Quiets third-party noise before those libraries load: required first by herald.feed and by the backends whose
+  libraries log."
   (:import (java.util.logging Level Logger)))
 
 (set! *warn-on-reflection* true)
@@ -10,3 +11,10 @@
   lucene-vectorization-logger
   (doto (Logger/getLogger "org.apache.lucene.internal.vectorization")
     (.setLevel Level/SEVERE)))
+
+(defonce ^{:doc "HikariCP's ProxyConnection logger at ERROR under slf4j-simple (unless set otherwise): it writes a
+  WARN with a full stack trace for every pooled connection a server outage breaks (8 in a row for a pool of 8),
+  while herald.feed.outage logs the outage once. Set before HikariCP creates the logger (its first connection)."}
+  hikari-proxy-connection-level
+  (let [k "org.slf4j.simpleLogger.log.com.zaxxer.hikari.pool.ProxyConnection"]
+    (or (System/getProperty k) (do (System/setProperty k "error") "error"))))

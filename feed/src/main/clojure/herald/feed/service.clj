@@ -23,6 +23,9 @@
     (when-not (and (integer? v) (pos? (long v)))
       (throw (ex-info (str ":feed option " k " must be a positive integer, got " (pr-str v))
                       {:type :herald.feed/config :key k :value v}))))
+  (doseq [k [:max-limit :max-search-limit] :when (> (long (get limits k)) (long store/max-limit))]
+    (throw (ex-info (str ":feed option " k " must be at most " store/max-limit " (the stores' largest page), got " (get limits k))
+                    {:type :herald.feed/config :key k :value (get limits k)})))
   (doseq [[d m] [[:default-limit :max-limit] [:default-search-limit :max-search-limit]]]
     (when (> (long (get limits d)) (long (get limits m)))
       (throw (ex-info (str ":feed option " d " (" (get limits d) ") exceeds " m " (" (get limits m) ")")

@@ -97,11 +97,12 @@
     (is (= ":fanout :runtime must be one of :flow, :executor, got :flwo" (ex-message e)))))
 
 (defn- run-main
-  "Runs the feed's main in a child JVM with `env` added; [exit-code output], or nil if it did not exit in 120 s."
-  [env]
+  "Runs the feed's main in a child JVM with `env` added (and `args`); [exit-code output], or nil if it did not exit
+  in 120 s."
+  [env & args]
   (let [java (str (java.io.File. (System/getProperty "java.home") "bin/java"))
-        ^java.util.List cmd [java "-XX:TieredStopAtLevel=1" "-cp" (System/getProperty "java.class.path")
-                             "herald.feed.Main" "--port" "0"]
+        ^java.util.List cmd (into [java "-XX:TieredStopAtLevel=1" "-cp" (System/getProperty "java.class.path")
+                                   "herald.feed.Main" "--port" "0"] args)
         pb (doto (ProcessBuilder. cmd) (.redirectErrorStream true))
         _ (doseq [[k v] env] (.put (.environment pb) k v))
         p (.start pb)
@@ -123,3 +124,67 @@
     (is (some? r) "the feed started with a bad :fanout :threads")
     (is (= 2 code))
     (is (re-find #":fanout option :threads must be a positive integer" (str out)))))
+
+(defn- temp-edn
+  "A temporary .edn file holding `text`; its path."
+  [text]
+  (let [f (java.io.File/createTempFile "herald-overlay" ".edn")]
+    (.deleteOnExit f)
+    (spit f text)
+    (str f)))
+
+(deftest deep-merge-replaces-a-map-of-another-type
+  (is (= {:s {:search {:type :memory} :graph {:type :postgres :url "u" :pool 2}}}
+         (config/deep-merge {:s {:search {:type :opensearch :url "x"} :graph {:type :postgres :url "u" :pool 1}}}
+                            {:s {:search {:type :memory} :graph {:type :postgres :pool 2}}})))
+  (is (= {:a {:type :x :b 1 :c 2}} (config/deep-merge {:a {:type :x :b 1}} {:a {:c 2}})) "no :type: merged"))
+
+(deftest an-overlay-file-is-merged-over-the-bundled-config
+  (let [path (temp-edn ";; one role in memory, one option changed
+                        {:store {:search {:type :memory}
+                                 :cache #profile {:scale {:type :memory :max-size #env [CACHE_SIZE 10]} :default nil}}
+                         :http {:port 9}
+                         :fanout {:threads #ref [:http :port]}}")
+        c (config/load-config nil {:env {"HERALD_PROFILE" "scale" "HERALD_CONFIG_OVERLAY" path "CACHE_SIZE" "20"}} nil)]
+    (is (= {:type :memory} (get-in c [:store :search])) "the bundled :opensearch options are gone")
+    (is (= {:type :memory :max-size 20} (get-in c [:store :cache])) "#profile and #env work in an overlay")
+    (is (= :postgres (get-in c [:store :graph :type])) "the rest of the bundled config stays")
+    (is (= "herald" (get-in c [:store :graph :user])))
+    (is (= [9 "0.0.0.0"] [(get-in c [:http :port]) (get-in c [:http :host])]))
+    (is (= 9 (get-in c [:fanout :threads])) "#ref points into the overlay")
+    (is (= 1 (get-in (config/load-config nil {:env {"HERALD_PROFILE" "scale" "HERALD_CONFIG_OVERLAY" path}}
+                                         {:http {:port 1}})
+                     [:http :port]))
+        "the caller's overrides win over the overlay"))
+  (testing "overlay errors name the file or the key"
+    (doseq [[text re k] [["{:profile :memory}" #"sets :profile" :profile]
+                         ["[1 2]" #"must be an EDN map" :overlay]
+                         ["{:a #=(+ 1 2)}" #"not valid EDN" :overlay]]
+            :let [path (temp-edn text)
+                  e (try (config/load-config nil {:env {"HERALD_CONFIG_OVERLAY" path}} nil) nil
+                         (catch clojure.lang.ExceptionInfo e e))]]
+      (is (= {:type :herald.feed/config :key k} (select-keys (ex-data e) [:type :key])) text)
+      (is (re-find re (str (ex-message e))) text)
+      (is (re-find (re-pattern (java.util.regex.Pattern/quote path)) (str (ex-message e))) "the message names the file"))
+    (let [e (try (config/load-config nil {:env {"HERALD_CONFIG_OVERLAY" "/nonexistent/o.edn"}} nil) nil
+                 (catch clojure.lang.ExceptionInfo e e))]
+      (is (= "config overlay /nonexistent/o.edn does not exist" (ex-message e))))))
+
+(deftest memory-roles-from-the-environment
+  (let [c (config/load-config nil {:env {"HERALD_PROFILE" "scale" "HERALD_MEMORY_ROLES" " search, Cache "}} nil)]
+    (is (= [{:type :memory} {:type :memory}] [(get-in c [:store :search]) (get-in c [:store :cache])]))
+    (is (= [:postgres :cassandra] [(get-in c [:store :graph :type]) (get-in c [:store :feeds :type])])))
+  (let [e (try (config/load-config nil {:env {"HERALD_PROFILE" "scale" "HERALD_MEMORY_ROLES" "serach"}} nil) nil
+               (catch clojure.lang.ExceptionInfo e e))]
+    (is (= {:type :herald.feed/config :key :memory-roles :env "HERALD_MEMORY_ROLES" :value "serach"} (ex-data e)))
+    (is (= "HERALD_MEMORY_ROLES names an unknown role \"serach\": use cache, feeds, graph, search" (ex-message e))))
+  (let [e (try (config/load-config nil {:env {"HERALD_MEMORY_ROLES" "search"}} nil) nil
+               (catch clojure.lang.ExceptionInfo e e))]
+    (is (re-find #"applies to the :scale store's roles, but the store is :embedded" (str (ex-message e))))))
+
+(deftest an-unknown-role-in-an-overlay-stops-the-command-line
+  (let [path (temp-edn "{:store {:serach {:type :memory}}}")
+        [code out :as r] (run-main {"HERALD_PROFILE" "scale"} "--config-overlay" path)]
+    (is (some? r) "the feed started with an unknown role")
+    (is (= 2 code) (str out))
+    (is (re-find #"\[:serach\] is not a key of the :scale store \(did you mean :search\?\)" (str out)))))

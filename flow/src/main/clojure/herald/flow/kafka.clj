@@ -9,6 +9,7 @@
             [herald.flow.impl.route :as route]
             [herald.flow.kafka.check :as check]
             [herald.flow.kafka.output :as output]
+            [herald.flow.kafka.progress :as progress]
             [herald.flow.kafka.topology :as topology])
   (:import (java.time Duration)
            (java.util Properties)
@@ -52,6 +53,11 @@
       (.putAll m)
       (.putAll (into {} (map (fn [[k v]] [(if (keyword? k) (name k) k) (str v)])) config)))))
 
+(defn- admin ^Admin [^Properties props]
+  (Admin/create (doto (Properties.)
+                  (.put "bootstrap.servers" (.getProperty props StreamsConfig/BOOTSTRAP_SERVERS_CONFIG))
+                  (.put "default.api.timeout.ms" "20000") (.put "request.timeout.ms" "10000"))))
+
 (defn- admin-call [what f]
   (try (f)
        (catch Exception e
@@ -68,9 +74,7 @@
   "Checks that every input and output topic exists (refusing the job naming :kafka/topic otherwise) and
   creates the repartition topics the topology needs."
   [^Properties props job {:keys [inputs outputs repartition-topics]} replication]
-  (with-open [^Admin admin (Admin/create (doto (Properties.)
-                                    (.put "bootstrap.servers" (.getProperty props StreamsConfig/BOOTSTRAP_SERVERS_CONFIG))
-                                    (.put "default.api.timeout.ms" "20000") (.put "request.timeout.ms" "10000")))]
+  (with-open [admin (admin props)]
     (let [existing (admin-call "listing topics" #(set (.get (.names (.listTopics admin)) 20 TimeUnit/SECONDS)))
           index (into {} (map-indexed (fn [i t] [(:task/name t) i])) (:catalog job))]
       (doseq [[n topic] (concat inputs outputs) :when (not (existing topic))]
@@ -150,13 +154,13 @@
         streams (KafkaStreams. ^org.apache.kafka.streams.Topology (:topology built) props)
         done (promise)
         status (atom {:status :running :started-at (System/currentTimeMillis)})
-        state {:done done :status status :error (atom nil) :killed (atom false)}
+        state {:done done :status status :error (atom nil) :killed (atom false) :admin (delay (admin props))}
         sampler (doto (Executors/newSingleThreadScheduledExecutor
                        (reify java.util.concurrent.ThreadFactory
                          (newThread [_ r] (doto (Thread. r (str "herald-flow-kafka-metrics-" (name (:job/name job)))) (.setDaemon true)))))
                   (.scheduleAtFixedRate ^Runnable (fn [] (run! metrics/sample! (vals task-metrics))) 1 1 TimeUnit/SECONDS))]
     (watch! streams state)
-    (future (deref done) (.shutdownNow ^ScheduledExecutorService sampler))
+    (future (deref done) (.shutdownNow ^ScheduledExecutorService sampler) (when (realized? (:admin state)) (.close ^Admin @(:admin state))))
     (.start streams)
     (merge state
            {:runtime :kafka-streams :job job :opts opts :streams streams :config props :coord {:done done}
@@ -173,6 +177,19 @@
     (swap! status assoc :status :killed)
     (deliver done {:status :killed})))
 
+(defn await-caught-up
+  "See `herald.flow/await-caught-up`: the input topics first, then (once per level of regrouping) the
+  repartition topics, whose end offsets are taken once the level before them has committed."
+  [{:keys [admin done opts inputs repartition-topics]} ^long timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)
+        group (get-in opts [:kafka :application-id])
+        left #(max 0 (- deadline (System/currentTimeMillis)))
+        ended? #(realized? done)]
+    (and (not (ended?))
+         (progress/await-caught-up @admin group (set (vals inputs)) ended? timeout-ms)
+         (every? (fn [_] (progress/await-caught-up @admin group (set (map :topic repartition-topics)) ended? (left)))
+                 repartition-topics))))
+
 (defn- metric-values
   "[group name tags value] of every metric of the client."
   [^KafkaStreams streams]
@@ -182,9 +199,10 @@
 
 (defn job-metrics
   "The job's metrics map (see `herald.flow/job-metrics`)."
-  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job plugin-outputs retry-states]}]
+  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job plugin-outputs retry-states repartition-topics]}]
   (let [ms (metric-values streams)
         sum (fn [g n] (reduce + 0.0 (for [[g' n' _ v] ms :when (and (= g g') (= n n'))] v)))
+        topic-of (merge (into {} (for [{:keys [topic task]} repartition-topics] [task topic])) inputs)
         lag (fn [topic] (let [vs (for [[g n tags v] ms :when (and (= g "consumer-fetch-manager-metrics") (= n "records-lag")
                                                                  (= topic (get tags "topic")))] v)]
                           (when (seq vs) (long (reduce + vs)))))]
@@ -200,5 +218,6 @@
                                                                                   (= n "records-lag-max"))] v))}
            :tasks (into {} (for [[tname m] metrics]
                              [tname (cond-> (assoc (metrics/report m) :parallelism (:task/parallelism (some #(when (= tname (:task/name %)) %) (:catalog job))))
-                                      (inputs tname) (assoc :lag (lag (inputs tname)))
+                                      (topic-of tname) (assoc :lag (lag (topic-of tname))
+                                                              :lag-by-partition (progress/lag-by-partition ms (topic-of tname)))
                                       (contains? plugin-outputs tname) (merge (output/failures retry-states tname)))])))))

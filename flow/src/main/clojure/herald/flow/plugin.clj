@@ -6,6 +6,7 @@
   Live values (a queue, an atom, a fn) are best given through `submit-job`'s `:inject` option so that the
   job itself stays plain data."
   (:require [herald.flow.impl.log :as log]
+            [herald.flow.impl.push :as push]
             [herald.flow.impl.types :as t]
             [herald.flow.spi :as spi])
   (:import (java.util ArrayList)
@@ -69,6 +70,23 @@
       (-seek! [_ _])
       (-close-input! [_]))))
 
+(defn push-input
+  "An input that callers push segments into while the job runs, with backpressure: `herald.flow/push!`
+  waits while its bounded buffer is full (or refuses at once with a zero timeout), `herald.flow/close-input!`
+  ends it once drained. Producers take no lock and wake nobody: when the buffer is empty a poll sleeps
+  `:push/min-wait-ms` after a poll that found segments, twice as long after each empty one, at most the
+  task's `:task/batch-timeout-ms` (what an idle job costs, and the most a segment waits after an idle
+  spell). Not replayable. Its lag is the number of segments waiting.
+
+  | key | type | default | meaning |
+  |---|---|---|---|
+  | `:push/capacity` | pos-int | 10000 | segments the buffer holds before `push!` waits |
+  | `:push/min-wait-ms` | pos-int | 1 | the first sleep on an empty buffer after a busy poll |"
+  [task]
+  (let [cap (spi/option task :push/capacity #(or (nil? %) (pos-int? %)) "a positive integer")
+        min-wait (spi/option task :push/min-wait-ms #(or (nil? %) (pos-int? %)) "a positive integer (milliseconds)")]
+    (push/push-input (or cap 10000) (or min-wait 1))))
+
 (defn log-input
   "An input reading a durable local log (see `herald.flow/open-log`), replayable: its position is the log
   offset, stored in each snapshot, so a resumed job reads on from its last snapshot. Never exhausted.
@@ -88,6 +106,8 @@
     (reify
       spi/Lag
       (-lag [_] (max 0 (- (log/end-offset shared) (log/position r))))
+      spi/Progress
+      (-read-past [_] (let [end (long (log/end-offset shared))] (fn [] (>= (long (log/position r)) end))))
       spi/Input
       (-poll! [_ max-n timeout-ms]
         (let [b (log/read-batch r max-n)]

@@ -31,6 +31,14 @@
   "Optional, for inputs: how far behind the end of its source an input is (shown by `herald.flow/job-metrics`)."
   (-lag [in] "A number in the source's unit (the log input: bytes), or nil when unknown. Any thread may call it."))
 
+(defprotocol Progress
+  "Optional, for inputs: lets `herald.flow/await-caught-up` tell when an input has read everything its source
+  had accepted at a given moment."
+  (-read-past [in]
+    "Returns a fn of no arguments, callable from any thread, that returns true once `-poll!` has returned
+    every segment the source had accepted when `-read-past` was called (the log input: the log's end
+    offset then; the push input: every push that had returned)."))
+
 (defprotocol Output
   "A sink of segments."
   (-write! [out segments]

@@ -4,10 +4,7 @@
   (:import (java.lang ProcessHandle)
            (java.util Properties)
            (java.util.concurrent ExecutionException TimeUnit TimeoutException)
-           (org.apache.kafka.clients.admin Admin ListOffsetsResult$ListOffsetsResultInfo NewTopic OffsetSpec
-                                           TopicDescription)
-           (org.apache.kafka.clients.consumer OffsetAndMetadata)
-           (org.apache.kafka.common TopicPartition)
+           (org.apache.kafka.clients.admin Admin NewTopic)
            (org.apache.kafka.clients.producer KafkaProducer ProducerRecord RecordMetadata)
            (org.apache.kafka.common.errors TopicExistsException)
            (org.apache.kafka.common.serialization StringSerializer)))
@@ -124,37 +121,3 @@
                                                  :pid (.pid (ProcessHandle/current))
                                                  :at (System/currentTimeMillis)})
                   (:send-timeout-ms o))))
-
-(defn admin
-  "An admin client of the brokers (for `caught-up?`)."
-  ^Admin [{:keys [bootstrap-servers send-timeout-ms]}]
-  (Admin/create (props {"bootstrap.servers" bootstrap-servers "default.api.timeout.ms" send-timeout-ms
-                        "request.timeout.ms" (min 30000 (long send-timeout-ms))})))
-
-(defn- end-offsets
-  "TopicPartition -> the end offset of every partition of `topic`, now."
-  [^Admin a ^String topic]
-  (let [^TopicDescription d (get (.get (.allTopicNames (.describeTopics a (java.util.List/of topic)))) topic)
-        tps (for [p (.partitions d)] (TopicPartition. topic (.partition ^org.apache.kafka.common.TopicPartitionInfo p)))]
-    (into {} (for [[tp ^ListOffsetsResult$ListOffsetsResultInfo i]
-                   (.get (.all (.listOffsets a ^java.util.Map (zipmap tps (repeat (OffsetSpec/latest))))))]
-               [tp (.offset i)]))))
-
-(defn- committed [^Admin a ^String group]
-  (into {} (for [[tp ^OffsetAndMetadata om] (.get (.partitionsToOffsetAndMetadata (.listConsumerGroupOffsets a group)))
-                 :when om]
-             [tp (.offset om)])))
-
-(defn caught-up?
-  "True once each consumer group of `groups` has committed offsets at or past the end offsets that `topic`'s
-  partitions had at the call (every record appended before it has gone through the group's outputs), within
-  `timeout-ms`; polls every 50 ms."
-  [^Admin a groups ^String topic ^long timeout-ms]
-  (let [deadline (+ (System/currentTimeMillis) timeout-ms)
-        ends (into {} (filter (comp pos? val)) (end-offsets a topic))]
-    (loop [left (set groups)]
-      (let [left (into #{} (remove (fn [g] (let [c (committed a g)] (every? (fn [[tp e]] (>= (long (get c tp -1)) (long e))) ends))))
-                       left)]
-        (cond (empty? left) true
-              (> (System/currentTimeMillis) deadline) false
-              :else (do (Thread/sleep 50) (recur left)))))))

@@ -2,7 +2,6 @@
   "The fan-out and indexing jobs' parts (their task fns, the outputs that complete a post's durable record in the store) and `flow-fanout`, a `herald.feed.fanout/Fanout` that runs both jobs."
   (:require [herald.feed.fanout :as fanout]
             [herald.feed.jobs :as jobs]
-            [herald.feed.jobs.mailbox :as mailbox]
             [herald.feed.store :as store]
             [herald.flow :as flow]
             [herald.flow.spi :as spi])
@@ -120,19 +119,20 @@
   (binding [*out* *err*]
     (println "herald.feed: background work of post" (get-in job [:post :id]) "failed:" (.getMessage t))))
 
-(defn- put!
-  "Puts `job` into mailbox `m` of the flow job `handle`, waiting while it is full (backpressure) as long as
-  the flow job runs."
-  [m job handle]
-  (when-not (mailbox/put! m job #(nil? (flow/await-job handle 0)))
-    (throw (ex-info (str "the " (name (get-in handle [:job :job/name])) " job is not running")
-                    {:type :herald.feed/unavailable}))))
+(defn- push!
+  "Pushes `job` into the push input of the flow job `handle`, waiting while its buffer is full (backpressure)
+  as long as the job runs; throws :herald.feed/unavailable once it is closed or ended."
+  [handle job]
+  (try (flow/push! handle :posts job)
+       (catch clojure.lang.ExceptionInfo e
+         (throw (ex-info (str "the " (name (get-in handle [:job :job/name])) " job is not running")
+                         {:type :herald.feed/unavailable} e)))))
 
 (defn- finish!
-  "Closes the input mailbox `m` of job `h` and waits for the job to complete by `deadline` (epoch millis);
-  kills it when it does not. True when it completed."
-  [m h ^long deadline]
-  (mailbox/close! m)
+  "Ends the push input of job `h` and waits for the job to complete by `deadline` (epoch millis); kills it when
+  it does not. True when it completed."
+  [h ^long deadline]
+  (try (flow/close-input! h :posts) (catch clojure.lang.ExceptionInfo _ nil))
   (let [st (flow/await-job h (max 1 (- deadline (System/currentTimeMillis))))]
     (or (= :completed (:status st))
         (do (flow/kill-job h) false))))
@@ -145,63 +145,56 @@
   (let [n (.get submitted)]
     (max (- n (.get fanned-out) (.get fan-out-failed)) (- n (.get indexed) (.get index-failed)))))
 
-(defn- await-idle [c ^Object lock ^long timeout-ms]
+(defn- caught-up?
+  "True once both jobs have gone through every post pushed before the call (herald.flow/await-caught-up),
+  within `timeout-ms`."
+  [handles ^long timeout-ms]
   (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
-    (locking lock
-      (loop []
-        (let [left (- deadline (System/currentTimeMillis))]
-          (cond (zero? (pending c)) true
-                (<= left 0) false
-                :else (do (.wait lock (min left 50)) (recur))))))))
+    (every? #(flow/await-caught-up % (max 1 (- deadline (System/currentTimeMillis)))) handles)))
 
 (defn- submit-jobs!
-  "Submits the fan-out and indexing jobs over mailboxes `fq` and `iq`; returns [fan-out-handle index-handle]."
-  [store o fq iq c lock]
+  "Submits the fan-out and indexing jobs; returns [fan-out-handle index-handle]."
+  [store o c]
   (let [done (fn [ok-key fail-key]
-               (fn [ok? _]
-                 (.incrementAndGet ^AtomicLong (c (if ok? ok-key fail-key)))
-                 (when (zero? (pending c)) (locking lock (.notifyAll ^Object lock)))))
+               (fn [ok? _] (.incrementAndGet ^AtomicLong (c (if ok? ok-key fail-key)))))
         on-error (fn [t seg] ((:on-error o) t seg))
         task-error (fn [k] (fn [{:keys [exception segment]}] (on-error exception segment) ((done nil k) false segment)))
         fj (jobs/watch!
             (flow/submit-job (jobs/fan-out-job o)
-                            {:inject {:posts {:mailbox/mailbox fq}
-                                      :inbound {:inbound/store store :inbound/retries (:retries o)
+                            {:inject {:inbound {:inbound/store store :inbound/retries (:retries o)
                                                 :inbound/done (done :fanned-out :fan-out-failed) :inbound/on-error on-error}}
                              :on-error (task-error :fan-out-failed)}))]
     (try [fj (jobs/watch!
               (flow/submit-job (jobs/index-job o)
-                              {:inject {:posts {:mailbox/mailbox iq}
-                                        :search {:search/store store :search/retries (:retries o)
+                              {:inject {:search {:search/store store :search/retries (:retries o)
                                                  :search/done (done :indexed :index-failed) :search/on-error on-error}}
                                :on-error (task-error :index-failed)}))]
          (catch Throwable t (flow/kill-job fj) (throw t)))))
 
 (defn flow-fanout
   "A `herald.feed.fanout/Fanout` that runs the fan-out and indexing jobs (`herald.feed.jobs/fan-out-job`,
-  `index-job`) on herald.flow's in-process runtime. `submit!` puts the job into each job's bounded input
-  mailbox (lock-free, it wakes nobody; it waits while one is full: backpressure); the outputs complete the
-  post's durable record in the store. `close!` ends both inputs and lets the jobs drain; what does not finish stays pending in the
-  store and resumes on the next start.
+  `index-job`) on herald.flow's in-process runtime. `publish!` stores the post with its pending fan-out record,
+  then pushes it into each job's push input (herald.flow/push!: lock-free, it wakes nobody; it waits while the
+  buffer is full: backpressure); the outputs complete the post's durable record in the store. `await-idle` is
+  herald.flow/await-caught-up on both jobs. `close!` ends both inputs and lets the jobs drain; what does not
+  finish stays pending in the store and resumes on the next start.
 
   | key                 | type | default | meaning |
   |---------------------|------|---------|---------|
   | `:threads`          | long | 2       | fan-out threads |
   | `:index-threads`    | long | 1       | indexing threads (the embedded store indexes one batch at a time) |
-  | `:queue-size`       | long | 10000   | posts each job's input mailbox holds before posting requests wait |
+  | `:queue-size`       | long | 10000   | posts each job's push input holds before posting requests wait |
   | `:batch-size`       | long | 256     | most posts per batch |
-  | `:batch-timeout-ms` | long | 50      | longest an idle input sleeps between looks at its mailbox (1 ms after a busy look, doubling while idle): the most a post waits for the jobs after an idle spell |
+  | `:batch-timeout-ms` | long | 50      | longest an idle input sleeps between looks at its buffer (1 ms after a busy look, doubling while idle): the most a post waits for the jobs after an idle spell |
   | `:retries`          | long | 3       | retries of a failing store write (10 ms, 100 ms, 1 s apart) |
   | `:on-error`         | fn   | prints  | `(fn [throwable job])` after the last retry failed |"
   [store opts]
   (jobs/check-options! :fanout option-spec opts)
   (let [o (merge defaults {:on-error default-on-error} opts)
-        fq (mailbox/mailbox (:queue-size o))
-        iq (mailbox/mailbox (:queue-size o))
         c (counters)
-        lock (Object.)
         closed (volatile! false)
-        [fj ij] (submit-jobs! store o fq iq c lock)]
+        [fj ij] (submit-jobs! store o c)
+        queued #(long (:queued (flow/push-stats % :posts)))]
     (reify fanout/Fanout
       (-publish! [this post recipients]
         (let [rs (vec (distinct recipients))
@@ -211,19 +204,18 @@
       (-submit! [_ job]
         (when @closed (throw (ex-info "fan-out is closed" {:type :herald.feed/unavailable})))
         (.incrementAndGet ^AtomicLong (:submitted c))
-        (put! fq job fj)
-        (put! iq job ij))
-      (-await-idle [_ timeout-ms] (await-idle c lock timeout-ms))
+        (push! fj job)
+        (push! ij job))
+      (-await-idle [_ timeout-ms] (caught-up? [fj ij] timeout-ms))
       (-stats [_]
         {:submitted (.get ^AtomicLong (:submitted c)) :completed (.get ^AtomicLong (:fanned-out c))
          :failed (.get ^AtomicLong (:fan-out-failed c)) :indexed (.get ^AtomicLong (:indexed c))
          :index-failed (.get ^AtomicLong (:index-failed c)) :pending (pending c)
-         :queued (mailbox/queued fq) :index-queued (mailbox/queued iq)
-         :fan-out-lag (mailbox/queued fq) :index-lag (mailbox/queued iq)})
+         :queued (queued fj) :index-queued (queued ij) :fan-out-lag (queued fj) :index-lag (queued ij)})
       (-close! [_ timeout-ms]
         (vreset! closed true)
         (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))
               ;; both jobs drain at once; each gets what is left of the deadline
-              a (future (finish! fq fj deadline))
-              b (finish! iq ij deadline)]
+              a (future (finish! fj deadline))
+              b (finish! ij deadline)]
           (and @a b))))))

@@ -2,6 +2,7 @@
   "The :search role of the :scale store on OpenSearch (REST over HTTP, no client jar): SearchIndex,
   spi/IndexProgress and Lifecycle. See `open` for the options and docs/feed-scale-opensearch.md."
   (:require [clojure.string :as str]
+            [herald.feed.outage :as outage]
             [herald.feed.store :as store]
             [herald.feed.store.opensearch.http :as http]
             [herald.feed.store.opensearch.schema :as schema]
@@ -117,16 +118,21 @@
 
 (defn- counting
   "Runs (f); on an exception increments the counter (and sets degraded when given) and rethrows; on success clears
-  degraded."
-  [^AtomicLong counter ^AtomicBoolean degraded f]
+  degraded. The server's reachability goes to the outage reporter: a success is ok!, an ::unavailable failure is
+  reported and rethrown marked as reported (the HTTP layer logs no line of its own)."
+  [reporter ^AtomicLong counter ^AtomicBoolean degraded f]
   (try
     (let [r (f)]
       (some-> degraded (.set false))
+      (outage/ok! reporter)
       r)
     (catch Throwable t
       (.incrementAndGet counter)
       (some-> degraded (.set true))
-      (throw t))))
+      (if (= ::unavailable (:type (ex-data t)))
+        (do (outage/failed! reporter t)
+            (throw (ex-info (ex-message t) (outage/reported (ex-data t) reporter) (ex-cause t))))
+        (throw t)))))
 
 (defn- bulk!
   "Indexes posts (at most :bulk-size) in one _bulk request; a failed item throws ex-info naming every failed
@@ -144,31 +150,31 @@
                       {:type ::bulk-failed :op "bulk" :failed failed
                        :error (:error (first failed))})))))
 
-(defrecord OpenSearchIndex [client index max-lag-ms bulk-size ^AtomicBoolean open? ^AtomicBoolean degraded
+(defrecord OpenSearchIndex [client index max-lag-ms bulk-size reporter ^AtomicBoolean open? ^AtomicBoolean degraded
                             ^AtomicLong index-errors ^AtomicLong search-errors ^AtomicLong write-gen
                             ^AtomicLong refreshed-gen ^AtomicLong dirty-since refresh-lock]
   store/SearchIndex
   (-index! [st post]
     (open-only st
-      (counting index-errors degraded
+      (counting reporter index-errors degraded
                 #(do (http/request client "index" :put (str "/" index "/_doc/" (:id post)) (schema/document post))
                      (wrote! st)
                      nil))))
   (-index-batch! [st posts]
     (open-only st
-      (counting index-errors degraded
+      (counting reporter index-errors degraded
                 #(run! (fn [chunk] (bulk! st chunk)) (partition-all bulk-size (vals (into (sorted-map) (map (juxt :id identity)) posts)))))
       nil))
   (-search [st keywords {:keys [limit]}]
     (open-only st
-      (counting search-errors nil
+      (counting reporter search-errors nil
                 #(do (catch-up! st)
                      (schema/senders
                       (second (http/request client "search" :post
                                             (str "/" index "/_search?filter_path=hits.hits.fields")
                                             (schema/search-body keywords limit))))))))
   (-refresh-search! [st]
-    (open-only st (counting index-errors degraded #(refresh! st))))
+    (open-only st (counting reporter index-errors degraded #(refresh! st))))
 
   spi/IndexProgress
   (-indexed-through [st]
@@ -252,7 +258,9 @@
   Errors: bad options throw {:type :herald.feed.store/invalid :key k}; an unreachable server
   {:type ::unavailable}; an error status {:type ::http-error :status n :error \"server text\"}; an index of
   another layout {:type ::incompatible-index}. A failed item of a bulk request throws {:type ::bulk-failed
-  :failed [{:id :status :error}]} after the other items were indexed."
+  :failed [{:id :status :error}]} after the other items were indexed. An outage (::unavailable on index, search or
+  refresh) is logged by herald.feed.outage: a line when the server goes down, a summary every 10 s while it stays
+  down, a line when a call succeeds again."
   [opts]
   (let [{:keys [url index connect-timeout-ms request-timeout-ms max-lag-ms bulk-size username password] :as o}
         (check-options opts)
@@ -262,5 +270,6 @@
     (ensure-index! client index o)
     (map->OpenSearchIndex
      {:client client :index index :max-lag-ms max-lag-ms :bulk-size bulk-size :open? (AtomicBoolean. true)
+      :reporter (outage/reporter (str "opensearch " (str/replace url #"//[^@/]*@" "//")))
       :degraded (AtomicBoolean. false) :index-errors (AtomicLong.) :search-errors (AtomicLong.)
       :write-gen (AtomicLong.) :refreshed-gen (AtomicLong.) :dirty-since (AtomicLong.) :refresh-lock (Object.)})))

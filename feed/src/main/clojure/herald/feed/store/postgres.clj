@@ -1,6 +1,8 @@
 (ns herald.feed.store.postgres
   "Participants and friendships on PostgreSQL (plain JDBC over a HikariCP pool): the :scale store's :graph role."
-  (:require [herald.feed.store :as store]
+  (:require [herald.feed.quiet]
+            [herald.feed.outage :as outage]
+            [herald.feed.store :as store]
             [herald.feed.store.postgres.jdbc :as jdbc]
             [herald.feed.store.postgres.schema :as schema])
   (:import (com.zaxxer.hikari HikariDataSource HikariPoolMXBean)
@@ -10,10 +12,20 @@
 
 (set! *warn-on-reflection* true)
 
+(defn- failure
+  "The ex-info for driver exception e while doing what; an outage (:herald.feed.store/unavailable) is reported to
+  the outage reporter and marked as reported."
+  [reporter what e]
+  (let [x (jdbc/error what e)]
+    (if (= :herald.feed.store/unavailable (:type (ex-data x)))
+      (do (outage/failed! reporter x)
+          (ex-info (ex-message x) (outage/reported (ex-data x) reporter) (ex-cause x)))
+      x)))
+
 (defmacro ^:private with-conn
-  "Runs body with `conn` bound to a pooled connection of the store (fields ds, open?, failing); a driver
-  error becomes ex-info (see herald.feed.store.postgres.jdbc/error) and marks the store failing until the next
-  success."
+  "Runs body with `conn` bound to a pooled connection of the store (fields ds, open?, reporter); a driver error
+  becomes ex-info (see herald.feed.store.postgres.jdbc/error), an outage is reported (herald.feed.outage: the
+  store is not ready until the next success)."
   [what & body]
   `(do
      (when-not (.get ~(with-meta 'open? {:tag `AtomicBoolean}))
@@ -21,12 +33,10 @@
      (try
        (let [r# (with-open [~(with-meta 'conn {:tag `Connection}) (.getConnection ~(with-meta 'ds {:tag `HikariDataSource}))]
                   ~@body)]
-         (.set ~(with-meta 'failing {:tag `AtomicBoolean}) false)
+         (outage/ok! ~'reporter)
          r#)
        (catch java.sql.SQLException e#
-         (let [x# (jdbc/error ~what e#)]
-           (when (= :herald.feed.store/unavailable (:type (ex-data x#))) (.set ~(with-meta 'failing {:tag `AtomicBoolean}) true))
-           (throw x#))))))
+         (throw (failure ~'reporter ~what e#))))))
 
 (defn- utf8 ^bytes [^String s] (.getBytes s StandardCharsets/UTF_8))
 
@@ -35,7 +45,7 @@
 (def ^:private friends-sql
   "SELECT id, hi FROM friendships WHERE lo = ? UNION ALL SELECT id, lo FROM friendships WHERE hi = ? ORDER BY 2")
 
-(deftype PostgresStore [^HikariDataSource ds ^AtomicBoolean open? ^AtomicBoolean failing]
+(deftype PostgresStore [^HikariDataSource ds ^AtomicBoolean open? reporter]
   store/ParticipantStore
   (-create-participant! [_ name]
     (with-conn "creating a participant"
@@ -73,7 +83,7 @@
 
   store/Lifecycle
   (-close! [_] (when (.compareAndSet open? true false) (.close ds)) nil)
-  (-ready? [_] (and (.get open?) (not (.get failing)) (.isRunning ds)))
+  (-ready? [_] (and (.get open?) (not (outage/down? reporter)) (.isRunning ds)))
   (-stats [_]
     (let [^HikariPoolMXBean mx (.getHikariPoolMXBean ds)
           pool (if mx
@@ -107,11 +117,14 @@
 
   A bad option throws ex-info {:type :herald.feed.store/invalid :key k}. A server that cannot be reached throws
   ex-info {:type :herald.feed.store/unavailable}; other driver errors {:type :herald.feed.store.postgres/sql-error};
-  both carry :sql-state. Calls after close throw {:type :herald.feed.store/closed}."
+  both carry :sql-state. Calls after close throw {:type :herald.feed.store/closed}. An outage is logged by
+  herald.feed.outage (a line when the server goes down, a summary every 10 s, a line when it is back), and the
+  store is not ready (-ready? false) from a failed call to the next successful one. An unknown option is an error."
   [config]
-  (let [opts (jdbc/validate (merge jdbc/defaults (select-keys config (keys jdbc/defaults))))
+  (let [opts (jdbc/validate (merge jdbc/defaults config))
         ds (jdbc/pool opts)
-        st (PostgresStore. ds (AtomicBoolean. true) (AtomicBoolean. false))]
+        st (PostgresStore. ds (AtomicBoolean. true)
+                           (outage/reporter (str "postgres " (first (.split ^String (:jdbc-url opts) "\\?"))) {}))]
     (try
       (with-open [conn (.getConnection ds)] (schema/migrate! conn (:schema opts)))
       st

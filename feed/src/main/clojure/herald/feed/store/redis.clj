@@ -3,6 +3,7 @@
   scripts make -invalidate! exact under concurrent loads: the :scale store's :cache role."
   (:require [clojure.edn :as edn]
             [clojure.string :as str]
+            [herald.feed.outage :as outage]
             [herald.feed.store :as store])
   (:import (java.net URI URISyntaxException)
            (java.util List)
@@ -16,6 +17,10 @@
 (set! *warn-on-reflection* true)
 
 (def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.store"))
+
+(def ^:private outage-interval-ms
+  "How often a summary line is logged while Redis is down (see herald.feed.outage)."
+  10000)
 
 ;; Keys, for a cache key k (any EDN value) under prefix P:  P v:<k>  the value (EDN text, expires after :ttl-ms);
 ;; P g:<k>  the key's version, P seq  the version counter (never expires). Every version comes from the counter,
@@ -66,24 +71,30 @@
        (with-open [~(with-meta 'j {:tag `Jedis}) (.getResource ~(with-meta 'pool {:tag `JedisPool}))]
          ~@body)))
 
-(defn- unavailable [what ^Throwable e]
-  (ex-info (str "redis: " what " failed: " (ex-message e)) {:type :herald.feed.store/unavailable} e))
+(defn- unavailable
+  "Reports the failure to the outage reporter and returns the ex-info to throw (marked as reported)."
+  [reporter what ^Throwable e]
+  (outage/failed! reporter e)
+  (ex-info (str "redis: " what " failed: " (ex-message e))
+           (outage/reported {:type :herald.feed.store/unavailable} reporter) e))
 
 (defn- info-long
   "The numeric field of an INFO text, or 0."
   ^long [^String info field]
   (or (some->> (re-find (re-pattern (str "(?m)^" field ":(\\d+)")) info) second Long/parseLong) 0))
 
-(deftype RedisCache [^JedisPool pool prefix ttl version-ttl ^AtomicBoolean open? counters]
+(deftype RedisCache [^JedisPool pool prefix ttl version-ttl ^AtomicBoolean open? counters reporter]
   store/Cache
   (-fetch [_ k load]
     (let [kk (pr-str k)
           vk (str prefix "v:" kk) gk (str prefix "g:" kk) sk (str prefix "seq")
-          [hit? x] (try (with-jedis (vec (run-script j fetch-script (shas fetch-script) [vk gk sk] [version-ttl])))
+          [hit? x] (try (let [r (with-jedis (vec (run-script j fetch-script (shas fetch-script) [vk gk sk] [version-ttl])))]
+                          (outage/ok! reporter)
+                          r)
                         (catch JedisException e
-                          ;; the cache is down: serve from the store, uncached
+                          ;; the cache is down: serve from the store, uncached (one log line per state change)
                           (.incrementAndGet ^AtomicLong (:errors counters))
-                          (.debug log "redis cache unavailable, loading directly" e)
+                          (outage/failed! reporter e)
                           [0 nil]))]
       (if (= 1 hit?)
         (do (.incrementAndGet ^AtomicLong (:hits counters)) (edn/read-string x))
@@ -92,15 +103,18 @@
               (when (and (some? v) x)
                 (try (with-jedis (run-script j put-script (shas put-script) [vk gk]
                                              [x (binding [*print-length* nil *print-level* nil] (pr-str v)) ttl]))
-                     (catch JedisException _ (.incrementAndGet ^AtomicLong (:errors counters)))))
+                     (catch JedisException e
+                       (.incrementAndGet ^AtomicLong (:errors counters))
+                       (outage/failed! reporter e))))
               v)))))
   (-invalidate! [_ k]
     (let [kk (pr-str k)]
       (try (with-jedis (run-script j invalidate-script (shas invalidate-script)
                                    [(str prefix "v:" kk) (str prefix "g:" kk) (str prefix "seq")] [version-ttl]))
+           (outage/ok! reporter)
            nil
            ;; never silently: a value that stayed could be served after the write
-           (catch JedisException e (throw (unavailable (str "invalidating " kk) e))))))
+           (catch JedisException e (throw (unavailable reporter (str "invalidating " kk) e))))))
   (-cache-stats [_]
     (let [server (try (with-jedis (let [i (.info j "stats")] {:evictions (info-long i "evicted_keys")
                                                                :size (.dbSize j)}))
@@ -132,6 +146,8 @@
   (let [bad (fn [k what] (throw (ex-info (str "redis option " k " must be " what ", got " (pr-str (get opts k)))
                                          {:type :herald.feed.store/invalid :key k :value (get opts k)})))
         {:keys [uri prefix]} opts]
+    (doseq [k (keys opts) :when (not (contains? defaults k))]
+      (bad k (str "absent: not a redis option (they are " (pr-str (vec (sort (keys defaults)))) ")")))
     (when-not (and (string? uri) (re-matches #"rediss?://.+" uri)
                    (try (URI. uri) true (catch URISyntaxException _ false)))
       (bad :uri "a URI redis://[user:password@]host:port[/db]"))
@@ -150,7 +166,8 @@
   (every cache key has a TTL, the version counter has none). Standalone Redis only (the scripts touch keys of
   several slots). A server that cannot be reached on open throws ex-info {:type :herald.feed.store/unavailable
   :key :uri}; when Redis fails later, -fetch loads from the store (uncached, counted in :errors) and -invalidate!
-  throws ex-info :herald.feed.store/unavailable.
+  throws ex-info :herald.feed.store/unavailable. An outage is logged by herald.feed.outage: one line when Redis
+  goes down, a summary every 10 s while it stays down, one when it is back; an unknown option is an error.
 
   | key         | type   | default                    | meaning                                  |
   |-------------|--------|----------------------------|------------------------------------------|
@@ -161,7 +178,7 @@
   | :pool-size  | int    | 16                         | most pooled connections                  |
   | :clear-on-open? | boolean | true                  | drop the values cached under prefix when opening: a crash between a write and its invalidation leaves no stale value behind |"
   [config]
-  (let [{:keys [uri prefix ttl-ms timeout-ms pool-size clear-on-open?]} (validate (merge defaults (select-keys config (keys defaults))))
+  (let [{:keys [uri prefix ttl-ms timeout-ms pool-size clear-on-open?]} (validate (merge defaults config))
         pc (doto (JedisPoolConfig.) (.setMaxTotal (int pool-size)) (.setMaxIdle (int pool-size))
              (.setMaxWait (java.time.Duration/ofMillis timeout-ms)))]
     (let [pool (JedisPool. pc (URI. uri) (int timeout-ms))]
@@ -175,4 +192,5 @@
              (throw (ex-info (str "redis: cannot reach " (str/replace uri #"//[^@/]*@" "//") ": " (ex-message e))
                              {:type :herald.feed.store/unavailable :key :uri} e))))
       (RedisCache. pool prefix (str ttl-ms) (str (+ (long ttl-ms) 3600000))
-                   (AtomicBoolean. true) {:hits (AtomicLong.) :misses (AtomicLong.) :errors (AtomicLong.)}))))
+                   (AtomicBoolean. true) {:hits (AtomicLong.) :misses (AtomicLong.) :errors (AtomicLong.)}
+                   (outage/reporter (str "redis " (str/replace uri #"//[^@/]*@" "//")) {:interval-ms outage-interval-ms})))))

@@ -159,7 +159,7 @@
   backend that cannot open throws with :key [role ...] and closes the roles already opened."
   [config]
   (let [opts (validate (merge defaults (select-keys config (keys defaults))))
-        backends (roles/open-roles config)
+        backends (roles/open-roles config (set (keys defaults)))
         {:keys [graph feeds search cache]} backends
         cached (roles/cached-graph graph cache)]
     (if (= :log (:search-progress opts))

@@ -106,7 +106,8 @@
           (finally (feed/stop! sys)))))))
 
 (defn- start-child!
-  "A feed instance in a child JVM on `env`; returns [process base-url]."
+  "A feed instance in a child JVM on `env`; returns [process base-url-or-nil output-atom] (the URL once it
+  listens; nil when it exited or did not listen within 300 s)."
   [env]
   (let [java (str (java.io.File. (System/getProperty "java.home") "bin/java"))
         ^java.util.List cmd [java "-XX:TieredStopAtLevel=1" "-Xmx512m" "-cp" (System/getProperty "java.class.path")
@@ -115,19 +116,23 @@
         _ (doseq [[k v] (assoc env "DATA_DIR" (u/temp-dir "feed-child-"))] (.put (.environment pb) k v))
         p (.start pb)
         r (BufferedReader. (InputStreamReader. (.getInputStream p)))
+        out (atom [])
         url (promise)]
-    (future (loop [] (when-let [line (.readLine r)]
-                       (when-let [[_ u] (re-find #"listening on (http://\S+)" line)] (deliver url u))
-                       (recur))))
-    [p (deref url 300000 nil)]))
+    (future (try (loop [] (when-let [line (.readLine r)]
+                            (swap! out #(vec (take-last 50 (conj % line))))
+                            (when-let [[_ u] (re-find #"listening on (http://\S+)" line)] (deliver url u))
+                            (recur)))
+                 (catch java.io.IOException _ nil))
+            (deliver url nil))
+    [p (deref url 300000 nil) out]))
 
 (deftest ^:integration a-killed-instance-loses-no-acknowledged-post
   (with-cluster
     (fn [env]
       (let [sys (start-instance! env) A (client sys)
-            [^Process p base] (start-child! env)]
+            [^Process p base out] (start-child! env)]
         (try
-          (is (some? base) "the child instance started")
+          (is (some? base) (str "the child instance started: " (clojure.string/join "\n" @out)))
           (when base
             (let [C (fn [& args] (apply u/request base args))
                   [ann bob cy] (people A 3)
@@ -144,13 +149,16 @@
               (future-cancel load)
               (let [n (count @acked)
                     want (set (map #(str "load " %) @acked))]
-                (is (< 20 n) "the child acknowledged posts before it died")
+                (is (< 5 n) "the child acknowledged posts before it died")
                 (is (true? (feed/await-fanout sys 120000)) "the survivor took over the dead instance's partitions")
                 (is (every? (set (subjects A (str (link ann) "/outbound"))) want) "every acknowledged post in its author's feed")
                 (doseq [f [bob cy]]
                   (let [s (filter want (subjects A (str (link f) "/inbound")))]
                     (is (= want (set s)) "every acknowledged post in each friend's inbound feed")
                     (is (= (count s) (count (set s))) "exactly once")))
-                (is (= n (count (filter (fn [_] true) (:json (A "/outbound?keywords=load&limit=100000")))))
-                    "every acknowledged post searchable (and nothing of it twice)"))))
+                ;; a post whose request died with the instance after Kafka's acknowledgement may be there too (its
+                ;; outcome is unknown to the client): each acknowledged one must be found, once
+                (doseq [i @acked]
+                  (is (= [(link ann)] (:json (A (str "/outbound?keywords=load+" i))))
+                      (str "acknowledged post " i " searchable, once"))))))
           (finally (.destroyForcibly p) (feed/stop! sys)))))))

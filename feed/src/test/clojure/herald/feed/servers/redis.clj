@@ -29,7 +29,8 @@
      (.start server)
      (when at-exit? (.addShutdownHook (Runtime/getRuntime) (Thread. #(.stop server))))
      (wait-up port)
-     {:server "embedded-redis" :port port :uri (str "redis://127.0.0.1:" port "/0") :stop #(.stop server)})))
+     {:server "embedded-redis" :port port :uri (str "redis://127.0.0.1:" port "/0") :stop #(.stop server)
+      :start #(do (.start server) (wait-up port))})))
 
 (defn- start-debian []
   (let [port (free-port)
@@ -62,8 +63,8 @@
   {:uri (:uri (info)) :prefix (str "t" (System/currentTimeMillis) "-" (swap! prefixes inc) ":")})
 
 (defn start-own!
-  "A second embedded Redis that the caller stops with (:stop result) (to test a server going away), or
-  {:error why}."
+  "A second embedded Redis that the caller stops with (:stop result) and starts again, on the same port, with
+  (:start result) (to test a server going away and coming back), or {:error why}."
   []
   (try (start-embedded false) (catch Throwable e {:error (ex-message e)})))
 

@@ -8,6 +8,7 @@
             [herald.feed.store.cassandra.schema :as schema]
             [herald.feed.store.cassandra.session :as cs]
             [herald.feed.store.clock :as clock]
+            [herald.feed.store.scale.roles :as roles]
             [herald.feed.store.contract :as contract :refer [post-of thrown-type all-pages]]
             [herald.feed.store.scale.spi :as spi])
   (:import (com.datastax.oss.driver.api.core CqlSession)
@@ -29,7 +30,7 @@
   (merge {:contact-points [cp] :keyspace (fresh-keyspace) :request-timeout-ms 30000} more))
 
 (defn- open-scale [cp]
-  (s/open-store {:type :scale :feeds (assoc (feeds-config cp) :type :cassandra)}))
+  (s/open-store (merge roles/all-in-memory {:type :scale :feeds (assoc (feeds-config cp) :type :cassandra)})))
 
 (defmacro ^:private contract-tests
   "One deftest per contract check through {:type :scale :feeds {:type :cassandra}} (other roles in memory)."
@@ -70,7 +71,7 @@
 
 (deftest scale-store-reopens-on-the-same-keyspace
   (node/with-node [cp]
-    (let [cfg {:type :scale :feeds (assoc (feeds-config cp) :type :cassandra)}
+    (let [cfg (merge roles/all-in-memory {:type :scale :feeds (assoc (feeds-config cp) :type :cassandra)})
           p (let [st (s/open-store cfg)]
               (try (s/publish! st (post-of 1 "kept across a restart") [2]) (finally (s/close-store! st))))
           st (s/open-store cfg)]
@@ -224,7 +225,7 @@
     (is (= ["a:1" "b:2"] (:contact-points (cs/validate (merge cs/defaults {:contact-points " a:1, b:2 "})))))
     (is (= ::s/invalid (thrown-type #(cassandra/open {:contact-points "a:1,b"})))))
   (testing "through the :scale store the key is a path"
-    (let [e (try (s/open-store {:type :scale :feeds {:type :cassandra :node-id 5000}}) nil
+    (let [e (try (s/open-store (merge roles/all-in-memory {:type :scale :feeds {:type :cassandra :node-id 5000}})) nil
                  (catch clojure.lang.ExceptionInfo e e))]
       (is (= [::s/invalid [:feeds :node-id]] ((juxt :type :key) (ex-data e))))))
   (testing "no node at the contact point"

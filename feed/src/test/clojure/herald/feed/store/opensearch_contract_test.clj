@@ -7,6 +7,7 @@
             [herald.feed.store.contract :as contract]
             [herald.feed.store.opensearch :as os]
             [herald.feed.store.opensearch-test :as ot]
+            [herald.feed.store.scale.roles :as roles]
             [herald.feed.store.scale.spi :as spi]))
 
 (set! *warn-on-reflection* true)
@@ -18,7 +19,7 @@
   ([] (open-scale {}))
   ([opts]
    (let [index (ot/fresh-index)
-         st (s/open-store (merge {:type :scale :search {:type :opensearch :url (node/url) :index index :max-lag-ms 0}}
+         st (s/open-store (merge roles/all-in-memory {:type :scale :search {:type :opensearch :url (node/url) :index index :max-lag-ms 0}}
                                  opts))]
      (swap! indexes assoc st index)
      st)))

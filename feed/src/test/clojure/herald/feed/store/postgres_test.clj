@@ -5,13 +5,14 @@
             [herald.feed.servers.postgres :as pg]
             [herald.feed.store :as s]
             [herald.feed.store.contract :as contract :refer [thrown-type]]
-            [herald.feed.store.postgres :as postgres])
+            [herald.feed.store.postgres :as postgres]
+            [herald.feed.store.scale.roles :as roles])
   (:import (java.sql DriverManager)
            (java.util.concurrent CountDownLatch Executors Future)))
 
 (set! *warn-on-reflection* true)
 
-(defn- open-scale [] (s/open-store {:type :scale :graph (assoc (pg/fresh-config) :type :postgres)}))
+(defn- open-scale [] (s/open-store (merge roles/all-in-memory {:type :scale :graph (assoc (pg/fresh-config) :type :postgres)})))
 
 (defmacro ^:private contract-when-up [prefix]
   `(do ~@(for [k (keys contract/checks)]
@@ -85,7 +86,7 @@
       (is (= ::s/invalid (:type (ex-data e))) (pr-str opts))
       (is (= k (:key (ex-data e))))
       (is (re-find (re-pattern (str k)) (ex-message e)))))
-  (let [e (try (s/open-store {:type :scale :graph {:type :postgres :pool-size -1}}) nil
+  (let [e (try (s/open-store (merge roles/all-in-memory {:type :scale :graph {:type :postgres :pool-size -1}})) nil
                (catch clojure.lang.ExceptionInfo e e))]
     (is (= [:graph :pool-size] (:key (ex-data e))) "the composite prefixes the role")))
 

@@ -6,16 +6,17 @@
             [herald.feed.servers.redis :as rd]
             [herald.feed.store :as s]
             [herald.feed.store.contract :as contract :refer [thrown-type]]
-            [herald.feed.store.redis :as redis])
+            [herald.feed.store.redis :as redis]
+            [herald.feed.store.scale.roles :as roles])
   (:import (java.util.concurrent CountDownLatch Executors Future TimeUnit)))
 
 (set! *warn-on-reflection* true)
 
-(defn- open-scale-redis [] (s/open-store {:type :scale :cache (assoc (rd/fresh-config) :type :redis)}))
+(defn- open-scale-redis [] (s/open-store (merge roles/all-in-memory {:type :scale :cache (assoc (rd/fresh-config) :type :redis)})))
 
 (defn- open-scale-both []
-  (s/open-store {:type :scale :graph (assoc (pg/fresh-config) :type :postgres)
-                 :cache (assoc (rd/fresh-config) :type :redis)}))
+  (s/open-store (merge roles/all-in-memory {:type :scale :graph (assoc (pg/fresh-config) :type :postgres)
+                                            :cache (assoc (rd/fresh-config) :type :redis)})))
 
 (defmacro ^:private contract-when [up prefix open]
   `(do ~@(for [k (keys contract/checks)]
@@ -141,5 +142,5 @@
     (let [e (try (redis/open opts) nil (catch clojure.lang.ExceptionInfo e e))]
       (is (= ::s/invalid (:type (ex-data e))) (pr-str opts))
       (is (= k (:key (ex-data e))))))
-  (is (= [:cache :ttl-ms] (:key (ex-data (try (s/open-store {:type :scale :cache {:type :redis :ttl-ms 0}}) nil
+  (is (= [:cache :ttl-ms] (:key (ex-data (try (s/open-store (merge roles/all-in-memory {:type :scale :cache {:type :redis :ttl-ms 0}})) nil
                                               (catch clojure.lang.ExceptionInfo e e)))))))

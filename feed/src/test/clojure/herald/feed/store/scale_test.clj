@@ -11,9 +11,9 @@
 
 (set! *warn-on-reflection* true)
 
-(contract/deftests scale-memory #(s/open-store {:type :scale}) s/close-store!)
+(contract/deftests scale-memory #(s/open-store (assoc roles/all-in-memory :type :scale)) s/close-store!)
 
-(contract/deftests scale-memory-uncached #(s/open-store {:type :scale :graph {:type :memory} :cache {:max-size 0}})
+(contract/deftests scale-memory-uncached #(s/open-store (merge roles/all-in-memory {:type :scale :cache {:type :memory :max-size 0}}))
   s/close-store!)
 
 (deftest bad-config-names-the-key
@@ -23,13 +23,13 @@
                       [{:cache {:type :memcached}} [:cache :type]]
                       [{:index-mark-ms 0} [:index-mark-ms]]
                       [{:catch-up-batch "10"} [:catch-up-batch]]]]
-    (let [e (try (s/open-store (assoc config :type :scale)) nil (catch clojure.lang.ExceptionInfo e e))]
+    (let [e (try (s/open-store (merge roles/all-in-memory config {:type :scale})) nil (catch clojure.lang.ExceptionInfo e e))]
       (is (= ::s/invalid (:type (ex-data e))) (pr-str config))
       (is (= k (:key (ex-data e))) (pr-str config))
       (is (re-find (re-pattern (java.util.regex.Pattern/quote (pr-str k))) (ex-message e)) (ex-message e)))))
 
 (deftest batch-fan-out-goes-to-the-feeds-role
-  (let [st (s/open-store {:type :scale})]
+  (let [st (s/open-store (assoc roles/all-in-memory :type :scale))]
     (try
       (let [[a b c] (map :id (repeatedly 3 #(s/create-participant! st "p")))
             p1 (s/publish! st (post-of a "one") [b c])
@@ -42,7 +42,7 @@
       (finally (s/close-store! st)))))
 
 (deftest stats-ready-and-close
-  (let [st (s/open-store {:type :scale})]
+  (let [st (s/open-store (assoc roles/all-in-memory :type :scale))]
     (s/create-participant! st "a")
     (s/participant st 1)
     (s/participant st 1)
@@ -83,7 +83,7 @@
 
 (defn- open-held [feeds search & {:as opts}]
   (with-redefs [roles/backends (-> roles/backends (assoc-in [:feeds :held] `held) (assoc-in [:search :held] `held))]
-    (s/open-store (merge {:type :scale :feeds {:type :held :store feeds} :search {:type :held :store search}
+    (s/open-store (merge roles/all-in-memory {:type :scale :feeds {:type :held :store feeds} :search {:type :held :store search}
                           :index-mark-ms 10}
                          opts))))
 

@@ -39,13 +39,13 @@
               written (long (get-in @status [:last-snapshot :epoch] 0))
               epoch-due? (and data-dir @inputs-live (>= (- now (long last-epoch-at)) (long interval-ms))
                               (or (>= written (.get requested)) (>= (- now (long last-epoch-at)) (* 10 (long interval-ms)))))
-              _ (when epoch-due? (.incrementAndGet requested))
+              _ (when epoch-due? ((:request-epoch! c) (>= (- now (long last-epoch-at)) (* 10 (long interval-ms)))))
               sample? (>= (- now (long last-sample)) (long sample-ms))
               _ (when sample? (run! metrics/sample! (vals metrics)))
               last-epoch-at (if epoch-due? now last-epoch-at)
               last-sample (if sample? now last-sample)
               x (.poll ready (wait-ms c now last-epoch-at last-sample (>= written (.get requested))) TimeUnit/MILLISECONDS)]
-          (when (vector? x)
+          (when (and data-dir (vector? x))
             (let [[epoch acks] x]
               (try (write-snapshot! c epoch acks nil)
                    (catch Exception e (swap! status assoc :snapshot-error (.toString e))))))
@@ -65,9 +65,26 @@
                       :last-snapshot (when restored {:epoch base :at (:at restored)})})
         done (promise)
         threads (atom [])
+        completed (AtomicLong. base)
+        finished (ConcurrentHashMap.)
         c (assoc opts :requested requested :ready ready :status status :done done
-                 :inputs-live (volatile! true) :threads threads)
+                 :inputs-live (volatile! true) :threads threads
+                 :request-epoch! (fn [force?]
+                                   ;; one epoch at a time (inputs must all see the same one), unless forced
+                                   ;; past a stuck one; returns the epoch requested, or nil when one is in flight
+                                   (if force?
+                                     (.incrementAndGet requested)
+                                     (let [r (.get requested)]
+                                       (when (and (>= (.get completed) r) (.compareAndSet requested r (inc r))) (inc r))))))
         input-task (into {} (for [w workers :when (:input w)] [(:me w) (first (:task-names w))]))
+        try-complete! (fn [epoch]
+                        ;; an epoch is complete when every worker acked it or had finished (a finished worker
+                        ;; has handed on everything it read); it and any older, never-completed one are done with
+                        (when-let [^ConcurrentHashMap m (.get acks epoch)]
+                          (when (>= (+ (.size m) (count (remove #(.containsKey m %) (keys finished)))) nworkers)
+                            (.removeIf (.keySet acks) (reify java.util.function.Predicate (test [_ e] (<= (long e) (long epoch)))))
+                            (loop [] (let [v (.get completed)] (when (and (< v (long epoch)) (not (.compareAndSet completed v epoch))) (recur))))
+                            (when data-dir (.put ready [epoch (into {} m)])))))
         stop! (fn [st]
                 (vreset! running false)
                 (swap! status (fn [s] (if (= :running (:status s)) (merge s st) s)))
@@ -78,15 +95,16 @@
            :ack! (fn [epoch me data]
                    (let [m (.computeIfAbsent acks epoch (reify java.util.function.Function (apply [_ _] (ConcurrentHashMap.))))]
                      (.put ^ConcurrentHashMap m me (assoc data :input-task (input-task me)))
-                     (when (= nworkers (.size ^ConcurrentHashMap m))
-                       ;; this epoch is complete: it and any older, never-completed one are done with
-                       (.removeIf (.keySet acks) (reify java.util.function.Predicate (test [_ e] (<= (long e) (long epoch)))))
-                       (.put ready [epoch (into {} m)]))))
+                     (try-complete! epoch)))
+           :completed-epoch (fn [] (.get completed))
+           :input-finished? (fn [task] (contains? @final-positions task))
            :input-done! (fn [me pos]
                           (vreset! (:inputs-live c) false)
                           (swap! final-positions assoc (input-task me) pos))
-           :worker-done! (fn [_ err]
+           :worker-done! (fn [me err]
                            (when err (stop! {:status :failed :error err}))
+                           (.put finished me true)
+                           (run! try-complete! (sort (keys acks)))
                            (when (zero? (.decrementAndGet remaining))
                              (when (and data-dir (= :running (:status @status)))
                                (try (write-snapshot! c (inc (.get requested)) {} @final-positions)

@@ -83,12 +83,14 @@
   (doseq [r runners :when (:flush! r)] ((:flush! r)))
   ((:ack! coord) epoch me
    {:position (when input (spi/-position input))
-    :windows (let [state (into {} (for [r runners :when (:windows r)] [(:name r) (window/snapshot (:windows r))]))]
+    ;; without a data dir an epoch only marks progress (await-caught-up): no state to serialize
+    :windows (when (:data-dir coord)
+              (let [state (into {} (for [r runners :when (:windows r)] [(:name r) (window/snapshot (:windows r))]))]
                (try (snap/serialize state)
                     (catch java.io.NotSerializableException e
                       (throw (ex-info (str "Window state of " (vec (keys state)) " cannot be snapshotted: "
                                            (.getMessage e) " is not java.io.Serializable")
-                                      {:type :herald.flow/unserializable-state :tasks (vec (keys state))} e)))))}))
+                                      {:type :herald.flow/unserializable-state :tasks (vec (keys state))} e))))))}))
 
 (defn- input-loop [{:keys [input batch-size batch-timeout coord senders me running input-metrics] :as w}]
   (let [epoch (volatile! (long ((:current-epoch coord))))

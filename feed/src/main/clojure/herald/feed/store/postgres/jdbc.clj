@@ -26,6 +26,8 @@
   "opts (merged over defaults) or ex-info {:type :herald.feed.store/invalid :key k} naming the bad key."
   [opts]
   (let [{:keys [jdbc-url user password schema]} opts]
+    (doseq [k (keys opts) :when (not (contains? defaults k))]
+      (bad k (get opts k) (str "absent: not a postgres option (they are " (pr-str (vec (sort (keys defaults)))) ")")))
     (when-not (and (string? jdbc-url) (str/starts-with? jdbc-url "jdbc:postgresql:"))
       (bad :jdbc-url jdbc-url "a string jdbc:postgresql://host:port/database"))
     (when-not (string? user) (bad :user user "a string"))
@@ -73,7 +75,7 @@
     (ex-info (str "postgres: " what " failed: " (ex-message e)
                   ;; Hikari's timeout hides why no connection could be made: the driver's error is its cause
                   (when-let [root (last (take-while some? (iterate ex-cause (ex-cause e))))]
-                    (str " (" (ex-message root) ")")))
+                    (str " (" (or (not-empty (ex-message root)) (.getName (class root))) ")")))
              {:type (if unavailable? :herald.feed.store/unavailable :herald.feed.store.postgres/sql-error)
               :sql-state state}
              e)))

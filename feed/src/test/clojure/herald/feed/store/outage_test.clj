@@ -1,0 +1,168 @@
+(ns herald.feed.store.outage-test
+  "Outages of real servers are a few log lines (herald.feed.outage), not one per call: a Redis stopped for 5 s under
+  a running feed (:scale profile, the cache on Redis, the other roles in memory) and HTTP load; PostgreSQL and
+  OpenSearch cut off behind a TCP proxy while the backend is called. Everything the process logs meanwhile
+  (System.err, where slf4j-simple and the feed write, and *err*) is counted: one down line, one back line, no stack
+  trace."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is]]
+            [herald.feed :as feed]
+            [herald.feed.servers.opensearch :as node]
+            [herald.feed.servers.postgres :as pg]
+            [herald.feed.servers.proxy :as proxy]
+            [herald.feed.servers.redis :as rd]
+            [herald.feed.store :as s]
+            [herald.feed.store.opensearch :as os]
+            [herald.feed.store.postgres :as postgres]
+            [herald.feed.store.scale.roles :as roles]
+            [herald.feed.test-util :as u])
+  (:import (java.io ByteArrayOutputStream OutputStreamWriter PrintStream)
+           (java.nio.charset StandardCharsets)))
+
+(set! *warn-on-reflection* true)
+
+(defn- load!
+  "Runs `threads` closed-loop users against base until (stop?) is true; each reads participants, befriends and
+  posts. Returns a future of {status count}."
+  [base threads stop?]
+  (let [statuses (atom {})
+        user (fn [k]
+               (let [req (fn [& args]
+                           (let [s (try (:status (apply u/request base args)) (catch Exception _ :io-error))]
+                             (swap! statuses update s (fnil inc 0))))]
+                 (loop [i 0]
+                   (when-not (stop?)
+                     (let [a (inc (mod (+ i k) 20)) b (inc (mod (+ i k 7) 20))]
+                       (req (str "/participant/" a))
+                       (when (not= a b)
+                         (req (str "/participant/" a "/friends") :method :post :json {:to (str "/participant/" b)}))
+                       (req (str "/participant/" a "/outbound") :method :post :json {:subject "s" :story "outage"})
+                       (recur (inc i)))))))]
+    (future (run! deref (doall (for [k (range threads)] (future (user k))))) @statuses)))
+
+(defmacro ^:private capturing-output
+  "Runs body with System.err and the root *err* captured into the ByteArrayOutputStream `buf`; restores both."
+  [buf & body]
+  `(let [old-err# System/err
+         old-root# *err*
+         ps# (PrintStream. ~buf true "UTF-8")]
+     (System/setErr ps#)
+     (alter-var-root #'*err* (constantly (OutputStreamWriter. ps# StandardCharsets/UTF_8)))
+     (try ~@body
+          (finally (.flush ps#)
+                   (System/setErr old-err#)
+                   (alter-var-root #'*err* (constantly old-root#))))))
+
+(deftest ^:integration a-redis-outage-under-load-is-a-few-log-lines
+  (let [{:keys [uri stop start error]} (rd/start-own!)]
+    (if error
+      (clojure.test/do-report {:type :skip :message (str "Redis could not start: " error)})
+      (let [sys (feed/start! {:profile :scale :env {}
+                              :config {:http {:port 0 :host "127.0.0.1"}
+                                       :events {:type :local}
+                                       :store (merge roles/all-in-memory
+                                                     {:type :scale :cache {:type :redis :uri uri :timeout-ms 500}})}})
+            base (feed/url sys)
+            buf (ByteArrayOutputStream.)
+            done (atom false)]
+        (try
+          (dotimes [i 20] (u/request base "/participant" :method :post :json {:name (str "p" i)}))
+          (let [statuses (capturing-output buf
+                           (let [f (load! base 4 #(deref done))]
+                             (Thread/sleep 1500)
+                             (stop)
+                             (Thread/sleep 5000)
+                             (start)
+                             (Thread/sleep 2500)
+                             (reset! done true)
+                             @f))
+                text (String. (.toByteArray buf) StandardCharsets/UTF_8)
+                lines (remove str/blank? (str/split-lines text))]
+            (println "redis outage under load: statuses" statuses "->" (count lines) "log lines:")
+            (run! #(println "  " %) (take 20 lines))
+            (is (pos? (long (get statuses 503 0))) "befriending needs the cache's invalidation: 503 while Redis is down")
+            (is (> (long (get statuses 200 0)) 200) "the load ran")
+            (is (<= 2 (count lines) 8) "a handful of lines, not one per request")
+            (is (= 1 (count (filter #(re-find #"redis redis://127\.0\.0\.1:\d+/0 is down: " %) lines))) "one down line")
+            (is (= 1 (count (filter #(re-find #"redis redis://127\.0\.0\.1:\d+/0 is back after \d+\.\d s down: \d+ failed calls" %) lines)))
+                "one back line")
+            (is (not-any? #(re-find #"^\s+at |^\S+(Exception|Error)(: |$)" %) lines) "no stack trace"))
+          (finally (reset! done true) (feed/stop! sys) (try (stop) (catch Exception _ nil))))))))
+
+(defn- log-lines [^ByteArrayOutputStream buf]
+  (remove str/blank? (str/split-lines (String. (.toByteArray buf) StandardCharsets/UTF_8))))
+
+(defn- stack-trace? [line] (re-find #"^\s+at |^\S+(Exception|Error)(: |$)" line))
+
+(defn- fail-for!
+  "Calls (f) for `ms` milliseconds; returns how many calls threw an ex-info marked by an outage reporter (and
+  counts any other result under :other)."
+  [ms f]
+  (let [deadline (+ (System/currentTimeMillis) (long ms))]
+    (loop [n 0 other 0]
+      (if (> (System/currentTimeMillis) deadline)
+        {:reported n :other other}
+        (let [r (try (f) :ok (catch clojure.lang.ExceptionInfo e
+                               (if (contains? (ex-data e) :herald.feed.outage/reported-by) :reported :other)))]
+          (recur (if (= :reported r) (inc n) n) (if (= :reported r) other (inc other))))))))
+
+(defn- until-ok
+  "(f) retried every 100 ms until it returns without throwing, at most 20 s; its value."
+  [f]
+  (let [deadline (+ (System/currentTimeMillis) 20000)]
+    (loop []
+      (let [r (try [(f)] (catch Exception e (if (> (System/currentTimeMillis) deadline) (throw e) nil)))]
+        (if r (first r) (do (Thread/sleep 100) (recur)))))))
+
+(defn- check-lines [lines backend]
+  (println backend "outage:" (count lines) "log lines:")
+  (run! #(println "  " %) (take 10 lines))
+  (is (<= 2 (count lines) 4) "a handful of lines, not one per call")
+  (is (= 1 (count (filter #(re-find (re-pattern (str backend " \\S+ is down: ")) %) lines))) "one down line")
+  (is (= 1 (count (filter #(re-find (re-pattern (str backend " \\S+ is back after \\d+\\.\\d s down: \\d+ failed calls")) %)
+                          lines)))
+      "one back line")
+  (is (not-any? stack-trace? lines) "no stack trace"))
+
+(deftest ^:integration a-postgres-outage-is-a-few-log-lines
+  (pg/when-up
+   (let [{:keys [cut! restore! stop! port]} (proxy/start! (:port (pg/info)))
+         config (-> (pg/fresh-config)
+                    (update :jdbc-url #(str/replace-first % #":\d+/" (str ":" port "/")))
+                    (assoc :connection-timeout-ms 500))
+         st (postgres/open config)
+         buf (ByteArrayOutputStream.)]
+     (try
+       (let [{:keys [id]} (s/create-participant! st "Ann")
+             calls (capturing-output buf
+                     (cut!)
+                     (let [r (fail-for! 3000 #(s/participant st id))]
+                       (is (false? (s/ready? st)) "not ready while the server is cut off")
+                       (restore!)
+                       (is (= "Ann" (:name (until-ok #(s/participant st id)))))
+                       r))]
+         (is (> (long (:reported calls)) 2) (pr-str calls))
+         (is (zero? (long (:other calls))) "every failed call is an outage marked as reported")
+         (is (true? (s/ready? st)) "ready again")
+         (check-lines (log-lines buf) "postgres"))
+       (finally (s/close-store! st) (stop!))))))
+
+(deftest ^:integration an-opensearch-outage-is-a-few-log-lines
+  (if-not (node/url)
+    (clojure.test/do-report {:type :skip :message (str "OpenSearch unavailable: " (node/skip-reason))})
+    (let [{:keys [cut! restore! stop! port]} (proxy/start! (Long/parseLong (re-find #"\d+$" (node/url))))
+          index (str "herald-outage-" (System/currentTimeMillis))
+          st (os/open {:url (str "http://127.0.0.1:" port) :index index :max-lag-ms 0 :connect-timeout-ms 500})
+          buf (ByteArrayOutputStream.)]
+      (try
+        (s/index! st {:id 1 :from 7 :ts 1 :occurred "2026-11-22" :subject "s" :story "outage"})
+        (let [calls (capturing-output buf
+                      (cut!)
+                      (let [r (fail-for! 3000 #(s/search st "outage"))]
+                        (restore!)
+                        (is (= [7] (until-ok #(s/search st "outage"))))
+                        r))]
+          (is (> (long (:reported calls)) 2) (pr-str calls))
+          (is (zero? (long (:other calls))) "every failed call is an outage marked as reported")
+          (check-lines (log-lines buf) "opensearch"))
+        (finally (s/close-store! st) (stop!) (node/delete-index! index))))))
