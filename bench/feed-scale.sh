@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# bench/feed-scale.sh: the feed's :scale profile as a cluster under the reference workload. Starts the local cluster
+# (bin/herald-cluster: Kafka, PostgreSQL, Redis, Cassandra, OpenSearch, HAProxy, N feed instances), and for each
+# instance count (1, then 3 on the same servers) warms up and drives the reference mix through the balancer with
+# `herald-load feed` (closed-loop users, no think time), while a probe measures, from a post's acknowledgement, when
+# it is visible in a friend's inbound feed (fan-out lag) and in search (search lag). CPU time of every process
+# (/proc/PID/stat utime+stime, process trees summed: PostgreSQL's backends) is taken over the measured run (from the
+# load's first progress line to the one that ends its run). Prints, per instance count, the CPU per process (seconds,
+# cores, microseconds per post), then last:
+#   feed_scale instances=<n> posts_per_s=<n> p99_ms=<x> fanout_lag_p99_ms=<x> search_lag_p99_ms=<x> cpu_us_per_post=<x>
+# p99_ms: every request of the mix, client side, through the balancer; cpu_us_per_post: the CPU time of every
+# cluster process (not the load generator's) per second of the window, divided by the posts acknowledged per second
+# of the run (so it carries the participants, friendships and searches of the mix too). The load generator, the probe and every server
+# share this machine's cores (nothing is pinned). A benchmark, not a test: run it by hand on a quiet machine.
+# Environment (defaults in brackets): INSTANCES ["1 3"], USERS [32], DURATION [30] measured seconds, WARMUP [30]
+# seconds (per instance count), SEARCH_SHARE [0.1], PROBE_MS [250] between probe posts, DIR [a new temporary
+# directory, removed at the end unless KEEP=1], RESULTS [""] (a file to append the figures to).
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+INSTANCES=${INSTANCES:-"1 3"}
+USERS=${USERS:-32}
+DURATION=${DURATION:-30}
+WARMUP=${WARMUP:-30}
+SEARCH_SHARE=${SEARCH_SHARE:-0.1}
+PROBE_MS=${PROBE_MS:-250}
+KEEP=${KEEP:-0}
+RESULTS=${RESULTS:-}
+DIR=${DIR:-$(mktemp -d /tmp/herald-feed-scale.XXXXXX)}
+CLUSTER="$ROOT/bin/herald-cluster"
+
+log() { echo "bench/feed-scale: $*" >&2; }
+die() { log "$*"; exit 1; }
+cleanup() {
+  local rc=$?
+  "$CLUSTER" down --dir "$DIR" >/dev/null 2>&1 || true
+  if [ $rc -eq 0 ] && [ "$KEEP" != 1 ]; then rm -rf "$DIR"; else log "logs and data kept in $DIR"; fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+command -v python3 >/dev/null || die "python3 is missing"
+
+# CPU ticks (utime+stime) of each cluster process and its descendants: "name ticks" lines
+cpu_snapshot() {
+  { "$CLUSTER" status --dir "$DIR" || true; } | awk '$1 == "state" && $3 == "up" { sub("pid=", "", $5); print $2, $5 }' |
+    python3 -c '
+import os, sys
+stat = {}
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        try:
+            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+            stat[int(p)] = (int(f[1]), int(f[11]) + int(f[12]))   # ppid, utime + stime
+        except OSError:
+            pass
+kids = {}
+for p, (pp, _) in stat.items(): kids.setdefault(pp, []).append(p)
+def tree(p): return stat.get(p, (0, 0))[1] + sum(tree(c) for c in kids.get(p, []))
+for line in sys.stdin:
+    name, pid = line.split()
+    print(name, tree(int(pid)))'
+}
+
+# the probe: posts every PROBE_MS through the balancer for SECONDS, and polls a friend's inbound feed and the search
+# for every post not yet seen (up to 30 s after its acknowledgement); prints one JSON summary (lags in ms from the
+# acknowledgement; a post unseen after 30 s counts as unseen, not as a lag)
+probe() { # BASE SECONDS OUT
+  python3 - "$1" "$2" "$PROBE_MS" >"$3" <<'PY'
+import json, sys, time, urllib.request
+base, secs, every = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) / 1000
+def call(path, body=None):
+    req = urllib.request.Request(base + path, data=None if body is None else json.dumps(body).encode(),
+                                 headers={"Content-Type": "application/json"}, method="POST" if body else "GET")
+    with urllib.request.urlopen(req, timeout=10) as r: return json.loads(r.read())
+a = call("/participant", {"name": "probe-a"})["id"]; b = call("/participant", {"name": "probe-b"})["id"]
+call(f"/participant/{a}/friends", {"from": f"/participant/{a}", "to": f"/participant/{b}"})
+fan, search, pending, failed, unseen, n = [], [], {}, 0, 0, 0   # pending: token -> [acked at, fan-out seen?, search seen?]
+start = time.time(); next_post = start
+while time.time() < start + secs or (pending and time.time() < start + secs + 30):
+    now = time.time()
+    if now < start + secs and now >= next_post:
+        n += 1; token = f"probe{int(now * 1000)}x{n}"; next_post = now + every
+        try:
+            call(f"/participant/{a}/outbound", {"from": f"/participant/{a}", "occurred": "2026-11-25", "subject": token, "story": "lag " + token})
+            pending[token] = [time.time(), False, False]
+        except Exception:
+            failed += 1
+    try:
+        seen = {i.get("subject") for i in call(f"/participant/{b}/inbound?limit=500")}
+        for token, p in pending.items():
+            if not p[1] and token in seen: p[1] = True; fan.append((time.time() - p[0]) * 1000)
+            if not p[2] and call(f"/outbound?keywords={token}"): p[2] = True; search.append((time.time() - p[0]) * 1000)
+    except Exception:
+        pass
+    for token in [t for t, p in pending.items() if (p[1] and p[2]) or time.time() - p[0] > 30]:
+        unseen += not (pending[token][1] and pending[token][2]); del pending[token]
+    time.sleep(0.01)
+def pct(xs, q): xs = sorted(xs); return round(xs[min(len(xs) - 1, int(q * len(xs)))], 1) if xs else None
+print(json.dumps({"samples": n, "post_errors": failed, "unseen_in_30s": unseen + len(pending),
+                  "fanout_p50": pct(fan, .5), "fanout_p99": pct(fan, .99), "fanout_max": pct(fan, 1),
+                  "search_p50": pct(search, .5), "search_p99": pct(search, .99), "search_max": pct(search, 1)}))
+PY
+}
+
+run_load() { # PORT SECONDS OUT
+  "$ROOT/bin/herald-load" feed --host 127.0.0.1 --port "$1" --users "$USERS" --search-share "$SEARCH_SHARE" \
+    --duration "$2" --progress json >"$3" 2>"$3.err"
+}
+
+# the measured run's figures: POSTS SECS P99 POST_P99 ERRORS
+figures() {
+  python3 - "$1" <<'PY'
+import json, sys
+s = next(json.loads(l) for l in open(sys.argv[1]) if '"type":"summary"' in l)
+ops = s["operations"]
+print(ops.get("outbound post", {}).get("latency", {}).get("count", 0), round(s["duration-s"], 3), s["latency"]["p99"],
+      ops.get("outbound post", {}).get("latency", {}).get("p99", "na"), sum(s["errors"].values()))
+PY
+}
+
+"$ROOT/bin/herald-load" --help >/dev/null 2>&1 || die "bin/herald-load does not run"
+COMMIT=$(cd "$ROOT" && git rev-parse --short HEAD 2>/dev/null || echo unknown)
+SUMMARY=()
+for n in $INSTANCES; do
+  log "cluster with $n instance(s) under $DIR"
+  OUT=$("$CLUSTER" up --dir "$DIR" --instances "$n") || die "bin/herald-cluster up failed"
+  PORT=$(sed -n 's|^balancer http://127.0.0.1:\([0-9]*\)$|\1|p' <<<"$OUT")
+  W="$DIR/bench-$n"; mkdir -p "$W"
+  log "warm-up ${WARMUP}s, $USERS users through the balancer (port $PORT)"
+  run_load "$PORT" "$WARMUP" "$W/warmup.json" || die "herald-load failed: $(tail -3 "$W/warmup.json.err")"
+  LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
+  log "measuring ${DURATION}s (load average before: $LOAD_BEFORE)"
+  # the CPU window opens at the load's first progress line (its JVM is up and sending, ~1 s in) and closes at the
+  # progress line that ends the run (the generator may take a while to exit after it)
+  run_load "$PORT" "$DURATION" "$W/run.json" & LOAD=$!
+  last_t() { grep -o '"t":[0-9.]*' "$W/run.json" 2>/dev/null | tail -1 | cut -d: -f2; }
+  until [ -n "$(last_t)" ] || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
+  T0=$(date +%s.%N); cpu_snapshot >"$W/cpu0"
+  probe "http://127.0.0.1:$PORT" "$DURATION" "$W/probe.json" & PROBE=$!
+  until awk -v t="$(last_t)" -v d="$DURATION" 'BEGIN { exit !(t + 0.3 >= d) }' || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
+  cpu_snapshot >"$W/cpu1"; T1=$(date +%s.%N)
+  wait "$LOAD" || die "herald-load failed: $(tail -3 "$W/run.json.err")"
+  wait "$PROBE" || die "the lag probe failed"
+  read -r POSTS SECS P99 POST_P99 ERRORS < <(figures "$W/run.json")
+  CLK=$(getconf CLK_TCK)
+  # CPU per process as a rate over the window, per post at the run's post rate; then the line
+  CPU=$(join <(sort "$W/cpu0") <(sort "$W/cpu1") | awk -v clk="$CLK" -v posts="$POSTS" -v secs="$SECS" -v n="$n" -v t0="$T0" -v t1="$T1" '
+    function per_post(d) { return (posts > 0) ? d / (t1 - t0) / (posts / secs) * 1e6 : 0 }
+    { d = ($3 - $2) / clk; tot += d; name = $1; if (name ~ /^instance-/) { inst += d }
+      printf "feed_scale_cpu instances=%d process=%s cpu_s=%.2f cores=%.2f us_per_post=%.1f\n", n, name, d, d / (t1 - t0), per_post(d) }
+    END { printf "feed_scale_cpu instances=%d process=all-instances cpu_s=%.2f cores=%.2f us_per_post=%.1f\n", n, inst, inst / (t1 - t0), per_post(inst)
+          printf "TOTAL %.1f %.2f\n", per_post(tot), tot / (t1 - t0) }')
+  read -r CPU_US CORES < <(awk '$1 == "TOTAL" { print $2, $3 }' <<<"$CPU")
+  grep -v '^TOTAL' <<<"$CPU"
+  read -r FAN_P99 SEARCH_P99 PROBE_INFO < <(python3 -c '
+import json, sys; p = json.load(open(sys.argv[1]))
+print(p["fanout_p99"], p["search_p99"], "samples=%s unseen_in_30s=%s fanout_p50=%s fanout_max=%s search_p50=%s search_max=%s" % (
+      p["samples"], p["unseen_in_30s"], p["fanout_p50"], p["fanout_max"], p["search_p50"], p["search_max"]))' "$W/probe.json")
+  POSTS_S=$(awk -v p="$POSTS" -v s="$SECS" 'BEGIN { printf "%.0f", p / s }')
+  log "instances=$n posts=$POSTS in ${SECS}s, post p99 ${POST_P99} ms, errors $ERRORS, cluster CPU $CORES cores, probe: $PROBE_INFO, load average before $LOAD_BEFORE, commit $COMMIT"
+  LINE="feed_scale instances=$n posts_per_s=$POSTS_S p99_ms=$P99 fanout_lag_p99_ms=$FAN_P99 search_lag_p99_ms=$SEARCH_P99 cpu_us_per_post=$CPU_US"
+  SUMMARY+=("$LINE")
+  if [ -n "$RESULTS" ]; then
+    { echo "$(date -u +%FT%TZ) commit=$COMMIT users=$USERS duration_s=$DURATION warmup_s=$WARMUP loadavg_before=$LOAD_BEFORE errors=$ERRORS post_p99_ms=$POST_P99 cluster_cores=$CORES $PROBE_INFO"
+      grep -v '^TOTAL' <<<"$CPU"; echo "$LINE"; } >>"$RESULTS"
+  fi
+done
+# last: one line per instance count
+printf '%s\n' "${SUMMARY[@]}"

@@ -1,0 +1,166 @@
+(ns herald.feed.cluster-test
+  "^:integration The feed as a cluster, as a user starts it: bin/herald-cluster runs Kafka, PostgreSQL, Redis,
+  Cassandra, OpenSearch, three feed instances and HAProxy. The contract through the balancer and through each
+  instance; then, under a write load spread over the instances, a SIGKILL of an instance, a Kafka broker restart and
+  an OpenSearch outage: every acknowledged post is once in its author's outbound feed, once in each friend's inbound
+  feed and once in search, read through the instances that run. Skipped with the reason when a server cannot start."
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is testing use-fixtures] :as t]
+            [herald.feed.cluster.harness :as h]
+            [herald.feed.cluster.workload :as w]
+            [herald.feed.test-util :as u]))
+
+(set! *warn-on-reflection* true)
+
+(def ^:private cluster (atom nil))
+
+(defn- failures [] (let [c @t/*report-counters*] (+ (long (:fail c 0)) (long (:error c 0)))))
+
+(defn- print-logs
+  "The last lines of each instance's log, for a failure in CI."
+  [{:keys [dir]}]
+  (doseq [^java.io.File f (sort (filter #(= "instance.log" (.getName ^java.io.File %)) (file-seq (io/file dir))))]
+    (println (str "--- last lines of " f " ---"))
+    (println (str/join "\n" (take-last 30 (str/split-lines (slurp f)))))))
+
+(defn- with-cluster [f]
+  (let [c (h/up! 3)
+        before (failures)]
+    (reset! cluster c)
+    (try (f)
+         (finally
+           (let [failed? (or (:error c) (> (long (failures)) (long before)))]
+             (when failed? (print-logs c))
+             (h/down! c failed?))
+           (reset! cluster nil)))))
+
+(use-fixtures :once with-cluster)
+
+(defmacro ^:private with-up
+  "Runs body with `sym` bound to the cluster, or reports why there is none (skip: a server; failure: an instance)."
+  [[sym] & body]
+  `(let [c# @cluster]
+     (cond (:skip c#) (t/do-report {:type :skip :message (str "no cluster: " (:skip c#))})
+           (:error c#) (is false (str "a feed instance did not start: " (:error c#)))
+           :else (let [~sym c#] ~@body))))
+
+(defn- instance [c i] (get-in c [:instances i]))
+
+(defn- check-contract!
+  "Writes through `writer` and reads through `reader`: participants, friends, a post in outbound (at once) and
+  inbound (eventually), search (eventually)."
+  [writer reader tag]
+  (let [req (fn [base path & opts] (apply u/request base path opts))
+        mk #(get-in (req writer "/participant" :method :post :json {:name (str tag "-" %)}) [:json "id"])
+        [a b c] [(mk "a") (mk "b") (mk "c")]
+        token (str "contract" tag)]
+    (is (every? some? [a b c]) "participants created")
+    (is (= {"id" a "name" (str tag "-a") "link" (w/link a)} (:json (req reader (w/link a)))) "a participant read elsewhere")
+    (is (= 404 (:status (req reader (w/link (+ 1000000 (long c)))))) "an unknown participant is a 404")
+    (doseq [x [b c]]
+      (is (= 200 (:status (req writer (str (w/link a) "/friends") :method :post :json {:from (w/link a) :to (w/link x)})))))
+    (is (= #{(w/link b) (w/link c)} (set (map #(get % "to") (:json (req reader (str (w/link a) "/friends")))))))
+    (is (= [(w/link a)] (map #(get % "to") (:json (req reader (str (w/link b) "/friends"))))) "friendship is symmetric")
+    (let [post {:from (w/link a) :occurred "2026-11-25" :subject token :story (str "the story of " token)}]
+      (is (= post (-> (req writer (str (w/link a) "/outbound") :method :post :json post) :json (update-keys keyword)))
+          "the post is echoed")
+      (is (= [token] (map #(get % "subject") (:json (req reader (str (w/link a) "/outbound")))))
+          "the author's outbound has it at once, read on another endpoint")
+      (doseq [x [b c]]
+        (is (= [[(w/link a) (w/link x) token]]
+               (map (juxt #(get % "from") #(get % "to") #(get % "subject"))
+                    (:json (u/eventually 30000 #(seq (:json %)) #(req reader (str (w/link x) "/inbound"))))))
+            "each friend's inbound gets it"))
+      (is (= [(w/link a)] (:json (u/eventually 30000 #(seq (:json %)) #(req reader (str "/outbound?keywords=" token)))))
+          "search finds it"))))
+
+(deftest ^:integration the-contract-through-the-balancer-and-each-instance
+  (with-up [c]
+    (let [eps (into [(:balancer c)] (vals (:instances c)))]
+      (doseq [[i writer] (map-indexed vector eps)
+              :let [reader (nth eps (mod (inc i) (count eps)))]]
+        (testing (str "written through " writer ", read through " reader)
+          (check-contract! writer reader (str "c" i)))))))
+
+(defn- check-feeds!
+  "Every acknowledged post once in its author's outbound (at once) and in each friend's inbound (eventually)."
+  [readers graph acked]
+  (testing "every acknowledged post is in its author's outbound, once (read-your-writes, at once)"
+    (let [p (w/outbound-problems readers acked)] (is (empty? p) (w/summary p))))
+  (testing "every acknowledged post reaches each friend's inbound, once"
+    (let [p (w/eventually-none 60000 #(w/inbound-problems readers graph acked))] (is (empty? p) (w/summary p)))))
+
+(defn- check-search!
+  "Every acknowledged post found once by search, within timeout-ms."
+  [readers acked timeout-ms]
+  (testing "every acknowledged post is searchable, once"
+    (let [p (w/search-problems readers acked timeout-ms)] (is (empty? p) (w/summary p)))))
+
+(defn- check-acked!
+  "The three views of every acknowledged post, read through `readers`."
+  [readers graph acked]
+  (check-feeds! readers graph acked)
+  (check-search! readers acked 60000))
+
+(defmacro ^:private with-load
+  "Runs body with `sym` bound to a write load (workload/start-load! args); the load stops when body ends, however."
+  [[sym & args] & body]
+  `(let [~sym (w/start-load! ~@args)]
+     (try ~@body (finally ((:stop! ~sym))))))
+
+(defn- acked-count ^long [load] (.get ^java.util.concurrent.atomic.AtomicLong (:acked load)))
+
+(deftest ^:integration sigkill-of-an-instance-under-write-load
+  (with-up [c]
+    (let [graph (w/graph! (:balancer c) 12)
+          eps (vec (vals (:instances c)))]
+      (with-load [load "kill" graph (constantly eps) 6 100 1000]
+        (w/await-acked load 0 120 60000)
+        (h/kill! c 2)                                             ; SIGKILL mid-load
+        (w/await-acked load (acked-count load) 60 30000)
+        (let [acked ((:stop! load))
+              survivors [(instance c 1) (instance c 3)]]
+          (println "cluster test: SIGKILL of instance 2:" (count acked) "posts acknowledged,"
+                   (count (filter #(= (instance c 2) (:via %)) acked)) "by instance 2")
+          (is (< 100 (count acked)) "the load got posts acknowledged on every side of the kill")
+          (check-acked! survivors graph acked))))))
+
+(deftest ^:integration kafka-broker-restart-under-write-load
+  (with-up [c]
+    (let [graph (w/graph! (:balancer c) 12)
+          eps [(instance c 1) (instance c 3) (:balancer c)]]
+      (with-load [load "kafka" graph (constantly eps) 6 100 1000]
+        (w/await-acked load 0 60 60000)
+        (h/kill! c "kafka")
+        (Thread/sleep 2000)
+        (h/start! c "kafka")
+        (let [n (acked-count load)
+              after (- (long (w/await-acked load n 40 60000)) n)
+              acked ((:stop! load))]
+          (println "cluster test: Kafka broker restart:" (count acked) "posts acknowledged," after "after the restart")
+          (is (<= 40 after) "posts are acknowledged again after the broker restart")
+          (check-acked! [(instance c 1) (instance c 3)] graph acked))))))
+
+(deftest ^:integration opensearch-outage-under-write-load
+  (with-up [c]
+    (let [graph (w/graph! (:balancer c) 12)
+          eps [(instance c 1) (instance c 3) (:balancer c)]
+          readers [(instance c 1) (instance c 3)]]
+      (with-load [load "search" graph (constantly eps) 6 100 1000]
+        (w/await-acked load 0 40 60000)
+        (h/kill! c "opensearch")
+        (let [down-at (System/currentTimeMillis)
+              _ (w/await-acked load (acked-count load) 60 30000)
+              acked ((:stop! load))
+              meanwhile (filter #(< down-at (long (:at %))) acked)]
+          (println "cluster test: OpenSearch outage:" (count acked) "posts acknowledged," (count meanwhile) "while it was down")
+          (is (seq meanwhile) "posts are acknowledged while OpenSearch is down")
+          (testing "while OpenSearch is down"
+            (check-feeds! readers graph acked))
+          (h/start! c "opensearch")
+          (testing "after OpenSearch is back"
+            (check-search! readers acked 120000)))))
+    (testing "the killed instance starts again and serves what the others wrote"
+      (h/start! c 2)
+      (check-contract! (instance c 1) (instance c 2) "restarted"))))
