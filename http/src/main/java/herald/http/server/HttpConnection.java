@@ -4,12 +4,14 @@ import herald.http.config.HandlerMode;
 import herald.http.config.ServerConfig;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.util.ReferenceCountUtil;
 import java.util.ArrayDeque;
 
@@ -38,6 +40,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private boolean writePaused;
     Handoff handoff;
     private boolean draining;
+    /** The client shut down its sending side (FIN): no request follows the ones already received. */
+    private boolean inputShut;
     private ConnectionTimer timer;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
     OutputBatch output;
@@ -75,6 +79,10 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         handoff = server.handoff(eventLoop);
         timer = new ConnectionTimer(this, config, decoder);
         timer.start(eventLoop);
+        if (decoder != null) {
+            // a client's FIN ends its requests, not the connection: answer what it sent (inputShutdown)
+            ctx.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
+        }
     }
 
     @Override
@@ -289,7 +297,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             running.clear();
             closing = true;
             queue.clear();
-            output.closeAfterFlush(ex.reject != 0 || head != null);
+            output.closeAfterFlush(!inputShut && (ex.reject != 0 || head != null));
             return;
         }
         Exchange next = running.poll();
@@ -305,13 +313,55 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         output.flushLater();
         drain();
     }
-    /** The exchange became a WebSocket: this handler is gone from the pipeline. */
+    /**
+     * The exchange became a WebSocket ({@code ex}) or the connection HTTP/2 (null): this handler is gone from the
+     * pipeline, and a FIN closes the connection again. A WebSocket whose client already sent its FIN could never
+     * close cleanly: it is closed.
+     */
     void upgraded(Exchange ex) {
         active = null;
         closing = true;
         queue.clear();
         running.clear();
         timer.cancel();
+        if (decoder != null) {
+            ctx.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, false);
+            if (inputShut && ex != null) {
+                ctx.close();
+            }
+        }
+    }
+
+    /**
+     * The client shut down its sending side (a FIN after its last request: {@code nc -N}, HTTP/1.0 tools, some
+     * proxies). Every complete request is still answered, in order: the last one is answered with
+     * {@code Connection: close} and the connection closes after it; a request cut short by the FIN can never
+     * complete and is dropped. With nothing to answer, the connection closes now.
+     */
+    private void inputShutdown() {
+        inputShut = true;
+        head = null;
+        body = null;
+        decoder.partialSince = 0;
+        if (closing) {
+            if (output.lingering) {
+                ctx.close(); // the error answer is out and the client is done: no reason to linger
+            }
+            return;
+        }
+        Exchange last = queue.peekLast();
+        if (last == null) {
+            last = running.peekLast();
+        }
+        if (last == null) {
+            last = active;
+        }
+        if (last == null) {
+            closing = true;
+            output.closeAfterFlush(false);
+        } else {
+            last.keepAlive = false; // finished() closes after it
+        }
     }
 
     /** Graceful shutdown: close now when idle, else after the current exchange (or the one being received). */
@@ -342,6 +392,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt == HeraldServer.SHUTDOWN_EVENT) {
             shutdown();
+        } else if (evt == ChannelInputShutdownEvent.INSTANCE && decoder != null) {
+            inputShutdown();
         } else {
             ctx.fireUserEventTriggered(evt);
         }
