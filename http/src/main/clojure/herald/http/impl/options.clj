@@ -77,6 +77,7 @@
                    (fn [^ServerConfig$Builder b v] (.serverHeader b ^String v))]
    :proxy? [boolean? "a boolean" (fn [^ServerConfig$Builder b v] (.proxy b (boolean v)))]
    :error-logger [ifn? "a function (fn [throwable request])" (fn [b _] b)]
+   :error-response [ifn? "a function (fn [status info]) returning a Ring response" (fn [b _] b)]
    :websocket-max-frame-bytes [(int-in 125 max-int) "an integer >= 125"
                                (fn [^ServerConfig$Builder b v] (.websocketMaxFrameBytes b (int v)))]
    :ssl-context [#(or (instance? SSLContext %) (and (instance? SslContext %) (.isServer ^SslContext %)))

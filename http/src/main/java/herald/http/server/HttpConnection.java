@@ -120,7 +120,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         Http1Request h1 = r instanceof Http1Request h ? h : null;
         int status = h1 != null ? h1.status : RequestDecoder.headStatus(r, config.maxBodyBytes);
         if (status > 100) {
-            reject(r, status);
+            reject(r, Refusal.of(r.decoderResult().cause(), status));
             return;
         } else if (status == 100) {
             output.writeContinue();
@@ -149,13 +149,14 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         if (c.decoderResult().isFailure()) {
-            reject(head, RequestDecoder.statusOf(c.decoderResult().cause()));
+            Throwable cause = c.decoderResult().cause();
+            reject(head, Refusal.of(cause, RequestDecoder.statusOf(cause)));
             return;
         }
         if (c.content().isReadable()) {
             if (body == null && !startBody()
                 || body.size() + (long) c.content().readableBytes() > config.maxBodyBytes) {
-                reject(head, 413);
+                reject(head, Refusal.BODY_TOO_LARGE);
                 return;
             }
             body.append(c.content());
@@ -171,12 +172,12 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Answers {@code status} in order, then closes: nothing after this request is read. */
-    private void reject(HttpRequest r, int status) {
+    /** Answers {@code why} in order, then closes: nothing after this request is read. */
+    private void reject(HttpRequest r, Refusal why) {
         head = null;
         body = null;
         closing = true;
-        queue.add(new Exchange(this, r, null, false, status));
+        queue.add(Exchange.rejected(this, r, why));
         drain();
     }
 
@@ -228,7 +229,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private void start(Exchange ex) {
         active = ex;
         if (ex.reject != 0) {
-            ResponseWriter.writeError(this, ex, ex.reject);
+            ResponseWriter.writeError(this, ex, (Refusal) ex.response);
             return;
         }
         if (config.mode == HandlerMode.EVENT_LOOP) {
@@ -236,7 +237,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         } else if (server.pending.incrementAndGet() > config.maxPending) {
             server.pending.decrementAndGet();
             server.stats.reject();
-            ResponseWriter.writeError(this, ex, 503);
+            ResponseWriter.writeError(this, ex, Refusal.TOO_MANY_PENDING);
         } else {
             dispatch(ex);
         }
@@ -252,7 +253,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         } catch (RuntimeException rejected) {
             server.pending.addAndGet(-(1 + running.size()));
             running.clear();
-            ResponseWriter.writeError(this, ex, 503);
+            ResponseWriter.writeError(this, ex, Refusal.STOPPING);
         }
     }
     /** The handler answered: write the response (event loop). */
@@ -437,8 +438,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         return (active != null || !queue.isEmpty()) && !writePaused;
     }
 
+    /** The request {@code r}, or a head that never completed (null), was not received in time. */
     void timedOut(HttpRequest r) {
-        reject(r, 408);
+        reject(r != null ? r : Http1Request.refused(Refusal.REQUEST_TIMEOUT), Refusal.REQUEST_TIMEOUT);
     }
 
     void closeIdle() {

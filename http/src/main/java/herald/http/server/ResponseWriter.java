@@ -16,6 +16,7 @@ import io.netty.handler.codec.http.HttpVersion;
 import java.io.File;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.Map;
 
 /** Writes a Ring response: fixed bodies in one buffer, files zero-copy, streams chunked off the event loop. */
@@ -48,7 +49,7 @@ final class ResponseWriter {
             Throwable t = ex.failure != null ? ex.failure
                 : new InvalidResponseException("handler returned " + describe(resp) + ", not a Ring response map");
             server.logError(t, ex.ringRequest);
-            writeError(c, ex, 500);
+            writeError(c, ex, ex.failure != null ? Refusal.HANDLER_FAILED : Refusal.INVALID_RESPONSE);
             return;
         }
         ResponseSink sink = sink(ex);
@@ -57,7 +58,7 @@ final class ResponseWriter {
             if (sink == ResponseSink.H1) {
                 upgrade(c, ex, resp, listener);
             } else {
-                writeError(c, ex, 400); // no WebSocket over HTTP/2 (RFC 8441 is not offered)
+                writeError(c, ex, Refusal.WEBSOCKET_OVER_HTTP2); // RFC 8441 is not offered
             }
             return;
         }
@@ -67,7 +68,7 @@ final class ResponseWriter {
         } catch (Throwable t) {
             sink.rollback(c, mark);
             server.logError(t, ex.ringRequest);
-            writeError(c, ex, 500);
+            writeError(c, ex, Refusal.INVALID_RESPONSE);
         }
     }
 
@@ -80,13 +81,14 @@ final class ResponseWriter {
                 server.blockingExecutor, server.channels);
         } catch (Throwable t) {
             server.logError(t, ex.ringRequest);
-            writeError(c, ex, 500);
+            writeError(c, ex, Refusal.INVALID_RESPONSE);
             return;
         }
         if (ok) {
             c.upgraded(ex);
         } else {
-            writeError(c, ex, WebSocketUpgrade.unsupportedVersion(ex.request) ? 426 : 400);
+            writeError(c, ex, WebSocketUpgrade.unsupportedVersion(ex.request) ? Refusal.WEBSOCKET_VERSION
+                : Refusal.WEBSOCKET_NOT_UPGRADE);
         }
     }
 
@@ -235,20 +237,25 @@ final class ResponseWriter {
     }
 
     /**
-     * A short plain-text error response written by the server itself (counted in {@link HandlerStats#errors});
-     * rejected requests close the connection.
+     * An answer the server makes itself (counted in {@link HandlerStats#errors}): the {@code :error-response}
+     * function's response when there is one and it gives a valid one, else a short plain-text body naming the
+     * reason ({@link Refusal#body}). Rejected requests close the connection.
      */
-    static void writeError(HttpConnection c, Exchange ex, int status) {
-        c.server.stats.error(status);
-        byte[] body = StatusLines.reasonBytes(status);
+    static void writeError(HttpConnection c, Exchange ex, Refusal why) {
+        ServerContext server = c.server;
+        server.stats.error(why.status);
         if (ex.reject != 0) {
             ex.keepAlive = false;
         }
+        if (server.hooks.errorResponse != null && writeCustom(c, ex, why)) {
+            return;
+        }
+        int status = why.status;
         ResponseSink sink = sink(ex);
         HeadBuffer h = c.output.loop().head.reset();
         sink.start(h, status);
-        if (c.server.serverLine != null) {
-            h.put(c.server.serverLine);
+        if (server.serverLine != null) {
+            h.put(server.serverLine);
         }
         h.put(HttpDate.line());
         h.put(TEXT_PLAIN);
@@ -258,8 +265,101 @@ final class ResponseWriter {
             h.put(WS_VERSION); // the only 426 herald writes: a WebSocket version it does not speak
         }
         boolean http10 = ex.request != null && ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
-        sink.fixed(c, ex, h, status, body.length, ex.head ? null : body, http10);
+        sink.fixed(c, ex, h, status, why.body.length, ex.head ? null : why.body, http10);
         c.finished(ex);
+    }
+
+    /** Writes the {@code :error-response} function's answer for {@code why}; false (nothing written) when it has none. */
+    private static boolean writeCustom(HttpConnection c, Exchange ex, Refusal why) {
+        Object resp = customResponse(c.server, why, ex.ringRequest);
+        if (resp == null) {
+            return false;
+        }
+        ResponseSink sink = sink(ex);
+        int mark = sink.mark(c);
+        try {
+            encode(c, ex, resp, sink);
+            return true;
+        } catch (Throwable t) {
+            sink.rollback(c, mark);
+            c.server.logError(t, ex.ringRequest);
+            return false;
+        }
+    }
+
+    /**
+     * The {@code :error-response} function's Ring response for {@code why}, or null (the default answer then)
+     * when it throws or returns something that is not a response map (a WebSocket listener included); those
+     * failures go to the error logger.
+     */
+    static Object customResponse(ServerContext server, Refusal why, Object ringRequest) {
+        Object resp;
+        try {
+            resp = server.hooks.errorResponse.invoke(why.code, why.info);
+        } catch (Throwable t) {
+            server.logError(t, ringRequest);
+            return null;
+        }
+        if (!(resp instanceof ILookup || resp instanceof Map) || RT.get(resp, WS_LISTENER) != null) {
+            server.logError(new InvalidResponseException(":error-response returned " + describe(resp)
+                + " for " + why.status + ", not a Ring response map"), ringRequest);
+            return null;
+        }
+        return resp;
+    }
+
+    /**
+     * The whole HTTP/1.1 answer for a connection refused before any request was read (over
+     * {@code :max-connections}), then {@code Connection: close}: the {@code :error-response} function's response
+     * when it has a String, byte[] or nil body, else the default (event loop).
+     */
+    static byte[] standalone(ServerContext server, Refusal why) {
+        int status = why.status;
+        byte[] body = why.body;
+        HeaderScan scan = null;
+        Object resp = server.hooks.errorResponse == null ? null : customResponse(server, why, null);
+        if (resp != null) {
+            try {
+                Object b = RT.get(resp, BODY);
+                int s = status(RT.get(resp, STATUS));
+                HeaderScan hs = HeaderScan.of(RT.get(resp, HEADERS), LoopState.get());
+                if (!(b == null || b instanceof String || b instanceof byte[])) {
+                    throw new InvalidResponseException(":error-response body for a refused connection must be a "
+                        + "String, byte[] or nil, got " + describe(b));
+                }
+                body = b instanceof String str ? str.getBytes(hs.charset) : b == null ? new byte[0] : (byte[]) b;
+                status = s;
+                scan = hs;
+            } catch (Throwable t) {
+                server.logError(t, null);
+            }
+        }
+        HeadBuffer h = new HeadBuffer();
+        h.put(StatusLines.of(status));
+        if (scan != null) {
+            h.put(scan.bytes, 0, scan.size);
+        } else {
+            h.put(TEXT_PLAIN);
+            h.put(RETRY_AFTER);
+        }
+        if (server.serverLine != null && (scan == null || !scan.server)) {
+            h.put(server.serverLine);
+        }
+        if (scan == null || !scan.date) {
+            h.put(HttpDate.line());
+        }
+        boolean bodiless = StatusLines.bodiless(status);
+        if (!bodiless) {
+            h.put(CONTENT_LENGTH);
+            h.putLong(body.length);
+            h.crlf();
+        }
+        h.put(CLOSE);
+        h.crlf();
+        if (!bodiless) {
+            h.put(body);
+        }
+        return Arrays.copyOf(h.bytes, h.size);
     }
 
     /** Releases what an unwritten response holds (closes an InputStream body). */

@@ -12,7 +12,6 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.stream.ChunkedWriteHandler;
-import java.nio.charset.StandardCharsets;
 
 /**
  * Sets up each accepted channel: connection limit, TLS when configured, then HTTP/1.1 (herald's decoder with limits, the
@@ -26,9 +25,6 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
     static final String TLS = "herald-tls";
     static final String CHUNKED = "herald-chunked";
     static final String UPGRADE = "herald-h2c-upgrade";
-    private static final byte[] BUSY = ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-        + "Content-Length: 19\r\nRetry-After: 1\r\nConnection: close\r\n\r\nService Unavailable")
-        .getBytes(StandardCharsets.US_ASCII);
 
     private final ServerContext server;
 
@@ -48,7 +44,8 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
             if (server.config.sslContext != null) {
                 ch.close(); // a plaintext 503 means nothing to a TLS client
             } else {
-                ch.writeAndFlush(Unpooled.wrappedBuffer(BUSY)).addListener(ChannelFutureListener.CLOSE);
+                ch.writeAndFlush(Unpooled.wrappedBuffer(ResponseWriter.standalone(server, Refusal.TOO_MANY_CONNECTIONS)))
+                    .addListener(ChannelFutureListener.CLOSE);
             }
             return;
         }
