@@ -5,7 +5,8 @@
             [clojure.test :refer [deftest is testing use-fixtures]]
             [herald.http :as http]
             [herald.http.test-support :as ts :refer [with-server]])
-  (:import (java.util.concurrent CountDownLatch TimeUnit)))
+  (:import (herald.http.http2 H2Client)
+           (java.util.concurrent CountDownLatch TimeUnit)))
 
 (set! *warn-on-reflection* true)
 
@@ -164,3 +165,19 @@
 (deftest ^:integration error-response-option-is-validated
   (is (thrown-with-msg? clojure.lang.ExceptionInfo #":error-response"
                         (http/start-server (fn [_]) {:port 0 :error-response "not a function"}))))
+
+(deftest ^:integration error-response-for-http2-streams
+  (let [calls (atom [])]
+    (with-server [s (fn [_] {:status 200 :body "ok"})
+                  {:error-response (json-errors calls) :max-header-bytes 1024 :max-body-bytes 10}]
+      (with-open [c (H2Client/connect "127.0.0.1" (int (ts/port s)))]
+        (let [hs (fn [m] (let [l (java.util.ArrayList.)] (doseq [[k v] m] (.add l (into-array String [k v]))) l))]
+          (testing "a header list over the limit: the function's 431"
+            (let [r (.request c "GET" "/" (hs {"x-big" (apply str (repeat 1100 "h"))}) nil)]
+              (is (= 431 (.status r)))
+              (is (= "application/json" (.header r "content-type")))
+              (is (str/includes? (.text r) "headers-too-large"))))
+          (testing "a body over the limit: the function's 413, through the stream's exchange"
+            (let [r (.request c "POST" "/" (hs {}) (byte-array 11))]
+              (is (= 413 (.status r)))
+              (is (str/includes? (.text r) "body-too-large")))))))))

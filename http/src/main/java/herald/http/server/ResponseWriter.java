@@ -308,12 +308,15 @@ final class ResponseWriter {
         return resp;
     }
 
+    /** A server-made answer outside any exchange: status, header lines (no Content-Length, no Connection), body. */
+    record Answer(int status, HeadBuffer lines, byte[] body) {}
+
     /**
-     * The whole HTTP/1.1 answer for a connection refused before any request was read (over
-     * {@code :max-connections}), then {@code Connection: close}: the {@code :error-response} function's response
-     * when it has a String, byte[] or nil body, else the default (event loop).
+     * The answer for {@code why} where there is no exchange to write it with (a connection refused at accept, an
+     * HTTP/2 stream refused before its handler): the {@code :error-response} function's response when it has a
+     * String, byte[] or nil body, else the default (event loop).
      */
-    static byte[] standalone(ServerContext server, Refusal why) {
+    static Answer answer(ServerContext server, Refusal why) {
         int status = why.status;
         byte[] body = why.body;
         HeaderScan scan = null;
@@ -324,7 +327,7 @@ final class ResponseWriter {
                 int s = status(RT.get(resp, STATUS));
                 HeaderScan hs = HeaderScan.of(RT.get(resp, HEADERS), LoopState.get());
                 if (!(b == null || b instanceof String || b instanceof byte[])) {
-                    throw new InvalidResponseException(":error-response body for a refused connection must be a "
+                    throw new InvalidResponseException(":error-response body for " + why.status + " here must be a "
                         + "String, byte[] or nil, got " + describe(b));
                 }
                 body = b instanceof String str ? str.getBytes(hs.charset) : b == null ? new byte[0] : (byte[]) b;
@@ -335,12 +338,13 @@ final class ResponseWriter {
             }
         }
         HeadBuffer h = new HeadBuffer();
-        h.put(StatusLines.of(status));
         if (scan != null) {
             h.put(scan.bytes, 0, scan.size);
         } else {
             h.put(TEXT_PLAIN);
-            h.put(RETRY_AFTER);
+            if (status == 503) {
+                h.put(RETRY_AFTER);
+            }
         }
         if (server.serverLine != null && (scan == null || !scan.server)) {
             h.put(server.serverLine);
@@ -348,17 +352,25 @@ final class ResponseWriter {
         if (scan == null || !scan.date) {
             h.put(HttpDate.line());
         }
-        boolean bodiless = StatusLines.bodiless(status);
-        if (!bodiless) {
+        if (!StatusLines.bodiless(status)) {
             h.put(CONTENT_LENGTH);
             h.putLong(body.length);
             h.crlf();
+        } else {
+            body = new byte[0];
         }
+        return new Answer(status, h, body);
+    }
+
+    /** The whole HTTP/1.1 answer for {@code why}, then {@code Connection: close} (see {@link #answer}). */
+    static byte[] standalone(ServerContext server, Refusal why) {
+        Answer a = answer(server, why);
+        HeadBuffer h = new HeadBuffer();
+        h.put(StatusLines.of(a.status()));
+        h.put(a.lines().bytes, 0, a.lines().size);
         h.put(CLOSE);
         h.crlf();
-        if (!bodiless) {
-            h.put(body);
-        }
+        h.put(a.body());
         return Arrays.copyOf(h.bytes, h.size);
     }
 

@@ -8,10 +8,14 @@ import herald.http.http2.UpgradeWatcher;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.http2.Http2ConnectionEncoder;
+import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.stream.ChunkedWriteHandler;
+import herald.http.http2.ResponseHeaders;
 
 /**
  * Sets up each accepted channel: connection limit, TLS when configured, then HTTP/1.1 (herald's decoder with limits, the
@@ -95,6 +99,23 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
     @Override
     public Object connectionFacts(Channel parent) {
         return RingRequest.Connection.of(parent, server.serverPort, server.config.proxy);
+    }
+
+    @Override
+    public void writeRefusal(ChannelHandlerContext ctx, Http2ConnectionEncoder encoder, int streamId, Refusal why) {
+        server.stats.error(why.status);
+        ResponseWriter.Answer a = ResponseWriter.answer(server, why);
+        boolean empty = a.body().length == 0;
+        encoder.writeHeaders(ctx, streamId, ResponseHeaders.of(a.status(), a.lines().bytes, a.lines().size), 0, empty,
+            ctx.newPromise());
+        if (!empty) {
+            encoder.writeData(ctx, streamId, Unpooled.wrappedBuffer(a.body()), 0, true, ctx.newPromise());
+        }
+        try {
+            encoder.flowController().writePendingBytes(); // before the reset that follows, which would drop the body
+        } catch (Http2Exception e) {
+            // the stream ends with the reset; the status is out
+        }
     }
 
     @Override
