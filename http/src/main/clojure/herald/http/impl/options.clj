@@ -68,6 +68,10 @@
    :request-timeout-ms [(int-in 0 Long/MAX_VALUE) "a non-negative integer (0 = none)"
                         (fn [^ServerConfig$Builder b v] (.requestTimeoutMs b (long v)))]
    :max-connections [(int-in 1 max-int) "a positive integer" (fn [^ServerConfig$Builder b v] (.maxConnections b (int v)))]
+   :max-connections-per-address [(int-in 1 max-int) "a positive integer"
+                                 (fn [^ServerConfig$Builder b v] (.maxConnectionsPerAddress b (int v)))]
+   :header-timeout-ms [(int-in 0 Long/MAX_VALUE) "a non-negative integer (0 = none)"
+                       (fn [^ServerConfig$Builder b v] (.headerTimeoutMs b (long v)))]
    :shutdown-timeout-ms [(int-in 0 Long/MAX_VALUE) "a non-negative integer"
                          (fn [^ServerConfig$Builder b v] (.shutdownTimeoutMs b (long v)))]
    :io-threads [(int-in 1 1024) "an integer 1-1024" (fn [^ServerConfig$Builder b v] (.ioThreads b (int v)))]

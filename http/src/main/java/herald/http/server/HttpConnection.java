@@ -42,6 +42,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private boolean draining;
     /** The client shut down its sending side (FIN): no request follows the ones already received. */
     private boolean inputShut;
+    /** A complete request head arrived on this connection (the header timeout no longer applies). */
+    private boolean sawHead;
+    private java.util.concurrent.ScheduledFuture<?> headerTimeout;
     private ConnectionTimer timer;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
     OutputBatch output;
@@ -82,6 +85,10 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         if (decoder != null) {
             // a client's FIN ends its requests, not the connection: answer what it sent (inputShutdown)
             ctx.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
+            if (config.headerTimeoutMs > 0) {
+                headerTimeout = eventLoop.schedule(this::headerTimedOut, config.headerTimeoutMs,
+                    java.util.concurrent.TimeUnit.MILLISECONDS);
+            }
         }
     }
 
@@ -129,6 +136,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             RequestHead.useTargetHost(r);
         }
         head = r;
+        sawHead = true;
         headKeepAlive = h1 != null ? h1.keepAlive
             : KeepAlive.of(r.protocolVersion(), r.headers().get(HttpHeaderNames.CONNECTION));
         timer.headNanos = 0;
@@ -400,9 +408,27 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
+    /**
+     * {@code :header-timeout-ms} after the connection began, no complete request head: a client holding sockets
+     * open without asking anything. Closed; with 408 when part of a head arrived.
+     */
+    private void headerTimedOut() {
+        if (sawHead || !open() || active != null || !queue.isEmpty()) {
+            return;
+        }
+        if (decoder.partialSince != 0) {
+            timedOut(null);
+        } else {
+            closeIdle();
+        }
+    }
+
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         timer.cancel();
+        if (headerTimeout != null) {
+            headerTimeout.cancel(false);
+        }
         if (server.closing) {
             Exchange.interrupt(active, running); // the server stopped for good
         }

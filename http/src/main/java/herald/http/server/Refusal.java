@@ -56,6 +56,7 @@ public enum Refusal {
     UNSUPPORTED_CODING(501, "unsupported-transfer-coding", "the only transfer coding accepted is chunked"),
     TOO_MANY_PENDING(503, "too-many-pending", "too many requests in progress; retry"),
     TOO_MANY_CONNECTIONS(503, "too-many-connections", "too many connections; retry"),
+    TOO_MANY_FROM_ADDRESS(503, "too-many-connections-from-address", "too many connections from your address; retry"),
     STOPPING(503, "stopping", "the server is stopping"),
     VERSION_NOT_SUPPORTED(505, "version-not-supported", "the server speaks HTTP/1.0, HTTP/1.1 and HTTP/2 only");
 

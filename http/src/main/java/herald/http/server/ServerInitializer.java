@@ -53,7 +53,24 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
             }
             return;
         }
-        ch.closeFuture().addListener(f -> server.connections.decrementAndGet());
+        java.net.InetAddress from = ch.remoteAddress() == null ? null : ch.remoteAddress().getAddress();
+        if (from != null && !server.acquire(from)) {
+            server.connections.decrementAndGet();
+            server.stats.error(503);
+            if (server.config.sslContext != null) {
+                ch.close();
+            } else {
+                ch.writeAndFlush(Unpooled.wrappedBuffer(ResponseWriter.standalone(server, Refusal.TOO_MANY_FROM_ADDRESS)))
+                    .addListener(ChannelFutureListener.CLOSE);
+            }
+            return;
+        }
+        ch.closeFuture().addListener(f -> {
+            server.connections.decrementAndGet();
+            if (from != null) {
+                server.release(from);
+            }
+        });
         server.channels.add(ch);
         ChannelPipeline p = ch.pipeline();
         if (server.config.sslContext != null) {
