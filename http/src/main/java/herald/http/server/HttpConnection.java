@@ -42,8 +42,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private boolean draining;
     /** The client shut down its sending side (FIN): no request follows the ones already received. */
     private boolean inputShut;
-    /** A complete request head arrived on this connection (the header timeout no longer applies). */
-    private boolean sawHead;
     private java.util.concurrent.ScheduledFuture<?> headerTimeout;
     private ConnectionTimer timer;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
@@ -136,7 +134,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             RequestHead.useTargetHost(r);
         }
         head = r;
-        sawHead = true;
         headKeepAlive = h1 != null ? h1.keepAlive
             : KeepAlive.of(r.protocolVersion(), r.headers().get(HttpHeaderNames.CONNECTION));
         timer.headNanos = 0;
@@ -413,7 +410,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
      * open without asking anything. Closed; with 408 when part of a head arrived.
      */
     private void headerTimedOut() {
-        if (sawHead || !open() || active != null || !queue.isEmpty()) {
+        if (timer.headNanos != ConnectionTimer.NO_HEAD_YET || !open() || active != null || !queue.isEmpty()) {
             return;
         }
         if (decoder.partialSince != 0) {
