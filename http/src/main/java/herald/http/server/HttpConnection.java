@@ -234,7 +234,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private void start(Exchange ex) {
         active = ex;
         if (ex.reject != 0) {
-            ResponseWriter.writeError(this, ex, (Refusal) ex.response);
+            ServerAnswers.write(this, ex, (Refusal) ex.response);
             return;
         }
         if (config.mode == HandlerMode.EVENT_LOOP) {
@@ -242,7 +242,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         } else if (server.pending.incrementAndGet() > config.maxPending) {
             server.pending.decrementAndGet();
             server.stats.reject();
-            ResponseWriter.writeError(this, ex, Refusal.TOO_MANY_PENDING);
+            ServerAnswers.write(this, ex, Refusal.TOO_MANY_PENDING);
         } else {
             dispatch(ex);
         }
@@ -258,7 +258,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         } catch (RuntimeException rejected) {
             server.pending.addAndGet(-(1 + running.size()));
             running.clear();
-            ResponseWriter.writeError(this, ex, Refusal.STOPPING);
+            ServerAnswers.write(this, ex, Refusal.STOPPING);
         }
     }
     /** The handler answered: write the response (event loop). */

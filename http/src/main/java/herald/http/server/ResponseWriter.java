@@ -16,7 +16,6 @@ import io.netty.handler.codec.http.HttpVersion;
 import java.io.File;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
 import java.util.Map;
 
 /** Writes a Ring response: fixed bodies in one buffer, files zero-copy, streams chunked off the event loop. */
@@ -25,9 +24,6 @@ final class ResponseWriter {
     static final byte[] CHUNKED = ascii("Transfer-Encoding: chunked\r\n");
     static final byte[] CLOSE = ascii("Connection: close\r\n");
     static final byte[] KEEP_ALIVE = ascii("Connection: keep-alive\r\n");
-    private static final byte[] TEXT_PLAIN = ascii("Content-Type: text/plain; charset=utf-8\r\n");
-    private static final byte[] RETRY_AFTER = ascii("Retry-After: 1\r\n");
-    private static final byte[] WS_VERSION = ascii("Sec-WebSocket-Version: 13\r\n");
 
     private ResponseWriter() {}
 
@@ -49,7 +45,7 @@ final class ResponseWriter {
             Throwable t = ex.failure != null ? ex.failure
                 : new InvalidResponseException("handler returned " + describe(resp) + ", not a Ring response map");
             server.logError(t, ex.ringRequest);
-            writeError(c, ex, ex.failure != null ? Refusal.HANDLER_FAILED : Refusal.INVALID_RESPONSE);
+            ServerAnswers.write(c, ex, ex.failure != null ? Refusal.HANDLER_FAILED : Refusal.INVALID_RESPONSE);
             return;
         }
         ResponseSink sink = sink(ex);
@@ -58,7 +54,7 @@ final class ResponseWriter {
             if (sink == ResponseSink.H1) {
                 upgrade(c, ex, resp, listener);
             } else {
-                writeError(c, ex, Refusal.WEBSOCKET_OVER_HTTP2); // RFC 8441 is not offered
+                ServerAnswers.write(c, ex, Refusal.WEBSOCKET_OVER_HTTP2); // RFC 8441 is not offered
             }
             return;
         }
@@ -68,7 +64,7 @@ final class ResponseWriter {
         } catch (Throwable t) {
             sink.rollback(c, mark);
             server.logError(t, ex.ringRequest);
-            writeError(c, ex, Refusal.INVALID_RESPONSE);
+            ServerAnswers.write(c, ex, Refusal.INVALID_RESPONSE);
         }
     }
 
@@ -81,23 +77,23 @@ final class ResponseWriter {
                 server.blockingExecutor, server.channels);
         } catch (Throwable t) {
             server.logError(t, ex.ringRequest);
-            writeError(c, ex, Refusal.INVALID_RESPONSE);
+            ServerAnswers.write(c, ex, Refusal.INVALID_RESPONSE);
             return;
         }
         if (ok) {
             c.upgraded(ex);
         } else {
-            writeError(c, ex, WebSocketUpgrade.unsupportedVersion(ex.request) ? Refusal.WEBSOCKET_VERSION
+            ServerAnswers.write(c, ex, WebSocketUpgrade.unsupportedVersion(ex.request) ? Refusal.WEBSOCKET_VERSION
                 : Refusal.WEBSOCKET_NOT_UPGRADE);
         }
     }
 
-    private static String describe(Object o) {
+    static String describe(Object o) {
         return o == null ? "nil" : o.getClass().getName();
     }
 
     /** The Ring response rules, once for both protocols: status, headers, body types, HEAD and bodiless statuses. */
-    private static void encode(HttpConnection c, Exchange ex, Object resp, ResponseSink sink) throws Exception {
+    static void encode(HttpConnection c, Exchange ex, Object resp, ResponseSink sink) throws Exception {
         int status = status(RT.get(resp, STATUS));
         Object body = RT.get(resp, BODY);
         LoopState loop = c.output.loop();
@@ -234,144 +230,6 @@ final class ResponseWriter {
         h.putAscii(": ");
         h.putAscii(value);
         h.crlf();
-    }
-
-    /**
-     * An answer the server makes itself (counted in {@link HandlerStats#errors}): the {@code :error-response}
-     * function's response when there is one and it gives a valid one, else a short plain-text body naming the
-     * reason ({@link Refusal#body}). Rejected requests close the connection.
-     */
-    static void writeError(HttpConnection c, Exchange ex, Refusal why) {
-        ServerContext server = c.server;
-        server.stats.error(why.status);
-        if (ex.reject != 0) {
-            ex.keepAlive = false;
-        }
-        if (server.hooks.errorResponse != null && writeCustom(c, ex, why)) {
-            return;
-        }
-        int status = why.status;
-        ResponseSink sink = sink(ex);
-        HeadBuffer h = c.output.loop().head.reset();
-        sink.start(h, status);
-        if (server.serverLine != null) {
-            h.put(server.serverLine);
-        }
-        h.put(HttpDate.line());
-        h.put(TEXT_PLAIN);
-        if (status == 503) {
-            h.put(RETRY_AFTER);
-        } else if (status == 426) {
-            h.put(WS_VERSION); // the only 426 herald writes: a WebSocket version it does not speak
-        }
-        boolean http10 = ex.request != null && ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
-        sink.fixed(c, ex, h, status, why.body.length, ex.head ? null : why.body, http10);
-        c.finished(ex);
-    }
-
-    /** Writes the {@code :error-response} function's answer for {@code why}; false (nothing written) when it has none. */
-    private static boolean writeCustom(HttpConnection c, Exchange ex, Refusal why) {
-        Object resp = customResponse(c.server, why, ex.ringRequest);
-        if (resp == null) {
-            return false;
-        }
-        ResponseSink sink = sink(ex);
-        int mark = sink.mark(c);
-        try {
-            encode(c, ex, resp, sink);
-            return true;
-        } catch (Throwable t) {
-            sink.rollback(c, mark);
-            c.server.logError(t, ex.ringRequest);
-            return false;
-        }
-    }
-
-    /**
-     * The {@code :error-response} function's Ring response for {@code why}, or null (the default answer then)
-     * when it throws or returns something that is not a response map (a WebSocket listener included); those
-     * failures go to the error logger.
-     */
-    static Object customResponse(ServerContext server, Refusal why, Object ringRequest) {
-        Object resp;
-        try {
-            resp = server.hooks.errorResponse.invoke(why.code, why.info);
-        } catch (Throwable t) {
-            server.logError(t, ringRequest);
-            return null;
-        }
-        if (!(resp instanceof ILookup || resp instanceof Map) || RT.get(resp, WS_LISTENER) != null) {
-            server.logError(new InvalidResponseException(":error-response returned " + describe(resp)
-                + " for " + why.status + ", not a Ring response map"), ringRequest);
-            return null;
-        }
-        return resp;
-    }
-
-    /** A server-made answer outside any exchange: status, header lines (no Content-Length, no Connection), body. */
-    record Answer(int status, HeadBuffer lines, byte[] body) {}
-
-    /**
-     * The answer for {@code why} where there is no exchange to write it with (a connection refused at accept, an
-     * HTTP/2 stream refused before its handler): the {@code :error-response} function's response when it has a
-     * String, byte[] or nil body, else the default (event loop).
-     */
-    static Answer answer(ServerContext server, Refusal why) {
-        int status = why.status;
-        byte[] body = why.body;
-        HeaderScan scan = null;
-        Object resp = server.hooks.errorResponse == null ? null : customResponse(server, why, null);
-        if (resp != null) {
-            try {
-                Object b = RT.get(resp, BODY);
-                int s = status(RT.get(resp, STATUS));
-                HeaderScan hs = HeaderScan.of(RT.get(resp, HEADERS), LoopState.get());
-                if (!(b == null || b instanceof String || b instanceof byte[])) {
-                    throw new InvalidResponseException(":error-response body for " + why.status + " here must be a "
-                        + "String, byte[] or nil, got " + describe(b));
-                }
-                body = b instanceof String str ? str.getBytes(hs.charset) : b == null ? new byte[0] : (byte[]) b;
-                status = s;
-                scan = hs;
-            } catch (Throwable t) {
-                server.logError(t, null);
-            }
-        }
-        HeadBuffer h = new HeadBuffer();
-        if (scan != null) {
-            h.put(scan.bytes, 0, scan.size);
-        } else {
-            h.put(TEXT_PLAIN);
-            if (status == 503) {
-                h.put(RETRY_AFTER);
-            }
-        }
-        if (server.serverLine != null && (scan == null || !scan.server)) {
-            h.put(server.serverLine);
-        }
-        if (scan == null || !scan.date) {
-            h.put(HttpDate.line());
-        }
-        if (!StatusLines.bodiless(status)) {
-            h.put(CONTENT_LENGTH);
-            h.putLong(body.length);
-            h.crlf();
-        } else {
-            body = new byte[0];
-        }
-        return new Answer(status, h, body);
-    }
-
-    /** The whole HTTP/1.1 answer for {@code why}, then {@code Connection: close} (see {@link #answer}). */
-    static byte[] standalone(ServerContext server, Refusal why) {
-        Answer a = answer(server, why);
-        HeadBuffer h = new HeadBuffer();
-        h.put(StatusLines.of(a.status()));
-        h.put(a.lines().bytes, 0, a.lines().size);
-        h.put(CLOSE);
-        h.crlf();
-        h.put(a.body());
-        return Arrays.copyOf(h.bytes, h.size);
     }
 
     /** Releases what an unwritten response holds (closes an InputStream body). */

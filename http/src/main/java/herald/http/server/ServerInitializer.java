@@ -48,7 +48,7 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
             if (server.config.sslContext != null) {
                 ch.close(); // a plaintext 503 means nothing to a TLS client
             } else {
-                ch.writeAndFlush(Unpooled.wrappedBuffer(ResponseWriter.standalone(server, Refusal.TOO_MANY_CONNECTIONS)))
+                ch.writeAndFlush(Unpooled.wrappedBuffer(ServerAnswers.standalone(server, Refusal.TOO_MANY_CONNECTIONS)))
                     .addListener(ChannelFutureListener.CLOSE);
             }
             return;
@@ -60,7 +60,7 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
             if (server.config.sslContext != null) {
                 ch.close();
             } else {
-                ch.writeAndFlush(Unpooled.wrappedBuffer(ResponseWriter.standalone(server, Refusal.TOO_MANY_FROM_ADDRESS)))
+                ch.writeAndFlush(Unpooled.wrappedBuffer(ServerAnswers.standalone(server, Refusal.TOO_MANY_FROM_ADDRESS)))
                     .addListener(ChannelFutureListener.CLOSE);
             }
             return;
@@ -121,7 +121,7 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
     @Override
     public void writeRefusal(ChannelHandlerContext ctx, Http2ConnectionEncoder encoder, int streamId, Refusal why) {
         server.stats.error(why.status);
-        ResponseWriter.Answer a = ResponseWriter.answer(server, why);
+        ServerAnswers.Answer a = ServerAnswers.answer(server, why);
         boolean empty = a.body().length == 0;
         encoder.writeHeaders(ctx, streamId, ResponseHeaders.of(a.status(), a.lines().bytes, a.lines().size), 0, empty,
             ctx.newPromise());
