@@ -35,12 +35,15 @@
   | `:idle-timeout-ms` | int | `60000` | a keep-alive connection with nothing in flight and no bytes read for this long is closed (`0`: never); an in-flight request is never cut (a client that reads none of its queued responses is not in flight) |
   | `:request-timeout-ms` | int | `30000` | a request whose head and body are not received within this time gets 408 and the connection is closed (`0`: never) |
   | `:max-connections` | int | `10000` | connections beyond this get 503 and are closed |
+  | `:max-connections-per-address` | int | `1000` | connections from one client IP address at once; a new one beyond it gets 503 and is closed, so one client cannot hold every connection (raise it behind a proxy, whose address all clients share) |
+  | `:header-timeout-ms` | int | `10000` | a new connection that has not sent a complete request head this long after it opened (after its first bytes on plaintext with HTTP/2 on) is closed, with 408 when part of a head arrived (`0`: never; later requests are bounded by `:idle-timeout-ms` and `:request-timeout-ms`) |
   | `:shutdown-timeout-ms` | int | `10000` | how long `stop-server` waits for in-flight requests |
   | `:io-threads` | int | cores | Netty event loop threads |
   | `:transport` | keyword | `:auto` | `:auto` (epoll when available, else NIO), `:epoll`, `:nio` |
   | `:server-header` | String or nil | `\"herald\"` | the `Server` header value; `nil` sends none (a handler's own `Server` header wins) |
   | `:proxy?` | boolean | `false` | trust `X-Forwarded-For` (first address -> `:remote-addr`) and `X-Forwarded-Proto` (-> `:scheme`) |
   | `:error-logger` | fn | logs to java.util.logging | `(fn [throwable request])`, called for each handler failure (the client gets a 500 with no stack trace) |
+  | `:error-response` | fn | none: plain text | `(fn [status info])` returning the Ring response for an answer herald makes itself: a request refused before its handler (400, 408, 413, 414, 417, 431, 501, 505; the connection closes after it), 503 at `:max-pending` or `:max-connections`, 500 for a failed handler; `info` is `{:reason keyword :message String}`, e.g. `{:reason :body-too-large ...}`; it runs on the event loop and must not block; when it throws or returns no response map the default text answer is sent (docs/http.md, Error answers) |
   | `:websocket-max-frame-bytes` | int | `1048576` | largest WebSocket message (frames aggregated); larger ones close with 1009 |
   | `:max-pipelined` | int | `16` | pipelined requests buffered per connection before the server stops reading it |
   | `:max-write-buffer-bytes` | int | `65536` | response bytes queued for one connection (a client that does not read) above which the server stops reading its requests and starting its next pipelined one, until they drain below half |
@@ -78,7 +81,7 @@
   | `:queue-wait-ms-total` | the time those requests waited for their thread, summed (ms, a double) |
   | `:queue-wait-ms-max` | the longest such wait since the server started (ms) |
   | `:rejected` | requests answered 503 because `:max-pending` handlers were pending |
-  | `:errors` | error answers herald wrote itself since it started (not the handler's), as a map of status to count, e.g. `{413 2, 503 7}`: 400/408/413/414/417/431/501/505 for requests refused before the handler, 503 at `:max-pending`, 500 for a handler that failed or returned no valid response; `{}` when none |
+  | `:errors` | error answers herald wrote itself since it started (not the handler's), as a map of status to count, e.g. `{413 2, 503 7}`: 400/408/413/414/417/431/501/505 for requests refused before the handler, 503 at `:max-pending` or `:max-connections`, 500 for a handler that failed or returned no valid response; counted by the status herald chose, also when `:error-response` answered; `{}` when none |
   | `:transport` | `\"epoll\"` or `\"nio\"` |
 
   The mean queue wait over an interval is the change of `:queue-wait-ms-total` divided by the change of

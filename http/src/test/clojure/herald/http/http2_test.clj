@@ -233,15 +233,28 @@
         (is (.isOpen c)))
       (testing "414 for a long :path, 431 for a header list over the limit"
         (is (= 414 (.status (h2 c "GET" (str "/" (apply str (repeat 200 "p")))))))
-        (is (= 431 (.status (h2 c "GET" "/h" {"x-big" (apply str (repeat 1100 "h"))} nil))))
+        (let [r (h2 c "GET" "/h" {"x-big" (apply str (repeat 1100 "h"))} nil)]
+          (is (= 431 (.status r)))
+          (is (= "Request Header Fields Too Large: the request's header fields are larger than the server accepts"
+                 (.text r)) "herald's answer, not Netty's bare status")
+          (is (= "text/plain; charset=utf-8" (.header r "content-type"))))
         (is (.isOpen c))
         (is (= 200 (.status (h2 c "GET" "/after"))))))
-    (testing "a header list far over the limit (Netty's HPACK decoder stops at 1.25x) ends the connection with GOAWAY"
+    (testing "a header list far over the limit (Netty's HPACK decoder stops at 1.25x) still gets 431, then GOAWAY"
       (with-open [c (h2-client s)]
-        (is (thrown? Exception (h2 c "GET" "/h" {"x-big" (apply str (repeat 3000 "h"))} nil)))
+        (is (= 200 (.status (h2 c "GET" "/before"))))
+        (let [r (h2 c "GET" "/h" {"x-big" (apply str (repeat 3000 "h"))} nil)]
+          (is (= 431 (.status r)))
+          (is (str/starts-with? (.text r) "Request Header Fields Too Large: ")))
         (Thread/sleep 100)
         (is (some? (.goAwayLastStream c)))
-        (is (not (.isOpen c))))))
+        (is (not (.isOpen c))))
+      (testing "also when the block spans CONTINUATION frames, on the first stream"
+        (with-open [c (h2-client s)]
+          (is (= 431 (.status (h2 c "GET" "/h" {"x-big" (apply str (repeat 40000 "h"))} nil))))
+          (Thread/sleep 100)
+          (is (some? (.goAwayLastStream c))))))
+    (is (= 3 (get-in (http/server-stats s) [:errors 431])) "every 431 is counted"))
   (testing "max-pending: 503 with Retry-After per stream"
     (let [gate (promise)]
       (with-server [s (fn [_] @gate {:status 200 :body "done"}) {:max-pending 2 :mode :worker-pool}]

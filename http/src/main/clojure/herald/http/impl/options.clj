@@ -68,6 +68,10 @@
    :request-timeout-ms [(int-in 0 Long/MAX_VALUE) "a non-negative integer (0 = none)"
                         (fn [^ServerConfig$Builder b v] (.requestTimeoutMs b (long v)))]
    :max-connections [(int-in 1 max-int) "a positive integer" (fn [^ServerConfig$Builder b v] (.maxConnections b (int v)))]
+   :max-connections-per-address [(int-in 1 max-int) "a positive integer"
+                                 (fn [^ServerConfig$Builder b v] (.maxConnectionsPerAddress b (int v)))]
+   :header-timeout-ms [(int-in 0 Long/MAX_VALUE) "a non-negative integer (0 = none)"
+                       (fn [^ServerConfig$Builder b v] (.headerTimeoutMs b (long v)))]
    :shutdown-timeout-ms [(int-in 0 Long/MAX_VALUE) "a non-negative integer"
                          (fn [^ServerConfig$Builder b v] (.shutdownTimeoutMs b (long v)))]
    :io-threads [(int-in 1 1024) "an integer 1-1024" (fn [^ServerConfig$Builder b v] (.ioThreads b (int v)))]
@@ -77,6 +81,7 @@
                    (fn [^ServerConfig$Builder b v] (.serverHeader b ^String v))]
    :proxy? [boolean? "a boolean" (fn [^ServerConfig$Builder b v] (.proxy b (boolean v)))]
    :error-logger [ifn? "a function (fn [throwable request])" (fn [b _] b)]
+   :error-response [ifn? "a function (fn [status info]) returning a Ring response" (fn [b _] b)]
    :websocket-max-frame-bytes [(int-in 125 max-int) "an integer >= 125"
                                (fn [^ServerConfig$Builder b v] (.websocketMaxFrameBytes b (int v)))]
    :ssl-context [#(or (instance? SSLContext %) (and (instance? SslContext %) (.isServer ^SslContext %)))

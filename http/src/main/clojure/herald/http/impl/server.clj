@@ -26,7 +26,7 @@
                     {:type :herald.http/invalid-option :key :handler :value handler})))
   (let [config (options/config opts)
         hooks (Hooks. handler (or (:error-logger opts) default-error-logger)
-                      response/body-writer websocket/listener)]
+                      response/body-writer websocket/listener (:error-response opts))]
     (try (HeraldServer/start config hooks)
          (catch java.io.IOException e
            (throw (ex-info (str "cannot bind " (.host config) ":" (.port config) ": " (.getMessage e))

@@ -19,6 +19,10 @@ public final class ServerConfig {
     public final long idleTimeoutMs;
     public final long requestTimeoutMs;
     public final int maxConnections;
+    /** Connections from one client address at once; beyond it a new one gets 503 and is closed. */
+    public final int maxConnectionsPerAddress;
+    /** A connection that has not sent a complete request head this long after it opened is closed (0: never). */
+    public final long headerTimeoutMs;
     public final long shutdownTimeoutMs;
     public final int ioThreads;
     public final Transport transport;
@@ -48,6 +52,8 @@ public final class ServerConfig {
         idleTimeoutMs = b.idleTimeoutMs;
         requestTimeoutMs = b.requestTimeoutMs;
         maxConnections = b.maxConnections;
+        maxConnectionsPerAddress = b.maxConnectionsPerAddress;
+        headerTimeoutMs = b.headerTimeoutMs;
         shutdownTimeoutMs = b.shutdownTimeoutMs;
         ioThreads = b.ioThreads;
         transport = b.transport;
@@ -80,6 +86,8 @@ public final class ServerConfig {
         private long idleTimeoutMs = 60_000;
         private long requestTimeoutMs = 30_000;
         private int maxConnections = 10_000;
+        private int maxConnectionsPerAddress = 1000;
+        private long headerTimeoutMs = 10_000;
         private long shutdownTimeoutMs = 10_000;
         private int ioThreads = Runtime.getRuntime().availableProcessors();
         private Transport transport = Transport.AUTO;
@@ -104,6 +112,8 @@ public final class ServerConfig {
         public Builder idleTimeoutMs(long v) { idleTimeoutMs = v; return this; }
         public Builder requestTimeoutMs(long v) { requestTimeoutMs = v; return this; }
         public Builder maxConnections(int v) { maxConnections = v; return this; }
+        public Builder maxConnectionsPerAddress(int v) { maxConnectionsPerAddress = v; return this; }
+        public Builder headerTimeoutMs(long v) { headerTimeoutMs = v; return this; }
         public Builder shutdownTimeoutMs(long v) { shutdownTimeoutMs = v; return this; }
         public Builder ioThreads(int v) { ioThreads = v; return this; }
         public Builder transport(Transport v) { transport = Objects.requireNonNull(v, "transport"); return this; }
@@ -127,6 +137,8 @@ public final class ServerConfig {
             check(idleTimeoutMs >= 0, "idleTimeoutMs", idleTimeoutMs);
             check(requestTimeoutMs >= 0, "requestTimeoutMs", requestTimeoutMs);
             check(maxConnections >= 1, "maxConnections", maxConnections);
+            check(maxConnectionsPerAddress >= 1, "maxConnectionsPerAddress", maxConnectionsPerAddress);
+            check(headerTimeoutMs >= 0, "headerTimeoutMs", headerTimeoutMs);
             check(shutdownTimeoutMs >= 0, "shutdownTimeoutMs", shutdownTimeoutMs);
             check(ioThreads >= 1, "ioThreads", ioThreads);
             check(websocketMaxFrameBytes >= 125, "websocketMaxFrameBytes", websocketMaxFrameBytes);

@@ -1,5 +1,6 @@
 package herald.http.http2;
 
+import herald.http.server.Refusal;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.http2.Http2CodecUtil;
 import io.netty.handler.codec.http2.Http2Connection;
@@ -37,6 +38,9 @@ final class GuardedCodec extends Http2FrameCodec {
     private int gapNext;
     private int lastRemote = -1;
     private boolean failed;
+    /** Writes the server's own answers; null in unit tests without a server. */
+    private Http2Host host;
+    private HeadersTracker frames;
 
     private GuardedCodec(Http2ConnectionEncoder encoder, Http2ConnectionDecoder decoder, Http2Settings settings,
                          boolean decoupleCloseAndGoAway, boolean flushPreface) {
@@ -110,10 +114,45 @@ final class GuardedCodec extends Http2FrameCodec {
         super.onError(ctx, outbound, cause);
     }
 
+    /** Where the 431 answers go ({@link #handleServerHeaderDecodeSizeError}) and who saw which stream's headers. */
+    void answers(Http2Host host, HeadersTracker frames) {
+        this.host = host;
+        this.frames = frames;
+    }
+
+    /**
+     * A header list over {@code :max-header-bytes} (up to the 1.25 times Netty decodes): herald's 431 (through
+     * {@code :error-response}) instead of Netty's bare {@code :status 431}; Netty resets the stream after it.
+     */
+    @Override
+    protected void handleServerHeaderDecodeSizeError(ChannelHandlerContext ctx, Http2Stream stream) {
+        if (host == null) {
+            super.handleServerHeaderDecodeSizeError(ctx, stream);
+            return;
+        }
+        host.writeRefusal(ctx, encoder(), stream.id(), Refusal.HEADERS_TOO_LARGE);
+    }
+
+    /**
+     * A header block beyond what Netty decodes ends the connection (its HPACK state cannot be kept): the request it
+     * opened is answered 431 first, so the client gets a status, then GOAWAY names that stream as the last one.
+     */
     @Override
     protected void onConnectionError(ChannelHandlerContext ctx, boolean outbound, Throwable cause,
                                      Http2Exception http2Ex) {
         failed = true;
+        if (!outbound && host != null && http2Ex != null && http2Ex.error() == Http2Error.PROTOCOL_ERROR
+            && String.valueOf(http2Ex.getMessage()).startsWith("Header size exceeded")) {
+            int id = frames.headersStream;
+            if ((id & 1) == 1 && id > lastRemote && connection().stream(id) == null) {
+                try {
+                    connection().remote().createStream(id, true);
+                    host.writeRefusal(ctx, encoder(), id, Refusal.HEADERS_TOO_LARGE);
+                } catch (Http2Exception | RuntimeException notOpened) {
+                    // no stream to answer on (refused by the stream limits): GOAWAY alone, as before
+                }
+            }
+        }
         super.onConnectionError(ctx, outbound, cause, http2Ex);
     }
 

@@ -1,8 +1,11 @@
 package herald.http.http2;
 
 import herald.http.config.ServerConfig;
+import herald.http.server.Refusal;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPipeline;
+import io.netty.handler.codec.http2.Http2ConnectionEncoder;
 
 /** What the HTTP/2 pipeline needs from the server that owns the channel (implemented by the server package). */
 public interface Http2Host {
@@ -20,4 +23,11 @@ public interface Http2Host {
 
     /** Adds the exchange handler to a new stream's pipeline, after its {@link StreamAdapter}. */
     void addStreamHandler(ChannelPipeline stream, Object facts);
+
+    /**
+     * Writes the server's own answer for {@code why} on stream {@code streamId}, refused before it had an exchange
+     * handler (a header list over the limit): HEADERS and the body as DATA, through the {@code :error-response}
+     * function when there is one; counted in the server's stats.
+     */
+    void writeRefusal(ChannelHandlerContext ctx, Http2ConnectionEncoder encoder, int streamId, Refusal why);
 }

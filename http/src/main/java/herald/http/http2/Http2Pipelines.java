@@ -42,7 +42,10 @@ public final class Http2Pipelines {
         if (p.get(SslHandler.class) == null) {
             p.addLast("herald-h2-linger", new LingerClose(codec));
         }
-        p.addLast(CODEC, codec)
+        HeadersTracker frames = new HeadersTracker();
+        codec.answers(host, frames);
+        p.addLast("herald-h2-frames", frames)
+            .addLast(CODEC, codec)
             .addLast("herald-h2-streams", new Http2MultiplexHandler(new ChannelInitializer<Http2StreamChannel>() {
                 @Override
                 protected void initChannel(Http2StreamChannel ch) {

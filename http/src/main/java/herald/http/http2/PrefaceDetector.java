@@ -1,5 +1,6 @@
 package herald.http.http2;
 
+import herald.http.config.ServerConfig;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
@@ -13,7 +14,7 @@ import java.util.concurrent.TimeUnit;
  * HTTP/2 client preface (h2c with prior knowledge: the HTTP/2 handlers are added) or cannot (the HTTP/1.1
  * handlers are added, with the {@code Upgrade: h2c} watcher), then removes itself and passes the bytes on. Costs
  * one look per connection, nothing per request. A connection that sends nothing decisive is closed after the
- * request timeout (else the idle timeout).
+ * shorter of the header and request timeouts (else the idle timeout).
  */
 public final class PrefaceDetector extends ByteToMessageDecoder {
     private static final byte[] PREFACE = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
@@ -26,7 +27,11 @@ public final class PrefaceDetector extends ByteToMessageDecoder {
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
-        long ms = host.config().requestTimeoutMs > 0 ? host.config().requestTimeoutMs : host.config().idleTimeoutMs;
+        ServerConfig c = host.config();
+        long ms = c.requestTimeoutMs > 0 ? c.requestTimeoutMs : c.idleTimeoutMs;
+        if (c.headerTimeoutMs > 0 && (ms <= 0 || c.headerTimeoutMs < ms)) {
+            ms = c.headerTimeoutMs;
+        }
         if (ms > 0) {
             timeout = ctx.executor().schedule(() -> {
                 if (!ctx.isRemoved()) {

@@ -16,8 +16,13 @@ final class ConnectionTimer implements Runnable {
     private final Http1Decoder decoder;
     private ScheduledFuture<?> task;
     private long idleSince = System.nanoTime();
-    /** When a tick first saw the request being received (0: none seen yet). */
-    long headNanos;
+    /** {@link #headNanos} until the connection's first request head arrives (the header timeout's test). */
+    static final long NO_HEAD_YET = -1;
+    /**
+     * When a tick first saw the request being received (0: not seen yet; set to 0 by every head, so it stays
+     * {@link #NO_HEAD_YET} only until the first one).
+     */
+    long headNanos = NO_HEAD_YET;
     /** Set on every read; cleared by the tick. */
     boolean readSinceTick;
 

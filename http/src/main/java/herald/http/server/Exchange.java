@@ -18,10 +18,11 @@ final class Exchange implements Runnable {
     final HttpRequest request;
     final InputStream body;
     final boolean head;
-    /** Non-zero: answer with this status and close, without calling the handler. */
+    /** Non-zero: answer with this status and close, without calling the handler ({@code response} says why). */
     final int reject;
     boolean keepAlive;
     IPersistentMap ringRequest;
+    /** The handler's response; for a rejected exchange, the {@link Refusal} (no handler runs). */
     Object response;
     Throwable failure;
     /** The batch of units this exchange was started with (virtual threads), or null. */
@@ -48,6 +49,13 @@ final class Exchange implements Runnable {
         this.keepAlive = keepAlive;
         this.reject = reject;
         this.head = request != null && request.method() == HttpMethod.HEAD;
+    }
+
+    /** An exchange answered by the server itself with {@code why}, and the connection closed after it. */
+    static Exchange rejected(HttpConnection conn, HttpRequest request, Refusal why) {
+        Exchange ex = new Exchange(conn, request, null, false, why.status);
+        ex.response = why;
+        return ex;
     }
 
     @Override

@@ -5,7 +5,8 @@ import java.util.Objects;
 
 /**
  * The Clojure functions the Java core calls: the Ring handler, the error logger, the writer for body types
- * the core does not know (the StreamableResponseBody protocol), and the WebSocket listener adapter.
+ * the core does not know (the StreamableResponseBody protocol), the WebSocket listener adapter and the
+ * application's answers to requests the server refuses itself.
  */
 public final class Hooks {
     /** The Ring handler: 1-arity, or 3-arity when the config says async. */
@@ -16,11 +17,21 @@ public final class Hooks {
     public final IFn bodyWriter;
     /** {@code (fn [listener])} returning a {@link herald.http.websocket.WebSocketListener}. */
     public final IFn websocketAdapter;
+    /**
+     * {@code (fn [status info])} returning the Ring response for an answer the server makes itself ({@link Refusal});
+     * null for the built-in plain-text answers.
+     */
+    public final IFn errorResponse;
 
     public Hooks(IFn handler, IFn errorLogger, IFn bodyWriter, IFn websocketAdapter) {
+        this(handler, errorLogger, bodyWriter, websocketAdapter, null);
+    }
+
+    public Hooks(IFn handler, IFn errorLogger, IFn bodyWriter, IFn websocketAdapter, IFn errorResponse) {
         this.handler = Objects.requireNonNull(handler, "handler");
         this.errorLogger = Objects.requireNonNull(errorLogger, "errorLogger");
         this.bodyWriter = bodyWriter;
         this.websocketAdapter = websocketAdapter;
+        this.errorResponse = errorResponse;
     }
 }

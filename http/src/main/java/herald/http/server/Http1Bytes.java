@@ -16,10 +16,19 @@ final class Http1Bytes {
 
     private Http1Bytes() {}
 
-    /** 505 for a version {@code HTTP/<digits>.<digits>} of another major version than 1, else 400. */
-    static int versionStatus(byte[] b, int s, int e) {
+    /**
+     * Why the version {@code b[s, e)} (not HTTP/1.0 or HTTP/1.1) is refused: 505 for {@code HTTP/<digits>.<digits>}
+     * of another major version than 1; a malformed request line when it holds a space (a space in the target, or
+     * a part too many); else a bad version (400).
+     */
+    static Refusal versionRefusal(byte[] b, int s, int e) {
+        for (int i = s; i < e; i++) {
+            if (b[i] == ' ') {
+                return Refusal.BAD_REQUEST_LINE;
+            }
+        }
         if (e - s < 8 || !asciiEquals(b, s, "HTTP/")) {
-            return 400;
+            return Refusal.BAD_VERSION;
         }
         int i = s + 5;
         int major = 0;
@@ -29,31 +38,31 @@ final class Http1Bytes {
             digits++;
         }
         if (digits == 0 || i >= e || b[i++] != '.' || i == e) {
-            return 400;
+            return Refusal.BAD_VERSION;
         }
         while (i < e && b[i] >= '0' && b[i] <= '9') {
             i++;
         }
-        return i != e ? 400 : major != 1 ? 505 : 400;
+        return i != e || major == 1 ? Refusal.BAD_VERSION : Refusal.VERSION_NOT_SUPPORTED;
     }
 
     /**
-     * Whether the request line ending with the LF at {@code lf} can start a valid head: {@code token SP target SP
-     * HTTP/d+.d+ CRLF}, the target without control characters, spaces or non-ASCII bytes. Checked only while the
-     * rest of a head is awaited, so a line that can never be served is answered 400 at once (the full parse of a
-     * complete head makes the same checks).
+     * Null when the request line ending with the LF at {@code lf} can start a valid head: {@code token SP target SP
+     * HTTP/d+.d+ CRLF}, the target without control characters, spaces or non-ASCII bytes; else why it cannot.
+     * Checked only while the rest of a head is awaited, so a line that can never be served is answered 400 at once
+     * (the full parse of a complete head makes the same checks).
      */
-    static boolean requestLineShape(io.netty.buffer.ByteBuf in, int s, int lf) {
+    static Refusal requestLineRefusal(io.netty.buffer.ByteBuf in, int s, int lf) {
         int e = lf - 1;
         if (e < s || in.getByte(e) != '\r') {
-            return false;
+            return Refusal.BARE_LINE_END;
         }
         int i = s;
         while (i < e && Http1Names.TCHAR[in.getByte(i) & 0xff]) {
             i++;
         }
         if (i == s || i >= e || in.getByte(i++) != ' ') {
-            return false;
+            return Refusal.BAD_REQUEST_LINE;
         }
         int t = i;
         while (i < e) {
@@ -63,12 +72,23 @@ final class Http1Bytes {
             }
             i++;
         }
-        if (i == t || i >= e || in.getByte(i++) != ' ' || e - i < 8) {
-            return false;
+        if (i < e && in.getByte(i) != ' ') {
+            return (in.getByte(i) & 0xff) >= 0x80 ? Refusal.NON_ASCII_TARGET : Refusal.CONTROL_IN_TARGET;
+        }
+        if (i == t || i >= e || in.getByte(i++) != ' ') {
+            return Refusal.BAD_REQUEST_LINE;
+        }
+        for (int k = i; k < e; k++) {
+            if (in.getByte(k) == ' ') {
+                return Refusal.BAD_REQUEST_LINE;
+            }
+        }
+        if (e - i < 8) {
+            return Refusal.BAD_VERSION;
         }
         for (int k = 0; k < 5; k++) {
             if (in.getByte(i + k) != "HTTP/".charAt(k)) {
-                return false;
+                return Refusal.BAD_VERSION;
             }
         }
         i += 5;
@@ -77,13 +97,13 @@ final class Http1Bytes {
             i++;
         }
         if (i == d || i >= e || in.getByte(i++) != '.') {
-            return false;
+            return Refusal.BAD_VERSION;
         }
         d = i;
         while (i < e && Character.isDigit((char) in.getByte(i))) {
             i++;
         }
-        return i > d && i == e;
+        return i > d && i == e ? null : Refusal.BAD_VERSION;
     }
 
     /** The Content-Length value {@code b[s, e)}: 1*DIGIT, or a list of equal ones ("42, 42"); -1 when invalid. */

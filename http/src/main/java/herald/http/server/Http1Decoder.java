@@ -112,12 +112,13 @@ final class Http1Decoder extends HttpRequestDecoder {
             int lf = in.indexOf(from, w, LF);
             if (lf < 0) {
                 scanned = w - r;
-                if (lines >= 1 && !Http1Bytes.requestLineShape(in, r, r + ends[0])) {
-                    refuse(in, out, 400); // judged at its CRLF: waiting for the rest of the head changes nothing
+                Refusal bad = lines >= 1 ? Http1Bytes.requestLineRefusal(in, r, r + ends[0]) : null;
+                if (bad != null) {
+                    refuse(in, out, bad); // judged at its CRLF: waiting for the rest of the head changes nothing
                     return;
                 }
                 if (lines == 0 ? w - r > maxLine + 1 : w - r - ends[0] - 1 > maxHeader + 2) {
-                    refuse(in, out, lines == 0 ? 414 : 431);
+                    refuse(in, out, lines == 0 ? Refusal.REQUEST_LINE_TOO_LONG : Refusal.HEADERS_TOO_LARGE);
                 } else if (partialSince == 0) {
                     partialSince = System.nanoTime();
                 }
@@ -130,14 +131,14 @@ final class Http1Decoder extends HttpRequestDecoder {
             ends[lines++] = rel;
             if (lines == 1) {
                 if ((rel > 0 && in.getByte(lf - 1) == '\r' ? rel - 1 : rel) > maxLine) {
-                    refuse(in, out, 414);
+                    refuse(in, out, Refusal.REQUEST_LINE_TOO_LONG);
                     return;
                 }
             } else {
                 int prev = ends[lines - 2];
                 boolean empty = rel - prev == 1 || rel - prev == 2 && in.getByte(lf - 1) == '\r';
                 if (rel - ends[0] - (empty ? rel - prev : 0) > maxHeader) {
-                    refuse(in, out, 431);
+                    refuse(in, out, Refusal.HEADERS_TOO_LARGE);
                     return;
                 }
                 if (empty) {
@@ -169,17 +170,17 @@ final class Http1Decoder extends HttpRequestDecoder {
         }
     }
 
-    private void refuse(ByteBuf in, List<Object> out, int status) {
-        out.add(Http1Request.refused(status));
+    private void refuse(ByteBuf in, List<Object> out, Refusal why) {
+        out.add(Http1Request.refused(why));
         lines = 0;
         scanned = 0;
         state = FAILED;
         in.skipBytes(in.readableBytes());
     }
 
-    private void failBody(ByteBuf in, List<Object> out, int status, String why) {
+    private void failBody(ByteBuf in, List<Object> out, Refusal why) {
         DefaultLastHttpContent c = new DefaultLastHttpContent(Unpooled.EMPTY_BUFFER, EmptyHttpHeaders.INSTANCE);
-        c.setDecoderResult(DecoderResult.failure(new Http1Exception(status, why)));
+        c.setDecoderResult(DecoderResult.failure(new Http1Exception(why)));
         out.add(c);
         state = FAILED;
         in.skipBytes(in.readableBytes());
@@ -209,13 +210,13 @@ final class Http1Decoder extends HttpRequestDecoder {
     private void chunkEnd(ByteBuf in, List<Object> out) {
         if (in.readableBytes() < 2) {
             if (in.getByte(in.readerIndex()) != '\r') {
-                failBody(in, out, 400, "chunk data not followed by CRLF");
+                failBody(in, out, Refusal.BAD_CHUNK);
             }
             return;
         }
         int r = in.readerIndex();
         if (in.getByte(r) != '\r' || in.getByte(r + 1) != '\n') {
-            failBody(in, out, 400, "chunk data not followed by CRLF");
+            failBody(in, out, Refusal.BAD_CHUNK);
             return;
         }
         in.skipBytes(2);
@@ -228,7 +229,7 @@ final class Http1Decoder extends HttpRequestDecoder {
         int w = in.writerIndex();
         int lf = in.indexOf(r, w, LF);
         if (lf < 0 ? w - r > maxLine : lf - r > maxLine + 1) {
-            failBody(in, out, 400, "chunk-size line too long");
+            failBody(in, out, Refusal.BAD_CHUNK);
             return;
         }
         if (lf < 0) {
@@ -236,7 +237,7 @@ final class Http1Decoder extends HttpRequestDecoder {
         }
         int e = lf - 1;
         if (e < r || in.getByte(e) != '\r') {
-            failBody(in, out, 400, "chunk-size line without CRLF");
+            failBody(in, out, Refusal.BAD_CHUNK);
             return;
         }
         long size = 0;
@@ -247,7 +248,7 @@ final class Http1Decoder extends HttpRequestDecoder {
                 break;
             }
             if (i - r == 15) {
-                failBody(in, out, 400, "chunk size overflows");
+                failBody(in, out, Refusal.BAD_CHUNK);
                 return;
             }
             size = size << 4 | d;
@@ -268,7 +269,7 @@ final class Http1Decoder extends HttpRequestDecoder {
             }
         }
         if (!ok) {
-            failBody(in, out, 400, "invalid chunk size");
+            failBody(in, out, Refusal.BAD_CHUNK);
             return;
         }
         in.readerIndex(lf + 1);
@@ -276,7 +277,7 @@ final class Http1Decoder extends HttpRequestDecoder {
             state = TRAILERS;
             trailerBytes = 0;
         } else if (size > maxBody) {
-            failBody(in, out, 413, "chunk larger than the body limit");
+            failBody(in, out, Refusal.BODY_TOO_LARGE);
         } else {
             remaining = size;
             state = CHUNK_DATA;
@@ -291,13 +292,13 @@ final class Http1Decoder extends HttpRequestDecoder {
             int lf = in.indexOf(r, w, LF);
             if (lf < 0) {
                 if (trailerBytes + w - r > maxHeader + 2) {
-                    failBody(in, out, 431, "trailers too large");
+                    failBody(in, out, Refusal.TRAILERS_TOO_LARGE);
                 }
                 return;
             }
             int e = lf - 1;
             if (e < r || in.getByte(e) != '\r') {
-                failBody(in, out, 400, "trailer line without CRLF");
+                failBody(in, out, Refusal.BAD_TRAILER);
                 return;
             }
             in.readerIndex(lf + 1);
@@ -308,7 +309,7 @@ final class Http1Decoder extends HttpRequestDecoder {
             }
             trailerBytes += lf + 1 - r;
             if (trailerBytes > maxHeader) {
-                failBody(in, out, 431, "trailers too large");
+                failBody(in, out, Refusal.TRAILERS_TOO_LARGE);
                 return;
             }
             int i = r;
@@ -321,7 +322,7 @@ final class Http1Decoder extends HttpRequestDecoder {
                 ok = c != 0 && c != '\r';
             }
             if (!ok) {
-                failBody(in, out, 400, "invalid trailer field");
+                failBody(in, out, Refusal.BAD_TRAILER);
                 return;
             }
         }

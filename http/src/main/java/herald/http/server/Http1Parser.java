@@ -4,7 +4,7 @@ import static herald.http.server.Http1Bytes.asciiEqualsIgnoreCase;
 import static herald.http.server.Http1Bytes.clean;
 import static herald.http.server.Http1Bytes.lengthOf;
 import static herald.http.server.Http1Bytes.method;
-import static herald.http.server.Http1Bytes.versionStatus;
+import static herald.http.server.Http1Bytes.versionRefusal;
 import static herald.http.server.Http1Names.TCHAR;
 
 import io.netty.handler.codec.http.HttpMethod;
@@ -29,6 +29,8 @@ final class Http1Parser {
     private byte[] pathBytes;
     private String path;
 
+    /** Why the last parsed head is refused; null when it is not. */
+    private Refusal why;
     /** The framing of the last parsed head: chunked, else the Content-Length (-1: none). */
     boolean chunked;
     long contentLength;
@@ -46,7 +48,7 @@ final class Http1Parser {
         contentLength = NONE;
         int eol = ends[0] - 1;
         if (eol < 0 || b[eol] != '\r') {
-            return Http1Request.refused(400);
+            return Http1Request.refused(Refusal.BARE_LINE_END);
         }
         int i = 0;
         boolean lower = false;
@@ -59,7 +61,7 @@ final class Http1Parser {
             i++;
         }
         if (i == 0 || i == eol || b[i] != ' ') {
-            return Http1Request.refused(400);
+            return Http1Request.refused(Refusal.BAD_REQUEST_LINE);
         }
         HttpMethod method = method(b, i);
         int ts = ++i;
@@ -79,22 +81,25 @@ final class Http1Parser {
         }
         int te = i;
         if (te == ts || i == eol || b[i] != ' ') {
-            return Http1Request.refused(400);
+            int c = i == eol ? ' ' : b[i] & 0xff;
+            return Http1Request.refused(c >= 0x80 ? Refusal.NON_ASCII_TARGET
+                : c < 0x20 || c == 0x7f ? Refusal.CONTROL_IN_TARGET : Refusal.BAD_REQUEST_LINE);
         }
         i++;
         HttpVersion version = HttpVersion.HTTP_1_1;
         int status = 0;
+        why = null;
         if (eol - i == 8 && b[i] == 'H' && b[i + 1] == 'T' && b[i + 2] == 'T' && b[i + 3] == 'P' && b[i + 4] == '/'
             && b[i + 5] == '1' && b[i + 6] == '.' && (b[i + 7] == '1' || b[i + 7] == '0')) {
             version = b[i + 7] == '1' ? HttpVersion.HTTP_1_1 : HttpVersion.HTTP_1_0;
         } else {
-            status = versionStatus(b, i, eol);
+            status = refuse(versionRefusal(b, i, eol));
         }
 
         int n = lines - 2;
         int last = ends[lines - 1];
         if (last - ends[lines - 2] != 2 || b[last - 1] != '\r') {
-            return Http1Request.refused(400); // the head ended with a bare LF
+            return Http1Request.refused(Refusal.BARE_LINE_END); // the head ended with a bare LF
         }
         String[] names = new String[n];
         int[] pos = new int[2 * n];
@@ -113,7 +118,7 @@ final class Http1Parser {
             int s = ends[k] + 1;
             int e = ends[k + 1] - 1;
             if (e <= s || b[e] != '\r') {
-                return Http1Request.refused(400); // bare LF
+                return Http1Request.refused(Refusal.BARE_LINE_END);
             }
             int j = s;
             int h = 0;
@@ -130,7 +135,7 @@ final class Http1Parser {
                 j++;
             }
             if (j == s || b[j] != ':') {
-                return Http1Request.refused(400); // obs-fold, whitespace before ':', a non-token name
+                return Http1Request.refused(Refusal.BAD_HEADER_LINE); // obs-fold, space before ':', a non-token name
             }
             String name = Http1Names.known(b, s, j, h);
             if (name == null) {
@@ -145,7 +150,7 @@ final class Http1Parser {
                 ve--;
             }
             if (!clean(b, vs, ve)) {
-                return Http1Request.refused(400); // NUL or CR in a value (RFC 9110 5.5)
+                return Http1Request.refused(Refusal.BAD_HEADER_VALUE); // NUL or CR in a value (RFC 9110 5.5)
             }
             names[k] = name;
             pos[2 * k] = vs;
@@ -206,38 +211,38 @@ final class Http1Parser {
         if (status == 0) {
             status = checks(method, lower, version, hosts, hostAt >= 0 && serverName == null, b, ts, te, fragment);
         }
-        boolean absolute = status == 0 && b[ts] != '/' && b[ts] != '*';
         if (status == 0 && teFields > 0) {
             if (length != NONE || badLength || codings == 0 || badCoding || version == HttpVersion.HTTP_1_0) {
-                status = 400; // with Content-Length, empty, not a token, or on HTTP/1.0: no safe framing (RFC 9112 6.1, 6.3)
+                status = refuse(Refusal.AMBIGUOUS_FRAMING); // with Content-Length, empty, not a token, or on HTTP/1.0 (RFC 9112 6.1, 6.3)
             } else if (chunkeds == 0) {
-                status = 501; // a transfer coding herald does not decode (RFC 9112 6.1)
-            } else if (chunkeds > 1 || !lastChunked || length != NONE || badLength
-                || version == HttpVersion.HTTP_1_0) {
-                status = 400; // chunked not last or twice, with Content-Length, or on HTTP/1.0: no safe framing
+                status = refuse(Refusal.UNSUPPORTED_CODING); // a transfer coding herald does not decode (RFC 9112 6.1)
+            } else if (chunkeds > 1 || !lastChunked) {
+                status = refuse(Refusal.AMBIGUOUS_FRAMING); // chunked not last or twice: no safe framing
             } else if (codings > 1) {
-                status = 501;
+                status = refuse(Refusal.UNSUPPORTED_CODING);
             } else {
                 chunked = true;
             }
         } else if (status == 0 && badLength) {
-            status = 400;
+            status = refuse(Refusal.BAD_CONTENT_LENGTH);
         }
         if (status == 0) {
             contentLength = length;
             if (expectAt >= 0 && version == HttpVersion.HTTP_1_1) {
                 int s = pos[2 * expectAt];
                 int e = pos[2 * expectAt + 1];
-                status = e - s != 12 || !asciiEqualsIgnoreCase(b, s, "100-continue") ? 417
-                    : length > maxBodyBytes ? 413 : 100;
+                status = e - s != 12 || !asciiEqualsIgnoreCase(b, s, "100-continue")
+                    ? refuse(Refusal.EXPECTATION_FAILED) : length > maxBodyBytes ? refuse(Refusal.BODY_TOO_LARGE) : 100;
             } else if (length > maxBodyBytes) {
-                status = 413;
+                status = refuse(Refusal.BODY_TOO_LARGE);
             }
         }
+        Refusal why = this.why;
+        boolean absolute = status == 0 && b[ts] != '/' && b[ts] != '*';
         boolean keepAlive = KeepAlive.of(version, connectionAt < 0 ? null : hs.value(connectionAt));
         Http1Request req = status != 0 && status != 100 || !chunked && length <= 0
-            ? new Http1Request.Full(method, version, hs, b, ts, te, q, status, absolute, keepAlive, serverName)
-            : new Http1Request(method, version, hs, b, ts, te, q, status, absolute, keepAlive, serverName);
+            ? new Http1Request.Full(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName)
+            : new Http1Request(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName);
         if ((status == 0 || status == 100) && b[ts] == '/') {
             req.path = path(b, ts, q >= 0 ? q : te);
         }
@@ -258,22 +263,38 @@ final class Http1Parser {
         return path;
     }
 
-    /** The method, version, Host and target checks (RFC 9110 9.1, RFC 9112 3.2): 0 or the status to refuse with. */
-    private static int checks(HttpMethod method, boolean lower, HttpVersion version, int hosts, boolean badHost,
-                              byte[] b, int ts, int te, boolean fragment) {
-        if (lower || method == HttpMethod.CONNECT) {
-            return 501; // methods are case-sensitive and Ring lower-cases them; herald is not a proxy
+    /** Records why the head being parsed is refused; returns the status to answer. */
+    private int refuse(Refusal r) {
+        why = r;
+        return r.status;
+    }
+
+    /** The method, version, Host and target checks (RFC 9110 9.1, RFC 9112 3.2): 0, or the status to refuse with. */
+    private int checks(HttpMethod method, boolean lower, HttpVersion version, int hosts, boolean badHost,
+                       byte[] b, int ts, int te, boolean fragment) {
+        if (lower) {
+            return refuse(Refusal.LOWERCASE_METHOD); // methods are case-sensitive and Ring lower-cases them
         }
-        if (hosts > 1 || badHost || hosts == 0 && version == HttpVersion.HTTP_1_1) {
-            return 400;
+        if (method == HttpMethod.CONNECT) {
+            return refuse(Refusal.CONNECT_METHOD); // herald is not a proxy
+        }
+        if (hosts > 1) {
+            return refuse(Refusal.DUPLICATE_HOST);
+        }
+        if (badHost) {
+            return refuse(Refusal.BAD_HOST);
+        }
+        if (hosts == 0 && version == HttpVersion.HTTP_1_1) {
+            return refuse(Refusal.MISSING_HOST);
         }
         if (fragment) {
-            return 400;
+            return refuse(Refusal.FRAGMENT_IN_TARGET);
         }
         if (b[ts] == '/') {
             return 0;
         }
-        return RequestHead.targetStatus(method, new String(b, ts, te - ts, StandardCharsets.ISO_8859_1));
+        Refusal r = RequestHead.targetRefusal(method, new String(b, ts, te - ts, StandardCharsets.ISO_8859_1));
+        return r == null ? 0 : refuse(r);
     }
 
     /**

@@ -40,7 +40,8 @@ class Http1Request implements HttpRequest {
     final String serverName;
 
     Http1Request(HttpMethod method, HttpVersion version, HttpHeaders headers, byte[] b, int targetStart,
-                 int targetEnd, int queryAt, int status, boolean absolute, boolean keepAlive, String serverName) {
+                 int targetEnd, int queryAt, int status, Refusal why, boolean absolute, boolean keepAlive,
+                 String serverName) {
         this.method = method;
         this.version = version;
         this.headers = headers;
@@ -53,14 +54,14 @@ class Http1Request implements HttpRequest {
         this.keepAlive = keepAlive;
         this.serverName = serverName;
         if (status > 100) {
-            result = DecoderResult.failure(new Http1Exception(status, "request head refused with " + status));
+            result = DecoderResult.failure(new Http1Exception(why != null ? why : Refusal.of(status)));
         }
     }
 
     /** A head refused before it could be parsed (a broken request line, over a limit). */
-    static Http1Request refused(int status) {
-        return new Full(HttpMethod.GET, HttpVersion.HTTP_1_1, EmptyHttpHeaders.INSTANCE, NONE, 0, 0, -1, status,
-            false, false, null);
+    static Http1Request refused(Refusal why) {
+        return new Full(HttpMethod.GET, HttpVersion.HTTP_1_1, EmptyHttpHeaders.INSTANCE, NONE, 0, 0, -1, why.status,
+            why, false, false, null);
     }
 
     /** Ring's {@code :uri}, when the parser already has it as a String. */
@@ -168,8 +169,8 @@ class Http1Request implements HttpRequest {
     /** A head with no body: the request and its (empty) last content in one message. */
     static final class Full extends Http1Request implements FullHttpRequest {
         Full(HttpMethod method, HttpVersion version, HttpHeaders headers, byte[] b, int targetStart, int targetEnd,
-             int queryAt, int status, boolean absolute, boolean keepAlive, String serverName) {
-            super(method, version, headers, b, targetStart, targetEnd, queryAt, status, absolute, keepAlive,
+             int queryAt, int status, Refusal why, boolean absolute, boolean keepAlive, String serverName) {
+            super(method, version, headers, b, targetStart, targetEnd, queryAt, status, why, absolute, keepAlive,
                 serverName);
         }
 

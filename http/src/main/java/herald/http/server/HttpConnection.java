@@ -4,12 +4,14 @@ import herald.http.config.HandlerMode;
 import herald.http.config.ServerConfig;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.util.ReferenceCountUtil;
 import java.util.ArrayDeque;
 
@@ -38,6 +40,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private boolean writePaused;
     Handoff handoff;
     private boolean draining;
+    /** The client shut down its sending side (FIN): no request follows the ones already received. */
+    private boolean inputShut;
+    private java.util.concurrent.ScheduledFuture<?> headerTimeout;
     private ConnectionTimer timer;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
     OutputBatch output;
@@ -75,6 +80,14 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         handoff = server.handoff(eventLoop);
         timer = new ConnectionTimer(this, config, decoder);
         timer.start(eventLoop);
+        if (decoder != null) {
+            // a client's FIN ends its requests, not the connection: answer what it sent (inputShutdown)
+            ctx.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
+            if (config.headerTimeoutMs > 0) {
+                headerTimeout = eventLoop.schedule(this::headerTimedOut, config.headerTimeoutMs,
+                    java.util.concurrent.TimeUnit.MILLISECONDS);
+            }
+        }
     }
 
     @Override
@@ -112,7 +125,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         Http1Request h1 = r instanceof Http1Request h ? h : null;
         int status = h1 != null ? h1.status : RequestDecoder.headStatus(r, config.maxBodyBytes);
         if (status > 100) {
-            reject(r, status);
+            reject(r, Refusal.of(r.decoderResult().cause(), status));
             return;
         } else if (status == 100) {
             output.writeContinue();
@@ -141,13 +154,14 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         if (c.decoderResult().isFailure()) {
-            reject(head, RequestDecoder.statusOf(c.decoderResult().cause()));
+            Throwable cause = c.decoderResult().cause();
+            reject(head, Refusal.of(cause, RequestDecoder.statusOf(cause)));
             return;
         }
         if (c.content().isReadable()) {
             if (body == null && !startBody()
                 || body.size() + (long) c.content().readableBytes() > config.maxBodyBytes) {
-                reject(head, 413);
+                reject(head, Refusal.BODY_TOO_LARGE);
                 return;
             }
             body.append(c.content());
@@ -163,12 +177,12 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
     }
 
-    /** Answers {@code status} in order, then closes: nothing after this request is read. */
-    private void reject(HttpRequest r, int status) {
+    /** Answers {@code why} in order, then closes: nothing after this request is read. */
+    private void reject(HttpRequest r, Refusal why) {
         head = null;
         body = null;
         closing = true;
-        queue.add(new Exchange(this, r, null, false, status));
+        queue.add(Exchange.rejected(this, r, why));
         drain();
     }
 
@@ -220,7 +234,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private void start(Exchange ex) {
         active = ex;
         if (ex.reject != 0) {
-            ResponseWriter.writeError(this, ex, ex.reject);
+            ServerAnswers.write(this, ex, (Refusal) ex.response);
             return;
         }
         if (config.mode == HandlerMode.EVENT_LOOP) {
@@ -228,7 +242,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         } else if (server.pending.incrementAndGet() > config.maxPending) {
             server.pending.decrementAndGet();
             server.stats.reject();
-            ResponseWriter.writeError(this, ex, 503);
+            ServerAnswers.write(this, ex, Refusal.TOO_MANY_PENDING);
         } else {
             dispatch(ex);
         }
@@ -244,7 +258,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         } catch (RuntimeException rejected) {
             server.pending.addAndGet(-(1 + running.size()));
             running.clear();
-            ResponseWriter.writeError(this, ex, 503);
+            ServerAnswers.write(this, ex, Refusal.STOPPING);
         }
     }
     /** The handler answered: write the response (event loop). */
@@ -289,7 +303,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             running.clear();
             closing = true;
             queue.clear();
-            output.closeAfterFlush(ex.reject != 0 || head != null);
+            output.closeAfterFlush(!inputShut && (ex.reject != 0 || head != null));
             return;
         }
         Exchange next = running.poll();
@@ -305,13 +319,55 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         output.flushLater();
         drain();
     }
-    /** The exchange became a WebSocket: this handler is gone from the pipeline. */
+    /**
+     * The exchange became a WebSocket ({@code ex}) or the connection HTTP/2 (null): this handler is gone from the
+     * pipeline, and a FIN closes the connection again. A WebSocket whose client already sent its FIN could never
+     * close cleanly: it is closed.
+     */
     void upgraded(Exchange ex) {
         active = null;
         closing = true;
         queue.clear();
         running.clear();
         timer.cancel();
+        if (decoder != null) {
+            ctx.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, false);
+            if (inputShut && ex != null) {
+                ctx.close();
+            }
+        }
+    }
+
+    /**
+     * The client shut down its sending side (a FIN after its last request: {@code nc -N}, HTTP/1.0 tools, some
+     * proxies). Every complete request is still answered, in order: the last one is answered with
+     * {@code Connection: close} and the connection closes after it; a request cut short by the FIN can never
+     * complete and is dropped. With nothing to answer, the connection closes now.
+     */
+    private void inputShutdown() {
+        inputShut = true;
+        head = null;
+        body = null;
+        decoder.partialSince = 0;
+        if (closing) {
+            if (output.lingering) {
+                ctx.close(); // the error answer is out and the client is done: no reason to linger
+            }
+            return;
+        }
+        Exchange last = queue.peekLast();
+        if (last == null) {
+            last = running.peekLast();
+        }
+        if (last == null) {
+            last = active;
+        }
+        if (last == null) {
+            closing = true;
+            output.closeAfterFlush(false);
+        } else {
+            last.keepAlive = false; // finished() closes after it
+        }
     }
 
     /** Graceful shutdown: close now when idle, else after the current exchange (or the one being received). */
@@ -342,14 +398,34 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt == HeraldServer.SHUTDOWN_EVENT) {
             shutdown();
+        } else if (evt == ChannelInputShutdownEvent.INSTANCE && decoder != null) {
+            inputShutdown();
         } else {
             ctx.fireUserEventTriggered(evt);
+        }
+    }
+
+    /**
+     * {@code :header-timeout-ms} after the connection began, no complete request head: a client holding sockets
+     * open without asking anything. Closed; with 408 when part of a head arrived.
+     */
+    private void headerTimedOut() {
+        if (timer.headNanos != ConnectionTimer.NO_HEAD_YET || !open() || active != null || !queue.isEmpty()) {
+            return;
+        }
+        if (decoder.partialSince != 0) {
+            timedOut(null);
+        } else {
+            closeIdle();
         }
     }
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         timer.cancel();
+        if (headerTimeout != null) {
+            headerTimeout.cancel(false);
+        }
         if (server.closing) {
             Exchange.interrupt(active, running); // the server stopped for good
         }
@@ -385,8 +461,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         return (active != null || !queue.isEmpty()) && !writePaused;
     }
 
+    /** The request {@code r}, or a head that never completed (null), was not received in time. */
     void timedOut(HttpRequest r) {
-        reject(r, 408);
+        reject(r != null ? r : Http1Request.refused(Refusal.REQUEST_TIMEOUT), Refusal.REQUEST_TIMEOUT);
     }
 
     void closeIdle() {

@@ -24,6 +24,8 @@ final class OutputBatch {
     /** A {@link Handoff} drain is writing answers: flushes wait for its end. */
     boolean deferred;
     private boolean needsFlush;
+    /** The connection's output is shut down and its input is being dropped until it closes. */
+    boolean lingering;
     /** The event loop's scratch state, looked up on first use (a field read is cheaper than a thread-local). */
     private LoopState loop;
 
@@ -107,8 +109,9 @@ final class OutputBatch {
     void closeAfterFlush(boolean linger) {
         writeBatch();
         ctx.writeAndFlush(Unpooled.EMPTY_BUFFER).addListener((ChannelFutureListener) f -> {
-            if (linger && f.channel() instanceof DuplexChannel d && f.channel().isActive()) {
+            if (linger && f.channel() instanceof DuplexChannel d && f.channel().isActive() && !d.isInputShutdown()) {
                 f.channel().config().setAutoRead(true);
+                lingering = true;
                 d.shutdownOutput();
                 f.channel().eventLoop().schedule(() -> { f.channel().close(); }, LINGER_MS, TimeUnit.MILLISECONDS);
             } else {

@@ -1,6 +1,7 @@
 package herald.http.server;
 
 import herald.http.http2.Http2Request;
+import io.netty.handler.codec.DecoderResult;
 import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpRequest;
@@ -32,18 +33,27 @@ final class RequestDecoder {
 
     /**
      * What to do with a decoded head: 0 to proceed, 100 to proceed after sending "100 Continue", else the status
-     * to refuse it with (the decoder's failure, {@link #protocolStatus}, {@link #expectStatus}).
+     * to refuse it with (the decoder's failure, {@link #protocolRefusal}, {@link #expectStatus}); a refusal found
+     * here is left in the head's decoder result, as an {@link Http1Exception}, for the answer.
      */
     static int headStatus(HttpRequest r, long maxBodyBytes) {
         if (r.decoderResult().isFailure()) {
             return statusOf(r.decoderResult().cause());
         }
-        int refused = protocolStatus(r);
-        return refused != 0 ? refused : expectStatus(r, maxBodyBytes);
+        Refusal why = protocolRefusal(r);
+        if (why == null) {
+            int s = expectStatus(r, maxBodyBytes);
+            if (s == 0 || s == 100) {
+                return s;
+            }
+            why = s == 417 ? Refusal.EXPECTATION_FAILED : Refusal.BODY_TOO_LARGE;
+        }
+        r.setDecoderResult(DecoderResult.failure(new Http1Exception(why)));
+        return why.status;
     }
 
     /**
-     * 0 when a decoded head may proceed, checked once per head: 505 for a version other than HTTP/1.x (RFC 9110
+     * Null when a decoded head may proceed, checked once per head: 505 for a version other than HTTP/1.x (RFC 9110
      * 15.6.6: an HTTP/2 preface or HTTP/9.9 never reaches the handler) and 400 for any other than exactly
      * {@code HTTP/1.0} or {@code HTTP/1.1} (or an HTTP/2 stream's; {@code http/1.1}: the HTTP-name is case-sensitive, RFC 9112 2.3);
      * 501 for CONNECT and for a method with a lower-case letter (methods are case-sensitive, RFC 9110 9.1, and Ring
@@ -52,24 +62,19 @@ final class RequestDecoder {
      * {@code *} with OPTIONS, or that holds {@code #} (RFC 9112 3.2); 501 for a transfer coding other than chunked
      * (RFC 9112 6.1).
      */
-    static int protocolStatus(HttpRequest r) {
+    static Refusal protocolRefusal(HttpRequest r) {
         HttpVersion v = r.protocolVersion();
         if (v != HttpVersion.HTTP_1_1 && v != HttpVersion.HTTP_1_0 && v != Http2Request.VERSION) {
-            return v.majorVersion() != 1 ? 505 : 400;
+            return v.majorVersion() != 1 ? Refusal.VERSION_NOT_SUPPORTED : Refusal.BAD_VERSION;
         }
-        int refused = RequestHead.methodStatus(r.method());
-        if (refused != 0) {
-            return refused;
+        Refusal refused = RequestHead.methodRefusal(r.method());
+        if (refused == null) {
+            refused = RequestHead.hostRefusal(r.headers(), v == HttpVersion.HTTP_1_1);
         }
-        refused = RequestHead.hostStatus(r.headers(), v == HttpVersion.HTTP_1_1);
-        if (refused != 0) {
-            return refused;
+        if (refused == null) {
+            refused = RequestHead.targetRefusal(r.method(), r.uri());
         }
-        refused = RequestHead.targetStatus(r.method(), r.uri());
-        if (refused != 0) {
-            return refused;
-        }
-        return RequestHead.codingStatus(r.headers().get(HttpHeaderNames.TRANSFER_ENCODING));
+        return refused != null ? refused : RequestHead.codingRefusal(r.headers().get(HttpHeaderNames.TRANSFER_ENCODING));
     }
 
     /**

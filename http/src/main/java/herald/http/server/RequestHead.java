@@ -12,70 +12,77 @@ final class RequestHead {
     }
 
     /**
-     * 0 for a method the handler may see; 501 for CONNECT (herald is not a proxy) and for a method holding a
+     * Null for a method the handler may see; 501 for CONNECT (herald is not a proxy) and for a method holding a
      * lower-case letter: {@code get} is not GET (RFC 9110 9.1), and Ring would lower-case both to {@code :get}.
      */
-    static int methodStatus(HttpMethod m) {
+    static Refusal methodRefusal(HttpMethod m) {
         if (m == HttpMethod.GET || m == HttpMethod.POST || m == HttpMethod.PUT || m == HttpMethod.DELETE
                 || m == HttpMethod.HEAD || m == HttpMethod.OPTIONS || m == HttpMethod.PATCH
                 || m == HttpMethod.TRACE) {
-            return 0;
+            return null;
         }
         if (m == HttpMethod.CONNECT) {
-            return 501;
+            return Refusal.CONNECT_METHOD;
         }
         String name = m.name();
         for (int i = 0; i < name.length(); i++) {
             char c = name.charAt(i);
             if (c >= 'a' && c <= 'z') {
-                return 501;
+                return Refusal.LOWERCASE_METHOD;
             }
         }
-        return 0;
+        return null;
     }
 
     /**
-     * 0 when Host is valid; 400 when HTTP/1.1 ({@code required}) has none, when there are several, or when its
+     * Null when Host is valid; 400 when HTTP/1.1 ({@code required}) has none, when there are several, or when its
      * value is not {@code uri-host [":" port]} (RFC 9112 3.2, RFC 3986 3.2.2: no space, '/', '@', ...).
      */
-    static int hostStatus(HttpHeaders hs, boolean required) {
+    static Refusal hostRefusal(HttpHeaders hs, boolean required) {
         String host = hs.get(HttpHeaderNames.HOST);
         if (host == null) {
-            return required ? 400 : 0;
+            return required ? Refusal.MISSING_HOST : null;
         }
         if (!validAuthority(host, 0, host.length(), true)) {
-            return 400;
+            return Refusal.BAD_HOST;
         }
         List<String> all = hs.getAll(HttpHeaderNames.HOST);
-        return all.size() > 1 ? 400 : 0;
+        return all.size() > 1 ? Refusal.DUPLICATE_HOST : null;
     }
 
     /**
-     * 0 for origin-form ({@code /...}), absolute-form ({@code http://authority...} or https, RFC 9112 3.2.2) and
-     * {@code *} with OPTIONS (3.2.4); else 400, and 400 for any target holding {@code #} (a fragment is never sent).
+     * Null for origin-form ({@code /...}), absolute-form ({@code http://authority...} or https, RFC 9112 3.2.2) and
+     * {@code *} with OPTIONS (3.2.4); else 400, and 400 for any target holding {@code #} (a fragment is never
+     * sent), a control character, a space or a byte beyond ASCII (RFC 9112 3.2, RFC 3986).
      */
-    static int targetStatus(HttpMethod m, String uri) {
+    static Refusal targetRefusal(HttpMethod m, String uri) {
         for (int i = 0; i < uri.length(); i++) {
             char c = uri.charAt(i);
-            if (c <= 0x20 || c >= 0x7f || c == '#') {
-                return 400; // RFC 9112 3.2 / RFC 3986: visible ASCII only, no fragment
+            if (c >= 0x80) {
+                return Refusal.NON_ASCII_TARGET;
+            }
+            if (c <= 0x20 || c == 0x7f) {
+                return c == ' ' ? Refusal.BAD_REQUEST_LINE : Refusal.CONTROL_IN_TARGET;
+            }
+            if (c == '#') {
+                return Refusal.FRAGMENT_IN_TARGET;
             }
         }
         if (!uri.isEmpty() && uri.charAt(0) == '/') {
-            return 0;
+            return null;
         }
         if (uri.equals("*")) {
-            return m == HttpMethod.OPTIONS ? 0 : 400;
+            return m == HttpMethod.OPTIONS ? null : Refusal.BAD_TARGET_FORM;
         }
         int start = schemeEnd(uri);
         if (start < 0) {
-            return 400;
+            return Refusal.BAD_TARGET_FORM;
         }
         int end = start;
         while (end < uri.length() && uri.charAt(end) != '/' && uri.charAt(end) != '?') {
             end++;
         }
-        return end > start && validAuthority(uri, start, end, false) ? 0 : 400;
+        return end > start && validAuthority(uri, start, end, false) ? null : Refusal.BAD_TARGET_FORM;
     }
 
     /**
@@ -95,9 +102,9 @@ final class RequestHead {
         r.headers().set(HttpHeaderNames.HOST, uri.substring(start, end));
     }
 
-    /** 0 without Transfer-Encoding or with exactly {@code chunked}; 501 for a coding herald does not decode. */
-    static int codingStatus(String te) {
-        return te == null || te.trim().equalsIgnoreCase("chunked") ? 0 : 501;
+    /** Null without Transfer-Encoding or with exactly {@code chunked}; 501 for a coding herald does not decode. */
+    static Refusal codingRefusal(String te) {
+        return te == null || te.trim().equalsIgnoreCase("chunked") ? null : Refusal.UNSUPPORTED_CODING;
     }
 
     /** The index after {@code http://} or {@code https://} (any case), else -1. */

@@ -24,9 +24,6 @@ final class ResponseWriter {
     static final byte[] CHUNKED = ascii("Transfer-Encoding: chunked\r\n");
     static final byte[] CLOSE = ascii("Connection: close\r\n");
     static final byte[] KEEP_ALIVE = ascii("Connection: keep-alive\r\n");
-    private static final byte[] TEXT_PLAIN = ascii("Content-Type: text/plain; charset=utf-8\r\n");
-    private static final byte[] RETRY_AFTER = ascii("Retry-After: 1\r\n");
-    private static final byte[] WS_VERSION = ascii("Sec-WebSocket-Version: 13\r\n");
 
     private ResponseWriter() {}
 
@@ -48,7 +45,7 @@ final class ResponseWriter {
             Throwable t = ex.failure != null ? ex.failure
                 : new InvalidResponseException("handler returned " + describe(resp) + ", not a Ring response map");
             server.logError(t, ex.ringRequest);
-            writeError(c, ex, 500);
+            ServerAnswers.write(c, ex, ex.failure != null ? Refusal.HANDLER_FAILED : Refusal.INVALID_RESPONSE);
             return;
         }
         ResponseSink sink = sink(ex);
@@ -57,7 +54,7 @@ final class ResponseWriter {
             if (sink == ResponseSink.H1) {
                 upgrade(c, ex, resp, listener);
             } else {
-                writeError(c, ex, 400); // no WebSocket over HTTP/2 (RFC 8441 is not offered)
+                ServerAnswers.write(c, ex, Refusal.WEBSOCKET_OVER_HTTP2); // RFC 8441 is not offered
             }
             return;
         }
@@ -67,7 +64,7 @@ final class ResponseWriter {
         } catch (Throwable t) {
             sink.rollback(c, mark);
             server.logError(t, ex.ringRequest);
-            writeError(c, ex, 500);
+            ServerAnswers.write(c, ex, Refusal.INVALID_RESPONSE);
         }
     }
 
@@ -80,22 +77,23 @@ final class ResponseWriter {
                 server.blockingExecutor, server.channels);
         } catch (Throwable t) {
             server.logError(t, ex.ringRequest);
-            writeError(c, ex, 500);
+            ServerAnswers.write(c, ex, Refusal.INVALID_RESPONSE);
             return;
         }
         if (ok) {
             c.upgraded(ex);
         } else {
-            writeError(c, ex, WebSocketUpgrade.unsupportedVersion(ex.request) ? 426 : 400);
+            ServerAnswers.write(c, ex, WebSocketUpgrade.unsupportedVersion(ex.request) ? Refusal.WEBSOCKET_VERSION
+                : Refusal.WEBSOCKET_NOT_UPGRADE);
         }
     }
 
-    private static String describe(Object o) {
+    static String describe(Object o) {
         return o == null ? "nil" : o.getClass().getName();
     }
 
     /** The Ring response rules, once for both protocols: status, headers, body types, HEAD and bodiless statuses. */
-    private static void encode(HttpConnection c, Exchange ex, Object resp, ResponseSink sink) throws Exception {
+    static void encode(HttpConnection c, Exchange ex, Object resp, ResponseSink sink) throws Exception {
         int status = status(RT.get(resp, STATUS));
         Object body = RT.get(resp, BODY);
         LoopState loop = c.output.loop();
@@ -232,34 +230,6 @@ final class ResponseWriter {
         h.putAscii(": ");
         h.putAscii(value);
         h.crlf();
-    }
-
-    /**
-     * A short plain-text error response written by the server itself (counted in {@link HandlerStats#errors});
-     * rejected requests close the connection.
-     */
-    static void writeError(HttpConnection c, Exchange ex, int status) {
-        c.server.stats.error(status);
-        byte[] body = StatusLines.reasonBytes(status);
-        if (ex.reject != 0) {
-            ex.keepAlive = false;
-        }
-        ResponseSink sink = sink(ex);
-        HeadBuffer h = c.output.loop().head.reset();
-        sink.start(h, status);
-        if (c.server.serverLine != null) {
-            h.put(c.server.serverLine);
-        }
-        h.put(HttpDate.line());
-        h.put(TEXT_PLAIN);
-        if (status == 503) {
-            h.put(RETRY_AFTER);
-        } else if (status == 426) {
-            h.put(WS_VERSION); // the only 426 herald writes: a WebSocket version it does not speak
-        }
-        boolean http10 = ex.request != null && ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
-        sink.fixed(c, ex, h, status, body.length, ex.head ? null : body, http10);
-        c.finished(ex);
     }
 
     /** Releases what an unwritten response holds (closes an InputStream body). */

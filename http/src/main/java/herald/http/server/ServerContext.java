@@ -25,6 +25,8 @@ final class ServerContext {
     /** Handler invocations dispatched to the executor and not yet answered (backpressure). */
     final AtomicInteger pending = new AtomicInteger();
     final AtomicInteger connections = new AtomicInteger();
+    /** Open connections by client address (only addresses with one open). */
+    private final ConcurrentHashMap<java.net.InetAddress, Integer> perAddress = new ConcurrentHashMap<>();
     /** Queue depth and wait of the handlers run off the event loop. */
     final HandlerStats stats = new HandlerStats();
     private final ConcurrentHashMap<EventLoop, Handoff> handoffs = new ConcurrentHashMap<>();
@@ -53,6 +55,25 @@ final class ServerContext {
     /** The hand-off between {@code loop} and the handler threads (one per event loop). */
     Handoff handoff(EventLoop loop) {
         return handoffs.computeIfAbsent(loop, l -> new Handoff(l, virtualThreads, handlerExecutor));
+    }
+
+    /** Counts a new connection from {@code a}; false (not counted) when {@code :max-connections-per-address} are open. */
+    boolean acquire(java.net.InetAddress a) {
+        int limit = config.maxConnectionsPerAddress;
+        boolean[] ok = {true};
+        perAddress.compute(a, (k, n) -> {
+            if (n == null) {
+                return 1;
+            }
+            ok[0] = n < limit;
+            return ok[0] ? n + 1 : n;
+        });
+        return ok[0];
+    }
+
+    /** A connection from {@code a} counted by {@link #acquire} closed. */
+    void release(java.net.InetAddress a) {
+        perAddress.computeIfPresent(a, (k, n) -> n == 1 ? null : n - 1);
     }
 
     /** Hands {@code t} to the user's error logger; a failing logger falls back to stderr. */

@@ -8,11 +8,14 @@ import herald.http.http2.UpgradeWatcher;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.http2.Http2ConnectionEncoder;
+import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.stream.ChunkedWriteHandler;
-import java.nio.charset.StandardCharsets;
+import herald.http.http2.ResponseHeaders;
 
 /**
  * Sets up each accepted channel: connection limit, TLS when configured, then HTTP/1.1 (herald's decoder with limits, the
@@ -26,9 +29,6 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
     static final String TLS = "herald-tls";
     static final String CHUNKED = "herald-chunked";
     static final String UPGRADE = "herald-h2c-upgrade";
-    private static final byte[] BUSY = ("HTTP/1.1 503 Service Unavailable\r\nContent-Type: text/plain\r\n"
-        + "Content-Length: 19\r\nRetry-After: 1\r\nConnection: close\r\n\r\nService Unavailable")
-        .getBytes(StandardCharsets.US_ASCII);
 
     private final ServerContext server;
 
@@ -48,11 +48,29 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
             if (server.config.sslContext != null) {
                 ch.close(); // a plaintext 503 means nothing to a TLS client
             } else {
-                ch.writeAndFlush(Unpooled.wrappedBuffer(BUSY)).addListener(ChannelFutureListener.CLOSE);
+                ch.writeAndFlush(Unpooled.wrappedBuffer(ServerAnswers.standalone(server, Refusal.TOO_MANY_CONNECTIONS)))
+                    .addListener(ChannelFutureListener.CLOSE);
             }
             return;
         }
-        ch.closeFuture().addListener(f -> server.connections.decrementAndGet());
+        java.net.InetAddress from = ch.remoteAddress() == null ? null : ch.remoteAddress().getAddress();
+        if (from != null && !server.acquire(from)) {
+            server.connections.decrementAndGet();
+            server.stats.error(503);
+            if (server.config.sslContext != null) {
+                ch.close();
+            } else {
+                ch.writeAndFlush(Unpooled.wrappedBuffer(ServerAnswers.standalone(server, Refusal.TOO_MANY_FROM_ADDRESS)))
+                    .addListener(ChannelFutureListener.CLOSE);
+            }
+            return;
+        }
+        ch.closeFuture().addListener(f -> {
+            server.connections.decrementAndGet();
+            if (from != null) {
+                server.release(from);
+            }
+        });
         server.channels.add(ch);
         ChannelPipeline p = ch.pipeline();
         if (server.config.sslContext != null) {
@@ -98,6 +116,23 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
     @Override
     public Object connectionFacts(Channel parent) {
         return RingRequest.Connection.of(parent, server.serverPort, server.config.proxy);
+    }
+
+    @Override
+    public void writeRefusal(ChannelHandlerContext ctx, Http2ConnectionEncoder encoder, int streamId, Refusal why) {
+        server.stats.error(why.status);
+        ServerAnswers.Answer a = ServerAnswers.answer(server, why);
+        boolean empty = a.body().length == 0;
+        encoder.writeHeaders(ctx, streamId, ResponseHeaders.of(a.status(), a.lines().bytes, a.lines().size), 0, empty,
+            ctx.newPromise());
+        if (!empty) {
+            encoder.writeData(ctx, streamId, Unpooled.wrappedBuffer(a.body()), 0, true, ctx.newPromise());
+        }
+        try {
+            encoder.flowController().writePendingBytes(); // before the reset that follows, which would drop the body
+        } catch (Http2Exception e) {
+            // the stream ends with the reset; the status is out
+        }
     }
 
     @Override

@@ -281,4 +281,72 @@ class Http1DecoderTest {
         assertNull(none);
         ch.finishAndReleaseAll();
     }
+
+    /** The refusal carried by the first refused message of {@code text} (head or body), cut at {@code cuts}. */
+    static Refusal refusal(String text, int... cuts) {
+        Refusal found = null;
+        for (Object m : decode(text, cuts)) {
+            if (found == null && m instanceof io.netty.handler.codec.DecoderResultProvider p
+                && p.decoderResult().isFailure()) {
+                found = Refusal.of(p.decoderResult().cause(), RequestDecoder.statusOf(p.decoderResult().cause()));
+            }
+            ReferenceCountUtil.release(m);
+        }
+        return found;
+    }
+
+    @Test
+    void refusalsNameTheirReason() {
+        Object[][] cases = {
+            {"GET /caf\u00e9 HTTP/1.1\r\nHost: x\r\n\r\n", Refusal.NON_ASCII_TARGET},
+            {"GET /a\u0001 HTTP/1.1\r\nHost: x\r\n\r\n", Refusal.CONTROL_IN_TARGET},
+            {"GET /a b HTTP/1.1\r\nHost: x\r\n\r\n", Refusal.BAD_REQUEST_LINE},
+            {"GARBAGE\r\n\r\n", Refusal.BAD_REQUEST_LINE},
+            {"GET / http/1.1\r\nHost: x\r\n\r\n", Refusal.BAD_VERSION},
+            {"GET / HTTP/1.2\r\nHost: x\r\n\r\n", Refusal.BAD_VERSION},
+            {"GET / HTTP/9.9\r\nHost: x\r\n\r\n", Refusal.VERSION_NOT_SUPPORTED},
+            {"GET / HTTP/1.1\nHost: x\n\n", Refusal.BARE_LINE_END},
+            {"GET / HTTP/1.1\r\nHost: x\r\nBad Name: v\r\n\r\n", Refusal.BAD_HEADER_LINE},
+            {"GET / HTTP/1.1\r\nHost: x\r\nX: a\u0000b\r\n\r\n", Refusal.BAD_HEADER_VALUE},
+            {"GET / HTTP/1.1\r\nConnection: close\r\n\r\n", Refusal.MISSING_HOST},
+            {"GET / HTTP/1.1\r\nHost: h\r\nHost: h\r\n\r\n", Refusal.DUPLICATE_HOST},
+            {"GET / HTTP/1.1\r\nHost: u@a\r\n\r\n", Refusal.BAD_HOST},
+            {"GET /a#f HTTP/1.1\r\nHost: x\r\n\r\n", Refusal.FRAGMENT_IN_TARGET},
+            {"GET health HTTP/1.1\r\nHost: x\r\n\r\n", Refusal.BAD_TARGET_FORM},
+            {"get / HTTP/1.1\r\nHost: x\r\n\r\n", Refusal.LOWERCASE_METHOD},
+            {"CONNECT x:443 HTTP/1.1\r\nHost: x:443\r\n\r\n", Refusal.CONNECT_METHOD},
+            {"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: abc\r\n\r\n", Refusal.BAD_CONTENT_LENGTH},
+            {"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nTransfer-Encoding: chunked\r\n\r\n",
+                Refusal.AMBIGUOUS_FRAMING},
+            {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: gzip\r\n\r\n", Refusal.UNSUPPORTED_CODING},
+            {"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1001\r\n\r\n", Refusal.BODY_TOO_LARGE},
+            {"POST / HTTP/1.1\r\nHost: x\r\nExpect: something\r\n\r\n", Refusal.EXPECTATION_FAILED},
+            {"GET /" + "a".repeat(MAX_LINE) + " HTTP/1.1\r\nHost: x\r\n\r\n", Refusal.REQUEST_LINE_TOO_LONG},
+            {"GET / HTTP/1.1\r\nHost: x\r\nX-Big: " + "b".repeat(MAX_HEADER) + "\r\n\r\n", Refusal.HEADERS_TOO_LARGE},
+            {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n", Refusal.BAD_CHUNK},
+            {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nBad Name: v\r\n\r\n",
+                Refusal.BAD_TRAILER},
+            {"POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + "FFFF\r\n", Refusal.BODY_TOO_LARGE},
+        };
+        for (Object[] c : cases) {
+            String text = (String) c[0];
+            assertEquals(c[1], refusal(text), text);
+            assertEquals(((Refusal) c[1]).status, status(text), text);
+        }
+        // judged at the request line's CRLF, before the rest of the head arrives: the same reasons
+        assertEquals(Refusal.NON_ASCII_TARGET, refusal("GET /caf\u00e9 HTTP/1.1\r\nHost: x"));
+        assertEquals(Refusal.BAD_REQUEST_LINE, refusal("GET /a b HTTP/1.1\r\nHost: x"));
+        assertEquals(Refusal.BAD_VERSION, refusal("GET / HTTP/x\r\nHost: x"));
+    }
+
+    @Test
+    void theDefaultAnswerBodyIsTheReasonPhraseAndTheMessage() {
+        assertEquals("Bad Request: the request-target holds a raw non-ASCII byte: percent-encode it as UTF-8 "
+            + "(/caf%C3%A9, not /caf\u00e9)", new String(Refusal.NON_ASCII_TARGET.body, StandardCharsets.UTF_8));
+        for (Refusal r : Refusal.values()) {
+            assertEquals(r, Refusal.valueOf(r.name()));
+            assertTrue(new String(r.body, StandardCharsets.UTF_8).startsWith(StatusLines.reason(r.status) + ": "), r.name());
+            assertEquals(r.reason, r.info.valAt(clojure.lang.Keyword.intern("reason")));
+        }
+    }
 }
