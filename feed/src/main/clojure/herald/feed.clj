@@ -4,6 +4,7 @@
             [clojure.java.io :as io]
             [clojure.string :as str]
             [herald.feed.config :as config]
+            [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
             [herald.feed.perf :as perf]
             [herald.feed.routes :as routes]
@@ -106,7 +107,9 @@
                         (let [server-ref (promise) ; /metrics reads the server's own figures
                               env {:ctx ctx :store s :fanout f :recorder r :version (version) :draining? draining?
                                    :server server-ref}
-                              server (http/start-server (routes/ring-handler env) (:http config))]
+                              server (http/start-server (routes/ring-handler env)
+                                                        ;; the server's own answers are JSON errors like the feed's
+                                                        (merge {:error-response err/server-answer} (:http config)))]
                           (deliver server-ref server)
                           {:server server :draining? draining?}))
                :stop (fn [{:keys [server draining?]}]

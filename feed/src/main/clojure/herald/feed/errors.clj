@@ -88,6 +88,16 @@
    :headers (merge {"content-type" "application/json; charset=utf-8"} headers)
    :body (http/write-json-bytes (error-body msg field value))})
 
+(defn server-answer
+  "herald.http's `:error-response` for the feed: the answers the server makes itself before a handler runs (400,
+  408, 413 above `:http :max-body-bytes`, 414, 431, 503, ...) as the feed's JSON errors, with the server's reason
+  as the message (`field` `body` for a 413); a 503 asks to retry after a second."
+  [status {:keys [message]}]
+  (let [status (long status)]
+    (response status (str (or message "the server refused the request"))
+              :field (when (= 413 status) "body")
+              :headers (when (= 503 status) {"retry-after" "1"}))))
+
 (defn ex->response
   "The Ring response for a client error ex-info (see `statuses`), or nil when `e` is not one."
   [e]

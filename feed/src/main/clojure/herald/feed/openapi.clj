@@ -75,8 +75,8 @@
 (defn- error-responses [codes]
   (into {} (for [c codes]
              [(str c) (case (long c)
-                        413 {:description "body too large: a JSON Error above the feed's limit, plain text above the server's hard cap"
-                             :content (assoc (content (ref-schema "Error")) "text/plain" {:schema {:type "string"}})}
+                        413 {:description "body too large: a JSON Error (above the feed's limit or the server's hard cap)"
+                             :content (content (ref-schema "Error"))}
                         503 {:description "not ready: the store is closed or the service is draining"
                              :content (content {:type "object"})}
                         {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant"

@@ -80,3 +80,21 @@
     (let [r (u/request *base* "/participant" :method :post :body "{\"name\":\"x\"" :content-type "application/json")]
       (is (= 400 (:status r)))
       (is (= "body" (get-in r [:json "field"]))))))
+
+(deftest the-servers-own-answers-are-json-errors-too
+  ;; above :http :max-body-bytes herald.http answers before the feed sees the request; its :error-response hook
+  ;; makes that answer the feed's JSON error, like every other (issue 13)
+  (let [sys (u/start-feed! nil {:feed {:max-body-bytes limit} :http {:max-body-bytes (* 2 limit)}})
+        base (feed/url sys)]
+    (try
+      (let [big (http/write-json {:name (apply str (repeat (* 4 limit) "x"))})
+            r (u/request base "/participant" :method :post :body big :content-type "application/json")]
+        (is (= 413 (:status r)))
+        (is (re-find #"application/json" (str (get-in r [:headers "content-type"]))))
+        (is (= "body" (get-in r [:json "field"])))
+        (is (string? (get-in r [:json "error"])) (:body r)))
+      (let [r (u/request base (str "/participant/1?" (apply str (repeat 20000 "a"))))]
+        (is (#{414 431} (:status r)) (str (:status r)))
+        (is (re-find #"application/json" (str (get-in r [:headers "content-type"]))))
+        (is (string? (get-in r [:json "error"])) (:body r)))
+      (finally (feed/stop! sys)))))

@@ -37,5 +37,7 @@
                                  "yesterday")))
             (is (= ["string" "integer"] (map #(get % "type") (get-in schemas ["NewFriend" "properties" "to" "oneOf"]))))
             (is (get-in doc ["paths" "/ready" "get" "responses" "503"]))
-            (is (get-in doc ["paths" "/participant" "post" "responses" "413" "content" "text/plain"])))))
+            (is (get-in doc ["paths" "/participant" "post" "responses" "413" "content" "application/json"]))
+            (is (nil? (get-in doc ["paths" "/participant" "post" "responses" "413" "content" "text/plain"]))
+                "the server's own 413 is JSON too"))))
       (finally (feed/stop! sys)))))
