@@ -4,6 +4,7 @@
   .hlog, per-minute aggregates, HTML reports with plots, comparisons)."
   (:require [herald.load.impl.aggregate :as agg]
             [herald.load.impl.feed-run :as feed-run]
+            [herald.load.impl.merge :as merge]
             [herald.load.impl.output :as output]
             [herald.load.impl.report :as report]
             [herald.load.impl.run :as run]
@@ -136,7 +137,7 @@
   "One result from the results of several generators run side by side against one target: histograms
   merged exactly (HdrHistogram addition), counts, errors, statuses and rates summed."
   [results]
-  (report/merge-results results))
+  (merge/merge-results results))
 
 (defn aggregate
   "Per-minute aggregates of records (maps of :time-ms :entity :operation :latency-us): count, median, p95,

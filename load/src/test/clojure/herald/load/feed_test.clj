@@ -53,6 +53,18 @@
           (is (= #{"participant post" "friends post" "outbound post"} (set (keys (:operations r)))))
           (is (= (+ p (n :friends) (n :outbound)) (:requests r)))
           (is (= (:requests r) (reduce + (map :count (:per-minute r))))))
+        (testing "the HTML report has the per entity x operation table of stdout and summary.json"
+          (let [dir (.toFile (java.nio.file.Files/createTempDirectory "herald-feed" (make-array java.nio.file.attribute.FileAttribute 0)))
+                _ (load/write-result! dir r)
+                html (slurp (io/file dir "report.html"))
+                sj (json/read-bytes (.getBytes (slurp (io/file dir "summary.json")) "UTF-8"))]
+            (is (str/includes? html "<h2>Operations: "))
+            (is (str/includes? html "<th>operation</th><th>count</th><th>p50</th><th>p95</th><th>p99</th><th>max</th><th>errors</th>"))
+            (doseq [[k {:keys [latency]}] (:operations r)]
+              (is (str/includes? html (str "<tr><td>" k "</td><td>" (:count latency) "</td><td>" (:p50 latency) "</td><td>"
+                                           (:p95 latency) "</td><td>" (:p99 latency) "</td><td>" (:max latency) "</td><td>0</td></tr>"))
+                  k)
+              (is (= (:count latency) (get-in sj [:operations (keyword k) :latency :count])) k))))
         (testing "the reference performance log holds one line per request"
           (let [lines (str/split-lines (slurp log))]
             (is (= (:requests r) (count lines)))

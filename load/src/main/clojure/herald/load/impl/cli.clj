@@ -5,6 +5,7 @@
             [herald.load :as load]
             [herald.load.impl.aggregate :as agg]
             [herald.load.impl.output :as output]
+            [herald.load.impl.merge :as merge]
             [herald.load.impl.plot :as plot]
             [herald.load.impl.report :as report]
             [herald.load.impl.schedule :as schedule]
@@ -190,7 +191,7 @@
     :merge
     (let [results (mapv output/read-result args)]
       (when (< (count results) 2) (throw (ex-info "merge needs two or more result files" {:type :herald.load/bad-option :key :results})))
-      (finish! (report/merge-results results) options)
+      (finish! (merge/merge-results results) options)
       0)
     :aggregate
     (let [src (first args)
