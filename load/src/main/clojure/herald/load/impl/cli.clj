@@ -50,7 +50,14 @@
    [nil "--script FILE" "Clojure file evaluating to (fn [n] request-map)"]
    [nil "--new-connection" "new TCP connection per request" :id :new-connection?]
    [nil "--timeout TIME" "request timeout" :default 10.0 :parse-fn parse-seconds]
-   [nil "--hlog FILE" "write the interval histogram log (.hlog)"]])
+   [nil "--hlog FILE" "write the interval histogram log (.hlog)"]
+   [nil "--http2" "HTTP/2: h2 by ALPN on https://, h2c by prior knowledge on http://" :id :http2?]
+   [nil "--streams N" "requests in flight per HTTP/2 connection (default 1)" :parse-fn parse-long]])
+
+(def ^:private tls-specs
+  [["-k" "--insecure" "https: trust any certificate, skip the host name check (testing only)" :id :insecure?]
+   [nil "--cacert FILE" "https: trust the certificates of this PEM file (e.g. a self-signed server's)" :id :ca-cert]
+   [nil "--tls-version V" "https: 1.2, 1.3 or 1.2,1.3 (default)" :id :tls-versions]])
 
 (defn option-specs
   "The tools.cli specs of subcommand `cmd`."
@@ -59,14 +66,14 @@
     :rate (concat [["-R" "--rate RATE|PHASES" "requests/s, or steps and ramps: 1000:30s,2000:30s or 1000..5000:60s" :parse-fn parse-rate]
                    [nil "--ramp FROM..TO:TIME" "a linear ramp (same grammar as --rate)"]
                    [nil "--schedule EDN|@FILE" "phases as EDN: [{:rate 1000 :duration 30} {:rate 1000 :to 5000 :duration 60}]"]]
-                  engine-specs common)
-    :max (concat engine-specs common)
+                  engine-specs tls-specs common)
+    :max (concat engine-specs tls-specs common)
     :sweep (concat [[nil "--p99 MS" "p99 bound in ms" :id :p99-bound :parse-fn parse-double]
                     [nil "--p999 MS" "p99.9 bound in ms (default 2 x p99)" :id :p999-bound :parse-fn parse-double]
                     [nil "--max-rate N" "the 100% rate (default: measured by a max run)" :parse-fn parse-double]
                     [nil "--fractions LIST" "fractions of the max, e.g. 0.5,0.8,1.0" :parse-fn #(mapv parse-double (str/split % #","))]
                     [nil "--rates LIST" "explicit rates, e.g. 1000,2000" :parse-fn #(mapv parse-double (str/split % #","))]]
-                   engine-specs common)
+                   engine-specs tls-specs common)
     :feed (concat [[nil "--host HOST" "service host" :default "127.0.0.1"]
                    ["-p" "--port PORT" "service port" :default 8080 :parse-fn parse-long]
                    ["-u" "--users N" "simulated users" :default 3 :parse-fn parse-long]
@@ -85,8 +92,10 @@
                    ["-d" "--duration TIME" "run time" :default 60.0 :parse-fn parse-seconds]
                    [nil "--timeout TIME" "request timeout" :default 10.0 :parse-fn parse-seconds]
                    [nil "--seed N" "random seed" :default 1 :parse-fn parse-long]
-                   [nil "--log FILE" "write the reference performance log" :id :log-file]]
-                  common)
+                   [nil "--log FILE" "write the reference performance log" :id :log-file]
+                   [nil "--https" "TLS to the service (see --cacert, --insecure)" :id :https?]
+                   [nil "--http2" "HTTP/2: h2 by ALPN with --https, else h2c by prior knowledge" :id :http2?]]
+                  tls-specs common)
     (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"]
                         [nil "--steps" "one row (and one overlaid series) per step of stepped runs"]
                         ["-h" "--help"]]

@@ -8,7 +8,7 @@
             [herald.load.impl.json :as json]
             [herald.load.impl.request :as request]
             [herald.load.impl.words :as words])
-  (:import (herald.load.client RequestFailure Response SessionClient)
+  (:import (herald.load.client RequestFailure Response SessionClient Target)
            (io.netty.channel EventLoopGroup)
            (java.net URLEncoder)
            (java.nio.charset StandardCharsets)
@@ -108,17 +108,17 @@
     (while (not @(:stop ctx)) (step ctx))))
 
 (defn start-users!
-  "Starts one virtual thread per user; returns {:threads :roles :sessions}."
-  [opts ^EventLoopGroup group recorder stop]
+  "Starts one virtual thread per user, each with its session to `target`; returns {:threads :roles :sessions}."
+  [opts ^Target target ^EventLoopGroup group recorder stop]
   (let [dict (words/dictionary 40000 (:seed opts))
         known (atom [])
         seed-rnd (Random. (long (:seed opts)))
         cap (when-let [r (:rate-cap opts)] (long (/ 1e9 (double r))))
         next-slot (when cap (AtomicLong. (System/nanoTime)))
-        host-header (str (:host opts) ":" (:port opts))
+        host-header (request/host-header {:host (:host opts) :port (:port opts) :tls? (:https? opts)})
         users (for [i (range (:users opts))]
                 (let [rnd (Random. (.nextLong seed-rnd))
-                      session (SessionClient. (.next group) (:host opts) (int (:port opts)) (boolean (:new-connection? opts))
+                      session (SessionClient. (.next group) target (boolean (:new-connection? opts))
                                               (long (* 1e9 (double (:timeout opts)))))]
                   {:role (role rnd opts)
                    :ctx {:session session :host-header host-header :recorder recorder :stop stop :rnd rnd :opts opts

@@ -180,8 +180,9 @@
 
 (defn- meta-rows [r]
   (let [m (:meta r)]
-    (cons ["run" "url" "commit" "jvm" "gc" "cores" "transport" "started" "connections"]
-          [[(label r) (:url r) (:commit m) (:jvm m) (str/join ", " (:gc m)) (:cores m) (some-> (:transport m) name)
+    (cons ["run" "url" "protocol" "commit" "jvm" "gc" "cores" "transport" "started" "connections"]
+          [[(label r) (:url r) (str (or (:protocol r) "http/1.1") (when (> (long (or (:streams r) 1)) 1) (str " x " (:streams r) " streams")))
+            (:commit m) (:jvm m) (str/join ", " (:gc m)) (:cores m) (some-> (:transport m) name)
             (:started-at m) (:connections r)]])))
 
 (defn- steps-html [r]

@@ -6,6 +6,7 @@
             [herald.load.impl.meta :as meta]
             [herald.load.impl.options :as options]
             [herald.load.impl.progress :as progress]
+            [herald.load.impl.protocol :as protocol]
             [herald.load.impl.request :as request]
             [herald.load.impl.schedule :as schedule]
             [herald.load.impl.steps :as steps]
@@ -36,16 +37,17 @@
   herald.load.impl.schedule/normalize, run after a warm-up phase when :warmup > 0). The URL's host is
   resolved here, once: an unknown host throws a :herald.load/bad-option before anything is sent."
   ^EngineConfig [mode {:keys [url connections threads phases warmup duration timeout new-connection? script on-send] :as opts}]
-  (let [{:keys [host port path]} (request/parse-url url)
+  (let [{:keys [host port path tls?] :as u} (request/parse-url url)
         address (request/resolve-host host :url url)
-        host-header (if (= 80 port) host (str host ":" port))
+        host-header (request/host-header u)
+        target (protocol/target opts address port host tls? timeout)
         req (merge {:path path} (select-keys opts [:method :headers :body]))
         source (if script (request/script-source script req host-header) (request/constant-source req host-header))]
     (if (= mode :rate)
-      (EngineConfig/rate address (int port) (int connections) (int threads) (schedule/engine-schedule phases warmup)
+      (EngineConfig/rate target (int connections) (int threads) (schedule/engine-schedule phases warmup)
                          (if (pos? (double warmup)) 1 0) (nanos timeout) (boolean new-connection?) source
                          (send-listener on-send))
-      (EngineConfig/max address (int port) (int connections) (int threads) (nanos warmup) (nanos duration)
+      (EngineConfig/max target (int connections) (int threads) (nanos warmup) (nanos duration)
                         (nanos timeout) (boolean new-connection?) source (send-listener on-send)))))
 
 (defn- error-counts [^LoadEngine engine status]
@@ -149,7 +151,7 @@
 (defn execute
   "Runs `mode` (:rate or :max) with options (see herald.load/rate for the table); returns the result map."
   [mode opts]
-  (let [opts (options/validate mode opts)
+  (let [opts (-> (options/validate mode opts) (protocol/validate (:tls? (request/parse-url (:url opts)))))
         engine (LoadEngine. (engine-config mode opts))
         total-l (hist/histogram) total-s (hist/histogram)
         minutes (agg/aggregator)
@@ -194,6 +196,9 @@
          :mode mode
          :meta (meta/run-meta (dissoc opts :on-interval :on-step :on-send ::stop? :phases))
          :url (:url opts)
+         :protocol (protocol/protocol-name opts (:tls? (request/parse-url (:url opts))))
+         :streams (:streams opts)
+         :tls (.tlsSession engine)
          :rate {:target target :achieved achieved}
          :requests (.getTotalCount total-l)
          :duration-s seconds
