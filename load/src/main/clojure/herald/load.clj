@@ -110,6 +110,7 @@
   | :threads           | int      | 1           | event loop threads |
   | :https?            | boolean  | false       | TLS to the service (with :ca-cert, :insecure?, :tls-versions as in `rate`) |
   | :http2?            | boolean  | false       | HTTP/2 (h2 by ALPN with :https?, else h2c), one stream at a time per user |
+  | :streams           | int      | 1           | users sharing one HTTP/2 connection (a stream each); needs :http2? |
   | :progress, :interval, :on-interval, :handle-interrupt? | | | as in `rate` |"
   [opts]
   (feed-run/execute opts))

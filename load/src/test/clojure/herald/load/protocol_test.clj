@@ -84,6 +84,7 @@
   (doseq [[nm server-opts client-opts scheme protocol pname]
           [["h2" (tls/tls-options) {:https? true :ca-cert (:cert-file @tls/certificate) :http2? true} :https "HTTP/2.0" "h2"]
            ["h2c" {} {:http2? true} :http "HTTP/2.0" "h2c"]
+           ["h2c, 3 users per connection" {} {:http2? true :streams 3} :http "HTTP/2.0" "h2c"]
            ["http/1.1 over TLS" (tls/tls-options) {:https? true :insecure? true} :https "HTTP/1.1" "http/1.1 over TLS"]]]
     (testing nm
       (let [seen (atom {})]

@@ -94,7 +94,8 @@
                    [nil "--seed N" "random seed" :default 1 :parse-fn parse-long]
                    [nil "--log FILE" "write the reference performance log" :id :log-file]
                    [nil "--https" "TLS to the service (see --cacert, --insecure)" :id :https?]
-                   [nil "--http2" "HTTP/2: h2 by ALPN with --https, else h2c by prior knowledge" :id :http2?]]
+                   [nil "--http2" "HTTP/2: h2 by ALPN with --https, else h2c by prior knowledge" :id :http2?]
+                   [nil "--streams N" "users sharing one HTTP/2 connection, a stream each (default 1)" :parse-fn parse-long]]
                   tls-specs common)
     (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"]
                         [nil "--steps" "one row (and one overlaid series) per step of stepped runs"]

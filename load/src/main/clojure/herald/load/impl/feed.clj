@@ -8,7 +8,7 @@
             [herald.load.impl.json :as json]
             [herald.load.impl.request :as request]
             [herald.load.impl.words :as words])
-  (:import (herald.load.client RequestFailure Response SessionClient Target)
+  (:import (herald.load.client RequestFailure Response SessionClient SessionGroup Target)
            (io.netty.channel EventLoopGroup)
            (java.net URLEncoder)
            (java.nio.charset StandardCharsets)
@@ -116,10 +116,16 @@
         cap (when-let [r (:rate-cap opts)] (long (/ 1e9 (double r))))
         next-slot (when cap (AtomicLong. (System/nanoTime)))
         host-header (request/host-header {:host (:host opts) :port (:port opts) :tls? (:https? opts)})
+        timeout-ns (long (* 1e9 (double (:timeout opts))))
+        streams (long (:streams opts 1))
+        ;; with --streams N, users 0..N-1 share connections (one stream each), N..2N-1 the next ones, ...
+        groups (when (> streams 1) (vec (repeatedly (long (Math/ceil (/ (long (:users opts)) (double streams))))
+                                                    #(SessionGroup. (.next group) target))))
         users (for [i (range (:users opts))]
                 (let [rnd (Random. (.nextLong seed-rnd))
-                      session (SessionClient. (.next group) target (boolean (:new-connection? opts))
-                                              (long (* 1e9 (double (:timeout opts)))))]
+                      session (if groups
+                                (SessionClient. ^SessionGroup (nth groups (quot (long i) streams)) timeout-ns)
+                                (SessionClient. (.next group) target (boolean (:new-connection? opts)) timeout-ns))]
                   {:role (role rnd opts)
                    :ctx {:session session :host-header host-header :recorder recorder :stop stop :rnd rnd :opts opts
                          :dict dict :known known :next-slot next-slot :cap-interval cap :user i}}))

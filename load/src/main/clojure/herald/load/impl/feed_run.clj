@@ -50,8 +50,7 @@
         (options/check :seed integer? "must be an integer")
         (options/check :progress #{:auto :text :json :quiet} "must be one of :auto :text :json :quiet")
         (options/check :https? boolean? "must be true or false")
-        (protocol/validate (boolean (:https? m)))
-        (options/check :streams #(= 1 %) "must be 1 in the feed workload: each user has its own connection, one request at a time"))))
+        (protocol/validate (boolean (:https? m))))))
 
 (defn- interval-loop [r ^Recorder interval stop-at stopped? report minutes-unused]
   (loop [intervals [] t0 (System/nanoTime) last-t 0.0 last-err 0]

@@ -16,6 +16,7 @@ import java.util.concurrent.TimeUnit;
 public final class SessionClient implements ConnectionListener, AutoCloseable {
   private final EventLoop loop;
   private final Target target;
+  private final SessionGroup group;
   private final boolean newConnection;
   private final long timeoutNanos;
   private Lane conn;
@@ -30,8 +31,30 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
   public SessionClient(EventLoop loop, Target target, boolean newConnection, long timeoutNanos) {
     this.loop = loop;
     this.target = target;
+    this.group = null;
     this.newConnection = newConnection;
     this.timeoutNanos = timeoutNanos;
+  }
+
+  /** A session sharing the HTTP/2 connections of {@code group}: one stream of them at a time. */
+  public SessionClient(SessionGroup group, long timeoutNanos) {
+    this.loop = group.loop();
+    this.target = group.target();
+    this.group = group;
+    this.newConnection = false;
+    this.timeoutNanos = timeoutNanos;
+    group.add(this);
+  }
+
+  /** True while this session has no lane (the group opens a connection for every such member). */
+  boolean detached() {
+    return conn == null;
+  }
+
+  /** Gives this session its lane on a new connection of its group. */
+  void attach(Lane lane) {
+    conn = lane;
+    connected = false;
   }
 
   /** Sends an encoded request; the future fails with {@link RequestFailure} when no response comes. */
@@ -59,6 +82,10 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
   }
 
   private void open() {
+    if (group != null) {
+      group.open();
+      return;
+    }
     Lane[] lanes = target.newConnection(this, true, new Object[1]);
     conn = lanes[0];
     connected = false;
