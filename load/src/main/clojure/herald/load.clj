@@ -103,7 +103,8 @@
   | :body-format       | keyword  | :json       | :json or :form (application/x-www-form-urlencoded) |
   | :new-connection?   | boolean  | false       | new TCP connection per request (the reference tester's way) |
   | :rate-cap          | number   | nil         | at most this many requests/s over all users |
-  | :duration          | seconds  | 60          | run time |
+  | :duration          | seconds  | 60          | measured time |
+  | :warmup            | seconds  | 0           | load before measuring (same users), not recorded |
   | :timeout           | seconds  | 10          | per-request timeout |
   | :seed              | int      | 1           | random seed (roles, words, picks) |
   | :log-file          | path     | nil         | write the reference performance log there |

@@ -89,7 +89,8 @@
                    [nil "--form" "form-encoded bodies instead of JSON"]
                    [nil "--new-connection" "new TCP connection per request" :id :new-connection?]
                    [nil "--rate-cap N" "at most N requests/s" :parse-fn parse-double]
-                   ["-d" "--duration TIME" "run time" :default 60.0 :parse-fn parse-seconds]
+                   ["-d" "--duration TIME" "measured time" :default 60.0 :parse-fn parse-seconds]
+                   ["-w" "--warmup TIME" "load before measuring (same users and connections), not recorded" :default 0.0 :parse-fn parse-seconds]
                    [nil "--timeout TIME" "request timeout" :default 10.0 :parse-fn parse-seconds]
                    [nil "--seed N" "random seed" :default 1 :parse-fn parse-long]
                    [nil "--log FILE" "write the reference performance log" :id :log-file]
@@ -169,7 +170,7 @@
     0))
 
 (defn exit-code
-  "The exit status of a rate or max run: 2 when every request failed (none answered with a 2xx or 3xx
+  "The exit status of a rate, max or feed run: 2 when every request failed (none answered with a 2xx or 3xx
   status while requests failed or could not be sent), else 0."
   [r]
   (let [ok (reduce + 0 (for [[code n] (:status r) :when (<= 200 code 399)] n))
@@ -188,7 +189,7 @@
     :feed (let [o (cond-> (-> options (dissoc :out :quiet :label :help :form) (assoc :handle-interrupt? true))
                     (:form options) (assoc :body-format :form)
                     (:quiet options) (assoc :progress :quiet))]
-            (finish! (load/feed o) options) 0)
+            (let [r (load/feed o)] (finish! r options) (exit-code r)))
     (:report :compare)
     (let [results (cond->> (mapv output/read-result args)
                     (:steps options) (into [] (mapcat (fn [r] (if (seq (:steps r))

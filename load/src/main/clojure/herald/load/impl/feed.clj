@@ -37,6 +37,10 @@
           slot (max slot now)]
       (when (> slot now) (Thread/sleep (java.time.Duration/ofNanos (- slot now)))))))
 
+(def connect-backoff-ms
+  "How long a user waits after a failed connect before its next request."
+  20)
+
 (defn- call!
   "Sends one request on the user's session and records it; returns the parsed JSON body of a 200, else nil."
   [{:keys [^SessionClient session host-header recorder stop] :as ctx} entity operation req]
@@ -53,6 +57,8 @@
         (catch ExecutionException e
           (let [kind (if (instance? RequestFailure (.getCause e)) (.label (.kind ^RequestFailure (.getCause e))) "read")]
             (rec/record! recorder started entity operation 0 (quot (- (System/nanoTime) t0) 1000) kind)
+            ;; a failed connect backs off as rate mode's reconnects do, not a tight loop against a dead server
+            (when (= kind "connect") (Thread/sleep (long connect-backoff-ms)))
             nil))))))
 
 (defn- link [id] (str "/participant/" id))
