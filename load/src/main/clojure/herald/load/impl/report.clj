@@ -155,7 +155,9 @@
    ["errors" #(reduce + (vals (:errors %)))] ["p50" #(get-in % [:latency :p50])] ["p90" #(get-in % [:latency :p90])]
    ["p99" #(get-in % [:latency :p99])] ["p99.9" #(get-in % [:latency :p999])]
    ["p99.99" #(get-in % [:latency :p9999])] ["max" #(get-in % [:latency :max])]
-   ["svc p99" #(get-in % [:service :p99])] ["gc" #(str/join "+" (get-in % [:meta :gc]))]
+   ["svc p99" #(get-in % [:service :p99])]
+   ["protocol" #(str (or (:protocol %) "http/1.1") (when (> (long (or (:streams %) 1)) 1) (str " x" (:streams %))))]
+   ["gc" #(str/join "+" (get-in % [:meta :gc]))]
    ["commit" #(get-in % [:meta :commit])]])
 
 (defn table-rows

@@ -69,10 +69,13 @@
 (defn- warmup-s ^double [^LoadEngine engine] (/ (- (.measureFromNanos engine) (.startNanos engine)) 1e9))
 
 (defn- interval-target
-  "The target rate over measured seconds [t0, t1) and the step at t1 (rate mode), else [nil nil]."
+  "The target rate over measured seconds [t0, t1) and the step at t1 (rate mode), else [nil nil]. An
+  interval of no measured time (responses drained after the end) gets the target of the schedule's last
+  millisecond before t1."
   [^LoadEngine engine phases t0 t1]
   (if-let [^RateSchedule s (.schedule engine)]
     (let [w (warmup-s engine)
+          t0 (max 0.0 (min (double t0) (- (double t1) 1e-3)))
           target (schedule/target-rate s (+ w (double t0)) (+ w (double t1)))
           i (- (.phaseAtNanos s (long (* 1e9 (+ w (max 0.0 (- (double t1) 1e-9)))))) (- (.phases s) (count phases)))]
       [(when target (/ (Math/round (* 1000.0 (double target))) 1000.0)) (inc (long i))])
