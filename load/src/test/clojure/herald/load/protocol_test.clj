@@ -3,6 +3,7 @@
   against herald.http started in this JVM: what the server saw, the accounting per request, failures by cause."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
+            [herald.http]
             [herald.load :as load]
             [herald.load.impl.json :as json]
             [herald.load.main :as main]
@@ -40,7 +41,7 @@
       (let [seen (atom {})]
         (with-http-server [s (counting seen) server-opts]
           (let [url (str base ":" (:port s) "/x")
-                r (load/rate (merge {:url url :connections 4 :progress :quiet :timeout 5
+                r (load/rate (merge {:url url :connections 8 :progress :quiet :timeout 5
                                      :schedule [{:rate 40 :duration 0.5} {:rate 80 :duration 0.5}]} client-opts))]
             (testing "rate with steps: every request sent was answered once, over the protocol asked for"
               (is (zero-errors? r) (pr-str (:errors r) (:warnings r)))
@@ -105,6 +106,27 @@
         (is (zero-errors? m))
         (is (= 8 @peak) "8 requests in progress at once on the one connection")
         (is (<= 8 (:requests m) 100) (str (:requests m) " requests of 100 ms, 8 at a time, in 1 s"))))))
+
+(deftest ^:integration a-goaway-drains-the-connection-and-the-run-goes-on
+  ;; herald.http's graceful stop sends GOAWAY: streams in flight finish, streams the server did not take fail
+  ;; as read errors, no new stream starts on that connection, and reconnecting finds the port closed
+  (let [n (atom 0)
+        s (herald.http/start-server (fn [_] (swap! n inc) (Thread/sleep 20) {:status 200 :body "ok"}) {:port 0 :host "127.0.0.1"})
+        started (promise)
+        f (future (load/max-load {:url (str "http://127.0.0.1:" (herald.http/server-port s) "/") :http2? true :streams 4
+                                  :connections 2 :duration 2 :progress :quiet :timeout 3
+                                  :on-send (fn [k _ _] (when (zero? (long k)) (deliver started true)))}))]
+    (try
+      (deref started 10000 nil)
+      (Thread/sleep 700)
+      (finally @(herald.http/stop-server s)))
+    (let [r (deref f 20000 nil)]
+      (is (some? r) "the run ends")
+      (is (pos? (:requests r)))
+      (is (<= (- @n 8) (:requests r) @n) (str (:requests r) " recorded, the server answered " @n))
+      (is (<= (get-in r [:errors :read]) 8) "at most the 8 slots' requests fail with the connection")
+      (is (zero? (get-in r [:errors :timeout])) "nothing waits for a response that cannot come")
+      (is (pos? (get-in r [:connect-failure-causes :refused] 0)) "the drained connection is replaced (and refused)"))))
 
 (defn- stall-once
   "A Ring handler that answers at once, except that the first request `after-ms` after the first one holds a
