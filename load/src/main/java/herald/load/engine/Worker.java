@@ -5,6 +5,7 @@ import herald.load.client.ConnectionListener;
 import herald.load.client.ErrorKind;
 import herald.load.client.Lane;
 import herald.load.client.PreparedRequest;
+import herald.load.engine.Slots.Slot;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.EventLoop;
 import java.nio.channels.ClosedChannelException;
@@ -27,28 +28,12 @@ final class Worker implements ConnectionListener {
   /** A request sent this late after its intended time while a connection was free was late because the generator was. */
   private static final long LATE_SEND_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
-  static final class Slot {
-    /** The slots [group x lanes, group x lanes + lanes) share one connection. */
-    final int group;
-    Lane conn;
-    long intended;
-    long sent;
-    long seq;
-    int step;
-    boolean busy;
-    boolean pending;
-
-    Slot(int group) {
-      this.group = group;
-    }
-  }
-
   final int index;
   private final EventLoop loop;
   private final EngineConfig cfg;
+  private final Slots slotSet;
   private final Slot[] slots;
-  private final int lanes;
-  private final boolean[] reopening;
+  private final java.util.function.BooleanSupplier stopped = () -> this.stopping;
   private final ArrayDeque<Slot> idle = new ArrayDeque<>();
   private final RateSchedule schedule;
   private final StepStats steps;
@@ -86,10 +71,9 @@ final class Worker implements ConnectionListener {
     this.index = index;
     this.loop = loop;
     this.cfg = cfg;
-    this.lanes = cfg.newConnectionPerRequest ? 1 : cfg.target.lanesPerConnection();
-    this.slots = new Slot[connections * lanes];
-    for (int i = 0; i < slots.length; i++) slots[i] = new Slot(i / lanes);
-    this.reopening = new boolean[connections];
+    int lanes = cfg.newConnectionPerRequest ? 1 : cfg.target.lanesPerConnection();
+    this.slotSet = new Slots(loop, cfg.target, this, connections, lanes);
+    this.slots = slotSet.all;
     this.schedule = cfg.mode == EngineConfig.Mode.RATE ? cfg.schedule : null;
     this.steps = schedule == null ? null : new StepStats(schedule.phases());
     this.sendListener = cfg.sendListener;
@@ -120,7 +104,7 @@ final class Worker implements ConnectionListener {
         connected.complete(null);
       } else {
         connectsPending = slots.length;
-        for (int g = 0; g < reopening.length; g++) openGroup(g);
+        for (int g = 0; g < slotSet.groups(); g++) slotSet.open(g);
       }
     });
     return connected;
@@ -174,36 +158,6 @@ final class Worker implements ConnectionListener {
     reuseService = service.getIntervalHistogram(reuseService);
     latencyInto.add(reuseLatency);
     serviceInto.add(reuseService);
-  }
-
-  /** Opens the connection of slot group {@code g}: one lane per slot, stored before connecting. */
-  private void openGroup(int g) {
-    int from = g * lanes, to = from + lanes;
-    Object[] attachments = new Object[lanes];
-    System.arraycopy(slots, from, attachments, 0, lanes);
-    Lane[] ls = cfg.target.newConnection(this, false, attachments);
-    for (int i = from; i < to; i++) slots[i].conn = ls[i - from];
-    cfg.target.connect(loop, ls);
-  }
-
-  private boolean detached(int g) {
-    for (int i = g * lanes, to = i + lanes; i < to; i++) if (slots[i].conn != null) return false;
-    return true;
-  }
-
-  /** Reopens the connection of {@code s}'s group once every lane of it has left (now, or after a delay). */
-  private void reopen(Slot s, long delayNanos) {
-    int g = s.group;
-    if (stopping || reopening[g] || !detached(g)) return;
-    if (delayNanos <= 0) {
-      openGroup(g);
-      return;
-    }
-    reopening[g] = true;
-    loop.schedule(() -> {
-      reopening[g] = false;
-      if (!stopping && detached(g)) openGroup(g);
-    }, delayNanos, TimeUnit.NANOSECONDS);
   }
 
   private void tick() {
@@ -262,7 +216,7 @@ final class Worker implements ConnectionListener {
     if (sendListener != null) sendListener.onSend(s.seq, intended - start, s.sent - start);
     if (cfg.newConnectionPerRequest) {
       s.pending = true;
-      openGroup(s.group);
+      slotSet.open(s.group);
     } else {
       write(s);
     }
@@ -317,7 +271,7 @@ final class Worker implements ConnectionListener {
       makeIdle(s);
     } else {
       s.conn = null;
-      reopen(s, 0);
+      slotSet.reopen(s, 0, stopped);
     }
     if (stopping) maybeFinish();
   }
@@ -371,7 +325,7 @@ final class Worker implements ConnectionListener {
     } else if (cfg.newConnectionPerRequest) {
       loop.schedule(() -> makeIdle(s), kind == ErrorKind.CONNECT ? RECONNECT_BACKOFF_NANOS : 0, TimeUnit.NANOSECONDS);
     } else {
-      reopen(s, kind == ErrorKind.CONNECT ? RECONNECT_BACKOFF_NANOS : 0);
+      slotSet.reopen(s, kind == ErrorKind.CONNECT ? RECONNECT_BACKOFF_NANOS : 0, stopped);
     }
   }
 
