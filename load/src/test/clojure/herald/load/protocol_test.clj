@@ -128,6 +128,17 @@
       (is (zero? (get-in r [:errors :timeout])) "nothing waits for a response that cannot come")
       (is (pos? (get-in r [:connect-failure-causes :refused] 0)) "the drained connection is replaced (and refused)"))))
 
+(deftest ^:integration http2-warnings-count-stream-slots-and-name-streams
+  (with-http-server [s (counting (atom {}) (atom 0) 50) {}]
+    (let [r (load/rate {:url (str "http://127.0.0.1:" (:port s) "/") :http2? true :streams 2 :connections 1
+                        :schedule [{:rate 200 :duration 0.5} {:rate 200 :duration 0.5}] :progress :quiet :timeout 5})
+          ws (concat (:warnings r) (mapcat :warnings (:steps r)))]
+      (is (some #(re-find #": raise --connections or --streams$" %) ws) (pr-str ws))
+      (is (every? #(re-find #"all 2 were busy" %) (filter #(re-find #"WAITED FOR A FREE CONNECTION" %) ws))
+          "a step's connection waits count the stream slots: 1 connection x 2 streams")
+      (is (not-any? #(re-find #"or --streams or" %) ws))
+      (is (not-any? #(re-find #"raise --connections$" %) ws)))))
+
 (defn- stall-once
   "A Ring handler that answers at once, except that the first request `after-ms` after the first one holds a
   lock for `stall-ms`, which every request waits for: the whole server stalls once."

@@ -151,6 +151,23 @@
     (> (count step-list) 1)
     (into (mapcat :warnings step-list))))
 
+(defn- slots
+  "Requests a run can have in flight: connections, times the streams of each over HTTP/2."
+  ^long [opts]
+  (* (long (:connections opts)) (long (if (:http2? opts) (:streams opts) 1))))
+
+(defn- advise-streams
+  "Over HTTP/2, warnings advising more connections also name --streams: on `x`, a warning string, a step map
+  (its :warnings), a list of them, or a fn of a step map (wrapped)."
+  [x opts]
+  (let [fix #(str/replace % #"raise --connections(?! or --streams)" "raise --connections or --streams")]
+    (cond (not (:http2? opts)) x
+          (nil? x) x
+          (fn? x) (fn [m] (x (advise-streams m opts)))
+          (string? x) (fix x)
+          (map? x) (update x :warnings #(mapv fix %))
+          :else (mapv #(advise-streams % opts) x))))
+
 (defn execute
   "Runs `mode` (:rate or :max) with options (see herald.load/rate for the table); returns the result map."
   [mode opts]
@@ -166,7 +183,7 @@
             done (.start engine)
             hlog (when-let [p (:hlog opts)] (hist/hlog-writer p (+ started (long (* 1000 (:warmup opts))))))
             watch (when (and (= mode :rate) (or step-report (::stop? opts)))
-                    (live-steps engine (:phases opts) (:connections opts) step-report (::stop? opts)))
+                    (live-steps engine (:phases opts) (slots opts) (advise-streams step-report opts) (::stop? opts)))
             body #(collect-loop engine done opts total-l total-s hlog report minutes watch)
             intervals (if (:handle-interrupt? opts) (progress/with-interrupt #(.stop engine) body) (body))
             _ (when hlog (hist/hlog-close! hlog))
@@ -183,10 +200,11 @@
             other (.otherConnectError engine)
             step-list (when (= mode :rate)
                         (cond->> (steps/step-maps (.schedule engine) (.steps engine) (:phases opts)
-                                                  (if (pos? (double (:warmup opts))) 1 0) seconds (:connections opts))
+                                                  (if (pos? (double (:warmup opts))) 1 0) seconds (slots opts))
                           (pos? connect-failures)
                           (mapv #(warnings/unsent-while-connects-failed
                                   % (warnings/causes-text connect-causes connect-failures host other)))))
+            step-list (advise-streams step-list opts)
             _ (when watch (watch step-list))
             target (when (= mode :rate)
                      (let [[p & more] (:phases opts)]
@@ -220,6 +238,7 @@
          :per-minute (agg/rows minutes)
          :schedule (:phases opts)
          :steps step-list
-         :warnings (warnings mode target achieved (.backlog engine) connect-failures connect-causes errors step-list
-                             {:host host :other other})})
+         :warnings (advise-streams (warnings mode target achieved (.backlog engine) connect-failures connect-causes errors step-list
+                                             {:host host :other other})
+                                   opts)})
       (finally (.close engine)))))
