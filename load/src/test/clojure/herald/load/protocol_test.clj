@@ -168,7 +168,9 @@
            (is (= 400 (:requests r)) (pr-str (:errors r) (:warnings r)))
            (is (< 750 (:p99 l) 1300) (str "p99 " (:p99 l)))
            (is (< 600 (:p95 l) 1050) (str "p95 " (:p95 l)))
-           (is (< 400 (:p90 l) 850) (str "p90 " (:p90 l)))
+           ;; lower bounds are the point; the upper ones leave room for the catch-up after the stall (8
+           ;; slots over TLS on a busy machine take a few hundred ms to clear the queue)
+           (is (< 400 (:p90 l) 1000) (str "p90 " (:p90 l)))
            (is (< (:p50 l) 100) (str "p50 " (:p50 l)))
            (is (< (get-in r [:service :p95]) (/ (:p95 l) 2)) (str "service p95 " (get-in r [:service :p95])))))))))
 

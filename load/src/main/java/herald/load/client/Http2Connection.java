@@ -40,7 +40,6 @@ public final class Http2Connection extends Http2ConnectionHandler {
   private boolean ready;
   private boolean draining;
   private boolean closing;
-  private boolean reading;
   private ErrorKind failure;
   private Throwable cause;
 
@@ -97,9 +96,7 @@ public final class Http2Connection extends Http2ConnectionHandler {
       Http2Headers headers = request.http2Headers(tls);
       encoder().writeHeaders(ctx, id, headers, 0, data == null, ctx.newPromise().addListener(writeListener));
       if (data != null) encoder().writeData(ctx, id, data, 0, true, ctx.newPromise().addListener(writeListener));
-      // a request sent while a read is being handled (a response freed the lane) leaves with the others at
-      // the end of that read: Http2ConnectionHandler flushes in channelReadComplete
-      if (!reading) flush(ctx);
+      flush(ctx);
     }
 
     @Override
@@ -182,22 +179,6 @@ public final class Http2Connection extends Http2ConnectionHandler {
     } else {
       failConnection(ready ? ErrorKind.READ : ErrorKind.CONNECT, e);
     }
-  }
-
-  @Override
-  public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
-    reading = true;
-    try {
-      super.channelRead(ctx, msg);
-    } finally {
-      reading = false;
-    }
-  }
-
-  @Override
-  public void channelReadComplete(ChannelHandlerContext ctx) throws Exception {
-    reading = false;
-    super.channelReadComplete(ctx);  // flushes
   }
 
   /** Netty's own errors (a bad preface or frame) come here, not through exceptionCaught. */
