@@ -4,6 +4,7 @@
   .hlog, per-minute aggregates, HTML reports with plots, comparisons)."
   (:require [herald.load.impl.aggregate :as agg]
             [herald.load.impl.feed-run :as feed-run]
+            [herald.load.impl.merge :as merge]
             [herald.load.impl.output :as output]
             [herald.load.impl.report :as report]
             [herald.load.impl.run :as run]
@@ -21,7 +22,7 @@
 
   | key                | type              | default        | meaning |
   |--------------------|-------------------|----------------|---------|
-  | :url               | string            | required       | http://host:port/path?query |
+  | :url               | string            | required       | http:// or https://host:port/path?query |
   | :rate              | number or string  | :rate or :schedule | requests per second (fractional allowed), or the text form \"1000:30s,2000..4000:1m\" |
   | :schedule          | [phase] or string | :rate or :schedule | phases {:rate R :duration S} (a step) or {:rate R :to R2 :duration S} (a linear ramp); EDN text too |
   | :connections       | int               | 16             | connections (at most one request in flight each) |
@@ -40,7 +41,12 @@
   | :on-interval       | fn                | nil            | called with each interval map instead of printing |
   | :on-step           | fn                | nil            | called with each step's map once it settled, instead of printing |
   | :on-send           | fn                | nil            | (fn [k intended-ns sent-ns]) per request sent, on the event loop (tests, tracing) |
-  | :handle-interrupt? | boolean           | false          | Ctrl-C stops the run early and still returns results |"
+  | :handle-interrupt? | boolean           | false          | Ctrl-C stops the run early and still returns results |
+  | :http2?            | boolean           | false          | HTTP/2: h2 by ALPN on https://, h2c by prior knowledge on http:// |
+  | :streams           | int               | 1              | requests in flight per HTTP/2 connection (needs :http2?) |
+  | :ca-cert           | path              | nil            | https: trust the certificates of this PEM file instead of the JDK's CAs |
+  | :insecure?         | boolean           | false          | https: trust any certificate, no host name check (testing only) |
+  | :tls-versions      | string or [string]| both           | https: \"1.2\", \"1.3\", \"1.2,1.3\" (or TLSv1.2, TLSv1.3) |"
   [opts]
   (run/execute :rate opts))
 
@@ -97,11 +103,15 @@
   | :body-format       | keyword  | :json       | :json or :form (application/x-www-form-urlencoded) |
   | :new-connection?   | boolean  | false       | new TCP connection per request (the reference tester's way) |
   | :rate-cap          | number   | nil         | at most this many requests/s over all users |
-  | :duration          | seconds  | 60          | run time |
+  | :duration          | seconds  | 60          | measured time |
+  | :warmup            | seconds  | 0           | load before measuring (same users), not recorded |
   | :timeout           | seconds  | 10          | per-request timeout |
   | :seed              | int      | 1           | random seed (roles, words, picks) |
   | :log-file          | path     | nil         | write the reference performance log there |
   | :threads           | int      | 1           | event loop threads |
+  | :https?            | boolean  | false       | TLS to the service (with :ca-cert, :insecure?, :tls-versions as in `rate`) |
+  | :http2?            | boolean  | false       | HTTP/2 (h2 by ALPN with :https?, else h2c), one stream at a time per user |
+  | :streams           | int      | 1           | users sharing one HTTP/2 connection (a stream each); needs :http2? |
   | :progress, :interval, :on-interval, :handle-interrupt? | | | as in `rate` |"
   [opts]
   (feed-run/execute opts))
@@ -136,7 +146,7 @@
   "One result from the results of several generators run side by side against one target: histograms
   merged exactly (HdrHistogram addition), counts, errors, statuses and rates summed."
   [results]
-  (report/merge-results results))
+  (merge/merge-results results))
 
 (defn aggregate
   "Per-minute aggregates of records (maps of :time-ms :entity :operation :latency-us): count, median, p95,

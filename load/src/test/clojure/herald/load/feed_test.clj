@@ -6,6 +6,7 @@
             [herald.load :as load]
             [herald.load.impl.aggregate :as agg]
             [herald.load.impl.json :as json]
+            [herald.load.main :as main]
             [herald.load.test-server :as ts])
   (:import (com.sun.net.httpserver HttpExchange)))
 
@@ -53,6 +54,18 @@
           (is (= #{"participant post" "friends post" "outbound post"} (set (keys (:operations r)))))
           (is (= (+ p (n :friends) (n :outbound)) (:requests r)))
           (is (= (:requests r) (reduce + (map :count (:per-minute r))))))
+        (testing "the HTML report has the per entity x operation table of stdout and summary.json"
+          (let [dir (.toFile (java.nio.file.Files/createTempDirectory "herald-feed" (make-array java.nio.file.attribute.FileAttribute 0)))
+                _ (load/write-result! dir r)
+                html (slurp (io/file dir "report.html"))
+                sj (json/read-bytes (.getBytes (slurp (io/file dir "summary.json")) "UTF-8"))]
+            (is (str/includes? html "<h2>Operations: "))
+            (is (str/includes? html "<th>operation</th><th>count</th><th>p50</th><th>p95</th><th>p99</th><th>max</th><th>errors</th>"))
+            (doseq [[k {:keys [latency]}] (:operations r)]
+              (is (str/includes? html (str "<tr><td>" k "</td><td>" (:count latency) "</td><td>" (:p50 latency) "</td><td>"
+                                           (:p95 latency) "</td><td>" (:p99 latency) "</td><td>" (:max latency) "</td><td>0</td></tr>"))
+                  k)
+              (is (= (:count latency) (get-in sj [:operations (keyword k) :latency :count])) k))))
         (testing "the reference performance log holds one line per request"
           (let [lines (str/split-lines (slurp log))]
             (is (= (:requests r) (count lines)))
@@ -78,3 +91,28 @@
   (is (thrown-with-msg? clojure.lang.ExceptionInfo #":search-share"
                         (load/feed {:search-share 1.5})))
   (is (= :max-friends (:key (ex-data (try (load/feed {:min-friends 3 :max-friends 2}) (catch Exception e e)))))))
+
+(deftest ^:integration a-dead-server-backs-off-and-exits-2
+  ;; it used to loop without backoff (86,016 connect errors in 5 s at 160% CPU) and exit 0
+  (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))
+        code (atom nil)
+        out (with-out-str (binding [*err* (java.io.StringWriter.)]
+                            (reset! code (main/run-cli ["feed" "--port" (str port) "-u" "3" "-d" "1s" "-q"]))))
+        failed (some->> (re-find #"Errors: connect (\d+)" out) second parse-long)]
+    (is (= 2 @code) out)
+    (is (and failed (<= 3 failed 200)) (str "3 users backing off 20 ms for 1 s: " failed " connect errors"))))
+
+(deftest ^:integration feed-warm-up-is-sent-but-not-recorded
+  (let [seen (atom {}) bodies (atom {})
+        log (java.io.File/createTempFile "feed" ".log")]
+    (ts/with-server [s (fake-feed seen bodies) 4]
+      (let [r (load/feed {:port (:port s) :users 2 :search-share 0.0 :warmup 1 :duration 1 :progress :quiet
+                          :story-words 10 :log-file (str log)})
+            sent (reduce + (vals @seen))]
+        (is (pos? (:requests r)))
+        (is (< (:requests r) sent) (str (:requests r) " recorded of " sent " sent"))
+        (is (< 0.8 (:duration-s r) 1.5) "the measured time excludes the warm-up")
+        (is (= (:requests r) (reduce + (map :count (:per-minute r))) (count (str/split-lines (slurp log)))))
+        (is (= (:requests r) (reduce + (vals (:status r)))))))
+    (io/delete-file log true)))
+

@@ -5,6 +5,7 @@
             [clojure.test :refer [deftest is testing]]
             [herald.load :as load]
             [herald.load.impl.json :as json]
+            [herald.load.impl.plot :as plot]
             [herald.load.impl.report :as report]
             [herald.load.main :as main]
             [herald.load.test-server :as ts])
@@ -177,6 +178,61 @@
     (is (re-find #"connect attempts failed and \d+ requests were due but never sent: connection refused: is the server up\?" out) out)
     (is (and failed (<= 8 failed 10)) "requests counted (10 due), not connect retries every 20 ms")
     (is (re-find #"(?m)^herald-load mode=rate requests=0 .* errors=(8|9|10)$" out) out)))
+
+(defn- per-minute-rows
+  "Per-minute rows of `minutes` minutes from 22:17 UTC, for `ops` [entity operation count-in-minute-0] each
+  growing by its count every minute."
+  [minutes ops]
+  (let [t0 (.toEpochMilli (java.time.Instant/parse "2026-11-25T22:17:00Z"))]
+    (vec (for [m (range minutes) [e o n] ops]
+           {:minute-ms (+ t0 (* 60000 m)) :entity e :operation o :count (* n (inc m)) :median 1.0 :p95 2.0 :p99 3.0 :max 4.0}))))
+
+(defn- bars-inside-the-plot [chart]
+  (let [[l t w h] (plot/plot-area)
+        ops (plot/chart-ops chart)
+        bars (filter #(= :bar (nth % 7 nil)) ops)
+        ticks (for [[op x y s] ops :when (and (= op :text) (= y (+ t h 16)))] [x s])]
+    (is (seq bars))
+    (doseq [[_ x y bw bh] bars]
+      (is (<= l x (+ x bw) (+ l w)) (str "bar inside the plot horizontally: " x " + " bw))
+      (is (<= t y (+ y bh) (+ t h)) (str "bar inside the plot vertically: " y " + " bh))
+      (is (pos? bw)))
+    (testing "the y axis is scaled to the data: the tallest bar reaches above 90% of the plot's height"
+      (is (<= (* 0.9 h) (apply max (map #(nth % 4) bars)) (+ h 1e-6))))
+    {:bars bars :ticks ticks}))
+
+(deftest per-minute-chart-draws-its-bars-inside-the-plot
+  (testing "one run of one minute (the short run of a new user): one group of bars, centred on its minute"
+    (let [r {:per-minute (per-minute-rows 1 [["friends" "post" 171] ["outbound" "post" 595] ["outbound" "search" 2222] ["participant" "post" 270]])}
+          {:keys [bars ticks]} (bars-inside-the-plot (report/per-minute-chart [r]))
+          [[tick-x label]] ticks]
+      (is (= 4 (count bars)))
+      (is (= [["22:17"]] (map (comp vector second) ticks)) "the x axis has the run's minute, not 0..1")
+      (is (< (Math/abs (- (/ (+ (second (first bars)) (let [[_ x _ w] (last bars)] (+ x w))) 2.0) tick-x)) 1e-6)
+          "the group is centred on its tick")
+      (is (= [171 595 2222 270] (map :count (:per-minute r))))
+      (let [hs (map #(nth % 4) bars)]
+        (is (< (Math/abs (- (/ (nth hs 0) (nth hs 2)) (/ 171.0 2222))) 1e-9) "bar heights proportional to the counts"))))
+  (testing "several minutes: one group per minute, groups do not overlap"
+    (let [r {:per-minute (per-minute-rows 4 [["participant" "post" 100] ["outbound" "post" 250]])}
+          {:keys [bars ticks]} (bars-inside-the-plot (report/per-minute-chart [r]))]
+      (is (= ["22:17" "22:18" "22:19" "22:20"] (map second ticks)))
+      (is (= 8 (count bars)))
+      (let [xs (sort (map second bars))]
+        (is (every? (fn [[a b]] (<= (+ a (nth (first bars) 3)) (+ b 1e-6))) (partition 2 1 xs)) "no bar overlaps the next"))))
+  (testing "several runs overlaid (compare), each from its own first minute"
+    (let [a {:label "a" :per-minute (per-minute-rows 1 [["request" "get" 600]])}
+          b {:label "b" :per-minute (update-in (per-minute-rows 2 [["request" "get" 900]]) [0 :minute-ms] + 3600000)}]
+      (bars-inside-the-plot (report/per-minute-chart [a b]))))
+  (testing "the PNG has no bar colour left of the plot, where the axis labels are"
+    (let [r {:per-minute (per-minute-rows 1 [["a" "x" 10] ["b" "y" 20] ["c" "z" 30]])}
+          img (ImageIO/read (java.io.ByteArrayInputStream. (plot/png (report/per-minute-chart [r]))))
+          [l t w h] (plot/plot-area)
+          colours (set (map #(.getRGB (java.awt.Color/decode %)) (take 3 plot/palette)))
+          outside (for [x (range 0 l) y (range t (+ t h)) :when (colours (.getRGB img x y))] [x y])
+          inside (for [x (range l (+ l w)) y (range t (+ t h)) :when (colours (.getRGB img x y))] [x y])]
+      (is (empty? outside) "no bar over the y axis labels")
+      (is (> (count inside) 1000) "the bars are drawn"))))
 
 (deftest spectrum-points-follow-the-histogram
   (let [h (Histogram. 3)]

@@ -5,6 +5,7 @@
             [herald.load :as load]
             [herald.load.impl.aggregate :as agg]
             [herald.load.impl.output :as output]
+            [herald.load.impl.merge :as merge]
             [herald.load.impl.plot :as plot]
             [herald.load.impl.report :as report]
             [herald.load.impl.schedule :as schedule]
@@ -49,7 +50,14 @@
    [nil "--script FILE" "Clojure file evaluating to (fn [n] request-map)"]
    [nil "--new-connection" "new TCP connection per request" :id :new-connection?]
    [nil "--timeout TIME" "request timeout" :default 10.0 :parse-fn parse-seconds]
-   [nil "--hlog FILE" "write the interval histogram log (.hlog)"]])
+   [nil "--hlog FILE" "write the interval histogram log (.hlog)"]
+   [nil "--http2" "HTTP/2: h2 by ALPN on https://, h2c by prior knowledge on http://" :id :http2?]
+   [nil "--streams N" "requests in flight per HTTP/2 connection (default 1)" :parse-fn parse-long]])
+
+(def ^:private tls-specs
+  [["-k" "--insecure" "https: trust any certificate, skip the host name check (testing only)" :id :insecure?]
+   [nil "--cacert FILE" "https: trust the certificates of this PEM file (e.g. a self-signed server's)" :id :ca-cert]
+   [nil "--tls-version V" "https: 1.2, 1.3 or 1.2,1.3 (default)" :id :tls-versions]])
 
 (defn option-specs
   "The tools.cli specs of subcommand `cmd`."
@@ -58,14 +66,14 @@
     :rate (concat [["-R" "--rate RATE|PHASES" "requests/s, or steps and ramps: 1000:30s,2000:30s or 1000..5000:60s" :parse-fn parse-rate]
                    [nil "--ramp FROM..TO:TIME" "a linear ramp (same grammar as --rate)"]
                    [nil "--schedule EDN|@FILE" "phases as EDN: [{:rate 1000 :duration 30} {:rate 1000 :to 5000 :duration 60}]"]]
-                  engine-specs common)
-    :max (concat engine-specs common)
+                  engine-specs tls-specs common)
+    :max (concat engine-specs tls-specs common)
     :sweep (concat [[nil "--p99 MS" "p99 bound in ms" :id :p99-bound :parse-fn parse-double]
                     [nil "--p999 MS" "p99.9 bound in ms (default 2 x p99)" :id :p999-bound :parse-fn parse-double]
                     [nil "--max-rate N" "the 100% rate (default: measured by a max run)" :parse-fn parse-double]
                     [nil "--fractions LIST" "fractions of the max, e.g. 0.5,0.8,1.0" :parse-fn #(mapv parse-double (str/split % #","))]
                     [nil "--rates LIST" "explicit rates, e.g. 1000,2000" :parse-fn #(mapv parse-double (str/split % #","))]]
-                   engine-specs common)
+                   engine-specs tls-specs common)
     :feed (concat [[nil "--host HOST" "service host" :default "127.0.0.1"]
                    ["-p" "--port PORT" "service port" :default 8080 :parse-fn parse-long]
                    ["-u" "--users N" "simulated users" :default 3 :parse-fn parse-long]
@@ -81,11 +89,15 @@
                    [nil "--form" "form-encoded bodies instead of JSON"]
                    [nil "--new-connection" "new TCP connection per request" :id :new-connection?]
                    [nil "--rate-cap N" "at most N requests/s" :parse-fn parse-double]
-                   ["-d" "--duration TIME" "run time" :default 60.0 :parse-fn parse-seconds]
+                   ["-d" "--duration TIME" "measured time" :default 60.0 :parse-fn parse-seconds]
+                   ["-w" "--warmup TIME" "load before measuring (same users and connections), not recorded" :default 0.0 :parse-fn parse-seconds]
                    [nil "--timeout TIME" "request timeout" :default 10.0 :parse-fn parse-seconds]
                    [nil "--seed N" "random seed" :default 1 :parse-fn parse-long]
-                   [nil "--log FILE" "write the reference performance log" :id :log-file]]
-                  common)
+                   [nil "--log FILE" "write the reference performance log" :id :log-file]
+                   [nil "--https" "TLS to the service (see --cacert, --insecure)" :id :https?]
+                   [nil "--http2" "HTTP/2: h2 by ALPN with --https, else h2c by prior knowledge" :id :http2?]
+                   [nil "--streams N" "users sharing one HTTP/2 connection, a stream each (default 1)" :parse-fn parse-long]]
+                  tls-specs common)
     (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"]
                         [nil "--steps" "one row (and one overlaid series) per step of stepped runs"]
                         ["-h" "--help"]]
@@ -158,7 +170,7 @@
     0))
 
 (defn exit-code
-  "The exit status of a rate or max run: 2 when every request failed (none answered with a 2xx or 3xx
+  "The exit status of a rate, max or feed run: 2 when every request failed (none answered with a 2xx or 3xx
   status while requests failed or could not be sent), else 0."
   [r]
   (let [ok (reduce + 0 (for [[code n] (:status r) :when (<= 200 code 399)] n))
@@ -177,7 +189,7 @@
     :feed (let [o (cond-> (-> options (dissoc :out :quiet :label :help :form) (assoc :handle-interrupt? true))
                     (:form options) (assoc :body-format :form)
                     (:quiet options) (assoc :progress :quiet))]
-            (finish! (load/feed o) options) 0)
+            (let [r (load/feed o)] (finish! r options) (exit-code r)))
     (:report :compare)
     (let [results (cond->> (mapv output/read-result args)
                     (:steps options) (into [] (mapcat (fn [r] (if (seq (:steps r))
@@ -190,7 +202,7 @@
     :merge
     (let [results (mapv output/read-result args)]
       (when (< (count results) 2) (throw (ex-info "merge needs two or more result files" {:type :herald.load/bad-option :key :results})))
-      (finish! (report/merge-results results) options)
+      (finish! (merge/merge-results results) options)
       0)
     :aggregate
     (let [src (first args)

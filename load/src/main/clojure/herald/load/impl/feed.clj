@@ -8,7 +8,7 @@
             [herald.load.impl.json :as json]
             [herald.load.impl.request :as request]
             [herald.load.impl.words :as words])
-  (:import (herald.load.client RequestFailure Response SessionClient)
+  (:import (herald.load.client RequestFailure Response SessionClient SessionGroup Target)
            (io.netty.channel EventLoopGroup)
            (java.net URLEncoder)
            (java.nio.charset StandardCharsets)
@@ -37,6 +37,10 @@
           slot (max slot now)]
       (when (> slot now) (Thread/sleep (java.time.Duration/ofNanos (- slot now)))))))
 
+(def connect-backoff-ms
+  "How long a user waits after a failed connect before its next request."
+  20)
+
 (defn- call!
   "Sends one request on the user's session and records it; returns the parsed JSON body of a 200, else nil."
   [{:keys [^SessionClient session host-header recorder stop] :as ctx} entity operation req]
@@ -53,6 +57,8 @@
         (catch ExecutionException e
           (let [kind (if (instance? RequestFailure (.getCause e)) (.label (.kind ^RequestFailure (.getCause e))) "read")]
             (rec/record! recorder started entity operation 0 (quot (- (System/nanoTime) t0) 1000) kind)
+            ;; a failed connect backs off as rate mode's reconnects do, not a tight loop against a dead server
+            (when (= kind "connect") (Thread/sleep (long connect-backoff-ms)))
             nil))))))
 
 (defn- link [id] (str "/participant/" id))
@@ -108,18 +114,24 @@
     (while (not @(:stop ctx)) (step ctx))))
 
 (defn start-users!
-  "Starts one virtual thread per user; returns {:threads :roles :sessions}."
-  [opts ^EventLoopGroup group recorder stop]
+  "Starts one virtual thread per user, each with its session to `target`; returns {:threads :roles :sessions}."
+  [opts ^Target target ^EventLoopGroup group recorder stop]
   (let [dict (words/dictionary 40000 (:seed opts))
         known (atom [])
         seed-rnd (Random. (long (:seed opts)))
         cap (when-let [r (:rate-cap opts)] (long (/ 1e9 (double r))))
         next-slot (when cap (AtomicLong. (System/nanoTime)))
-        host-header (str (:host opts) ":" (:port opts))
+        host-header (request/host-header {:host (:host opts) :port (:port opts) :tls? (:https? opts)})
+        timeout-ns (long (* 1e9 (double (:timeout opts))))
+        streams (long (:streams opts 1))
+        ;; with --streams N, users 0..N-1 share connections (one stream each), N..2N-1 the next ones, ...
+        groups (when (> streams 1) (vec (repeatedly (long (Math/ceil (/ (long (:users opts)) (double streams))))
+                                                    #(SessionGroup. (.next group) target))))
         users (for [i (range (:users opts))]
                 (let [rnd (Random. (.nextLong seed-rnd))
-                      session (SessionClient. (.next group) (:host opts) (int (:port opts)) (boolean (:new-connection? opts))
-                                              (long (* 1e9 (double (:timeout opts)))))]
+                      session (if groups
+                                (SessionClient. ^SessionGroup (nth groups (quot (long i) streams)) timeout-ns)
+                                (SessionClient. (.next group) target (boolean (:new-connection? opts)) timeout-ns))]
                   {:role (role rnd opts)
                    :ctx {:session session :host-header host-header :recorder recorder :stop stop :rnd rnd :opts opts
                          :dict dict :known known :next-slot next-slot :cap-interval cap :user i}}))

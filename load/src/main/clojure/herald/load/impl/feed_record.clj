@@ -12,24 +12,28 @@
 (set! *warn-on-reflection* true)
 
 (defn recorder
-  "A new recorder; `log-file` (optional) receives one reference log line per answered request."
-  [log-file]
-  {:lock (Object.)
+  "A new recorder; `log-file` (optional) receives one reference log line per answered request. Requests
+  started before epoch ms `from-ms` (a warm-up) are not recorded."
+  ([log-file] (recorder log-file Long/MIN_VALUE))
+  ([log-file from-ms]
+  {:from-ms (long from-ms)
+   :lock (Object.)
    :ops (HashMap.)
    :status (HashMap.)
    :errors (HashMap.)
    :minutes (agg/aggregator)
    :interval (Recorder. 3)
    :interval-errors (java.util.concurrent.atomic.AtomicLong.)
-   :log (when log-file (io/make-parents (io/file log-file)) (io/writer (io/file log-file)))})
+   :log (when log-file (io/make-parents (io/file log-file)) (io/writer (io/file log-file)))}))
 
 (defn- bump! [^Map m k] (.merge m k 1 (reify java.util.function.BiFunction (apply [_ a b] (+ (long a) (long b))))))
 
 (defn record!
   "Records one request started at epoch ms `time-ms`. `status` 0 with an `error-kind` (\"connect\",
   \"timeout\", ...) means no response; any status but 200 counts as a status error."
-  [{:keys [lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
+  [{:keys [from-ms lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
    time-ms entity operation code latency-us error-kind]
+  (when (>= (long time-ms) (long from-ms))
   (let [k (str entity " " operation)]
     (when (or error-kind (not= 200 code)) (.incrementAndGet interval-errors))
     (if error-kind
@@ -41,7 +45,7 @@
               (.recordValue h (max 0 (long latency-us))))
             (bump! status [k code])
             (when (not= 200 code) (bump! errors [k "status"]))
-            (when log (.write log (str (agg/format-log-line time-ms entity operation latency-us) "\n"))))))))
+            (when log (.write log (str (agg/format-log-line time-ms entity operation latency-us) "\n")))))))))
 
 (defn close!
   "Flushes and closes the log, if any."
@@ -63,6 +67,12 @@
   "Every answered request's latency in one histogram."
   ^Histogram [{:keys [lock ^Map ops]}]
   (locking lock (hist/merge-histograms (vals ops))))
+
+(defn status-counts
+  "Responses by status code over all operations."
+  [{:keys [lock ^Map status]}]
+  (locking lock
+    (reduce (fn [m [[_ code] n]] (update m code (fnil + 0) n)) (sorted-map) status)))
 
 (defn error-counts
   "Errors by kind over all operations."

@@ -7,6 +7,7 @@
             [herald.load.impl.meta :as meta]
             [herald.load.impl.options :as options]
             [herald.load.impl.progress :as progress]
+            [herald.load.impl.protocol :as protocol]
             [herald.load.impl.request :as request])
   (:import (herald.load.client Transport)
            (io.netty.channel EventLoopGroup)
@@ -20,7 +21,7 @@
   {:host "127.0.0.1" :port 8080 :users 3 :search-share 0.1 :reader-share 0.0 :batch-size 10
    :min-friends 2 :max-friends 3 :subject-words 5 :story-words 150 :posts-per-user 10 :searches-per-user 5
    :new-connection? false :body-format :json :rate-cap nil :duration 60 :timeout 10 :seed 1
-   :progress :auto :interval 1.0 :handle-interrupt? false :threads 1})
+   :progress :auto :interval 1.0 :handle-interrupt? false :threads 1 :https? false :warmup 0})
 
 (defn validate
   "Fills the defaults into feed options and checks them."
@@ -46,8 +47,11 @@
         (options/check :rate-cap #(or (nil? %) (and (number? %) (pos? (double %)))) "must be nil or a positive number of requests/s")
         (options/check :duration #(and (number? %) (pos? (double %))) "must be a positive number of seconds")
         (options/check :timeout #(and (number? %) (pos? (double %))) "must be a positive number of seconds")
+        (options/check :warmup #(and (number? %) (not (neg? (double %)))) "must be a number of seconds >= 0")
         (options/check :seed integer? "must be an integer")
-        (options/check :progress #{:auto :text :json :quiet} "must be one of :auto :text :json :quiet"))))
+        (options/check :progress #{:auto :text :json :quiet} "must be one of :auto :text :json :quiet")
+        (options/check :https? boolean? "must be true or false")
+        (protocol/validate (boolean (:https? m))))))
 
 (defn- interval-loop [r ^Recorder interval stop-at stopped? report minutes-unused]
   (loop [intervals [] t0 (System/nanoTime) last-t 0.0 last-err 0]
@@ -68,15 +72,22 @@
   "Runs the feed workload with `opts` (see herald.load/feed); returns the result map."
   [opts]
   (let [opts (validate opts)
-        _ (request/resolve-host (:host opts) :host (:host opts))
+        address (request/resolve-host (:host opts) :host (:host opts))
+        target (protocol/target opts address (:port opts) (:host opts) (:https? opts) (:timeout opts))
         stop (atom false)
         group ^EventLoopGroup (Transport/group (int (:threads opts)))
-        r (rec/recorder (:log-file opts))
+        warmup-ms (long (* 1000 (double (:warmup opts))))
+        ;; requests started during the warm-up (JIT, caches, connections) are sent but not recorded
+        r (rec/recorder (:log-file opts) (+ (System/currentTimeMillis) warmup-ms))
         report (or (:on-interval opts) (progress/reporter (:progress opts)))]
     (try
-      (let [users (feed/start-users! opts group r stop)
-            stop-at (+ (System/nanoTime) (long (* 1e9 (double (:duration opts)))))
-            body #(interval-loop (assoc opts :interval-errors (:interval-errors r)) (:interval r) stop-at stop report nil)
+      (let [users (feed/start-users! opts target group r stop)
+            warm-until (+ (System/nanoTime) (* 1000000 warmup-ms))
+            body (fn []
+                   (while (and (not @stop) (< (System/nanoTime) warm-until)) (Thread/sleep 20))
+                   (.getIntervalHistogram ^Recorder (:interval r))
+                   (interval-loop (assoc opts :interval-errors (:interval-errors r)) (:interval r)
+                                  (+ (System/nanoTime) (long (* 1e9 (double (:duration opts))))) stop report nil))
             [intervals elapsed] (if (:handle-interrupt? opts) (progress/with-interrupt #(reset! stop true) body) (body))
             _ (reset! stop true)
             _ (feed/join-users! users (:timeout opts))
@@ -87,13 +98,15 @@
         {:herald.load/result 1
          :mode :feed
          :meta (meta/run-meta (dissoc opts :on-interval))
-         :url (str "http://" (:host opts) ":" (:port opts) "/")
+         :url (str (if (:https? opts) "https://" "http://") (:host opts) ":" (:port opts) "/")
+         :protocol (protocol/protocol-name opts (:https? opts))
          :rate {:target (some-> (:rate-cap opts) double) :achieved (/ (.getTotalCount total) (max 1e-9 seconds))}
          :requests (.getTotalCount total)
          :duration-s seconds
          :connections (:users opts)
          :roles (:roles users)
          :errors errors
+         :status (rec/status-counts r)
          :operations (rec/operations r)
          :latency (hist/summary total)
          :histograms {:latency (hist/encode total)}

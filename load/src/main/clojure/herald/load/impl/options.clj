@@ -34,7 +34,7 @@
   (let [m (merge engine-defaults opts)
         m (update m :threads #(or % (max 1 (min (cores) (long (:connections m))))))]
     (-> m
-        (check :url #(and (string? %) (str/starts-with? % "http://")) "must be an http:// URL string")
+        (check :url #(and (string? %) (re-find #"^https?://" %)) "must be an http:// or https:// URL string")
         (check :connections positive-int? "must be a positive integer")
         (check :threads positive-int? "must be a positive integer")
         (check :duration pos-num? "must be a positive number of seconds")

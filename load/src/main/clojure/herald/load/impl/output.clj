@@ -83,7 +83,10 @@
   (let [lat (some-> (get-in r [:histograms :latency]) hist/decode)
         ^org.HdrHistogram.Histogram svc (some-> (get-in r [:histograms :service]) hist/decode)
         {:keys [target achieved]} (:rate r)]
-    (str (format "herald-load %s %s, %d connections, %.2fs\n" (name (:mode r)) (:url r) (long (or (:connections r) 0)) (double (:duration-s r)))
+    (str (format "herald-load %s %s%s, %d connections, %.2fs\n" (name (:mode r)) (:url r)
+                 (if (or (nil? (:protocol r)) (= "http/1.1" (:protocol r))) ""
+                     (str " (" (:protocol r) (when (> (long (or (:streams r) 1)) 1) (str ", " (:streams r) " streams per connection")) ")"))
+                 (long (or (:connections r) 0)) (double (:duration-s r)))
          (when lat (hist/spectrum-text (if (= :rate (:mode r)) "Recorded Latency, corrected from intended send time" "Recorded Latency") lat))
          (when (and svc (pos? (.getTotalCount svc)) (= :rate (:mode r)))
            (str "\n  Service time (from actual send):"

@@ -39,26 +39,51 @@
 (def ^:private percentile-ticks
   (map (fn [i] [i (case (int i) 0 "0%" 1 "90%" 2 "99%" 3 "99.9%" 4 "99.99%" 5 "99.999%" 6 "99.9999%")]) (range 7)))
 
-(defn- domain [chart]
+(defn- bar-gap
+  "The spacing of a bar chart's categories: the smallest step between distinct x values (1 for one)."
+  [xs]
+  (let [xs (sort (distinct xs))]
+    (if (> (count xs) 1) (double (apply min (map - (rest xs) xs))) 1.0)))
+
+(defn- domain
+  "[x0 x1 y0 y1] of `chart`. A bar chart's x range is its categories plus half a gap on each side, so that
+  every bar group lies inside the plot; y always starts at 0 and ends 8% above the largest value."
+  [chart]
   (let [pts (mapcat :points (:series chart))
         xs (map first pts) ys (map second pts)
+        bar? (= :bar (:kind chart))
         [x0 x1] (if (seq xs) [(apply min xs) (apply max xs)] [0 1])
+        half (when bar? (/ (bar-gap xs) 2.0))
+        [x0 x1] (if bar? [(- x0 half) (+ x1 half)] [x0 x1])
         x1 (if (= (:x-scale chart) :percentile) (max 2.0 (Math/ceil x1)) x1)
         x0 (if (= (:x-scale chart) :percentile) 0.0 x0)
         y1 (if (seq ys) (apply max ys) 1)]
-    [x0 (if (<= x1 x0) (+ x0 1.0) x1) 0.0 (if (pos? y1) (* 1.08 y1) 1.0)]))
+    [(double x0) (double (if (<= x1 x0) (+ x0 1.0) x1)) 0.0 (if (pos? y1) (* 1.08 y1) 1.0)]))
+
+(defn- x-ticks
+  "[value label] pairs of the x axis: the chart's own :x-ticks (thinned to at most 12), the percentile
+  ticks, or round numbers."
+  [chart x0 x1]
+  (cond
+    (:x-ticks chart) (let [ts (filter #(<= x0 (first %) x1) (:x-ticks chart))
+                           every (long (Math/ceil (/ (count ts) 12.0)))]
+                       (take-nth (max 1 every) ts))
+    (= (:x-scale chart) :percentile) (filter #(<= x0 (first %) x1) percentile-ticks)
+    :else (map (fn [v] [v (label v)]) (ticks x0 x1))))
+
+(defn plot-area
+  "The plot's rectangle inside the image, [left top width height] in pixels: every series is drawn inside it."
+  []
+  [L T (- W L R) (- H T B)])
 
 (defn- axes-ops [chart [x0 x1 y0 y1] sx sy]
-  (let [pw (- W L R) ph (- H T B)
-        xt (if (= (:x-scale chart) :percentile)
-             (filter #(<= x0 (first %) x1) percentile-ticks)
-             (map (fn [v] [v (label v)]) (ticks x0 x1)))]
+  (let [pw (- W L R) ph (- H T B)]
     (concat
-     [[:rect 0 0 W H "#ffffff" nil]
+     [[:rect 0 0 W H "#ffffff" nil :background]
       [:text (/ W 2) 22 (:title chart) :middle 15]
-      [:rect L T pw ph "#fbfbfb" "#888888"]]
+      [:rect L T pw ph "#fbfbfb" "#888888" :plot]]
      (mapcat (fn [[v s]] [[:line (sx v) T (sx v) (+ T ph) "#e3e3e3" 1]
-                          [:text (sx v) (+ T ph 16) s :middle 11]]) xt)
+                          [:text (sx v) (+ T ph 16) s :middle 11]]) (x-ticks chart x0 x1))
      (mapcat (fn [v] [[:line L (sy v) (+ L pw) (sy v) "#e3e3e3" 1]
                       [:text (- L 6) (+ (sy v) 4) (label v) :end 11]]) (ticks y0 y1))
      [[:text (+ L (/ pw 2)) (- H 10) (:x-label chart) :middle 12]
@@ -66,26 +91,28 @@
 
 (defn- series-ops [chart sx sy]
   (let [n (count (:series chart))
-        bar-w (when (= :bar (:kind chart))
-                (let [xs (sort (distinct (mapcat #(map first (:points %)) (:series chart))))
-                      gap (if (> (count xs) 1) (apply min (map - (rest xs) xs)) 1.0)]
-                  (/ (* 0.8 (Math/abs (double (- (sx gap) (sx 0))))) (max 1 n))))]
+        ;; a bar chart: each category's group of n bars fills 80% of the gap between categories, centred on it
+        group-w (when (= :bar (:kind chart))
+                  (* 0.8 (Math/abs (- (double (sx (bar-gap (mapcat #(map first (:points %)) (:series chart))))) (double (sx 0))))))
+        bar-w (when group-w (/ group-w (max 1 n)))]
     (apply concat
            (map-indexed
             (fn [i {:keys [name points]}]
               (let [color (palette (mod i (count palette)))
-                    legend [[:rect (- W R -12) (+ T (* i 18)) 12 12 color nil]
+                    legend [[:rect (- W R -12) (+ T (* i 18)) 12 12 color nil :legend]
                             [:text (- W R -30) (+ T (* i 18) 11) (str name) :start 11]]]
                 (concat legend
                         (if bar-w
                           (for [[x y] points]
-                            [:rect (+ (sx x) (* bar-w (- i (/ n 2.0)))) (sy y) bar-w (- (sy 0) (sy y)) color nil])
+                            [:rect (+ (- (sx x) (/ group-w 2.0)) (* bar-w i)) (sy y) bar-w (- (sy 0) (sy y)) color nil :bar])
                           [[:polyline (mapv (fn [[x y]] [(sx x) (sy y)]) points) color 1.8]]))))
             (:series chart)))))
 
 (defn chart-ops
   "The drawing ops of `chart`: {:title :x-label :y-label :x-scale (:linear or :percentile) :kind (:line or
-  :bar) :series [{:name :points [[x y] ...]}]}."
+  :bar) :x-ticks [[x label] ...] (optional) :series [{:name :points [[x y] ...]}]}. An op is a vector:
+  [:rect x y w h fill stroke role] (role :background, :plot, :legend or :bar), [:line x1 y1 x2 y2 colour
+  width], [:polyline points colour width] or [:text x y string anchor size vertical?]."
   [chart]
   (let [[x0 x1 y0 y1 :as d] (domain chart)
         pw (- W L R) ph (- H T B)

@@ -99,18 +99,27 @@
               {:name "throughput" :points (vec (for [s (:steps r) :when (:throughput s)] [(xk s) (:throughput s)]))}]}))
 
 (defn per-minute-chart
-  "Requests per minute as bars: per entity x operation for one run, per run otherwise."
+  "Requests per minute as grouped bars, one group per minute of the clock (UTC): per entity x operation
+  for one run; for several runs, one bar per run, each run's minutes counted from its own first minute."
   [results]
-  (let [series-of (fn [nm rows]
-                    (let [t0 (apply min (map :minute-ms rows))]
-                      {:name nm :points (->> (group-by :minute-ms rows)
-                                             (map (fn [[m rs]] [(/ (- m t0) 60000.0) (reduce + (map :count rs))]))
-                                             (sort-by first) vec)}))]
-    {:title "Throughput per minute" :x-label "minute" :y-label "requests/min" :kind :bar
-     :series (if (= 1 (count results))
-               (for [[[e o] rows] (sort-by key (group-by (juxt :entity :operation) (:per-minute (first results))))]
-                 (series-of (str e " " o) rows))
-               (for [r results :when (seq (:per-minute r))] (series-of (label r) (:per-minute r))))}))
+  (let [one? (= 1 (count results))
+        t0-all (some->> (seq (mapcat :per-minute results)) (map :minute-ms) (apply min))
+        series-of (fn [nm rows t0]
+                    {:name nm :points (->> (group-by :minute-ms rows)
+                                           (map (fn [[m rs]] [(quot (- (long m) (long t0)) 60000) (reduce + (map :count rs))]))
+                                           (sort-by first) vec)})
+        series (if one?
+                 (for [[[e o] rows] (sort-by key (group-by (juxt :entity :operation) (:per-minute (first results))))]
+                   (series-of (str e " " o) rows t0-all))
+                 (for [r results :when (seq (:per-minute r))]
+                   (series-of (label r) (:per-minute r) (apply min (map :minute-ms (:per-minute r))))))
+        minutes (sort (distinct (mapcat #(map first (:points %)) series)))
+        clock (fn [i] (let [t (java.time.LocalDateTime/ofEpochSecond (quot (+ (long t0-all) (* 60000 (long i))) 1000) 0 java.time.ZoneOffset/UTC)]
+                        (format "%02d:%02d" (.getHour t) (.getMinute t))))]
+    {:title "Throughput per minute" :kind :bar :y-label "requests/min"
+     :x-label (if one? "minute (UTC)" "minute of each run")
+     :x-ticks (vec (for [i minutes] [i (if one? (clock i) (str i))]))
+     :series series}))
 
 (defn sweep-chart
   "p99 and p99.9 against the target rate of a sweep's steps, with the bounds."
@@ -146,7 +155,9 @@
    ["errors" #(reduce + (vals (:errors %)))] ["p50" #(get-in % [:latency :p50])] ["p90" #(get-in % [:latency :p90])]
    ["p99" #(get-in % [:latency :p99])] ["p99.9" #(get-in % [:latency :p999])]
    ["p99.99" #(get-in % [:latency :p9999])] ["max" #(get-in % [:latency :max])]
-   ["svc p99" #(get-in % [:service :p99])] ["gc" #(str/join "+" (get-in % [:meta :gc]))]
+   ["svc p99" #(get-in % [:service :p99])]
+   ["protocol" #(str (or (:protocol %) "http/1.1") (when (> (long (or (:streams %) 1)) 1) (str " x" (:streams %))))]
+   ["gc" #(str/join "+" (get-in % [:meta :gc]))]
    ["commit" #(get-in % [:meta :commit])]])
 
 (defn table-rows
@@ -171,8 +182,9 @@
 
 (defn- meta-rows [r]
   (let [m (:meta r)]
-    (cons ["run" "url" "commit" "jvm" "gc" "cores" "transport" "started" "connections"]
-          [[(label r) (:url r) (:commit m) (:jvm m) (str/join ", " (:gc m)) (:cores m) (some-> (:transport m) name)
+    (cons ["run" "url" "protocol" "commit" "jvm" "gc" "cores" "transport" "started" "connections"]
+          [[(label r) (:url r) (str (or (:protocol r) "http/1.1") (when (> (long (or (:streams r) 1)) 1) (str " x " (:streams r) " streams")))
+            (:commit m) (:jvm m) (str/join ", " (:gc m)) (:cores m) (some-> (:transport m) name)
             (:started-at m) (:connections r)]])))
 
 (defn- steps-html [r]
@@ -191,6 +203,20 @@
          (html-table rows)
          (str/join (for [s step-list w (:warnings s)] (str "<p class=\"warn\">" (esc w) "</p>\n"))))))
 
+(defn operations-rows
+  "The per entity x operation table of a feed result: a header row, then per operation its count, p50,
+  p95, p99 and max (ms) and errors, as stdout and summary.json have them."
+  [r]
+  (cons ["operation" "count" "p50" "p95" "p99" "max" "errors"]
+        (for [[k {:keys [latency errors]}] (:operations r)]
+          (into [(str k) (str (long (:count latency 0)))]
+                (concat (for [p [:p50 :p95 :p99 :max]] (str (or (get latency p) "-")))
+                        [(str (long (reduce + 0 (vals errors))))])))))
+
+(defn- operations-html [r]
+  (str "<h2>Operations: " (esc (label r)) "</h2>\n<p>Every request by entity x operation (latency in ms, from the actual send).</p>\n"
+       (html-table (operations-rows r)) "\n"))
+
 (defn html
   "A self-contained HTML report of `results` (one or more result maps), every plot inline as SVG."
   [results]
@@ -205,6 +231,7 @@
          (html-table (table-rows results))
          (str/join (for [r results w (:warnings r) :when (not (str/starts-with? w "STEP "))]
                      (str "<p class=\"warn\">" (esc (label r)) ": " (esc w) "</p>\n")))
+         (str/join (for [r results :when (seq (:operations r))] (operations-html r)))
          (str/join (for [k (take 4 chart-order) :when (cs k)]
                      (str "<h2>" (esc (:title (cs k))) "</h2>\n" (plot/svg (cs k)) "\n")))
          (str/join (for [r results :when (multi-step? r)] (steps-html r)))
@@ -214,56 +241,3 @@
          (str/join (for [r results :let [h (histogram-of r :latency)] :when h]
                      (str "<h3>" (esc (label r)) "</h3><pre>" (esc (hist/spectrum-text "Recorded Latency" h)) "</pre>\n")))
          "</body></html>\n")))
-
-(defn- merge-steps
-  "Steps of side-by-side runs with the same schedule, merged by position: histograms added exactly,
-  counts, targets and achieved rates summed."
-  [step-lists]
-  (when (and (seq step-lists) (every? seq step-lists) (apply = (map count step-lists)))
-    (vec (apply map (fn [& ss]
-                      (let [h (fn [k] (hist/merge-histograms (map #(hist/decode (get-in % [:histograms k])) ss)))
-                            lat (h :latency) svc (h :service)
-                            sum (fn [k] (reduce + (map k ss)))]
-                        (assoc (first ss)
-                               :target-rate (sum :target-rate) :achieved (sum :achieved) :throughput (sum :throughput) :planned (sum :planned)
-                               :sent (sum :sent) :requests (sum :requests) :unsent (sum :unsent) :late-sends (sum :late-sends)
-                               :in-flight (sum :in-flight) :connection-waits (sum :connection-waits)
-                               :errors (apply merge-with + (map :errors ss))
-                               :latency (hist/summary lat) :service (hist/summary svc)
-                               :histograms {:latency (hist/encode lat) :service (hist/encode svc)}
-                               :warnings (vec (mapcat :warnings ss)))))
-                step-lists))))
-
-(defn merge-results
-  "One result from results of generators that ran side by side against the same target (same mode):
-  histograms are merged exactly, counts, errors, statuses and rates summed; intervals are summed by
-  position (counts and rates; their percentiles are each generator's worst); per-minute rows keep their
-  counts summed and the worst percentiles; steps of the same schedule are merged by position like the
-  whole run. :merged-from lists the inputs' labels."
-  [results]
-  (let [merged (fn [k] (some->> (keep #(get-in % [:histograms k]) results) seq (map hist/decode) hist/merge-histograms))
-        lat (merged :latency) svc (merged :service)
-        sum-in (fn [path] (reduce + 0 (keep #(get-in % path) results)))
-        worst (fn [ms] (when (seq ms) (apply merge-with (fn [a b] (if (and (number? a) (number? b)) (max a b) a)) ms)))]
-    (cond-> (assoc (first results)
-                   :label (str/join "+" (map label results))
-                   :merged-from (mapv label results)
-                   :requests (sum-in [:requests])
-                   :rate {:target (when (some #(get-in % [:rate :target]) results) (double (sum-in [:rate :target])))
-                          :achieved (double (sum-in [:rate :achieved]))}
-                   :connections (sum-in [:connections])
-                   :errors (apply merge-with + (map :errors results))
-                   :status (apply merge-with + (map :status results))
-                   :backlog (sum-in [:backlog])
-                   :warnings (vec (mapcat :warnings results))
-                   :intervals (vec (apply map (fn [& is] (assoc (first is) :count (reduce + (map :count is))
-                                                                :rate (reduce + (map :rate is)) :errors (reduce + (map :errors is))
-                                                                :latency (worst (map :latency is))))
-                                          (map :intervals results)))
-                   :per-minute (->> (mapcat :per-minute results)
-                                    (group-by (juxt :minute-ms :entity :operation))
-                                    (map (fn [[_ rows]] (assoc (worst rows) :count (reduce + (map :count rows)))))
-                                    (sort-by (juxt :minute-ms :entity :operation)) vec)
-                   :steps (merge-steps (map :steps results)))
-      lat (assoc :latency (hist/summary lat) :histograms {:latency (hist/encode lat)})
-      svc (-> (assoc :service (hist/summary svc)) (assoc-in [:histograms :service] (hist/encode svc))))))

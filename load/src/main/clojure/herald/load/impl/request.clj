@@ -9,18 +9,21 @@
 (set! *warn-on-reflection* true)
 
 (defn parse-url
-  "Splits an http:// URL into {:host :port :path}; the path keeps its query string."
+  "Splits an http:// or https:// URL into {:scheme :tls? :host :port :path} (port 80 or 443 when not given);
+  the path keeps its query string."
   [url]
   (let [^URI u (try (URI. (str url))
                (catch Exception e
                  (throw (ex-info (str "bad URL: " url) {:type :herald.load/bad-option :key :url :value url} e))))]
-    (when-not (= "http" (.getScheme u))
-      (throw (ex-info (str "only http:// URLs are supported: " url)
+    (when-not (#{"http" "https"} (.getScheme u))
+      (throw (ex-info (str "only http:// and https:// URLs are supported: " url)
                       {:type :herald.load/bad-option :key :url :value url})))
     (when-not (.getHost u)
       (throw (ex-info (str "URL without a host: " url) {:type :herald.load/bad-option :key :url :value url})))
-    {:host (.getHost u)
-     :port (if (neg? (.getPort u)) 80 (.getPort u))
+    {:scheme (.getScheme u)
+     :tls? (= "https" (.getScheme u))
+     :host (.getHost u)
+     :port (if (neg? (.getPort u)) (if (= "https" (.getScheme u)) 443 80) (.getPort u))
      :path (str (if (str/blank? (.getRawPath u)) "/" (.getRawPath u))
                 (when-let [q (.getRawQuery u)] (str "?" q)))}))
 
@@ -33,6 +36,11 @@
        (catch UnknownHostException e
          (throw (ex-info (str host ": unknown host" (if (= k :url) (str " (URL " v ")") (str " (--" (name k) ")")))
                          {:type :herald.load/bad-option :key k :value v :host host} e)))))
+
+(defn host-header
+  "The Host header of a target: the host, with the port unless it is the scheme's default."
+  [{:keys [host port tls?]}]
+  (if (= port (if tls? 443 80)) host (str host ":" port)))
 
 (defn- body-bytes ^bytes [body]
   (cond (nil? body) nil

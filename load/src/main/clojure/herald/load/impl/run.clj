@@ -6,6 +6,7 @@
             [herald.load.impl.meta :as meta]
             [herald.load.impl.options :as options]
             [herald.load.impl.progress :as progress]
+            [herald.load.impl.protocol :as protocol]
             [herald.load.impl.request :as request]
             [herald.load.impl.schedule :as schedule]
             [herald.load.impl.steps :as steps]
@@ -36,16 +37,17 @@
   herald.load.impl.schedule/normalize, run after a warm-up phase when :warmup > 0). The URL's host is
   resolved here, once: an unknown host throws a :herald.load/bad-option before anything is sent."
   ^EngineConfig [mode {:keys [url connections threads phases warmup duration timeout new-connection? script on-send] :as opts}]
-  (let [{:keys [host port path]} (request/parse-url url)
+  (let [{:keys [host port path tls?] :as u} (request/parse-url url)
         address (request/resolve-host host :url url)
-        host-header (if (= 80 port) host (str host ":" port))
+        host-header (request/host-header u)
+        target (protocol/target opts address port host tls? timeout)
         req (merge {:path path} (select-keys opts [:method :headers :body]))
         source (if script (request/script-source script req host-header) (request/constant-source req host-header))]
     (if (= mode :rate)
-      (EngineConfig/rate address (int port) (int connections) (int threads) (schedule/engine-schedule phases warmup)
+      (EngineConfig/rate target (int connections) (int threads) (schedule/engine-schedule phases warmup)
                          (if (pos? (double warmup)) 1 0) (nanos timeout) (boolean new-connection?) source
                          (send-listener on-send))
-      (EngineConfig/max address (int port) (int connections) (int threads) (nanos warmup) (nanos duration)
+      (EngineConfig/max target (int connections) (int threads) (nanos warmup) (nanos duration)
                         (nanos timeout) (boolean new-connection?) source (send-listener on-send)))))
 
 (defn- error-counts [^LoadEngine engine status]
@@ -67,10 +69,13 @@
 (defn- warmup-s ^double [^LoadEngine engine] (/ (- (.measureFromNanos engine) (.startNanos engine)) 1e9))
 
 (defn- interval-target
-  "The target rate over measured seconds [t0, t1) and the step at t1 (rate mode), else [nil nil]."
+  "The target rate over measured seconds [t0, t1) and the step at t1 (rate mode), else [nil nil]. An
+  interval of no measured time (responses drained after the end) gets the target of the schedule's last
+  millisecond before t1."
   [^LoadEngine engine phases t0 t1]
   (if-let [^RateSchedule s (.schedule engine)]
     (let [w (warmup-s engine)
+          t0 (max 0.0 (min (double t0) (- (double t1) 1e-3)))
           target (schedule/target-rate s (+ w (double t0)) (+ w (double t1)))
           i (- (.phaseAtNanos s (long (* 1e9 (+ w (max 0.0 (- (double t1) 1e-9)))))) (- (.phases s) (count phases)))]
       [(when target (/ (Math/round (* 1000.0 (double target))) 1000.0)) (inc (long i))])
@@ -146,10 +151,27 @@
     (> (count step-list) 1)
     (into (mapcat :warnings step-list))))
 
+(defn- slots
+  "Requests a run can have in flight: connections, times the streams of each over HTTP/2."
+  ^long [opts]
+  (* (long (:connections opts)) (long (if (:http2? opts) (:streams opts) 1))))
+
+(defn- advise-streams
+  "Over HTTP/2, warnings advising more connections also name --streams: on `x`, a warning string, a step map
+  (its :warnings), a list of them, or a fn of a step map (wrapped)."
+  [x opts]
+  (let [fix #(str/replace % #"raise --connections(?! or --streams)" "raise --connections or --streams")]
+    (cond (not (:http2? opts)) x
+          (nil? x) x
+          (fn? x) (fn [m] (x (advise-streams m opts)))
+          (string? x) (fix x)
+          (map? x) (update x :warnings #(mapv fix %))
+          :else (mapv #(advise-streams % opts) x))))
+
 (defn execute
   "Runs `mode` (:rate or :max) with options (see herald.load/rate for the table); returns the result map."
   [mode opts]
-  (let [opts (options/validate mode opts)
+  (let [opts (-> (options/validate mode opts) (protocol/validate (:tls? (request/parse-url (:url opts)))))
         engine (LoadEngine. (engine-config mode opts))
         total-l (hist/histogram) total-s (hist/histogram)
         minutes (agg/aggregator)
@@ -161,7 +183,7 @@
             done (.start engine)
             hlog (when-let [p (:hlog opts)] (hist/hlog-writer p (+ started (long (* 1000 (:warmup opts))))))
             watch (when (and (= mode :rate) (or step-report (::stop? opts)))
-                    (live-steps engine (:phases opts) (:connections opts) step-report (::stop? opts)))
+                    (live-steps engine (:phases opts) (slots opts) (advise-streams step-report opts) (::stop? opts)))
             body #(collect-loop engine done opts total-l total-s hlog report minutes watch)
             intervals (if (:handle-interrupt? opts) (progress/with-interrupt #(.stop engine) body) (body))
             _ (when hlog (hist/hlog-close! hlog))
@@ -178,10 +200,11 @@
             other (.otherConnectError engine)
             step-list (when (= mode :rate)
                         (cond->> (steps/step-maps (.schedule engine) (.steps engine) (:phases opts)
-                                                  (if (pos? (double (:warmup opts))) 1 0) seconds (:connections opts))
+                                                  (if (pos? (double (:warmup opts))) 1 0) seconds (slots opts))
                           (pos? connect-failures)
                           (mapv #(warnings/unsent-while-connects-failed
                                   % (warnings/causes-text connect-causes connect-failures host other)))))
+            step-list (advise-streams step-list opts)
             _ (when watch (watch step-list))
             target (when (= mode :rate)
                      (let [[p & more] (:phases opts)]
@@ -194,6 +217,9 @@
          :mode mode
          :meta (meta/run-meta (dissoc opts :on-interval :on-step :on-send ::stop? :phases))
          :url (:url opts)
+         :protocol (protocol/protocol-name opts (:tls? (request/parse-url (:url opts))))
+         :streams (:streams opts)
+         :tls (.tlsSession engine)
          :rate {:target target :achieved achieved}
          :requests (.getTotalCount total-l)
          :duration-s seconds
@@ -212,6 +238,7 @@
          :per-minute (agg/rows minutes)
          :schedule (:phases opts)
          :steps step-list
-         :warnings (warnings mode target achieved (.backlog engine) connect-failures connect-causes errors step-list
-                             {:host host :other other})})
+         :warnings (advise-streams (warnings mode target achieved (.backlog engine) connect-failures connect-causes errors step-list
+                                             {:host host :other other})
+                                   opts)})
       (finally (.close engine)))))

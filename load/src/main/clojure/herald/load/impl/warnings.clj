@@ -34,6 +34,9 @@
     :timeout "connect timed out: is the host up and the port open (not filtered)?"
     :unreachable (str host ": host unreachable: check the address and the network")
     :unknown-host (str host ": unknown host")
+    :tls (str "TLS handshake failed: " (or other "unknown cause")
+              ": --cacert FILE trusts a server's certificate, --insecure any (testing only)")
+    :protocol (str "HTTP/2 did not start: " (or other "unknown cause"))
     (str "connect failed: " (or other "unknown cause"))))
 
 (defn connect-causes

@@ -16,6 +16,10 @@ public enum ConnectFailure {
   UNREACHABLE,
   /** The host name did not resolve. */
   UNKNOWN_HOST,
+  /** The TLS handshake failed (an untrusted certificate, no common protocol version or cipher). */
+  TLS,
+  /** HTTP/2 could not start: the server did not select h2 by ALPN, or did not answer the h2c preface. */
+  PROTOCOL,
   /** Anything else (see the exception's message). */
   OTHER;
 
@@ -33,11 +37,27 @@ public enum ConnectFailure {
       if (t instanceof UnknownHostException) return UNKNOWN_HOST;
       if (t instanceof ConnectTimeoutException || t instanceof SocketTimeoutException) return TIMEOUT;
       if (t instanceof NoRouteToHostException) return UNREACHABLE;
+      if (t instanceof javax.net.ssl.SSLException) return TLS;
+      if (t instanceof io.netty.handler.codec.http2.Http2Exception) return PROTOCOL;
     }
     String m = cause == null || cause.getMessage() == null ? "" : cause.getMessage().toLowerCase(Locale.ROOT);
     if (m.contains("refused")) return REFUSED;
     if (m.contains("timed out")) return TIMEOUT;
     if (m.contains("unreachable") || m.contains("no route to host")) return UNREACHABLE;
     return OTHER;
+  }
+
+  /**
+   * The words to show for a failure of kind TLS or PROTOCOL (the message of the TLS or HTTP/2 exception in
+   * the cause chain), or the exception itself for OTHER.
+   */
+  public static String detail(Throwable cause) {
+    for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause()) {
+      if ((t instanceof javax.net.ssl.SSLException || t instanceof io.netty.handler.codec.http2.Http2Exception)
+          && t.getMessage() != null) {
+        return t.getMessage();
+      }
+    }
+    return String.valueOf(cause);
   }
 }

@@ -4,17 +4,21 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.handler.ssl.SslHandshakeCompletionEvent;
 import java.io.IOException;
 
 /**
- * One HTTP/1.1 client connection without pipelining: at most one request in flight. Sits alone in its
- * channel's pipeline; parses responses itself and reports them to its {@link ConnectionListener}.
+ * One HTTP/1.1 client connection without pipelining: at most one request in flight. Last in its channel's
+ * pipeline (after the SslHandler over TLS); parses responses itself and reports them to its
+ * {@link ConnectionListener}. Over TLS it is connected once the handshake succeeded.
  */
-public final class HttpConnection extends ChannelInboundHandlerAdapter implements ResponseParser.Sink {
+public final class HttpConnection extends ChannelInboundHandlerAdapter implements Lane, ResponseParser.Sink {
   private final ConnectionListener listener;
   private final boolean keepBody;
+  private final boolean tls;
   private ResponseParser parser;
   private Channel channel;
+  private boolean ready;
   private boolean inFlight;
   private boolean writing;
   private boolean closedReported;
@@ -23,10 +27,17 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
   /** Free for the owner's use (the slot or session this connection serves). */
   public Object attachment;
 
+  /** A plaintext connection. */
   public HttpConnection(ConnectionListener listener, boolean keepBody, Object attachment) {
+    this(listener, keepBody, attachment, false);
+  }
+
+  /** {@code tls}: an SslHandler precedes this handler, so the connection is ready after its handshake. */
+  public HttpConnection(ConnectionListener listener, boolean keepBody, Object attachment, boolean tls) {
     this.listener = listener;
     this.keepBody = keepBody;
     this.attachment = attachment;
+    this.tls = tls;
   }
 
   /** The channel, once registered. */
@@ -34,9 +45,34 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
     return channel;
   }
 
-  /** True while a request waits for its response. */
+  @Override
+  public Object attachment() {
+    return attachment;
+  }
+
+  @Override
+  public int index() {
+    return 0;
+  }
+
+  @Override
+  public String tlsSession() {
+    return tls ? Tls.sessionOf(channel) : null;
+  }
+
+  @Override
   public boolean inFlight() {
     return inFlight;
+  }
+
+  @Override
+  public void send(PreparedRequest request) {
+    send(request.http1(), request.head());
+  }
+
+  @Override
+  public void close() {
+    if (channel != null) channel.close();
   }
 
   /** Writes a request (the connection takes ownership of {@code request}); call on the event loop. */
@@ -53,6 +89,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
   }
 
   /** Closes the connection, reporting {@code kind} for a request in flight (e.g. a timeout). */
+  @Override
   public void fail(ErrorKind kind, Throwable why) {
     if (failure == null) {
       failure = kind;
@@ -69,7 +106,23 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
 
   @Override
   public void channelActive(ChannelHandlerContext ctx) {
-    listener.onConnected(this);
+    if (!tls) {
+      ready = true;
+      listener.onConnected(this);
+    }
+  }
+
+  @Override
+  public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+    if (evt instanceof SslHandshakeCompletionEvent e) {
+      if (e.isSuccess()) {
+        ready = true;
+        listener.onConnected(this);
+      } else {
+        fail(ErrorKind.CONNECT, e.cause());
+      }
+    }
+    ctx.fireUserEventTriggered(evt);
   }
 
   @Override
@@ -99,7 +152,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
 
   @Override
   public void exceptionCaught(ChannelHandlerContext ctx, Throwable e) {
-    fail(writing ? ErrorKind.WRITE : ErrorKind.READ, e);
+    fail(!ready ? ErrorKind.CONNECT : writing ? ErrorKind.WRITE : ErrorKind.READ, e);
   }
 
   @Override
@@ -112,7 +165,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
   private void reportClosed() {
     if (closedReported) return;
     closedReported = true;
-    ErrorKind kind = failure != null ? failure : ErrorKind.READ;
+    ErrorKind kind = failure != null ? failure : ready ? ErrorKind.READ : ErrorKind.CONNECT;
     listener.onClosed(this, inFlight, kind, cause);
     inFlight = false;
   }

@@ -1,9 +1,7 @@
 package herald.load.client;
 
-import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.EventLoop;
 import io.netty.util.concurrent.ScheduledFuture;
 import java.util.concurrent.CompletableFuture;
@@ -12,16 +10,16 @@ import java.util.concurrent.TimeUnit;
 /**
  * One simulated user's connection for session workloads: one request at a time, each answered by a
  * future holding the whole response. Keeps its connection open between requests, or opens a new one per
- * request (as the reference news feed tester does). Safe to call from any thread, one call at a time.
+ * request (as the reference news feed tester does). HTTP/1.1 or HTTP/2 (one stream at a time on its own
+ * connection), over TCP or TLS, as its {@link Target} says. Safe to call from any thread, one call at a time.
  */
 public final class SessionClient implements ConnectionListener, AutoCloseable {
   private final EventLoop loop;
-  private final Bootstrap bootstrap;
-  private final String host;
-  private final int port;
+  private final Target target;
+  private final SessionGroup group;
   private final boolean newConnection;
   private final long timeoutNanos;
-  private HttpConnection conn;
+  private Lane conn;
   private boolean connected;
   private byte[] pending;
   private boolean pendingHead;
@@ -29,13 +27,34 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
   private CompletableFuture<Response> result;
   private ScheduledFuture<?> timer;
 
-  public SessionClient(EventLoop loop, String host, int port, boolean newConnection, long timeoutNanos) {
+  /** A session on {@code loop} to {@code target} (whose connect timeout should be the request timeout). */
+  public SessionClient(EventLoop loop, Target target, boolean newConnection, long timeoutNanos) {
     this.loop = loop;
-    this.host = host;
-    this.port = port;
+    this.target = target;
+    this.group = null;
     this.newConnection = newConnection;
     this.timeoutNanos = timeoutNanos;
-    this.bootstrap = Transport.bootstrap((int) Math.max(1, timeoutNanos / 1_000_000)).group(loop);
+  }
+
+  /** A session sharing the HTTP/2 connections of {@code group}: one stream of them at a time. */
+  public SessionClient(SessionGroup group, long timeoutNanos) {
+    this.loop = group.loop();
+    this.target = group.target();
+    this.group = group;
+    this.newConnection = false;
+    this.timeoutNanos = timeoutNanos;
+    group.add(this);
+  }
+
+  /** True while this session has no lane (the group opens a connection for every such member). */
+  boolean detached() {
+    return conn == null;
+  }
+
+  /** Gives this session its lane on a new connection of its group. */
+  void attach(Lane lane) {
+    conn = lane;
+    connected = false;
   }
 
   /** Sends an encoded request; the future fails with {@link RequestFailure} when no response comes. */
@@ -54,7 +73,7 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
     sent = System.nanoTime();
     timer = loop.schedule(this::timeout, timeoutNanos, TimeUnit.NANOSECONDS);
     if (conn != null && connected && !newConnection) {
-      conn.send(Unpooled.wrappedBuffer(request), head);
+      conn.send(PreparedRequest.once(request, head));
     } else {
       pending = request;
       pendingHead = head;
@@ -63,12 +82,14 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
   }
 
   private void open() {
-    HttpConnection c = new HttpConnection(this, true, null);
-    conn = c;
+    if (group != null) {
+      group.open();
+      return;
+    }
+    Lane[] lanes = target.newConnection(this, true, new Object[1]);
+    conn = lanes[0];
     connected = false;
-    bootstrap.clone().handler(c).connect(host, port).addListener(r -> {
-      if (!r.isSuccess()) c.connectFailed(r.cause());
-    });
+    target.connect(loop, lanes);
   }
 
   private void timeout() {
@@ -77,30 +98,35 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
   }
 
   @Override
-  public void onConnected(HttpConnection c) {
+  public void onConnected(Lane c) {
     if (c != conn) return;
     connected = true;
     if (pending != null) {
       byte[] r = pending;
       pending = null;
-      c.send(Unpooled.wrappedBuffer(r), pendingHead);
+      c.send(PreparedRequest.once(r, pendingHead));
     }
   }
 
   @Override
-  public void onResponse(HttpConnection c, int status, ByteBuf body, boolean keepAlive) {
+  public void onResponse(Lane c, int status, ByteBuf body, boolean keepAlive) {
     byte[] bytes = body == null ? new byte[0] : ByteBufUtil.getBytes(body);
     if (body != null) body.release();
     if (newConnection || !keepAlive) {
       conn = null;
       connected = false;
-      if (keepAlive) c.channel().close();
+      if (keepAlive) c.close();
     }
     finish(new Response(status, bytes, sent, System.nanoTime()), null);
   }
 
   @Override
-  public void onClosed(HttpConnection c, boolean inFlight, ErrorKind kind, Throwable cause) {
+  public void onRequestFailed(Lane c, ErrorKind kind, Throwable cause) {
+    if (c == conn) finish(null, new RequestFailure(kind, cause));
+  }
+
+  @Override
+  public void onClosed(Lane c, boolean inFlight, ErrorKind kind, Throwable cause) {
     if (c != conn) return;
     conn = null;
     connected = false;
@@ -123,7 +149,7 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
   @Override
   public void close() {
     loop.execute(() -> {
-      if (conn != null && conn.channel() != null) conn.channel().close();
+      if (conn != null) conn.close();
       conn = null;
     });
   }

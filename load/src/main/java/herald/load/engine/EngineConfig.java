@@ -1,13 +1,16 @@
 package herald.load.engine;
 
+import herald.load.client.Target;
+
 /** The validated settings of one engine run (built by herald.load from its option map). */
 public final class EngineConfig {
   /** Open-loop rate schedule, or closed-loop as fast as possible. */
   public enum Mode { RATE, MAX }
 
   public final Mode mode;
-  public final String host;
-  public final int port;
+  /** Where and how to connect (address, TLS, HTTP/1.1 or HTTP/2 and its streams per connection). */
+  public final Target target;
+  /** Connections; over HTTP/2 each carries {@code target.lanesPerConnection()} requests at once. */
   public final int connections;
   public final int threads;
   /** The intended sends (RATE mode), warm-up phases first; null in MAX mode. */
@@ -23,7 +26,7 @@ public final class EngineConfig {
   public final SendListener sendListener;
 
   /** A RATE run: warm-up and measured time come from the schedule's phases. */
-  public static EngineConfig rate(String host, int port, int connections, int threads, RateSchedule schedule,
+  public static EngineConfig rate(Target target, int connections, int threads, RateSchedule schedule,
                                   int warmupPhases, long timeoutNanos, boolean newConnectionPerRequest,
                                   RequestSource source, SendListener sendListener) {
     if (schedule == null) throw new IllegalArgumentException("a rate run needs a schedule");
@@ -31,27 +34,27 @@ public final class EngineConfig {
       throw new IllegalArgumentException("warm-up phases " + warmupPhases + " of " + schedule.phases());
     }
     long warmup = schedule.phaseStartNanos(warmupPhases);
-    return new EngineConfig(Mode.RATE, host, port, connections, threads, schedule, warmupPhases, warmup,
+    return new EngineConfig(Mode.RATE, target, connections, threads, schedule, warmupPhases, warmup,
         schedule.durationNanos() - warmup, timeoutNanos, newConnectionPerRequest, source, sendListener);
   }
 
   /** A MAX run (closed loop) of {@code durationNanos} after {@code warmupNanos}. */
-  public static EngineConfig max(String host, int port, int connections, int threads, long warmupNanos,
+  public static EngineConfig max(Target target, int connections, int threads, long warmupNanos,
                                  long durationNanos, long timeoutNanos, boolean newConnectionPerRequest,
                                  RequestSource source, SendListener sendListener) {
-    return new EngineConfig(Mode.MAX, host, port, connections, threads, null, 0, warmupNanos, durationNanos,
+    return new EngineConfig(Mode.MAX, target, connections, threads, null, 0, warmupNanos, durationNanos,
         timeoutNanos, newConnectionPerRequest, source, sendListener);
   }
 
-  private EngineConfig(Mode mode, String host, int port, int connections, int threads, RateSchedule schedule,
+  private EngineConfig(Mode mode, Target target, int connections, int threads, RateSchedule schedule,
                        int warmupPhases, long warmupNanos, long durationNanos, long timeoutNanos,
                        boolean newConnectionPerRequest, RequestSource source, SendListener sendListener) {
     if (connections < 1) throw new IllegalArgumentException("connections must be >= 1: " + connections);
     if (threads < 1) throw new IllegalArgumentException("threads must be >= 1: " + threads);
     if (durationNanos <= 0) throw new IllegalArgumentException("duration must be > 0");
     this.mode = mode;
-    this.host = host;
-    this.port = port;
+    if (target == null) throw new IllegalArgumentException("a run needs a target");
+    this.target = target;
     this.connections = connections;
     this.threads = Math.min(threads, connections);
     this.schedule = schedule;

@@ -127,6 +127,12 @@ public final class LoadEngine implements AutoCloseable {
     return null;
   }
 
+  /** The TLS protocol and cipher suite negotiated ("TLSv1.3 TLS_AES_128_GCM_SHA256"), or null without TLS. */
+  public String tlsSession() {
+    for (Worker w : workers) if (w.tlsSession != null) return w.tlsSession;
+    return null;
+  }
+
   /** Errors of one kind so far. */
   public long errors(ErrorKind kind) {
     long n = 0;

@@ -3,12 +3,10 @@ package herald.load.engine;
 import herald.load.client.ConnectFailure;
 import herald.load.client.ConnectionListener;
 import herald.load.client.ErrorKind;
-import herald.load.client.HttpConnection;
-import herald.load.client.Transport;
-import io.netty.bootstrap.Bootstrap;
+import herald.load.client.Lane;
+import herald.load.client.PreparedRequest;
+import herald.load.engine.Slots.Slot;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelFuture;
 import io.netty.channel.EventLoop;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
@@ -18,8 +16,9 @@ import org.HdrHistogram.Histogram;
 import org.HdrHistogram.SingleWriterRecorder;
 
 /**
- * One event loop's share of a run: its connections ("slots"), its part of the rate and its recorders. All
- * state is touched on the loop only, except the recorders' interval reads and the volatile counters.
+ * One event loop's share of a run: its request slots (one per connection over HTTP/1.1, one per stream of
+ * each connection over HTTP/2), its part of the rate and its recorders. All state is touched on the loop
+ * only, except the recorders' interval reads and the volatile counters.
  */
 final class Worker implements ConnectionListener {
   private static final long RECONNECT_BACKOFF_NANOS = TimeUnit.MILLISECONDS.toNanos(20);
@@ -29,28 +28,18 @@ final class Worker implements ConnectionListener {
   /** A request sent this late after its intended time while a connection was free was late because the generator was. */
   private static final long LATE_SEND_NANOS = TimeUnit.MILLISECONDS.toNanos(5);
 
-  static final class Slot {
-    HttpConnection conn;
-    long intended;
-    long sent;
-    long seq;
-    int step;
-    boolean busy;
-    boolean pending;
-  }
-
   final int index;
   private final EventLoop loop;
   private final EngineConfig cfg;
-  private final Bootstrap bootstrap;
+  private final Slots slotSet;
   private final Slot[] slots;
+  private final java.util.function.BooleanSupplier stopped = () -> this.stopping;
   private final ArrayDeque<Slot> idle = new ArrayDeque<>();
   private final RateSchedule schedule;
   private final StepStats steps;
   private final SendListener sendListener;
   private final int stride;
-  private ByteBuf shared;
-  private ByteBuf sharedRaw;
+  private PreparedRequest shared;
   final SingleWriterRecorder latency = new SingleWriterRecorder(3);
   final SingleWriterRecorder service = new SingleWriterRecorder(3);
   private Histogram reuseLatency, reuseService;
@@ -60,7 +49,9 @@ final class Worker implements ConnectionListener {
   long connectFailures;
   /** Failed connect attempts (with or without a request) by {@link ConnectFailure} ordinal. */
   final long[] connectCauses = new long[ConnectFailure.values().length];
-  /** The message of the last connect failure of kind OTHER, or null. */
+  /** The TLS protocol and cipher of the first connection made over TLS, or null. */
+  volatile String tlsSession;
+  /** The message of the last connect failure of kind OTHER, TLS or PROTOCOL, or null. */
   volatile String otherConnectError;
   volatile long completed;
   volatile long issued;
@@ -80,10 +71,9 @@ final class Worker implements ConnectionListener {
     this.index = index;
     this.loop = loop;
     this.cfg = cfg;
-    this.bootstrap = Transport.bootstrap((int) Math.max(1, Math.min(Integer.MAX_VALUE, cfg.timeoutNanos / 1_000_000)))
-        .group(loop);
-    this.slots = new Slot[connections];
-    for (int i = 0; i < connections; i++) slots[i] = new Slot();
+    int lanes = cfg.newConnectionPerRequest ? 1 : cfg.target.lanesPerConnection();
+    this.slotSet = new Slots(loop, cfg.target, this, connections, lanes);
+    this.slots = slotSet.all;
     this.schedule = cfg.mode == EngineConfig.Mode.RATE ? cfg.schedule : null;
     this.steps = schedule == null ? null : new StepStats(schedule.phases());
     this.sendListener = cfg.sendListener;
@@ -107,15 +97,14 @@ final class Worker implements ConnectionListener {
     loop.execute(() -> {
       if (cfg.source.constant()) {
         byte[] bytes = cfg.source.request(index, 0);
-        sharedRaw = Unpooled.directBuffer(bytes.length).writeBytes(bytes);
-        shared = Unpooled.unreleasableBuffer(sharedRaw);
+        shared = PreparedRequest.shared(bytes, cfg.source.head(index, 0));
       }
       if (cfg.newConnectionPerRequest) {
         for (Slot s : slots) idle.add(s);
         connected.complete(null);
       } else {
         connectsPending = slots.length;
-        for (Slot s : slots) open(s);
+        for (int g = 0; g < slotSet.groups(); g++) slotSet.open(g);
       }
     });
     return connected;
@@ -169,13 +158,6 @@ final class Worker implements ConnectionListener {
     reuseService = service.getIntervalHistogram(reuseService);
     latencyInto.add(reuseLatency);
     serviceInto.add(reuseService);
-  }
-
-  private void open(Slot s) {
-    HttpConnection c = new HttpConnection(this, false, s);
-    s.conn = c;
-    ChannelFuture f = bootstrap.clone().handler(c).connect(cfg.host, cfg.port);
-    f.addListener(r -> { if (!r.isSuccess()) c.connectFailed(r.cause()); });
   }
 
   private void tick() {
@@ -234,20 +216,25 @@ final class Worker implements ConnectionListener {
     if (sendListener != null) sendListener.onSend(s.seq, intended - start, s.sent - start);
     if (cfg.newConnectionPerRequest) {
       s.pending = true;
-      open(s);
+      slotSet.open(s.group);
     } else {
       write(s);
     }
   }
 
   private void write(Slot s) {
-    ByteBuf req = shared != null ? shared.duplicate() : Unpooled.wrappedBuffer(cfg.source.request(index, s.seq));
-    s.conn.send(req, cfg.source.head(index, s.seq));
+    if (shared != null) {
+      s.conn.send(shared);
+    } else {
+      byte[] bytes = cfg.source.request(index, s.seq);
+      s.conn.send(PreparedRequest.once(bytes, cfg.source.head(index, s.seq)));
+    }
   }
 
   @Override
-  public void onConnected(HttpConnection c) {
-    Slot s = (Slot) c.attachment;
+  public void onConnected(Lane c) {
+    Slot s = (Slot) c.attachment();
+    if (tlsSession == null && cfg.target.tls()) tlsSession = c.tlsSession();
     if (s.conn != c) return;
     if (s.pending) {
       s.pending = false;
@@ -259,9 +246,9 @@ final class Worker implements ConnectionListener {
   }
 
   @Override
-  public void onResponse(HttpConnection c, int status, ByteBuf body, boolean keepAlive) {
+  public void onResponse(Lane c, int status, ByteBuf body, boolean keepAlive) {
     if (body != null) body.release();
-    Slot s = (Slot) c.attachment;
+    Slot s = (Slot) c.attachment();
     long now = System.nanoTime();
     if (steps != null && s.busy) steps.inFlight[s.step]--;
     if (s.intended >= measureFrom && s.intended < end) {
@@ -278,20 +265,33 @@ final class Worker implements ConnectionListener {
     s.busy = false;
     if (cfg.newConnectionPerRequest) {
       s.conn = null;
-      if (keepAlive) c.channel().close();
+      if (keepAlive) c.close();
       makeIdle(s);
     } else if (keepAlive) {
       makeIdle(s);
     } else {
       s.conn = null;
-      if (!stopping) open(s);
+      slotSet.reopen(s, 0, stopped);
     }
     if (stopping) maybeFinish();
   }
 
   @Override
-  public void onClosed(HttpConnection c, boolean inFlight, ErrorKind kind, Throwable cause) {
-    Slot s = (Slot) c.attachment;
+  public void onRequestFailed(Lane c, ErrorKind kind, Throwable cause) {
+    Slot s = (Slot) c.attachment();
+    if (s.conn != c || !s.busy) return;
+    s.busy = false;
+    if (steps != null) steps.inFlight[s.step]--;
+    if (s.intended >= measureFrom) {
+      errors[kind.ordinal()]++;
+      if (steps != null) steps.errors[s.step][kind.ordinal()]++;
+    }
+    makeIdle(s);
+  }
+
+  @Override
+  public void onClosed(Lane c, boolean inFlight, ErrorKind kind, Throwable cause) {
+    Slot s = (Slot) c.attachment();
     if (s.conn != c) return;
     s.conn = null;
     boolean wasBusy = s.busy;
@@ -300,13 +300,17 @@ final class Worker implements ConnectionListener {
     if (steps != null && wasBusy) steps.inFlight[s.step]--;
     // a connect aborted by the generator closing the channel (at the end of the run) is no failure of the target
     boolean aborted = kind == ErrorKind.CONNECT && cause instanceof ClosedChannelException;
-    if (kind == ErrorKind.CONNECT && !aborted) {
+    // a connection's failed connect is reported to each of its lanes: count it once, on the first
+    boolean counted = c.index() == 0;
+    if (kind == ErrorKind.CONNECT && !aborted && counted) {
       ConnectFailure why = ConnectFailure.of(cause);
       connectCauses[why.ordinal()]++;
-      if (why == ConnectFailure.OTHER) otherConnectError = String.valueOf(cause);
+      if (why == ConnectFailure.OTHER || why == ConnectFailure.TLS || why == ConnectFailure.PROTOCOL) {
+        otherConnectError = ConnectFailure.detail(cause);
+      }
     }
     if (kind == ErrorKind.CONNECT && !inFlight && !wasBusy) {
-      if (!aborted) connectFailures++;
+      if (!aborted && counted) connectFailures++;
     } else if ((inFlight || wasBusy) && s.intended >= measureFrom) {
       errors[kind.ordinal()]++;
       if (steps != null) {
@@ -321,8 +325,7 @@ final class Worker implements ConnectionListener {
     } else if (cfg.newConnectionPerRequest) {
       loop.schedule(() -> makeIdle(s), kind == ErrorKind.CONNECT ? RECONNECT_BACKOFF_NANOS : 0, TimeUnit.NANOSECONDS);
     } else {
-      loop.schedule(() -> { if (!stopping && s.conn == null) open(s); },
-          kind == ErrorKind.CONNECT ? RECONNECT_BACKOFF_NANOS : 0, TimeUnit.NANOSECONDS);
+      slotSet.reopen(s, kind == ErrorKind.CONNECT ? RECONNECT_BACKOFF_NANOS : 0, stopped);
     }
   }
 
@@ -376,11 +379,10 @@ final class Worker implements ConnectionListener {
   private void finish() {
     if (done.isDone()) return;
     for (Slot s : slots) {
-      if (s.conn != null && s.conn.channel() != null) s.conn.channel().close();
+      if (s.conn != null) s.conn.close();
     }
-    if (sharedRaw != null) {
-      sharedRaw.release();
-      sharedRaw = null;
+    if (shared != null) {
+      shared.release();
       shared = null;
     }
     connected.complete(null);
