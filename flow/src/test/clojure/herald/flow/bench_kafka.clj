@@ -100,6 +100,9 @@
     (let [p (clojure.lang.Reflector/invokeStaticMethod "one.profiler.AsyncProfiler" "getInstance" (object-array [lib]))]
       (clojure.lang.Reflector/invokeInstanceMethod p "execute" (object-array [cmd])))))
 
+(defn- process-cpu-ns ^long []
+  (.getProcessCpuTime ^com.sun.management.OperatingSystemMXBean (ManagementFactory/getOperatingSystemMXBean)))
+
 (defn- run-once
   "Runs the job once under `guarantee` over the preloaded `topic` of `n` segments; returns figures."
   [bootstrap topic n {:keys [serde batch threads guarantee commit-ms config profile]}]
@@ -108,6 +111,7 @@
         app (str "bench-" (name guarantee) "-" (System/currentTimeMillis))
         _ (when profile (profiler! "start,event=cpu,interval=1ms"))
         c0 (thread-cpu mx)
+        p0 (process-cpu-ns)
         t0 (System/nanoTime)
         h (flow/submit-job (job serde batch)
                            (cond-> {:runtime :kafka-streams
@@ -121,6 +125,7 @@
       (let [ok? (flow/await-caught-up h 120000)
             t1 (System/nanoTime)
             c1 (thread-cpu mx)
+            p1 (process-cpu-ns)
             _ (when profile (profiler! (str "stop,collapsed,total,file=" profile)))
             m (flow/job-metrics h)]
         (when-not ok? (throw (ex-info "the benchmark job did not catch up in 120 s" {:metrics m})))
@@ -134,6 +139,7 @@
            :commit-tail-ms (quot (- t1 (.get all-at)) 1000000)
            :written (.get written)
            :cpu cpu
+           :cores-used (/ (- p1 p0) 1e9 secs)
            :cpu-us-per-seg (/ (* 1000.0 (reduce + (vals cpu))) n)
            :commit-rate (get-in m [:kafka :commit-rate])}))
       (finally (flow/kill-job h)))))
@@ -171,9 +177,9 @@
           knobs (format "partitions=%d threads=%d serde=%s batch=%s commit_ms=%s" parts threads (name serde)
                         (or batch "default") (if (pos? commit-ms) commit-ms "default"))]
       (doseq [[g r] rs]
-        (println (format "info kafka-streams guarantee=%s n=%d %s total_ms=%d startup_ms=%d steady_sps=%d commit_tail_ms=%d cpu_ms=%s cpu_us_per_segment=%.2f commit_rate=%.2f loadavg=%.2f"
+        (println (format "info kafka-streams guarantee=%s n=%d %s total_ms=%d startup_ms=%d steady_sps=%d commit_tail_ms=%d cpu_ms=%s cpu_us_per_segment=%.2f jvm_cores_used=%.2f commit_rate=%.2f loadavg=%.2f"
                          (name g) n knobs (:ms r) (:startup-ms r) (long (:steady-sps r)) (:commit-tail-ms r)
-                         (str/join "," (for [[k v] (:cpu r)] (str k ":" v))) (double (:cpu-us-per-seg r))
+                         (str/join "," (for [[k v] (:cpu r)] (str k ":" v))) (double (:cpu-us-per-seg r)) (double (:cores-used r))
                          (double (or (:commit-rate r) 0.0))
                          (.getSystemLoadAverage (ManagementFactory/getOperatingSystemMXBean)))))
       (doseq [[g r] rs]
