@@ -94,7 +94,8 @@
 
 (defn- profiler!
   "Runs async-profiler command `cmd` when the system property herald.bench.profiler names its jar's
-  libasyncProfiler.so (the jar on the classpath); a no-op otherwise."
+  libasyncProfiler.so (the jar on the classpath); a no-op otherwise. The event is herald.bench.profile-event
+  (cpu by default; wall shows where the stream thread waits)."
   [cmd]
   (when-let [lib (System/getProperty "herald.bench.profiler")]
     (let [p (clojure.lang.Reflector/invokeStaticMethod "one.profiler.AsyncProfiler" "getInstance" (object-array [lib]))]
@@ -109,7 +110,7 @@
   (.set written 0) (.set first-at 0) (.set all-at 0) (vreset! target n)
   (let [mx (ManagementFactory/getThreadMXBean)
         app (str "bench-" (name guarantee) "-" (System/currentTimeMillis))
-        _ (when profile (profiler! "start,event=cpu,interval=1ms"))
+        _ (when profile (profiler! (str "start,event=" (System/getProperty "herald.bench.profile-event" "cpu") ",interval=1ms")))
         c0 (thread-cpu mx)
         p0 (process-cpu-ns)
         t0 (System/nanoTime)
