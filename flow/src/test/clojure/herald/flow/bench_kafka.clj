@@ -6,6 +6,7 @@
             [herald.flow :as flow]
             [herald.flow.bench :as bench]
             [herald.flow.kafka-broker :as kb]
+            [herald.flow.kafka-support :as ks]
             [herald.flow.spi :as spi])
   (:import (herald.flow.log RecordCodec)
            (java.lang.management ManagementFactory ThreadMXBean)
@@ -117,7 +118,7 @@
         h (flow/submit-job (job serde batch)
                            (cond-> {:runtime :kafka-streams
                                     :inject {:in {:kafka/topic topic}}
-                                    :data-dir (str (java.nio.file.Files/createTempDirectory "herald-bench-kstreams-" (make-array java.nio.file.attribute.FileAttribute 0)))
+                                    :data-dir (ks/temp-dir)
                                     :kafka (cond-> {:bootstrap-servers bootstrap :application-id app
                                                     :processing-guarantee guarantee :threads threads}
                                              (seq config) (assoc :config config))}
