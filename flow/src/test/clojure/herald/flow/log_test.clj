@@ -108,6 +108,12 @@
     (is (instance? java.util.Date (:at y)))
     (is (vector? (:nested y)))
     (is (= {:entity :inbound :ms 3} (RecordCodec/decode (RecordCodec/encode (->Req :inbound 3)))) "records come back as maps"))
+  (testing "a byte array comes back as the same bytes (it came back as an #object tagged literal before)"
+    (let [b (byte-array (map unchecked-byte (range -128 128)))
+          y (RecordCodec/decode (RecordCodec/encode {:data b :empty (byte-array 0)}))]
+      (is (bytes? (:data y)))
+      (is (java.util.Arrays/equals ^bytes b ^bytes (:data y)))
+      (is (= 0 (alength ^bytes (:empty y))))))
   (testing "EDN text payloads (the log's first format) still read"
     (is (= {:a [1 2]} (RecordCodec/decode (.getBytes "{:a [1 2]}" "UTF-8"))))))
 

@@ -21,7 +21,7 @@ import java.util.UUID;
 
 /**
  * Encodes log records (Clojure data) to bytes and back: nil, booleans, integers (as longs), doubles,
- * strings, keywords, symbols, maps, vectors, sets, lists and seqs, java.util.Date and UUID in a compact
+ * strings, keywords, symbols, maps, vectors, sets, lists and seqs, java.util.Date, UUID and byte arrays in a compact
  * tagged binary form; anything else (ratios, big numbers, characters, tagged values) as its EDN text.
  * Records come back as plain maps; metadata is not kept. Stateless and thread-safe.
  */
@@ -30,7 +30,7 @@ public final class RecordCodec {
     public static final byte BINARY_V1 = (byte) 0xB1;
 
     private static final byte NIL = 0, TRUE = 1, FALSE = 2, LONG = 3, DOUBLE = 4, STRING = 5, KEYWORD = 6,
-            MAP = 7, VECTOR = 8, SET = 9, LIST = 10, INST = 11, UUID_T = 12, SYMBOL = 13, EDN = 14;
+            MAP = 7, VECTOR = 8, SET = 9, LIST = 10, INST = 11, UUID_T = 12, SYMBOL = 13, EDN = 14, BYTES = 15;
 
     private static final IFn PR_STR = Clojure.var("clojure.core", "pr-str");
     private static volatile IFn readString;
@@ -85,7 +85,10 @@ public final class RecordCodec {
         }
 
         void putString(String s) {
-            byte[] u = s.getBytes(StandardCharsets.UTF_8);
+            putBytes(s.getBytes(StandardCharsets.UTF_8));
+        }
+
+        void putBytes(byte[] u) {
             putInt(u.length);
             ensure(u.length);
             System.arraycopy(u, 0, b, n, u.length);
@@ -112,6 +115,13 @@ public final class RecordCodec {
         long getLong() {
             long hi = getInt();
             return (hi << 32) | (getInt() & 0xffffffffL);
+        }
+
+        byte[] getBytes() {
+            int len = getInt();
+            byte[] out = Arrays.copyOfRange(b, i, i + len);
+            i += len;
+            return out;
         }
 
         String getString() {
@@ -173,6 +183,9 @@ public final class RecordCodec {
         } else if (x instanceof Date d) {
             o.put(INST);
             o.putLong(d.getTime());
+        } else if (x instanceof byte[] bytes) {
+            o.put(BYTES);
+            o.putBytes(bytes);
         } else if (x instanceof UUID u) {
             o.put(UUID_T);
             o.putLong(u.getMostSignificantBits());
@@ -237,6 +250,7 @@ public final class RecordCodec {
             case LIST: return PersistentList.create(Arrays.asList(readAll(in)));
             case INST: return new Date(in.getLong());
             case UUID_T: return new UUID(in.getLong(), in.getLong());
+            case BYTES: return in.getBytes();
             case EDN: return reader().invoke(in.getString());
             default: throw new IllegalArgumentException("Unknown record tag " + tag + " at byte " + (in.i - 1));
         }
