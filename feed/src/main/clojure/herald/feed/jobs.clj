@@ -57,10 +57,12 @@
   "The output task `n` writing with `plugin`: in-process (`:log :store`) it reports each post and never throws (a
   failed post stays pending in the store); on the Kafka log (`:log :kafka`) it throws, and herald.flow retries
   the batch (`:output/retries`), so that the committed offsets never pass a post not written."
-  [n in-process-plugin kafka-plugin {:keys [log threads batch-size retries backoff-ms backoff-max-ms]}]
+  [n in-process-plugin kafka-plugin {:keys [log threads batch-size retries backoff-ms backoff-max-ms output-flush-ms]}]
   (if (= :kafka log)
-    {:task/name n :task/type :output :task/plugin kafka-plugin :task/batch-size batch-size
-     :output/retries retries :output/backoff-ms backoff-ms :output/backoff-max-ms backoff-max-ms}
+    (cond-> {:task/name n :task/type :output :task/plugin kafka-plugin :task/batch-size batch-size
+             :output/retries retries :output/backoff-ms backoff-ms :output/backoff-max-ms backoff-max-ms}
+      ;; how often a partly filled batch is written (herald.flow's default, 5 ms, is one store call per few posts)
+      output-flush-ms (assoc :task/batch-timeout-ms output-flush-ms))
     {:task/name n :task/type :output :task/plugin in-process-plugin :task/parallelism threads}))
 
 (defn fan-out-job
@@ -78,7 +80,8 @@
   | `:batch-size`       | long | most posts per batch |
   | `:queue-size`       | long | posts the push input holds before pushers wait (in-process) |
   | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its buffer |
-  | `:retries`, `:backoff-ms`, `:backoff-max-ms` | | `:log :kafka`: the output's `:output/retries` (int or :forever) and backoff |"
+  | `:retries`, `:backoff-ms`, `:backoff-max-ms` | | `:log :kafka`: the output's `:output/retries` (int or :forever) and backoff |
+  | `:output-flush-ms`  | long | `:log :kafka`: how often the output writes a partly filled batch |"
   [{:keys [threads] :as o}]
   {:job/name :feed-fan-out
    :job/doc "post -> each friend's inbound feed (idempotent upserts) -> the post's fan-out record completed"
@@ -101,7 +104,8 @@
   | `:batch-size`       | long | most posts per batch (one index call per batch) |
   | `:queue-size`       | long | posts the push input holds before pushers wait (in-process) |
   | `:batch-timeout-ms` | long | longest the idle input sleeps between looks at its buffer |
-  | `:retries`, `:backoff-ms`, `:backoff-max-ms` | | `:log :kafka`: the output's `:output/retries` (int or :forever) and backoff |"
+  | `:retries`, `:backoff-ms`, `:backoff-max-ms` | | `:log :kafka`: the output's `:output/retries` (int or :forever) and backoff |
+  | `:output-flush-ms`  | long | `:log :kafka`: how often the output writes a partly filled batch |"
   [{:keys [index-threads] :as o}]
   {:job/name :feed-index
    :job/doc "post -> search index"

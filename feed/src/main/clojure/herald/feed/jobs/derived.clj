@@ -68,9 +68,14 @@
   instance joins the same two consumer groups and Kafka spreads the partitions over them. Returns
   {:fan-out handle :index handle}."
   [store topic o]
-  (let [jo (assoc o :log :kafka :index-threads (:threads o) :batch-timeout-ms 50)
+  (let [jo (assoc o :log :kafka :index-threads (:threads o) :batch-timeout-ms 50 :output-flush-ms (:commit-interval-ms o))
         [fg ig] (group-ids o)
-        fj (submit! (jobs/fan-out-job jo) fg topic {:inbound {:feeds/store store}} o)]
+        fj (submit! (jobs/fan-out-job jo) fg topic {:inbound {:feeds/store store}} o)
+        ;; every stream task (partition) writes its own bulk: flushed every 5 ms (herald.flow's default), one
+        ;; instance holding 12 partitions sent a bulk per few posts and fell seconds behind
+        ;; (bench/results/feed-scale.md); search visibility waits for the server's refresh (1 s) anyway
+        flush-ms (:index-flush-ms o)]
     (try {:fan-out fj
-          :index (submit! (jobs/index-job jo) ig topic {:search {:search/store store}} o)}
+          :index (submit! (jobs/index-job (assoc jo :output-flush-ms flush-ms)) ig topic {:search {:search/store store}}
+                          (update o :commit-interval-ms max flush-ms))}
          (catch Throwable t (flow/kill-job fj) (throw t)))))
