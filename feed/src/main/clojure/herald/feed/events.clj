@@ -54,7 +54,7 @@
         published (AtomicLong.)
         handles (try (derived/submit-jobs! store posts o) (catch Throwable t (.close producer) (throw t)))
         append! (fn [{:keys [post] :as job}]
-                  (kafka/send! producer posts (:from post) (kafka/edn-text job) (:send-timeout-ms o))
+                  (kafka/send! producer posts (:from post) (kafka/record-bytes job) (:send-timeout-ms o))
                   (.incrementAndGet published))]
     (reify fanout/Fanout
       (-publish! [_ post recipients]
