@@ -35,6 +35,12 @@
     (when expire-after-ms (.expireAfterWrite b (Duration/ofMillis expire-after-ms)))
     (CaffeineCache. (.build b))))
 
+(defn- invalidate-all!
+  "Invalidates every key of ks in cache c, even when one fails (the first failure is thrown after the others)."
+  [c ks]
+  (let [errors (into [] (keep #(try (store/-invalidate! c %) nil (catch Throwable t t))) ks)]
+    (when-let [t (first errors)] (throw t))))
+
 (deftype CachedStore [inner cache]
   store/ParticipantStore
   (-create-participant! [_ name] (store/-create-participant! inner name))
@@ -48,6 +54,23 @@
       (store/-invalidate! cache [:friends b])
       r))
   (-friends [_ id] (store/-fetch cache [:friends id] #(store/-friends inner id)))
+
+  store/Relations
+  ;; every write invalidates after it returns (-invalidate! waits for an in-flight load): no friend list or
+  ;; hidden set loaded before an unfriend, mute or block is served after it
+  (-unfriend! [_ a b] (let [r (store/-unfriend! inner a b)] (invalidate-all! cache [[:friends a] [:friends b]]) r))
+  (-mute! [_ a b] (let [r (store/-mute! inner a b)] (invalidate-all! cache [[:hidden a]]) r))
+  (-unmute! [_ a b] (let [r (store/-unmute! inner a b)] (invalidate-all! cache [[:hidden a]]) r))
+  (-mutes [_ id] (store/-mutes inner id))
+  (-block! [_ a b]
+    (let [r (store/-block! inner a b)] (invalidate-all! cache [[:friends a] [:friends b] [:hidden a] [:hidden b]]) r))
+  (-unblock! [_ a b]
+    (let [r (store/-unblock! inner a b)] (invalidate-all! cache [[:hidden a] [:hidden b]]) r))
+  (-blocks [_ id] (store/-blocks inner id))
+  (-hidden [_ id] (store/-fetch cache [:hidden id] #(set (store/-hidden inner id))))
+
+  store/SearchPages
+  (-search-page [_ keywords opts] (store/-search-page inner keywords opts))
 
   store/OutboundStore
   (-publish! [_ post recipients] (store/-publish! inner post recipients))

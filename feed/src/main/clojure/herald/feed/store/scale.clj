@@ -49,6 +49,19 @@
   (-befriend! [_ a b] (open-only (store/-befriend! graph a b)))
   (-friends [_ id] (open-only (store/-friends graph id)))
 
+  ;; issue 11 relationships: the graph role (cached), paged search: the search role
+  store/Relations
+  (-unfriend! [_ a b] (open-only (store/-unfriend! graph a b)))
+  (-mute! [_ a b] (open-only (store/-mute! graph a b)))
+  (-unmute! [_ a b] (open-only (store/-unmute! graph a b)))
+  (-mutes [_ id] (open-only (store/-mutes graph id)))
+  (-block! [_ a b] (open-only (store/-block! graph a b)))
+  (-unblock! [_ a b] (open-only (store/-unblock! graph a b)))
+  (-blocks [_ id] (open-only (store/-blocks graph id)))
+  (-hidden [_ id] (open-only (store/-hidden graph id)))
+  store/SearchPages
+  (-search-page [_ keywords opts] (open-only (store/-search-page search keywords opts)))
+
   store/OutboundStore
   (-publish! [_ post recipients]
     (open-only
