@@ -1,9 +1,13 @@
 (ns herald.feed.relations-test
-  "^:integration the relationship operations over real HTTP on the embedded store (issue 11): unfriend, mutes,
-  blocks, read-time filtering of inbound feeds, and the cursors of friend lists, mutes, blocks and search."
+  "^:integration the relationship operations over real HTTP (issue 11): unfriend, mutes, blocks, read-time
+  filtering of inbound feeds, and the cursors of friend lists, mutes, blocks and search. Every test runs twice: on
+  the embedded store, then on the :scale store with the graph on PostgreSQL and the cache on Redis (real servers;
+  feeds and search in memory, local events), skipped with the reason when a server cannot start."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing use-fixtures]]
             [herald.feed :as feed]
+            [herald.feed.servers.postgres :as pg]
+            [herald.feed.servers.redis :as rd]
             [herald.feed.test-util :as u]))
 
 (set! *warn-on-reflection* true)
@@ -11,12 +15,21 @@
 (def ^:dynamic *sys* nil)
 (def ^:dynamic *base* nil)
 
+(defn- run-on [sys t]
+  (try (binding [*sys* sys *base* (feed/url sys)] (t))
+       (finally (feed/stop! sys))))
+
 (use-fixtures :once
   (fn [t]
-    (let [dir (u/temp-dir "herald-feed-relations")
-          sys (u/start-feed! dir {:store {:search-max-lag-ms 0}})]
-      (try (binding [*sys* sys *base* (feed/url sys)] (t))
-           (finally (feed/stop! sys) (u/delete-tree! dir))))))
+    (let [dir (u/temp-dir "herald-feed-relations")]
+      (try (run-on (u/start-feed! dir {:store {:search-max-lag-ms 0}}) t)
+           (finally (u/delete-tree! dir))))
+    (rd/when-up
+     (pg/when-up
+      (run-on (u/start-feed! nil {:store {:type :scale :graph (assoc (pg/fresh-config) :type :postgres)
+                                          :cache (assoc (rd/fresh-config) :type :redis)
+                                          :feeds {:type :memory} :search {:type :memory}}})
+              t)))))
 
 (defn- req [path & opts] (apply u/request *base* path opts))
 (defn- post [path body] (req path :method :post :json body))
