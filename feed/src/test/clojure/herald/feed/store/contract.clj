@@ -168,7 +168,8 @@
              "lifecycle" lifecycle
              ;; issue 11 relationships and search pages
              "unfriend" (relations/checks "unfriend") "mutes" (relations/checks "mutes")
-             "blocks" (relations/checks "blocks") "search-pages" (relations/checks "search-pages")))
+             "blocks" (relations/checks "blocks") "block-races" (relations/checks "block-races")
+             "search-pages" (relations/checks "search-pages")))
 
 (defn run-check
   "Runs one check against a fresh store from (open), closing it afterwards with (close store)."

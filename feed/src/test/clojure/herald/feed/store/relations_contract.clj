@@ -73,6 +73,21 @@
     (is (= :herald.feed.store/invalid (:type (thrown #(s/block! st a a)))))
     (is (= :herald.feed.store/invalid (:type (thrown #(s/unblock! st a 0)))))))
 
+(defn- block-races [st]
+  (let [pool (java.util.concurrent.Executors/newFixedThreadPool 6)]
+    (try
+      (dotimes [_ 10]
+        (let [[a b] (map :id (repeatedly 2 #(s/create-participant! st "p")))
+              start (java.util.concurrent.CountDownLatch. 1)
+              tasks (mapv (fn [i] (.submit pool ^Callable (fn [] (.await start)
+                                                           (try (if (zero? (long (mod i 3))) (s/block! st a b) (s/befriend! st b a))
+                                                                (catch clojure.lang.ExceptionInfo e (:type (ex-data e)))))))
+                          (range 6))]
+          (.countDown start)
+          (run! #(.get ^java.util.concurrent.Future %) tasks)
+          (is (= [] (s/friends st a) (s/friends st b)) "a block racing befriends leaves no friendship")))
+      (finally (.shutdownNow pool)))))
+
 (defn- search-pages [st]
   (let [[a b] (map :id (repeatedly 2 #(s/create-participant! st "p")))
         ps (vec (for [i (range 7)] (s/publish! st {:from (if (even? i) a b) :occurred "2026-11-22" :subject "page"
@@ -95,4 +110,4 @@
 
 (def checks
   "name -> (fn [store]), merged into herald.feed.store.contract/checks."
-  (array-map "unfriend" unfriend "mutes" mutes "blocks" blocks "search-pages" search-pages))
+  (array-map "unfriend" unfriend "mutes" mutes "blocks" blocks "block-races" block-races "search-pages" search-pages))
