@@ -1,5 +1,5 @@
 (ns herald.feed.errors
-  "Client errors as ex-info values and their JSON responses: 400/404/405/413/415 bodies that name the field or value
+  "Client errors as ex-info values and their JSON responses: 400/401/403/404/405/413/415 bodies that name the field or value
   at fault, 503 for a storage outage."
   (:require [clojure.walk :as walk]
             [herald.http :as http]))
@@ -59,6 +59,8 @@
   :herald.feed.store/bad-cursor) is deliberately absent: the service boundary checks every request first, so one
   reaching here is a programmer error, a 500 in the log, never a message in the store's vocabulary."
   {:herald.feed/bad-request 400
+   :herald.feed/unauthorized 401 ; herald.feed.auth: with WWW-Authenticate
+   :herald.feed/forbidden 403
    :herald.feed/payload-too-large 413
    :herald.feed/not-found 404
    :herald.feed/unsupported-media-type 415
@@ -112,4 +114,5 @@
             field (if (keyword? field) (name field) field)]
         ;; a malformed JSON body is the body's fault
         (response status (ex-message e) :field (or field (when (= :herald.http/malformed-json (:type data)) "body"))
-                  :value (:value data))))))
+                  :value (:value data)
+                  :headers (when-let [w (:www-authenticate data)] {"www-authenticate" w}))))))

@@ -1,6 +1,7 @@
 (ns herald.feed.routes
   "The feed's route table as data (handlers, perf names, OpenAPI facts) and the Ring handler built from it, with the operational endpoints."
   (:require [clojure.string :as str]
+            [herald.feed.auth :as auth]
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
             [herald.feed.handlers :as h]
@@ -76,7 +77,15 @@
 
 (defn route-specs
   "The route table: {:path :method :handler (fn [env] ring-handler) :entity :op (perf names, nil =
-  not recorded) :summary :params :body :response :errors :link?}."
+  not recorded) :summary :params :body :response :errors :link? :auth}.
+
+  `:auth :self` marks an operation a participant may only do as itself: with auth on, it needs a bearer token
+  whose subject is the path's participant (path param `:id`, or the one `:auth-param` names): 401 without a good
+  token, 403 for another participant (herald.feed.auth/wrap-route, one middleware for every route; the OpenAPI
+  document gets the security requirement and the 401/403 answers from it). A new route that acts as, or reads
+  the private data of, its participant (edit, delete, unfriend, mutes, blocks) just carries `:auth :self`;
+  routes without it stay public. POST /participant stays open: it creates a participant, so there is no one to
+  act as yet (an identity provider issues tokens for the id it answers)."
   []
   [{:path "/participant" :method :post :entity :participant :op :post :handler (with-ctx h/create-participant)
     :summary "Create a participant" :body "NewParticipant" :response "Participant" :errors [400 413 415]}
@@ -85,17 +94,17 @@
    {:path "/participant/:id/friends" :method :get :entity :friends :op :get :handler (with-ctx h/get-friends)
     :summary "List a participant's friendships" :params [:id] :response ["Friend"] :errors [400 404]}
    {:path "/participant/:id/friends" :method :post :entity :friends :op :post :handler (with-ctx h/post-friend)
-    :summary "Befriend two participants (symmetric, idempotent)" :params [:id] :body "NewFriend"
+    :summary "Befriend two participants (symmetric, idempotent)" :params [:id] :body "NewFriend" :auth :self
     :response "Friend" :errors [400 404 413 415]}
    {:path "/participant/:id/outbound" :method :get :entity :outbound :op :get :handler (with-ctx h/get-outbound)
     :summary "A participant's posts, newest first" :params [:id :limit :before] :response ["Outbound"]
     :errors [400 404] :link? true}
    {:path "/participant/:id/outbound" :method :post :entity :outbound :op :post :handler (with-ctx h/post-outbound)
     :summary "Post a news item; it is copied into every friend's inbound feed" :params [:id]
-    :body "NewOutbound" :response "Outbound" :errors [400 404 413 415]}
+    :body "NewOutbound" :response "Outbound" :errors [400 404 413 415] :auth :self}
    {:path "/participant/:id/inbound" :method :get :entity :inbound :op :get :handler (with-ctx h/get-inbound)
     :summary "A participant's inbound feed, newest first" :params [:id :limit :before] :response ["Inbound"]
-    :errors [400 404] :link? true}
+    :errors [400 404] :link? true :auth :self}
    {:path "/outbound" :method :get :entity :outbound :op :search :handler (with-ctx h/search-outbound)
     :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit]
     :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400]}
@@ -123,10 +132,11 @@
                   :headers (when allow {"allow" allow}))))
 
 (defn ring-handler
-  "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining?}."
+  "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining? :auth} (`:auth` an
+  herald.feed.auth/Authenticator, nil = auth off)."
   [env]
   (let [by-path (reduce (fn [m {:keys [path method handler entity op] :as spec}]
-                          (let [ring (handler env)
+                          (let [ring (auth/wrap-route (handler env) spec (:auth env))
                                 ring (if entity
                                        (h/endpoint (:recorder env) entity op ring)
                                        (h/endpoint nil nil nil ring))]

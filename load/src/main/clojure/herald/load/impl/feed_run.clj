@@ -21,7 +21,8 @@
   {:host "127.0.0.1" :port 8080 :users 3 :search-share 0.1 :reader-share 0.0 :batch-size 10
    :min-friends 2 :max-friends 3 :subject-words 5 :story-words 150 :posts-per-user 10 :searches-per-user 5
    :new-connection? false :body-format :json :rate-cap nil :duration 60 :timeout 10 :seed 1
-   :progress :auto :interval 1.0 :handle-interrupt? false :threads 1 :https? false :warmup 0})
+   :progress :auto :interval 1.0 :handle-interrupt? false :threads 1 :https? false :warmup 0
+   :jwt-secret nil :jwt-issuer nil :jwt-audience nil})
 
 (defn validate
   "Fills the defaults into feed options and checks them."
@@ -51,6 +52,10 @@
         (options/check :seed integer? "must be an integer")
         (options/check :progress #{:auto :text :json :quiet} "must be one of :auto :text :json :quiet")
         (options/check :https? boolean? "must be true or false")
+        (options/check :jwt-secret #(or (nil? %) (and (string? %) (>= (count (.getBytes ^String % "UTF-8")) 32)))
+                       "must be nil or an HS256 secret of at least 32 bytes")
+        (options/check :jwt-issuer #(or (nil? %) (string? %)) "must be nil or a string")
+        (options/check :jwt-audience #(or (nil? %) (string? %)) "must be nil or a string")
         (protocol/validate (boolean (:https? m))))))
 
 (defn- interval-loop [r ^Recorder interval stop-at stopped? report minutes-unused]
@@ -97,7 +102,8 @@
             errors (rec/error-counts r)]
         {:herald.load/result 1
          :mode :feed
-         :meta (meta/run-meta (dissoc opts :on-interval))
+         ;; the secret never reaches a result file or a report
+         :meta (meta/run-meta (cond-> (dissoc opts :on-interval) (:jwt-secret opts) (assoc :jwt-secret "(hidden)")))
          :url (str (if (:https? opts) "https://" "http://") (:host opts) ":" (:port opts) "/")
          :protocol (protocol/protocol-name opts (:https? opts))
          :rate {:target (some-> (:rate-cap opts) double) :achieved (/ (.getTotalCount total) (max 1e-9 seconds))}
