@@ -69,8 +69,8 @@
 
 (declare route-specs)
 
-(defn- openapi-doc [{:keys [version]}]
-  (let [doc (delay (http/write-json-bytes (openapi/document (route-specs) version)))]
+(defn- openapi-doc [{:keys [version] :as env}]
+  (let [doc (delay (http/write-json-bytes (openapi/document (route-specs) version {:auth? (some? (:auth env))})))]
     (fn [_] {:status 200 :headers {"content-type" "application/json; charset=utf-8"} :body @doc})))
 
 (defn- with-ctx [f] (fn [env] (f (:ctx env))))

@@ -127,6 +127,16 @@
           (testing "a malformed path id is the handler's 400, after authentication"
             (is (= 400 (:status (r! "/participant/abc/outbound" :method :post :json (post a) :token ta))))
             (is (= 401 (:status (r! "/participant/abc/outbound" :method :post :json (post a))))))
+          (testing "the OpenAPI document: the bearer scheme, required on the :auth :self operations only"
+            (let [doc (:json (r! "/openapi.json"))
+                  op #(get-in doc ["paths" %1 %2])]
+              (is (= {"type" "http" "scheme" "bearer" "bearerFormat" "JWT"}
+                     (select-keys (get-in doc ["components" "securitySchemes" "bearerAuth"]) ["type" "scheme" "bearerFormat"])))
+              (doseq [[p m] [["/participant/{id}/outbound" "post"] ["/participant/{id}/friends" "post"] ["/participant/{id}/inbound" "get"]]]
+                (is (= [{"bearerAuth" []}] (get (op p m) "security")) (str m " " p))
+                (is (every? #(get-in (op p m) ["responses" %]) ["401" "403"]) (str m " " p)))
+              (doseq [[p m] [["/participant" "post"] ["/participant/{id}/outbound" "get"] ["/outbound" "get"]]]
+                (is (nil? (get (op p m) "security")) (str m " " p)))))
           (testing "no body or header carries the secret or a token"
             (doseq [r @seen
                     :let [text (str (:body r) " " (pr-str (:headers r)))]]
