@@ -11,7 +11,7 @@
   "Turns a bearer token into the participant it speaks for."
   (authenticate [a token]
     "The participant id (a long) that bearer token `token` (a string) proves. Throws `unauthorized` (401) for a token
-    that does not verify, `:herald.feed/unavailable` (503) when its keys cannot be fetched now.")
+    that does not verify, `:herald.feed.auth/unavailable` (503) when its keys cannot be fetched now.")
   (describe [a] "A short text for the start line, e.g. \"HS256\"; never a key or a secret."))
 
 (def default-config

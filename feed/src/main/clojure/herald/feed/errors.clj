@@ -65,6 +65,7 @@
    :herald.feed/not-found 404
    :herald.feed/unsupported-media-type 415
    :herald.feed/unavailable 503
+   :herald.feed.auth/unavailable 503 ; a JWKS URL that does not answer
    :herald.feed.store/unavailable 503
    ;; a backend's own outage types (see herald.feed.store.opensearch.http, herald.feed.store.cassandra.session)
    :herald.feed.store.opensearch/unavailable 503
@@ -108,7 +109,10 @@
     (cond
       (nil? status) nil
       ;; the backend's own words (hosts, keys, exception classes) go to the log, not to API clients
-      (= 503 status) (response 503 "storage temporarily unavailable: retry the request" :headers {"retry-after" "1"})
+      (= 503 status) (response 503 (if (= :herald.feed.auth/unavailable (:type data))
+                                     "the keys that verify bearer tokens cannot be fetched now: retry the request"
+                                     "storage temporarily unavailable: retry the request")
+                               :headers {"retry-after" "1"})
       :else
       (let [field (:field data)
             field (if (keyword? field) (name field) field)]

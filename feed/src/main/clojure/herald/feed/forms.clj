@@ -55,8 +55,8 @@
       (let [n (alength bs)]
         (loop [start 0]
           (when (< start n)
-            (let [end (loop [i start] (if (or (= i n) (= (aget bs i) (byte 38))) i (recur (inc i))))
-                  eq (loop [i start] (cond (= i end) -1 (= (aget bs i) (byte 61)) i :else (recur (inc i))))
+            (let [end (long (loop [i start] (if (or (= i n) (= (aget bs i) (byte 38))) i (recur (inc i)))))
+                  eq (long (loop [i start] (cond (= i end) -1 (= (aget bs i) (byte 61)) i :else (recur (inc i)))))
                   kb (percent-decode bs start (if (neg? eq) end eq))
                   k (utf8 kb)]
               (when-not k

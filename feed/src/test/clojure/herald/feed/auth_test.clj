@@ -7,6 +7,7 @@
             [herald.feed :as feed]
             [herald.feed.auth :as auth]
             [herald.feed.auth.jwt :as jwt]
+            [herald.feed.config :as config]
             [herald.feed.test-util :as u]
             [herald.http :as http]
             [herald.load :as load])
@@ -156,6 +157,16 @@
   (let [e (try (u/start-feed! nil {:auth {:enabled? true}}) nil (catch clojure.lang.ExceptionInfo e e))]
     (is (re-find #":auth is on but has no key" (str (ex-message (ex-cause e)))))))
 
+(deftest the-scale-profile-turns-auth-on-make-run-keeps-it-off
+  (let [auth-cfg (fn [env] (:auth (config/load-config nil {:env env} nil)))]
+    (is (false? (:enabled? (auth-cfg {}))) "embedded (make run)")
+    (is (true? (:enabled? (auth-cfg {"HERALD_PROFILE" "scale"}))))
+    (is (false? (:enabled? (auth-cfg {"HERALD_PROFILE" "scale" "HERALD_AUTH" "false"}))))
+    (is (true? (:enabled? (auth-cfg {"HERALD_PROFILE" "memory" "HERALD_AUTH" "true"}))))
+    (is (= secret (:hs256-secret (auth-cfg {"HERALD_JWT_SECRET" secret})))))
+  (is (= [:auth :hs256-secrt]
+         (:key (ex-data (try (auth/check-config {:hs256-secrt secret}) (catch clojure.lang.ExceptionInfo e e)))))))
+
 (defn- jwks-json [& keys] (.toString (JWKSet. ^java.util.List (vec keys)) true))
 
 (deftest ^:integration rs256-and-es256-from-a-jwks-file-and-url
@@ -189,6 +200,15 @@
         (try (with-feed (assoc cfg :jwks-url (str "http://127.0.0.1:" (http/server-port srv) "/jwks.json")) check)
              (is (<= 1 @fetches 2) (str @fetches " fetches of the JWK set"))
              (finally @(http/stop-server srv)))))
+    (testing "a JWKS URL that does not answer is a 503 to retry, not a 401"
+      (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))]
+        (with-feed (assoc cfg :jwks-url (str "http://127.0.0.1:" port "/jwks.json") :jwks-timeout-ms 1000)
+          (fn [base]
+            (let [a (participant! base "Ann")
+                  r (req base (str "/participant/" a "/outbound") :method :post :json (post a) :token (rs rsa a))]
+              (is (= 503 (:status r)) (:body r))
+              (is (= "1" (get-in r [:headers "retry-after"])))
+              (is (re-find #"cannot be fetched now" (str (get-in r [:json "error"])))))))))
     (testing "a bad JWKS file is a startup error naming the key"
       (let [e (try (u/start-feed! nil {:auth {:enabled? true :jwks-file "/nonexistent/jwks.json"}}) nil
                    (catch clojure.lang.ExceptionInfo e e))]

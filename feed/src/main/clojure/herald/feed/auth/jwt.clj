@@ -94,7 +94,7 @@
          (catch BadJWSException _ (bad "the token's signature does not verify"))
          (catch BadJOSEException _ (bad "no configured key matches the token (kid or algorithm)"))
          (catch com.nimbusds.jose.KeySourceException e
-           (throw (ex-info "the token's keys cannot be fetched now" {:type :herald.feed/unavailable} e)))
+           (throw (ex-info "the JWK set cannot be fetched" {:type :herald.feed.auth/unavailable} e)))
          (catch JOSEException _ (bad "the token could not be verified"))
          (catch java.text.ParseException _ (bad "the token's claims are not a JSON object")))))
 
