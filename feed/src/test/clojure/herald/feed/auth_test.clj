@@ -227,16 +227,22 @@
               #(with-feed {:hs256-secret secret}
                  (fn [base]
                    (let [port (Long/parseLong (re-find #"\d+$" base))
-                         run (fn [o] (load/feed (merge {:port port :users 3 :duration 2 :reader-share 0.3 :search-share 0.2
+                         run (fn [o] (load/feed (merge {:port port :users 3 :duration 4 :reader-share 0.3 :search-share 0.2
+                                                        :batch-size 4 :min-friends 1 :max-friends 2 :posts-per-user 3
                                                         :story-words 10 :progress :quiet} o)))]
                      (reset! results {:with (run {:jwt-secret secret}) :without (run {})})))))
         {:keys [with without]} @results]
-    (is (pos? (get-in with [:operations "outbound post" :latency :count] 0)) (pr-str (keys (:operations with))))
+    (is (pos? (+ (get-in with [:operations "outbound post" :latency :count] 0)
+                 (get-in with [:operations "friends post" :latency :count] 0)))
+        (str "requests acting as a participant: " (pr-str (keys (:operations with)))))
     (is (= #{200} (set (keys (:status with)))) (pr-str (:status with)))
     (is (= "(hidden)" (get-in with [:meta :options :jwt-secret])) "the secret is not in the result")
     (is (pos? (get-in without [:status 401] 0)) "without tokens, acting as a participant is a 401")
     (is (not (str/includes? logs secret)))
-    (is (not (re-find #"eyJ[A-Za-z0-9_-]{10,}\." logs)) "no token in the log")))
+    (is (not (re-find #"eyJ[A-Za-z0-9_-]{10,}\." logs)) "no token in the log"))
+  (let [e (try (load/feed {:port 1 :duration 1 :jwt-secret "short-secret"}) nil (catch clojure.lang.ExceptionInfo e e))]
+    (is (= :jwt-secret (:key (ex-data e))))
+    (is (not (str/includes? (str (ex-message e) (pr-str (ex-data e))) "short-secret")) "a bad secret is not echoed")))
 
 (defn- run-main
   "The jar's main in a child JVM with `env`; [exit out err], or nil after 120 s."

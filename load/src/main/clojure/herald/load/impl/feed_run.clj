@@ -24,6 +24,15 @@
    :progress :auto :interval 1.0 :handle-interrupt? false :threads 1 :https? false :warmup 0
    :jwt-secret nil :jwt-issuer nil :jwt-audience nil})
 
+(defn- check-secret
+  "`m` when its :jwt-secret is nil or at least 32 bytes; else a bad option that names the key, never the secret."
+  [m]
+  (let [s (:jwt-secret m)]
+    (when-not (or (nil? s) (and (string? s) (>= (alength (.getBytes ^String s "UTF-8")) 32)))
+      (throw (ex-info "bad option :jwt-secret: must be an HS256 secret of at least 32 bytes (256 bits)"
+                      {:type :herald.load/bad-option :key :jwt-secret})))
+    m))
+
 (defn validate
   "Fills the defaults into feed options and checks them."
   [opts]
@@ -52,8 +61,7 @@
         (options/check :seed integer? "must be an integer")
         (options/check :progress #{:auto :text :json :quiet} "must be one of :auto :text :json :quiet")
         (options/check :https? boolean? "must be true or false")
-        (options/check :jwt-secret #(or (nil? %) (and (string? %) (>= (count (.getBytes ^String % "UTF-8")) 32)))
-                       "must be nil or an HS256 secret of at least 32 bytes")
+        check-secret
         (options/check :jwt-issuer #(or (nil? %) (string? %)) "must be nil or a string")
         (options/check :jwt-audience #(or (nil? %) (string? %)) "must be nil or a string")
         (protocol/validate (boolean (:https? m))))))
