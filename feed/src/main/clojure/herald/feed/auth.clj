@@ -79,11 +79,11 @@
       ((requiring-resolve 'herald.feed.auth.jwt/authenticator) c))))
 
 (defn start-line
-  "What the start line says about auth: \"auth off\" or \"auth on (HS256, ...)\"."
+  "What the start line says about auth: \"auth off: ...\" or \"auth on: bearer tokens HS256\"."
   [authenticator]
   (if authenticator
-    (str "auth on (bearer tokens: " (describe authenticator) ")")
-    "auth off: anyone may act as any participant (HERALD_AUTH=true with HERALD_JWT_SECRET turns it on)"))
+    (str "auth on: bearer tokens " (describe authenticator))
+    "auth off: anyone may act as any participant"))
 
 (defn bearer-token
   "The token of the request's `Authorization: Bearer <token>` header; a 401 when the header is missing or is

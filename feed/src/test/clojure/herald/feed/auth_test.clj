@@ -274,7 +274,7 @@
     (let [off (auth/start-line nil)
           on (auth/start-line (auth/authenticator {:enabled? true :hs256-secret secret}))]
       (is (str/starts-with? off "auth off"))
-      (is (= "auth on (bearer tokens: HS256)" on))
+      (is (= "auth on: bearer tokens HS256" on))
       (is (not (str/includes? on secret)))))
   (testing "jwt/mint and herald-load's tokens verify"
     (let [a (auth/authenticator {:enabled? true :hs256-secret secret :audience "feed"})]
