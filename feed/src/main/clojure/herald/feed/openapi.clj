@@ -17,6 +17,12 @@
    :pattern "^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,9})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?)?$"
    :description "yyyy-MM-dd, optionally followed by an ISO-8601 time (T or a space, then HH:mm[:ss[.fraction]][Z|+hh:mm]); echoed as posted; defaults to today (UTC)"})
 
+(def ^:private post-id-schema {:type "integer" :format "int64" :minimum 1 :description "the post's id"})
+
+(def ^:private post-link-schema
+  {:type "string" :pattern "^/participant/[0-9]+/outbound/[0-9]+$" :example "/participant/7/outbound/42"
+   :description "the post's link: GET, PATCH and DELETE it"})
+
 (def schemas
   "The component schemas of the API's bodies."
   {"Error" {:type "object" :required ["error"]
@@ -38,11 +44,16 @@
                   :properties {:from (assoc ref-in-schema :description "must be the participant of the path (the default)")
                                :occurred occurred-schema
                                :subject {:type "string"} :story {:type "string"}}}
-   "Outbound" {:type "object" :required ["from" "occurred" "subject" "story"]
-               :properties {:from link-schema :occurred {:type "string"} :subject {:type "string"} :story {:type "string"}}}
-   "Inbound" {:type "object" :required ["from" "to" "occurred" "subject" "story"]
+   "Outbound" {:type "object" :required ["from" "occurred" "subject" "story" "id" "link"]
+               :properties {:from link-schema :occurred {:type "string"} :subject {:type "string"} :story {:type "string"}
+                            :id post-id-schema :link post-link-schema}}
+   "Inbound" {:type "object" :required ["from" "to" "occurred" "subject" "story" "id" "link"]
               :properties {:from link-schema :to link-schema :occurred {:type "string"}
-                           :subject {:type "string"} :story {:type "string"}}}
+                           :subject {:type "string"} :story {:type "string"}
+                           :id post-id-schema :link post-link-schema}}
+   "OutboundEdit" {:type "object" :minProperties 1
+                   :description "the fields to change, one or both; other keys are ignored"
+                   :properties {:subject {:type "string" :maxLength 1000} :story {:type "string" :maxLength 100000}}}
    "PerfMinute" {:type "object"
                  :properties {:minute {:type "string" :format "date-time"} :entity {:type "string"}
                               :operation {:type "string"} :count {:type "integer"}
@@ -57,6 +68,8 @@
 (def ^:private parameters
   {:id {:name "id" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
         :description "participant id"}
+   :postId {:name "postId" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
+            :description "post id (the `id` of a post item)"}
    :limit {:name "limit" :in "query" :required false :schema {:type "integer" :minimum 1 :maximum 1000}
            :description "page size (default 50; search: default 100); an empty value is a 400"}
    :before {:name "before" :in "query" :required false
@@ -79,7 +92,7 @@
                              :content (content (ref-schema "Error"))}
                         503 {:description "not ready: the store is closed or the service is draining"
                              :content (content {:type "object"})}
-                        {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant"
+                        {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant (or post)"
                                             415 "unsupported Content-Type" "error")
                          :content (content (ref-schema "Error"))})])))
 
@@ -103,12 +116,14 @@
     (str (name entity) "-" (name op))
     (str (str/join "-" (re-seq #"[A-Za-z0-9]+" (str/replace path #"\.json$" ""))) "-" (name method))))
 
-(defn- operation [{:keys [summary params body errors entity op link?] :as route}]
+(defn- operation [{:keys [summary params body errors entity op link? status] :as route}]
   (cond-> {:summary summary
            :operationId (operation-id route)
-           :responses (merge {"200" (cond-> (response-of route)
+           :responses (merge (if (= 204 status)
+                               {"204" {:description "done, no body"}}
+                               {"200" (cond-> (response-of route)
                                       link? (assoc :headers {"Link" {:schema {:type "string"}
-                                                                     :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))}
+                                                                     :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))})
                              (error-responses errors))}
     (seq params) (assoc :parameters (mapv parameters params))
     body (assoc :requestBody (body-of body))))

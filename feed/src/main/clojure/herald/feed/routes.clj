@@ -76,7 +76,7 @@
 
 (defn route-specs
   "The route table: {:path :method :handler (fn [env] ring-handler) :entity :op (perf names, nil =
-  not recorded) :summary :params :body :response :errors :link?}."
+  not recorded) :summary :params :body :response :errors :link? :status (the success status when not 200: 204)}."
   []
   [{:path "/participant" :method :post :entity :participant :op :post :handler (with-ctx h/create-participant)
     :summary "Create a participant" :body "NewParticipant" :response "Participant" :errors [400 413 415]}
@@ -93,6 +93,15 @@
    {:path "/participant/:id/outbound" :method :post :entity :outbound :op :post :handler (with-ctx h/post-outbound)
     :summary "Post a news item; it is copied into every friend's inbound feed" :params [:id]
     :body "NewOutbound" :response "Outbound" :errors [400 404 413 415]}
+   {:path "/participant/:id/outbound/:postId" :method :get :entity :outbound :op :get-one :handler (with-ctx h/get-post)
+    :summary "One post, by its link (404 when the participant of the path is not its sender, or it is deleted)"
+    :params [:id :postId] :response "Outbound" :errors [400 404]}
+   {:path "/participant/:id/outbound/:postId" :method :patch :entity :outbound :op :patch :handler (with-ctx h/patch-post)
+    :summary "Edit a post's subject and/or story; inbound copies and search follow" :params [:id :postId]
+    :body "OutboundEdit" :response "Outbound" :errors [400 404 413 415]}
+   {:path "/participant/:id/outbound/:postId" :method :delete :entity :outbound :op :delete :handler (with-ctx h/delete-post)
+    :summary "Delete a post: it leaves the outbound feed at once, then every inbound feed and search"
+    :params [:id :postId] :status 204 :errors [400 404]}
    {:path "/participant/:id/inbound" :method :get :entity :inbound :op :get :handler (with-ctx h/get-inbound)
     :summary "A participant's inbound feed, newest first" :params [:id :limit :before] :response ["Inbound"]
     :errors [400 404] :link? true}

@@ -94,6 +94,36 @@
   (-ready? [s] "True while the store is open and usable (false while its search index is failing).")
   (-stats [s] "A flat map of numbers (keyword -> number) for metrics: counters (see counter-stats) and gauges."))
 
+(defprotocol PostEdits
+  "The feeds role's edits and deletes of a post (issue 11). Guarantees: durable and atomic on return; an
+  edit keeps the post's :id, :ts and :from (its place in every feed) and replaces :subject and/or :story in
+  the author's outbound copy and in every inbound copy (at once where inbound copies are references to the
+  outbound one, as in the memory and embedded stores); a delete removes the outbound copy and leaves a
+  tombstone in the same atomic write, so that every inbound copy, including one a fan-out in flight delivers
+  after the delete, is never shown again, and the post is never indexed again. A store that has both the
+  feeds and the search role (memory, embedded) makes the search index follow before it returns (an acknowledged
+  edit or delete is found again on the next open when the index had not committed it)."
+  (-edit-post! [s id changes] "Applies `changes` ({:subject s :story s}, either or both) to post `id`; returns
+  the edited post, or nil when there is none (never was, or deleted).")
+  (-delete-post! [s id] "Deletes post `id` (outbound, inbound copies, index) leaving a tombstone; returns the
+  deleted post as it was, or nil when there is none."))
+
+(defprotocol SearchEdits
+  "The search role's side of edits and deletes: a post's document replaced or removed. Idempotent by post
+  id; visible within the backend's lag, like -index!."
+  (-reindex! [s post] "Replaces the document of (:id post) by post's (adds it when absent).")
+  (-unindex! [s id] "Removes the document of post `id` (nothing when absent)."))
+
+(defprotocol LoggedEdits
+  "The feeds role's edits and deletes when the record of posts is a log outside the store (Kafka, see
+  LoggedFeeds): the author's copy changes before the answer (an edit through -put-outbound!, a delete through
+  -delete-outbound!), then the fan-out job applies the log's change records to every copy in log order. The
+  store records, when it delivers a post, the recipients it delivered to, and a delete leaves a tombstone: a
+  delivery of a deleted post (a replay) is skipped. Idempotent; durable on return."
+  (-delete-outbound! [s post] "Removes the author's copy of `post` (and `-post` of it) and records its tombstone.")
+  (-apply-changes! [s changes] "Applies each `{:edit post}` (the post's new version) or `{:delete post}` of
+  `changes` (a non-empty vector, in log order) to the author's copy and every inbound copy delivered."))
+
 ;; ---------------------------------------------------------------------------------------------------
 ;; validation
 
@@ -353,3 +383,66 @@
     (if (or composite? (and (map? cache) (= 0 (:max-size cache))))
       store
       ((requiring-resolve 'herald.feed.store.cache/cached-store) store (or cache {})))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; issue 11: posts edited and deleted (feeds role: PostEdits; search role: SearchEdits)
+
+(defn- check-changes [changes]
+  (when-not (and (map? changes) (seq changes) (every? #{:subject :story} (keys changes)))
+    (invalid (str "changes must be a non-empty map of :subject and/or :story, got " (pr-str changes)) :changes changes))
+  (doseq [[k v] changes] (check-string k v))
+  changes)
+
+(defn post-edits?
+  "True when `s` has the feeds role's `PostEdits`."
+  [s]
+  (satisfies? PostEdits s))
+
+(defn edit-post!
+  "Feeds role (`PostEdits`): replaces the :subject and/or :story of post `id` (`changes` holds one or both,
+  strings), keeping its id, sender, time and place in every feed; durable on return. Returns the edited post, or
+  nil when there is no such post (or it was deleted)."
+  [s id changes]
+  (-edit-post! s (check-id :id id) (check-changes (select-keys changes [:subject :story]))))
+
+(defn delete-post!
+  "Feeds role (`PostEdits`): deletes post `id` from its author's outbound feed, every inbound feed (also copies
+  a fan-out in flight delivers later: a tombstone) and the search index; durable on return. Returns the post as
+  it was, or nil when there is none (never was, or already deleted)."
+  [s id]
+  (-delete-post! s (check-id :id id)))
+
+(defn reindex!
+  "Search role (`SearchEdits`): replaces the document of post (:id post) (as returned by edit-post!). Idempotent."
+  [s post]
+  (-reindex! s (check-stored-post post))
+  nil)
+
+(defn unindex!
+  "Search role (`SearchEdits`): removes the document of post `id` from the search index. Idempotent."
+  [s id]
+  (-unindex! s (check-id :id id))
+  nil)
+
+(defn logged-edits?
+  "True when `s` has the feeds role's `LoggedEdits`."
+  [s]
+  (satisfies? LoggedEdits s))
+
+(defn delete-outbound!
+  "Feeds role (`LoggedEdits`): removes the author's copy of `post` (as stored) and records its tombstone."
+  [s post]
+  (-delete-outbound! s (check-stored-post post))
+  nil)
+
+(defn apply-changes!
+  "Feeds role (`LoggedEdits`): applies the change records `changes` (`{:edit post}` or `{:delete post}`, posts as
+  stored, in log order) to every copy. Idempotent."
+  [s changes]
+  (let [cs (mapv (fn [c]
+                   (cond (:edit c) {:edit (check-stored-post (:edit c))}
+                         (:delete c) {:delete (check-stored-post (:delete c))}
+                         :else (invalid (str "a change must be {:edit post} or {:delete post}, got " (pr-str c)) :changes c)))
+                 changes)]
+    (when (seq cs) (-apply-changes! s cs))
+    nil))

@@ -77,6 +77,18 @@
   (-search [_ keywords opts] (store/-search inner keywords opts))
   (-refresh-search! [_] (store/-refresh-search! inner))
 
+  store/PostEdits
+  (-edit-post! [_ id changes] (store/-edit-post! inner id changes))
+  (-delete-post! [_ id] (store/-delete-post! inner id))
+
+  store/LoggedEdits
+  (-delete-outbound! [_ post] (store/-delete-outbound! inner post))
+  (-apply-changes! [_ changes] (store/-apply-changes! inner changes))
+
+  store/SearchEdits
+  (-reindex! [_ post] (store/-reindex! inner post))
+  (-unindex! [_ id] (store/-unindex! inner id))
+
   store/Lifecycle
   (-close! [_] (store/-close! inner))
   (-ready? [_] (store/-ready? inner))

@@ -106,6 +106,30 @@
             (when-let [c (:cache backends)]
               (into {} (map (fn [[k v]] [(keyword (str "cache-" (name k))) v])) (store/-cache-stats c)))))))
 
+;; issue 11: edits and deletes, each role's part (the feeds role's LoggedEdits, the search role's SearchEdits)
+(extend-type ScaleStore
+  store/LoggedEdits
+  (-delete-outbound! [this post] (store/-delete-outbound! (.-feeds ^ScaleStore this) post))
+  (-apply-changes! [this changes] (store/-apply-changes! (.-feeds ^ScaleStore this) changes))
+
+  store/SearchEdits
+  (-reindex! [this post] (store/-reindex! (.-search ^ScaleStore this) post))
+  (-unindex! [this id] (store/-unindex! (.-search ^ScaleStore this) id))
+
+  store/PostEdits
+  ;; without a log outside the store (local events): the feeds role applies the change to every copy, then search
+  (-edit-post! [this id changes]
+    (when-let [p (store/-post (.-feeds ^ScaleStore this) id)]
+      (let [p (merge p changes)]
+        (store/-apply-changes! (.-feeds ^ScaleStore this) [{:edit p}])
+        (store/-reindex! (.-search ^ScaleStore this) p)
+        p)))
+  (-delete-post! [this id]
+    (when-let [p (store/-post (.-feeds ^ScaleStore this) id)]
+      (store/-apply-changes! (.-feeds ^ScaleStore this) [{:delete p}])
+      (store/-unindex! (.-search ^ScaleStore this) id)
+      p)))
+
 (def ^:private defaults {:index-mark-ms 1000 :index-retry-ms 30000 :catch-up-batch 500 :search-progress :mark})
 
 (defn- validate [opts]
