@@ -54,6 +54,12 @@
    "OutboundEdit" {:type "object" :minProperties 1
                    :description "the fields to change, one or both; other keys are ignored"
                    :properties {:subject {:type "string" :maxLength 1000} :story {:type "string" :maxLength 100000}}}
+   "NewRelation" {:type "object" :required ["target"]
+                  :description "a mute or a block of `target` by the participant of the path (not itself)"
+                  :properties {:target ref-in-schema}}
+   "Relation" {:type "object" :required ["from" "target"]
+               :description "a mute or a block: `from` (the participant of the path) mutes or blocks `target`"
+               :properties {:from link-schema :target link-schema}}
    "PerfMinute" {:type "object"
                  :properties {:minute {:type "string" :format "date-time"} :entity {:type "string"}
                               :operation {:type "string"} :count {:type "integer"}
@@ -70,6 +76,8 @@
         :description "participant id"}
    :postId {:name "postId" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
             :description "post id (the `id` of a post item)"}
+   :otherId {:name "otherId" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
+           :description "the other participant's id (otherId)"}
    :limit {:name "limit" :in "query" :required false :schema {:type "integer" :minimum 1 :maximum 1000}
            :description "page size (default 50; search: default 100); an empty value is a 400"}
    :before {:name "before" :in "query" :required false
@@ -93,12 +101,14 @@
                         503 {:description "not ready: the store is closed or the service is draining"
                              :content (content {:type "object"})}
                         {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant (or post)"
+                                            409 "conflict: a block between the two participants (unblock first)"
                                             415 "unsupported Content-Type" "error")
                          :content (content (ref-schema "Error"))})])))
 
 (defn- response-of [{:keys [response response-type]}]
   (case response-type
     :text {:description "OK" :content {"text/plain" {:schema {:type "string"}}}}
+    :none {:description "No Content"}
     {:description "OK" :content (content (cond (string? response) (ref-schema response)
                                                (vector? response) {:type "array" :items (ref-schema (first response))}
                                                :else (or response {:type "object"})))}))
@@ -116,14 +126,12 @@
     (str (name entity) "-" (name op))
     (str (str/join "-" (re-seq #"[A-Za-z0-9]+" (str/replace path #"\.json$" ""))) "-" (name method))))
 
-(defn- operation [{:keys [summary params body errors entity op link? status] :as route}]
+(defn- operation [{:keys [summary params body errors entity op link?] :as route}]
   (cond-> {:summary summary
            :operationId (operation-id route)
-           :responses (merge (if (= 204 status)
-                               {"204" {:description "done, no body"}}
-                               {"200" (cond-> (response-of route)
+           :responses (merge {(if (= :none (:response-type route)) "204" "200") (cond-> (response-of route)
                                       link? (assoc :headers {"Link" {:schema {:type "string"}
-                                                                     :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))})
+                                                                     :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))}
                              (error-responses errors))}
     (seq params) (assoc :parameters (mapv parameters params))
     body (assoc :requestBody (body-of body))))
