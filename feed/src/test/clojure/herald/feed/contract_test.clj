@@ -206,7 +206,7 @@
   (let [doc (:json (req "/openapi.json"))]
     (is (= "3.0.3" (get doc "openapi")))
     (doseq [{:keys [path method]} (routes/route-specs)]
-      (is (get-in doc ["paths" (str/replace path #":id" "{id}") (name method) "responses" "200"])
+      (is (get-in doc ["paths" (str/replace path #":([A-Za-z][A-Za-z0-9_-]*)" "{$1}") (name method) "responses" "200"])
           (str "documented: " method " " path))))
   (let [p (:json (req "/perf"))
         row (first (filter #(and (= "participant" (get % "entity")) (= "post" (get % "operation"))) (get p "minutes")))]

@@ -105,7 +105,7 @@
                 sent (future (load! base stop))
                 _ (Thread/sleep 1500)
                 _ (.get driver (str base "/dashboard"))
-                first-read (tu/eventually 20000 #(and (<= 2 (:updates %)) (pos? (:totalBars %)) (seq (:ops %)))
+                first-read (tu/eventually 20000 #(and (<= 2 (:updates %)) (pos? (:totalBars %)) (some #{"outbound-post"} (:ops %)))
                                           #(reading driver))]
             (testing "the charts get data points from the live feed"
               (is (pos? (:totalBars first-read)) (pr-str first-read))
@@ -121,6 +121,9 @@
                 (is (< (:updates first-read) (:updates second-read)))
                 (is (not= (:rateNote first-read) (:rateNote second-read))
                     "the request count of the current minute moved")))
+            ;; -Dherald.dashboard.load-ms=N: N more ms of load before the screenshots (several minutes of bars for docs/img)
+            (when-let [extra (some-> (System/getProperty "herald.dashboard.load-ms") not-empty Long/parseLong)]
+              (Thread/sleep (long extra)))
             (screenshot! driver "dashboard.png")
             (testing "dark mode: the page follows the system's preference"
               (.executeCdpCommand ^ChromeDriver driver "Emulation.setEmulatedMedia"
