@@ -14,7 +14,7 @@
 
 (set! *warn-on-reflection* true)
 
-(defrecord Viewer [^HeraldWebSocket socket ^CompletableFuture pending ^long sent-ms ^long closing-ms])
+;; a viewer: {:socket HeraldWebSocket :pending CompletableFuture-of-its-last-send-or-nil :sent-ms t :closing-ms t-or-0}
 
 (defn hub
   "A hub of viewers for `env` (the routes' env) with dashboard `opts` (herald.feed.dashboard/options).
@@ -42,13 +42,13 @@
 
 (defn- evict!
   "Starts closing a stalled viewer (1008); drops its connection when the close itself is stuck."
-  [{:keys [^ConcurrentHashMap viewers ^AtomicLong evicted opts clock]} ^Viewer v]
-  (let [^HeraldWebSocket s (.socket v) now (long (clock))]
-    (if (zero? (.closing-ms v))
+  [{:keys [^ConcurrentHashMap viewers ^AtomicLong evicted opts clock]} v]
+  (let [^HeraldWebSocket s (:socket v) now (long (clock))]
+    (if (zero? (long (:closing-ms v)))
       (do (.incrementAndGet evicted)
           (.replace viewers s v (assoc v :closing-ms now))
           (try (http/ws-close s 1008 "too slow: the dashboard's updates were not read") (catch Exception _ nil)))
-      (when (> (- now (.closing-ms v)) (long (:stall-ms opts)))
+      (when (> (- now (long (:closing-ms v))) (long (:stall-ms opts)))
         ;; even the close frame cannot reach it: end the connection (its pending writes fail, on-close follows)
         (.remove viewers s)
         (.close ^Channel (.channel s))))))
@@ -59,12 +59,12 @@
   (.incrementAndGet ticks)
   (let [msg (delay (text (snapshot env (clock) (:minutes opts))))
         now (long (clock))]
-    (doseq [^Viewer v (vec (.values viewers))]
-      (let [^CompletableFuture f (.pending v)]
+    (doseq [v (vec (.values viewers))]
+      (let [^CompletableFuture f (:pending v)]
         (cond
-          (pos? (.closing-ms v)) (evict! h v)
-          (or (nil? f) (.isDone f)) (when (http/ws-open? (.socket v)) (send! h (.socket v) @msg))
-          (> (- now (.sent-ms v)) (long (:stall-ms opts))) (evict! h v)
+          (pos? (long (:closing-ms v))) (evict! h v)
+          (or (nil? f) (.isDone f)) (when (http/ws-open? (:socket v)) (send! h (:socket v) @msg))
+          (> (- now (long (:sent-ms v))) (long (:stall-ms opts))) (evict! h v)
           :else (.incrementAndGet skipped))))))
 
 (defn- run-ticker [{:keys [^ConcurrentHashMap viewers ^AtomicBoolean running opts] :as h}]
@@ -91,11 +91,13 @@
   watching), gets a snapshot at once and then every tick, and leaves on close. Messages from it are ignored."
   [{:keys [^ConcurrentHashMap viewers opts env snapshot clock ^AtomicLong refused] :as h}]
   {:on-open (fn [^HeraldWebSocket s]
-              (if (>= (.size viewers) (long (:max-viewers opts)))
+              (if-not (locking viewers
+                        (when (< (.size viewers) (long (:max-viewers opts)))
+                          (.put viewers s {:socket s :pending nil :sent-ms (long (clock)) :closing-ms 0})
+                          true))
                 (do (.incrementAndGet refused)
                     (http/ws-close s 1013 "too many dashboard viewers: try again later"))
-                (do (.put viewers s (->Viewer s nil (long (clock)) 0))
-                    (send! h s (text (snapshot env (clock) (:minutes opts))))
+                (do (send! h s (text (snapshot env (clock) (:minutes opts))))
                     (ensure-ticker! h))))
    :on-message (fn [_ _])
    :on-close (fn [s _ _] (.remove viewers s))})
