@@ -8,6 +8,9 @@
             [herald.feed :as feed]
             [herald.feed.dashboard :as dash]
             [herald.feed.dashboard.live :as live]
+            [herald.feed.fanout :as fanout]
+            [herald.feed.jobs.perf :as jperf]
+            [herald.feed.perf :as perf]
             [herald.feed.test-util :as tu]
             [herald.http :as http])
   (:import (java.io InputStream OutputStream)
@@ -85,6 +88,14 @@
           (let [r (tu/request base "/dashboard/live")]
             (is (= 426 (:status r)))
             (is (= "Upgrade" (get-in r [:json "field"])))))
+        (testing "the OpenAPI document describes the dashboard's routes"
+          (let [paths (get-in (tu/request base "/openapi.json") [:json "paths"])]
+            (is (get-in paths ["/dashboard" "get" "responses" "200" "content" "text/html"]))
+            (is (= (sort (keys dash/asset-types))
+                   (sort (get-in paths ["/dashboard/assets/{file}" "get" "parameters" 0 "schema" "enum"]))))
+            (is (= #{"200" "426" "503"} (set (keys (get-in paths ["/dashboard/live" "get" "responses"])))))
+            (is (= "#/components/schemas/Dashboard"
+                   (get-in paths ["/dashboard/data" "get" "responses" "200" "content" "application/json" "schema" "$ref"])))))
         (testing "the dashboard's requests are not in the figures it shows"
           (is (feed/await-perf sys 5000))
           (is (not-any? #(= "dashboard" (% "entity")) (get-in (tu/request base "/perf") [:json "minutes"])))))
@@ -144,6 +155,24 @@
             (is (< (:now_ms first-msg) (:now_ms seen)))))
         (.get (.sendClose ^WebSocket (:ws c) WebSocket/NORMAL_CLOSURE "bye") 5 TimeUnit/SECONDS))
       (finally (feed/stop! sys) (tu/delete-tree! dir)))))
+
+(deftest a-lag-nobody-reports-is-na-with-the-reason
+  (let [r (jperf/flow-recorder {})
+        quiet (reify fanout/Fanout
+                (-publish! [_ _ _]) (-submit! [_ _]) (-await-idle [_ _] true) (-stats [_] {:submitted 0})
+                (-close! [_ _] true))
+        now (System/currentTimeMillis)]
+    (try
+      (perf/record! r :outbound :post 2000000 201 now)
+      (perf/record! r :outbound :post 1000000 503 now)
+      (let [d (dash/snapshot {:recorder r :fanout quiet :config {:profile :memory}} now 3)]
+        (is (= nil (get-in d [:lags :fanout :posts])))
+        (is (re-find #"does not report" (get-in d [:lags :search :reason])))
+        (is (= [{:entity "outbound" :operation "post"}] (map #(dissoc % :points) (:series d))))
+        (is (= {:count 2 :errors 1 :e4xx 0 :e5xx 1 :closed false}
+               (select-keys (first (get-in d [:series 0 :points])) [:count :errors :e4xx :e5xx :closed])))
+        (is (= 3 (get-in d [:window :minutes]))))
+      (finally (perf/close-recorder! r 5000)))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; the hub's bounds, on a real server with a snapshot of chosen size

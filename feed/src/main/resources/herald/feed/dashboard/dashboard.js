@@ -73,15 +73,27 @@
     return s + "</svg>";
   }
 
-  // lines over the minutes of the window for keys [{key, cls, label}]
+  // latency lines over the minutes of the window for keys [{key, cls, label}], on a log scale (decades), so
+  // that a slow warm-up minute does not flatten the rest
   function latencyChart(snap, points, lines) {
     var n = snap.window.minutes, w = (W - PAD_L - PAD_R) / n, plotH = H - PAD_T - PAD_B;
-    var max = niceMax(Math.max.apply(null, [0].concat(points.map(function (p) { return p.p99 || 0; }))));
-    var s = frame(max, " ms", minuteLabels(snap));
+    var vals = [];
+    points.forEach(function (p) { lines.forEach(function (l) { if (p.count > 0 && p[l.key] > 0) vals.push(p[l.key]); }); });
+    var lo = Math.pow(10, Math.floor(Math.log10(vals.length ? Math.min.apply(null, vals) : 0.1)));
+    var hi = Math.pow(10, Math.ceil(Math.log10(vals.length ? Math.max.apply(null, vals) : 10)));
+    if (hi <= lo) hi = lo * 10;
+    var span = Math.log10(hi) - Math.log10(lo);
+    function y(v) { return H - PAD_B - (Math.log10(Math.max(v, lo)) - Math.log10(lo)) / span * plotH; }
+    var s = frame(hi, " ms", minuteLabels(snap)).replace(/<text class="label"[^>]*>0<\/text>/, "");
+    for (var d = lo; d <= hi; d *= 10) {
+      var yy = y(d).toFixed(1);
+      if (d > lo && d < hi) s += "<line class=\"axis\" x1=\"" + PAD_L + "\" y1=\"" + yy + "\" x2=\"" + (W - PAD_R) + "\" y2=\"" + yy + "\"/>";
+      if (d < hi) s += "<text class=\"label\" x=\"" + (PAD_L - 4) + "\" y=\"" + (Number(yy) + 3).toFixed(1) + "\" text-anchor=\"end\">" + esc(fmt(d)) + "</text>";
+    }
     lines.forEach(function (l) {
       var pts = points.filter(function (p) { return p[l.key] !== null && p[l.key] !== undefined && p.count > 0; }).map(function (p) {
         var i = minuteIndex(snap, p.minute);
-        return { x: PAD_L + i * w + w / 2, y: H - PAD_B - p[l.key] / max * plotH, p: p };
+        return { x: PAD_L + i * w + w / 2, y: y(p[l.key]), p: p };
       });
       if (pts.length > 1) {
         s += "<polyline class=\"line " + l.cls + "\" points=\"" + pts.map(function (q) { return q.x.toFixed(1) + "," + q.y.toFixed(1); }).join(" ") + "\"/>";
