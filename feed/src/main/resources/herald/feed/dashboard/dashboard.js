@@ -20,7 +20,7 @@
     if (x >= 10000) return Math.round(x).toLocaleString();
     if (x >= 100 || x === 0 || Math.round(x) === x) return x.toFixed(0);
     if (x >= 1) return x.toFixed(1);
-    return x.toPrecision(2);
+    return String(Number(x.toPrecision(2)));
   }
   function ms(x) { return x === null || x === undefined ? "–" : (x < 10 ? x.toFixed(2) : fmt(x)) + " ms"; }
   function hhmm(iso) { var d = new Date(iso); return ("0" + d.getHours()).slice(-2) + ":" + ("0" + d.getMinutes()).slice(-2); }
