@@ -65,6 +65,12 @@
    "Inbound" {:type "object" :required ["from" "to" "occurred" "subject" "story"]
               :properties {:from link-schema :to link-schema :occurred {:type "string"}
                            :subject {:type "string"} :story {:type "string"}}}
+   "NewRelation" {:type "object" :required ["target"]
+                  :description "a mute or a block of `target` by the participant of the path (not itself)"
+                  :properties {:target ref-in-schema}}
+   "Relation" {:type "object" :required ["from" "target"]
+               :description "a mute or a block: `from` (the participant of the path) mutes or blocks `target`"
+               :properties {:from link-schema :target link-schema}}
    "PerfMinute" {:type "object"
                  :properties {:minute {:type "string" :format "date-time"} :entity {:type "string"}
                               :operation {:type "string"} :count {:type "integer"}
@@ -80,6 +86,8 @@
 (def ^:private parameters
   {:id {:name "id" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
         :description "participant id"}
+   :otherId {:name "otherId" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
+           :description "the other participant's id (otherId)"}
    :limit {:name "limit" :in "query" :required false :schema {:type "integer" :minimum 1 :maximum 1000}
            :description "page size (default 50; search: default 100); an empty value is a 400"}
    :before {:name "before" :in "query" :required false
@@ -107,6 +115,7 @@
                         503 {:description "not ready: the store is closed or the service is draining"
                              :content (content {:type "object"})}
                         {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant"
+                                            409 "conflict: a block between the two participants (unblock first)"
                                             415 "unsupported Content-Type" "error")
                          :content (content (ref-schema "Error"))})])))
 
@@ -114,6 +123,7 @@
   (case (if response-content :content response-type)
     :content {:description "OK" :content response-content}
     :text {:description "OK" :content {"text/plain" {:schema {:type "string"}}}}
+    :none {:description "No Content"}
     {:description "OK" :content (content (cond (string? response) (ref-schema response)
                                                (vector? response) {:type "array" :items (ref-schema (first response))}
                                                :else (or response {:type "object"})))}))
@@ -134,7 +144,7 @@
 (defn- operation [{:keys [summary params body errors entity op link?] :as route}]
   (cond-> {:summary summary
            :operationId (operation-id route)
-           :responses (merge {"200" (cond-> (response-of route)
+           :responses (merge {(if (= :none (:response-type route)) "204" "200") (cond-> (response-of route)
                                       link? (assoc :headers {"Link" {:schema {:type "string"}
                                                                      :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))}
                              (error-responses errors)
