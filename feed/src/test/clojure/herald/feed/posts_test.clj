@@ -4,7 +4,11 @@
   deletes; every error path answers a JSON 4xx naming the field; an edit or delete survives a restart."
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
-            [herald.feed.test-util :as u]))
+            [herald.feed.auth.jwt :as jwt]
+            [herald.feed.test-util :as u]
+            [herald.http :as http])
+  (:import (java.net URI)
+           (java.net.http HttpClient HttpRequest HttpRequest$BodyPublishers HttpResponse HttpResponse$BodyHandlers)))
 
 (set! *warn-on-reflection* true)
 
@@ -182,3 +186,36 @@
         (is (contains? (get-in ops ["delete" "responses"]) "204"))
         (is (= "#/components/schemas/OutboundEdit" (get-in ops ["patch" "requestBody" "content" "application/json" "schema" "$ref"])))
         (is (some #{"link"} (get-in doc ["components" "schemas" "Inbound" "required"])))))))
+
+;; with auth on (issue 11, identity): only the sender edits or deletes its post; reading it stays public
+
+(def ^:private ^String secret "posts-test-secret-of-more-than-256-bits-0123456789")
+
+(defn- authed
+  "The status of a request with bearer `token` (nil: none) and an optional JSON body."
+  [path method token body]
+  (let [b (cond-> (HttpRequest/newBuilder (URI/create (str *base* path)))
+            body (.header "Content-Type" "application/json")
+            token (.header "Authorization" (str "Bearer " token))
+            true (.method method (if body (HttpRequest$BodyPublishers/ofString (http/write-json body))
+                                     (HttpRequest$BodyPublishers/noBody))))]
+    (.statusCode ^HttpResponse (.send u/client (.build b) (HttpResponse$BodyHandlers/ofString)))))
+
+(deftest only-the-sender-edits-or-deletes-with-auth-on
+  (let [sys (u/start-feed! nil {:auth {:enabled? true :hs256-secret secret}})]
+    (try
+      (binding [*sys* sys *base* (feed/url sys)]
+        (let [a (participant! "Ann") b (participant! "Bob")
+              ta (jwt/mint secret a 600) tb (jwt/mint secret b 600)]
+          (is (= 401 (authed (str (link a) "/outbound") "POST" nil {:subject "s" :story "t"})))
+          (is (= 200 (authed (str (link a) "/outbound") "POST" ta {:subject "mine" :story "by Ann"})))
+          (let [lk (get-in (req (str (link a) "/outbound")) [:json 0 "link"])]
+            (is (= 200 (:status (req lk))) "reading a post stays public")
+            (is (= 401 (authed lk "PATCH" nil {:story "x"})))
+            (is (= 403 (authed lk "PATCH" tb {:story "x"})) "another participant's token")
+            (is (= 403 (authed lk "DELETE" tb nil)))
+            (is (= 200 (authed lk "PATCH" ta {:story "edited by Ann"})))
+            (is (= "edited by Ann" (get-in (req lk) [:json "story"])))
+            (is (= 204 (authed lk "DELETE" ta nil)))
+            (is (= 404 (:status (req lk)))))))
+      (finally (feed/stop! sys)))))
