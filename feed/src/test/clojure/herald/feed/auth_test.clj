@@ -167,6 +167,13 @@
   (is (= [:auth :hs256-secrt]
          (:key (ex-data (try (auth/check-config {:hs256-secrt secret}) (catch clojure.lang.ExceptionInfo e e)))))))
 
+(defn- capture-stderr [f]
+  (let [buf (ByteArrayOutputStream.) old System/err ps (PrintStream. buf true "UTF-8")]
+    (System/setErr ps)
+    (try (binding [*err* (java.io.PrintWriter. ps true)] (f))
+         (finally (System/setErr old)))
+    (.toString buf "UTF-8")))
+
 (defn- jwks-json [& keys] (.toString (JWKSet. ^java.util.List (vec keys)) true))
 
 (deftest ^:integration rs256-and-es256-from-a-jwks-file-and-url
@@ -200,26 +207,23 @@
         (try (with-feed (assoc cfg :jwks-url (str "http://127.0.0.1:" (http/server-port srv) "/jwks.json")) check)
              (is (<= 1 @fetches 2) (str @fetches " fetches of the JWK set"))
              (finally @(http/stop-server srv)))))
-    (testing "a JWKS URL that does not answer is a 503 to retry, not a 401"
-      (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))]
-        (with-feed (assoc cfg :jwks-url (str "http://127.0.0.1:" port "/jwks.json") :jwks-timeout-ms 1000)
-          (fn [base]
-            (let [a (participant! base "Ann")
-                  r (req base (str "/participant/" a "/outbound") :method :post :json (post a) :token (rs rsa a))]
-              (is (= 503 (:status r)) (:body r))
-              (is (= "1" (get-in r [:headers "retry-after"])))
-              (is (re-find #"cannot be fetched now" (str (get-in r [:json "error"])))))))))
+    (testing "a JWKS URL that does not answer is a 503 to retry, not a 401, and one log line"
+      (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))
+            log (capture-stderr
+                 #(with-feed (assoc cfg :jwks-url (str "http://127.0.0.1:" port "/jwks.json") :jwks-timeout-ms 1000)
+                    (fn [base]
+                      (let [a (participant! base "Ann")
+                            r (req base (str "/participant/" a "/outbound") :method :post :json (post a) :token (rs rsa a))]
+                        (is (= 503 (:status r)) (:body r))
+                        (is (= "1" (get-in r [:headers "retry-after"])))
+                        (is (re-find #"cannot be fetched now" (str (get-in r [:json "error"]))))
+                        (dotimes [_ 3] (req base (str "/participant/" a "/outbound") :method :post :json (post a) :token (rs rsa a)))))))]
+        (is (= 1 (count (re-seq #"the JWK set http://127\.0\.0\.1:\d+/jwks\.json is down" log))) log)
+        (is (not (re-find #"storage" log)) log)))
     (testing "a bad JWKS file is a startup error naming the key"
       (let [e (try (u/start-feed! nil {:auth {:enabled? true :jwks-file "/nonexistent/jwks.json"}}) nil
                    (catch clojure.lang.ExceptionInfo e e))]
         (is (= [:auth :jwks-file] (:key (ex-data (ex-cause e)))))))))
-
-(defn- capture-stderr [f]
-  (let [buf (ByteArrayOutputStream.) old System/err ps (PrintStream. buf true "UTF-8")]
-    (System/setErr ps)
-    (try (binding [*err* (java.io.PrintWriter. ps true)] (f))
-         (finally (System/setErr old)))
-    (.toString buf "UTF-8")))
 
 (deftest ^:integration herald-load-sends-tokens-to-an-auth-on-feed
   (let [results (atom nil)
