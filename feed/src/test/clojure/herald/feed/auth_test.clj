@@ -8,6 +8,7 @@
             [herald.feed.auth :as auth]
             [herald.feed.auth.jwt :as jwt]
             [herald.feed.config :as config]
+            [herald.feed.main :as main]
             [herald.feed.test-util :as u]
             [herald.http :as http]
             [herald.load :as load])
@@ -271,9 +272,20 @@
     (is (re-matches #"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+" token))
     (is (= 7 (auth/authenticate a token)))
     (is (not (str/includes? (str out err) secret))))
-  (let [[code _ err :as r] (run-main {"HERALD_PROFILE" "memory" "HERALD_JWT_SECRET" ""} "token" "--participant" "7")]
-    (is (= 2 code) (pr-str r))
-    (is (re-find #"no HS256 secret is configured" (str err))))
+  (testing "without a secret, or with a short one, exit 2 (in this JVM: its env is the map given)"
+    (let [err (java.io.StringWriter.)
+          code (binding [*err* err] (main/token ["--participant" "7"] {"HERALD_PROFILE" "memory"}))]
+      (is (= 2 code))
+      (is (re-find #"no HS256 secret is configured" (str err))))
+    (let [err (java.io.StringWriter.)
+          code (binding [*err* err] (main/token ["--participant" "7"] {"HERALD_JWT_SECRET" "short-secret"}))]
+      (is (= 2 code))
+      (is (re-find #":auth :hs256-secret \(HERALD_JWT_SECRET\) is 96 bits long" (str err)))
+      (is (not (str/includes? (str err) "short-secret"))))
+    (let [err (java.io.StringWriter.)
+          code (binding [*err* err] (main/token ["--ttl" "5"] {"HERALD_JWT_SECRET" secret}))]
+      (is (= 2 code))
+      (is (re-find #"--participant ID is required" (str err)))))
   (testing "the start line says whether auth is on, never the secret"
     (let [off (auth/start-line nil)
           on (auth/start-line (auth/authenticator {:enabled? true :hs256-secret secret}))]
