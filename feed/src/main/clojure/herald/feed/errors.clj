@@ -1,5 +1,5 @@
 (ns herald.feed.errors
-  "Client errors as ex-info values and their JSON responses: 400/401/403/404/405/413/415 bodies that name the field or value
+  "Client errors as ex-info values and their JSON responses: 400/401/403/404/405/409/413/415 bodies that name the field or value
   at fault, 503 for a storage outage."
   (:require [clojure.walk :as walk]
             [herald.http :as http]))
@@ -26,6 +26,12 @@
   "An ex-info for a 404 naming the missing resource; `field` is the request field that named it."
   [msg field value]
   (ex-info msg {:type :herald.feed/not-found :field field :value value}))
+
+(defn conflict
+  "An ex-info for a 409: the request conflicts with the state (a befriend of a blocked pair); `value` says with
+  what."
+  [msg field value]
+  (ex-info msg {:type :herald.feed/conflict :field field :value value}))
 
 (defn json-text
   "`v` as JSON text for an error message (\"x\", [1,2], {\"a\":1}), never a JVM or EDN rendering."
@@ -63,6 +69,7 @@
    :herald.feed/forbidden 403
    :herald.feed/payload-too-large 413
    :herald.feed/not-found 404
+   :herald.feed/conflict 409
    :herald.feed/unsupported-media-type 415
    :herald.feed/unavailable 503
    :herald.feed.auth/unavailable 503 ; a JWKS URL that does not answer

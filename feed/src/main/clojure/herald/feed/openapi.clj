@@ -43,6 +43,12 @@
    "Inbound" {:type "object" :required ["from" "to" "occurred" "subject" "story"]
               :properties {:from link-schema :to link-schema :occurred {:type "string"}
                            :subject {:type "string"} :story {:type "string"}}}
+   "NewRelation" {:type "object" :required ["target"]
+                  :description "a mute or a block of `target` by the participant of the path (not itself)"
+                  :properties {:target ref-in-schema}}
+   "Relation" {:type "object" :required ["from" "target"]
+               :description "a mute or a block: `from` (the participant of the path) mutes or blocks `target`"
+               :properties {:from link-schema :target link-schema}}
    "PerfMinute" {:type "object"
                  :properties {:minute {:type "string" :format "date-time"} :entity {:type "string"}
                               :operation {:type "string"} :count {:type "integer"}
@@ -57,6 +63,8 @@
 (def ^:private parameters
   {:id {:name "id" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
         :description "participant id"}
+   :otherId {:name "otherId" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
+           :description "the other participant's id (otherId)"}
    :limit {:name "limit" :in "query" :required false :schema {:type "integer" :minimum 1 :maximum 1000}
            :description "page size (default 50; search: default 100); an empty value is a 400"}
    :before {:name "before" :in "query" :required false
@@ -80,6 +88,7 @@
                         503 {:description "not ready: the store is closed or the service is draining"
                              :content (content {:type "object"})}
                         {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant"
+                                            409 "conflict: a block between the two participants (unblock first)"
                                             401 "with auth on: no bearer token, or one that does not verify (WWW-Authenticate: Bearer)"
                                             403 "with auth on: the token's participant is not the path's"
                                             415 "unsupported Content-Type" "error")
@@ -88,6 +97,7 @@
 (defn- response-of [{:keys [response response-type]}]
   (case response-type
     :text {:description "OK" :content {"text/plain" {:schema {:type "string"}}}}
+    :none {:description "No Content"}
     {:description "OK" :content (content (cond (string? response) (ref-schema response)
                                                (vector? response) {:type "array" :items (ref-schema (first response))}
                                                :else (or response {:type "object"})))}))
@@ -115,7 +125,7 @@
 (defn- operation [auth-on? {:keys [summary params body errors entity op link? auth] :as route}]
   (cond-> {:summary summary
            :operationId (operation-id route)
-           :responses (merge {"200" (cond-> (response-of route)
+           :responses (merge {(if (= :none (:response-type route)) "204" "200") (cond-> (response-of route)
                                       link? (assoc :headers {"Link" {:schema {:type "string"}
                                                                      :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))}
                              (error-responses (cond-> (vec errors) auth (into [401 403]))))}

@@ -91,11 +91,12 @@
     :summary "Create a participant" :body "NewParticipant" :response "Participant" :errors [400 413 415]}
    {:path "/participant/:id" :method :get :entity :participant :op :get :handler (with-ctx h/get-participant)
     :summary "Fetch a participant" :params [:id] :response "Participant" :errors [400 404]}
-   {:path "/participant/:id/friends" :method :get :entity :friends :op :get :handler (with-ctx h/get-friends)
-    :summary "List a participant's friendships" :params [:id] :response ["Friend"] :errors [400 404]}
+   {:path "/participant/:id/friends" :method :get :entity :friends :op :get :handler (with-ctx h/get-friends-page)
+    :summary "List a participant's friendships, ascending by the friend's id" :params [:id :limit :before]
+    :response ["Friend"] :errors [400 404] :link? true}
    {:path "/participant/:id/friends" :method :post :entity :friends :op :post :handler (with-ctx h/post-friend)
-    :summary "Befriend two participants (symmetric, idempotent)" :params [:id] :body "NewFriend" :auth :self
-    :response "Friend" :errors [400 404 413 415]}
+    :summary "Befriend two participants (symmetric, idempotent; 409 while one blocks the other)" :params [:id] :body "NewFriend"
+    :response "Friend" :errors [400 404 409 413 415] :auth :self}
    {:path "/participant/:id/outbound" :method :get :entity :outbound :op :get :handler (with-ctx h/get-outbound)
     :summary "A participant's posts, newest first" :params [:id :limit :before] :response ["Outbound"]
     :errors [400 404] :link? true}
@@ -106,8 +107,30 @@
     :summary "A participant's inbound feed, newest first" :params [:id :limit :before] :response ["Inbound"]
     :errors [400 404] :link? true :auth :self}
    {:path "/outbound" :method :get :entity :outbound :op :search :handler (with-ctx h/search-outbound)
-    :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit]
-    :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400]}
+    :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit :before]
+    :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400] :link? true}
+   ;; relationships (issue 11)
+   {:path "/participant/:id/friends/:otherId" :method :delete :entity :friends :op :delete :handler (with-ctx h/delete-friend)
+    :summary "End a friendship, both sides (204 also when they were not friends)" :params [:id :otherId]
+    :response-type :none :errors [400 404] :auth :self}
+   {:path "/participant/:id/mutes" :method :post :entity :mutes :op :post :handler (with-ctx h/post-mute)
+    :summary "Mute a participant: its posts are hidden from this inbound feed at read time" :params [:id]
+    :body "NewRelation" :response "Relation" :errors [400 404 413 415] :auth :self}
+   {:path "/participant/:id/mutes" :method :get :entity :mutes :op :get :handler (with-ctx h/get-mutes)
+    :summary "The participants this one mutes, ascending ids" :params [:id :limit :before] :response ["Relation"]
+    :errors [400 404] :link? true :auth :self}
+   {:path "/participant/:id/mutes/:otherId" :method :delete :entity :mutes :op :delete :handler (with-ctx h/delete-mute)
+    :summary "Unmute a participant (204 also when it was not muted)" :params [:id :otherId] :response-type :none
+    :errors [400 404] :auth :self}
+   {:path "/participant/:id/blocks" :method :post :entity :blocks :op :post :handler (with-ctx h/post-block)
+    :summary "Block a participant: the friendship ends, each one's posts are hidden from the other's inbound feed, befriending is a 409"
+    :params [:id] :body "NewRelation" :response "Relation" :errors [400 404 413 415] :auth :self}
+   {:path "/participant/:id/blocks" :method :get :entity :blocks :op :get :handler (with-ctx h/get-blocks)
+    :summary "The participants this one blocks, ascending ids" :params [:id :limit :before] :response ["Relation"]
+    :errors [400 404] :link? true :auth :self}
+   {:path "/participant/:id/blocks/:otherId" :method :delete :entity :blocks :op :delete :handler (with-ctx h/delete-block)
+    :summary "Unblock a participant (204 also when it was not blocked); the friendship is not restored"
+    :params [:id :otherId] :response-type :none :errors [400 404] :auth :self}
    {:path "/health" :method :get :handler health :summary "Liveness" :response {:type "object"}}
    {:path "/ready" :method :get :handler ready :summary "Readiness: 200 while the store is open, 503 otherwise"
     :response {:type "object"} :errors [503]}
