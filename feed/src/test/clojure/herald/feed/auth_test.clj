@@ -99,6 +99,17 @@
             (is (= 403 (:status (r! (str "/participant/" b "/inbound") :token ta))))
             (is (= 403 (:status (r! (str "/participant/" b "/friends") :method :post :token ta
                                     :json {:from (str "/participant/" a) :to (str "/participant/" b)})))))
+          (testing "the relationship routes (:auth :self on their entries) follow the same rule"
+            (let [pa (str "/participant/" a) tgt {:target (str "/participant/" b)}]
+              (doseq [[m p body] [[:post (str pa "/mutes") tgt] [:get (str pa "/mutes") nil] [:delete (str pa "/mutes/" b) nil]
+                                  [:post (str pa "/blocks") tgt] [:get (str pa "/blocks") nil] [:delete (str pa "/blocks/" b) nil]
+                                  [:delete (str pa "/friends/" b) nil]]]
+                (is (unauthorized? (r! p :method m :json body)) (str m " " p))
+                (is (= 403 (:status (r! p :method m :json body :token tb))) (str m " " p)))
+              (is (= 200 (:status (r! (str pa "/mutes") :method :post :json tgt :token ta))))
+              (is (= [(str "/participant/" b)] (map #(get % "target") (:json (r! (str pa "/mutes") :token ta))))
+                  "a participant reads its own mutes")
+              (is (= 204 (:status (r! (str pa "/mutes/" b) :method :delete :token ta))))))
           (testing "401 without a token, or with one that does not verify"
             (let [r (r! out-a :method :post :json (post a))]
               (is (unauthorized? r) (pr-str r))
@@ -134,7 +145,8 @@
                   op #(get-in doc ["paths" %1 %2])]
               (is (= {"type" "http" "scheme" "bearer" "bearerFormat" "JWT"}
                      (select-keys (get-in doc ["components" "securitySchemes" "bearerAuth"]) ["type" "scheme" "bearerFormat"])))
-              (doseq [[p m] [["/participant/{id}/outbound" "post"] ["/participant/{id}/friends" "post"] ["/participant/{id}/inbound" "get"]]]
+              (doseq [[p m] [["/participant/{id}/outbound" "post"] ["/participant/{id}/friends" "post"] ["/participant/{id}/inbound" "get"]
+                             ["/participant/{id}/mutes" "get"] ["/participant/{id}/friends/{otherId}" "delete"]]]
                 (is (= [{"bearerAuth" []}] (get (op p m) "security")) (str m " " p))
                 (is (every? #(get-in (op p m) ["responses" %]) ["401" "403"]) (str m " " p)))
               (doseq [[p m] [["/participant" "post"] ["/participant/{id}/outbound" "get"] ["/outbound" "get"]]]
