@@ -17,6 +17,28 @@
    :pattern "^[0-9]{4}-[0-9]{2}-[0-9]{2}([T ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,9})?)?(Z|[+-][0-9]{2}(:?[0-9]{2})?)?)?$"
    :description "yyyy-MM-dd, optionally followed by an ISO-8601 time (T or a space, then HH:mm[:ss[.fraction]][Z|+hh:mm]); echoed as posted; defaults to today (UTC)"})
 
+(def ^:private dashboard-schema
+  (let [n {:type "number" :nullable true}
+        i {:type "integer" :nullable true}
+        lag {:type "object" :properties {:posts i :reason {:type "string" :description "why there is no figure"}}}]
+    {:type "object" :description "herald.feed.dashboard/snapshot: the last :dashboard :minutes minutes, the current one partly"
+     :properties {:now {:type "string" :format "date-time"} :now_ms {:type "integer"}
+                  :current {:type "object" :properties {:minute {:type "string"} :elapsed_s {:type "number"}}}
+                  :window {:type "object"}
+                  :scope {:type "string" :enum ["instance" "cluster"]}
+                  :instance {:type "object"} :instances {:type "array" :items {:type "object"}}
+                  :series {:type "array"
+                           :items {:type "object"
+                                   :properties {:entity {:type "string"} :operation {:type "string"}
+                                                :points {:type "array"
+                                                         :items {:type "object"
+                                                                 :properties {:minute {:type "string"} :count {:type "integer"}
+                                                                              :rate n :p50 n :p95 n :p99 n :max n
+                                                                              :errors {:type "integer"} :e4xx i :e5xx i
+                                                                              :closed {:type "boolean"}}}}}}}
+                  :totals {:type "array" :items {:type "object"}}
+                  :lags {:type "object" :properties {:fanout lag :search lag :scope {:type "string"}}}}}))
+
 (def schemas
   "The component schemas of the API's bodies."
   {"Error" {:type "object" :required ["error"]
@@ -53,7 +75,8 @@
                  :properties {:minute {:type "string" :format "date-time"} :entity {:type "string"}
                               :operation {:type "string"} :count {:type "integer"}
                               :median_ms {:type "number"} :p95_ms {:type "number"} :p99_ms {:type "number"}
-                              :max_ms {:type "number"} :errors {:type "integer"} :closed {:type "boolean"}}}})
+                              :max_ms {:type "number"} :errors {:type "integer"} :closed {:type "boolean"}}}
+   "Dashboard" dashboard-schema})
 
 (defn- ref-schema [n] {"$ref" (str "#/components/schemas/" n)})
 
@@ -78,7 +101,11 @@
           :description "start: epoch millis, ISO-8601 instant, UTC date-time or date"}
    :to {:name "to" :in "query" :required false
         :schema {:type "string" :pattern "^([0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
-        :description "end, as from (a date means the end of that day); not before from"}})
+        :description "end, as from (a date means the end of that day); not before from"}
+   :file {:name "file" :in "path" :required true :schema {:type "string" :enum ["dashboard.js" "dashboard.css" "favicon.svg"]}
+          :description "the asset's name"}
+   :v {:name "v" :in "query" :required false :schema {:type "string"}
+       :description "the asset's content hash (as the page links it): cached for a year when it matches"}})
 
 (defn- error-responses [codes]
   (into {} (for [c codes]
@@ -94,8 +121,9 @@
                                             415 "unsupported Content-Type" "error")
                          :content (content (ref-schema "Error"))})])))
 
-(defn- response-of [{:keys [response response-type]}]
-  (case response-type
+(defn- response-of [{:keys [response response-type response-content]}]
+  (case (if response-content :content response-type)
+    :content {:description "OK" :content response-content}
     :text {:description "OK" :content {"text/plain" {:schema {:type "string"}}}}
     :none {:description "No Content"}
     {:description "OK" :content (content (cond (string? response) (ref-schema response)
@@ -128,7 +156,8 @@
            :responses (merge {(if (= :none (:response-type route)) "204" "200") (cond-> (response-of route)
                                       link? (assoc :headers {"Link" {:schema {:type "string"}
                                                                      :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))}
-                             (error-responses (cond-> (vec errors) auth (into [401 403]))))}
+                             (error-responses (cond-> (vec errors) auth (into [401 403])))
+                             (into {} (for [[c d] (:error-docs route)] [(str c) {:description d :content (content (ref-schema "Error"))}])))}
     (seq params) (assoc :parameters (mapv parameters params))
     body (assoc :requestBody (body-of body))
     ;; auth on: only the path's participant, with a token; auth off: anyone ({} is "no requirement")
