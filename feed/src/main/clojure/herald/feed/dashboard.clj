@@ -88,8 +88,11 @@
     (in-process: queued; Kafka log: records behind the posts topic's end on this instance's partitions), or
     {:posts nil :reason why};
   - `:scope` \"instance\" or \"cluster\", `:instance` (this one), `:instances` (the instances whose requests
-    are in the minutes shown, when the recorder knows; else just this one)."
-  [{:keys [recorder fanout config] :as env} now-ms minutes]
+    are in the minutes shown, when the recorder knows; else just this one).
+  `cache` (optional, an atom the caller keeps between calls) holds the points of closed minutes, which never
+  change, so that an update computes the percentiles of the open minutes only."
+  ([env now-ms minutes] (snapshot env now-ms minutes nil))
+  ([{:keys [recorder fanout config] :as env} now-ms minutes cache]
   (let [now (long now-ms)
         cur (quot now 60000)
         lo (- cur (dec (long minutes)))
@@ -97,14 +100,18 @@
         rows (perf/minute-cells recorder lo cur)
         closed (into {} (for [[m _] rows] [m (perf/closed-minute? recorder m)]))
         keys* (sort-by (fn [[e op]] [(name e) (name op)]) (distinct (mapcat (comp keys second) rows)))
-        by-minute (into {} rows)
         seconds #(if (= % cur) (max 1.0 elapsed) 60.0)
+        ;; a closed minute's cells never change: their points come from `cache` (pruned to the window)
+        cached (if cache @cache {})
+        pts (into {} (for [[m cells] rows [k cell] cells]
+                       [[m k] (or (get cached [m k]) (point m cell (closed m) (seconds m)))]))
+        _ (when cache
+            (reset! cache (into {} (filter (fn [[[m] p]] (and (:closed p) (>= (long m) lo)))) pts)))
         series (vec (for [[e op :as k] keys*]
                       {:entity (name e) :operation (name op)
-                       :points (vec (for [[m cells] rows :let [cell (get cells k)] :when cell]
-                                      (point m cell (closed m) (seconds m))))}))
+                       :points (vec (for [[m cells] rows :when (get cells k)] (pts [m k])))}))
         totals (vec (for [[m cells] rows
-                          :let [ps (map #(point m % false (seconds m)) (vals cells))
+                          :let [ps (map #(pts [m %]) (keys cells))
                                 sum (fn [k] (when (every? #(some? (k %)) ps) (reduce + 0 (map k ps))))
                                 n (reduce + 0 (map :count ps))]]
                       {:minute (perf/minute->iso m) :count n :rate (round3 (/ (double n) (double (seconds m))))
@@ -130,12 +137,12 @@
      :lags {:fanout (lag fstats :fan-out-lag "fan-out lag")
             :search (lag fstats :index-lag "indexing lag")
             :scope (if kafka? "instance: records behind the end of the posts topic's partitions this instance holds"
-                       "instance: posts queued for this process's jobs")}}))
+                       "instance: posts queued for this process's jobs")}})))
 
 (defn snapshot-json
-  "`snapshot` as JSON bytes."
-  ^bytes [env now-ms minutes]
-  (http/write-json-bytes (snapshot env now-ms minutes)))
+  "`snapshot` as JSON bytes (`cache` as there)."
+  (^bytes [env now-ms minutes] (snapshot-json env now-ms minutes nil))
+  (^bytes [env now-ms minutes cache] (http/write-json-bytes (snapshot env now-ms minutes cache))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; the page and its assets

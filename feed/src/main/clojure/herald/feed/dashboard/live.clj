@@ -22,7 +22,9 @@
   [env opts]
   (merge {:env env :opts opts :viewers (ConcurrentHashMap.) :running (AtomicBoolean.)
           :ticks (AtomicLong.) :sent (AtomicLong.) :skipped (AtomicLong.) :evicted (AtomicLong.)
-          :refused (AtomicLong.) :snapshot dash/snapshot-json :clock #(System/currentTimeMillis)}
+          :refused (AtomicLong.) :clock #(System/currentTimeMillis)
+          ;; the points of closed minutes, kept between updates (only the ticker and on-open write it)
+          :snapshot (let [cache (atom {})] (fn [env now minutes] (dash/snapshot-json env now minutes cache)))}
          (select-keys opts [:snapshot :clock])))
 
 (defn stats
