@@ -83,9 +83,8 @@
         log (io/file dir "gc.log")
         java (str (System/getProperty "java.home") "/bin/java")
         ;; a JVM that allocates 200 MB through a 16 MB heap: young collections for sure
-        p (.start (doto (ProcessBuilder. ^java.util.List (vector java "-XX:+UseG1GC" "-Xmx16m" (gc/log-option (str log)) "-cp"
-                                                          (System/getProperty "java.class.path") "clojure.main" "-e"
-                                                          "(dotimes [i 200] (byte-array (* 1024 1024)))"))
+        p (.start (doto (ProcessBuilder. ^java.util.List (vector java "-XX:+UseG1GC" "-Xmx16m" (gc/log-option (str log))
+                                                                  "-cp" @classes-dir "herald.load.lab.Allocate" "200"))
                     (.redirectErrorStream true) (.redirectOutput (io/file dir "out.txt"))))]
     (is (.waitFor p 120 TimeUnit/SECONDS))
     (let [g (gc/read-log log)
