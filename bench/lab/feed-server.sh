@@ -11,5 +11,7 @@ if [ ! -f "$JAR" ]; then
 fi
 data=${1:?usage: feed-server.sh DATA_DIR}
 mkdir -p "$data"
+# JAVA_OPTS is split on spaces, never globbed (-Xlog:gc*:... has a star)
+set -f
 # shellcheck disable=SC2086
 PORT=${PORT:?} HOST=127.0.0.1 DATA_DIR="$data" exec "${JAVA:-java}" $JAVA_OPTS -jar "$JAR"

@@ -18,5 +18,7 @@ if [ ! -f "$BUILD/ok" ]; then
   touch "$BUILD/ok"
 fi
 CP="$ROOT/http/src/test/clojure:$ROOT/http/src/main/clojure:$ROOT/http/src/main/resources:$BUILD/classes:$(cat "$BUILD/deps.txt")"
+# JAVA_OPTS is split on spaces, never globbed (-Xlog:gc*:... has a star)
+set -f
 # shellcheck disable=SC2086
 exec "${JAVA:-java}" $JAVA_OPTS -cp "$CP" clojure.main -m herald.http.bench-app --port "${PORT:?}" --mode "$mode" --io-threads 1

@@ -144,7 +144,7 @@
             opts (conj (vec (:opts jvm)) (gc/log-option (.getAbsolutePath (io/file dir "gc.log"))))
             vars (vars-of cell port opts (.getAbsolutePath (io/file dir)))
             url (proc/substitute (:url target) vars)
-            env (merge (:env target) {"JAVA_HOME" (:home jdk) "JAVA" (get vars "java") "JAVA_OPTS" (get vars "jvm-opts")
+            env (merge (:env target) {"JAVA_HOME" (:home jdk) "JAVA" (get vars "java") "JAVA_OPTS" (str/join " " opts)
                                       "PORT" (str port) "HERALD_LAB_CELL" (:id cell)})
             p (proc/start! (proc/substitute (:cmd target) vars) (:dir target) env (io/file dir "target.log"))]
         (register! p)
