@@ -29,7 +29,8 @@
 (defn- spec [marker]
   {:name "tiny"
    :targets [{:name marker :url "http://127.0.0.1:{port}/" :ready-timeout 60
-              :cmd (str "exec {java} {jvm-opts} -cp " @classes-dir " herald.load.lab.HelloServer {port} 256")}]
+              ;; the JDK by placeholder, the options by environment (JAVA_OPTS, space-separated: no globbing)
+              :cmd (str "set -f; exec {java} $JAVA_OPTS -cp " @classes-dir " herald.load.lab.HelloServer {port} 256")}]
    :common-opts ["-Xmx64m" "-Xmn4m" "-XX:TieredStopAtLevel=1"]
    :jvm-opts [{:name "parallel" :opts ["-XX:+UseParallelGC"]} {:name "g1" :opts ["-XX:+UseG1GC"]}]
    :jdks [(System/getProperty "java.home")]
@@ -76,7 +77,10 @@
         (is (= 1 (binding [*err* (java.io.StringWriter.)] (main/run-cli ["lab" (str f) "-o" (str (io/file dir "out"))]))))
         (spit f "{:targets [")
         (is (= 1 (binding [*err* (java.io.StringWriter.)] (main/run-cli ["lab" (str f)]))))))
-    (is (not (.exists flag)) "no target command ran")))
+    (is (not (.exists flag)) "no target command ran")
+    (testing "the {jvm-opts} placeholder is shell-quoted"
+      (is (= "-Xmx64m '-Xlog:gc*:file=/a b/gc.log'" (proc/shell-words ["-Xmx64m" "-Xlog:gc*:file=/a b/gc.log"])))
+      (is (= "java -Xmx1g 7 {other}" (proc/substitute "{java} {jvm-opts} {port} {other}" {"java" "java" "jvm-opts" "-Xmx1g" "port" "7"}))))))
 
 (deftest gc-pauses-from-a-real-gc-log
   (let [dir (tmp-dir)
