@@ -40,13 +40,21 @@
 
 (defn- cell-dir ^File [out id] (io/file out "cells" id))
 
+(defn cell-key
+  "What a cell's result depends on in SPEC, as a hash: its target, JDK and options and the spec's workload,
+  SLO, sweep and profile. A kept result whose key differs (the spec changed) is run again."
+  [spec cell]
+  (hash [(:target cell) (get-in cell [:jdk :home]) (get-in cell [:jdk :version]) (:jvm cell)
+         (select-keys spec [:workload :slo :sweep :profile])]))
+
 (defn read-cell
-  "The finished result of cell `id` under `out`, or nil when it has none (or only a failed one, which a
-  rerun repeats)."
-  [out id]
-  (let [f (io/file (cell-dir out id) "cell.edn")]
+  "The finished result of cell `c` under `out`, or nil when it has none, only a failed one (a rerun repeats
+  it), or one made with another spec."
+  [out spec c]
+  (let [f (io/file (cell-dir out (:id c)) "cell.edn")]
     (when (.exists f)
-      (let [c (edn/read-string (slurp f))] (when (#{:ok :skipped} (:status c)) c)))))
+      (let [r (edn/read-string (slurp f))]
+        (when (and (#{:ok :skipped} (:status r)) (= (cell-key spec c) (:cell-key r))) r)))))
 
 (defn- write-atomically! [^File f s]
   (io/make-parents f)
@@ -99,7 +107,7 @@
       {:cells (mapv #(select-keys % [:id]) cells) :jdks jdks}
       (let [started (str (Instant/now))
             _ (doseq [pid (kill-leftovers! out)] (log (str "lab: killed target " pid " left by an earlier run")))
-            kept (into {} (keep (fn [c] (when-let [r (read-cell out (:id c))] [(:id c) r])) cells))
+            kept (into {} (keep (fn [c] (when-let [r (read-cell out spec c)] [(:id c) r])) cells))
             running (atom nil)
             stopping (atom false)
             hook (Thread. ^Runnable (fn []
@@ -113,7 +121,7 @@
                                     acc
                                     (let [dir (cell-dir out (:id c))
                                           _ (log (str "lab: cell " (:id c) " ..."))
-                                          r (cell/run-cell! spec c dir #(reset! running %))]
+                                          r (assoc (cell/run-cell! spec c dir #(reset! running %)) :cell-key (cell-key spec c))]
                                       (if @stopping
                                         acc
                                         (do (write-atomically! (io/file dir "cell.edn") (with-out-str (pp/pprint r)))
