@@ -8,6 +8,7 @@
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.load :as load]
+            [herald.load.impl.lab :as lab]
             [herald.load.impl.lab-gc :as gc]
             [herald.load.impl.lab-proc :as proc]
             [herald.load.impl.lab-spec :as lspec]
@@ -170,4 +171,10 @@
         (is (= 2 (count (:cells (edn/read-string (slurp (io/file out "summary.edn")))))))
         (is (.exists (io/file out "summary.json")))
         (is (.exists (io/file out "lab-heatmap.png")))
-        (is (empty? (marked-pids marker)) "no target left running")))))
+        (is (empty? (marked-pids marker)) "no target left running")
+        (testing "a kept cell counts only for the spec that made it"
+          (let [v (lspec/validate s)
+                c (first (lspec/cells v [(assoc (lspec/jdk-info (System/getProperty "java.home")) :name jdk)]))]
+            (is (= first-id (:id c)))
+            (is (some? (lab/read-cell out v c)))
+            (is (nil? (lab/read-cell out (assoc-in v [:slo :p99] 1) c)) "another SLO: the cell runs again")))))))
