@@ -138,7 +138,7 @@
     (testing "the lab in a child process, stopped (SIGTERM, as Ctrl-C) while the second cell's target runs"
       (let [child (lab-process spec-file out)]
         (try
-          (is (wait-for #(and (.exists ^File (cell-file first-id)) (.exists (io/file out "cells" second-id "target.pid"))) 80)
+          (is (wait-for #(and (.exists ^File (cell-file first-id)) (.exists (io/file out "cells" second-id "target.pid"))) 150)
               (proc/tail (io/file dir "lab-child.log") 20))
           (finally (.destroy child) (.waitFor child 30 TimeUnit/SECONDS)))
         (is (wait-for #(empty? (marked-pids marker)) 10) "the shutdown hook killed the running target")

@@ -94,7 +94,9 @@
 (defn- flame-links [c]
   (str/join " " (for [ev [:cpu :alloc] :let [p (get-in c [:profile ev])] :when p]
                   (if (:file p)
-                    (str "<a href=\"cells/" (esc (:id c)) "/" (esc (:file p)) "\">" (name ev) "</a>")
+                    (str "<a href=\"cells/" (esc (:id c)) "/" (esc (:file p)) "\" title=\"" (esc (str "async-profiler " (:mode p) " at "
+                                                                                   (some->> (get-in c [:profile :rate]) (format "%.0f")) " requests/s")) "\">"
+                         (name ev) (when (str/starts-with? (str (:mode p)) "itimer") " (itimer)") "</a>")
                     (str "<span title=\"" (esc (:skipped p)) "\">" (name ev) ": skipped</span>")))))
 
 (defn cell-rows
