@@ -17,6 +17,15 @@
   [c]
   (str (:target c) " / " (get-in c [:jdk :name]) " / " (:jvm c)))
 
+(defn- legend-labels
+  "Short legend names of `cells` (the legend is narrow): row number, target and JVM option set, and the JDK's
+  feature release when the cells span several."
+  [summary cells]
+  (let [row (into {} (map-indexed (fn [i c] [(:id c) (inc i)]) (:cells summary)))
+        several? (> (count (distinct (map #(get-in % [:jdk :major]) cells))) 1)]
+    (into {} (for [c cells]
+               [(:id c) (str (row (:id c)) " " (:target c) " " (:jvm c) (when several? (str " " (get-in c [:jdk :major]))))]))))
+
 (defn- heat-color
   "White to deep green as `v` goes from 0 to `vmax`; grey without a value."
   [v vmax]
@@ -61,24 +70,26 @@
   (let [cells (filter #(seq (:steps %)) (:cells summary))
         xs (mapcat #(map :rate (:steps %)) cells)]
     {:title "p99 against the target rate (every cell's sweep)" :x-label "target rate (requests/s)" :y-label "p99 latency (ms)"
-     :series (concat (for [c cells] {:name (cell-label c) :points (vec (for [s (:steps c) :when (:p99 s)] [(:rate s) (:p99 s)]))})
+     :series (concat (for [c cells :let [names (legend-labels summary cells)]] {:name (names (:id c)) :points (vec (for [s (:steps c) :when (:p99 s)] [(:rate s) (:p99 s)]))})
                      (when (seq xs) [{:name "SLO p99" :points [[(apply min xs) (get-in summary [:slo :p99])] [(apply max xs) (get-in summary [:slo :p99])]]}]))}))
 
 (defn gc-chart
   "Each cell's GC pauses during its sweep as a percentile spectrum (log scale), overlaid."
   [summary]
   {:title "GC pauses during the sweep, by percentile" :x-label "percentile" :y-label "pause (ms)" :x-scale :percentile
-   :series (for [c (:cells summary) :let [ms (get-in c [:gc :pauses-ms])] :when (seq ms)]
-             {:name (cell-label c)
+   :series (for [c (:cells summary) :let [ms (get-in c [:gc :pauses-ms])
+                                          names (legend-labels summary (filter #(seq (get-in % [:gc :pauses-ms])) (:cells summary)))]
+                 :when (seq ms)]
+             {:name (names (:id c))
               :points (vec (map-indexed (fn [i v] [(min 6.0 (plot/percentile->x (* 100.0 (/ (double (inc i)) (inc (count ms)))))) v]) ms))})})
 
 (defn cpu-chart
   "CPU time of the target per request during the sweep, one bar per cell."
   [summary]
-  (let [cells (vec (filter :cpu-ms-per-request (:cells summary)))]
-    {:title "Target CPU per request during the sweep" :kind :bar :x-label "cell" :y-label "CPU ms per request"
-     :x-ticks (vec (map-indexed (fn [i _] [i (str (inc i))]) cells))
-     :series [{:name "CPU ms/request" :points (vec (map-indexed (fn [i c] [i (:cpu-ms-per-request c)]) cells))}]}))
+  (let [rows (keep-indexed (fn [i c] (when (:cpu-ms-per-request c) [(inc i) c])) (:cells summary))]
+    {:title "Target CPU per request during the sweep" :kind :bar :x-label "cell (row of the wall table)" :y-label "CPU ms per request"
+     :x-ticks (vec (for [[i _] rows] [i (str i)]))
+     :series [{:name "CPU ms/request" :points (vec (for [[i c] rows] [i (:cpu-ms-per-request c)]))}]}))
 
 (defn charts
   "The report's charts keyed by file stem."
@@ -143,7 +154,7 @@
          (str/join (for [c (:cells summary) w (:warnings c)] (str "<p class=\"warn\">" (esc (cell-label c)) ": " (esc w) "</p>\n")))
          (str/join (for [k ["lab-heatmap" "lab-latency" "lab-gc-pauses" "lab-cpu"] :let [ch (cs k)]]
                      (str "<h2>" (esc (:title ch)) "</h2>\n" (plot/svg ch) "\n")))
-         "<p>CPU chart bars are numbered as the rows of the wall table.</p>\n"
+         "<p>Legends and the CPU chart's bars are numbered as the rows of the wall table.</p>\n"
          (versions-html summary)
          "</body></html>\n")))
 
