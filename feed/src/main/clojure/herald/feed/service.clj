@@ -3,6 +3,7 @@
   (:require [clojure.string :as str]
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
+            [herald.feed.pages :as pages]
             [herald.feed.store :as store])
   (:import (java.time LocalDate LocalTime ZoneOffset)))
 
@@ -182,7 +183,14 @@
       (throw (err/bad-request (str "a participant cannot befriend itself: " (link from)) "to" (link to))))
     (participant ctx from "from")
     (participant ctx to "to")
-    (let [f (store/befriend! store from to)]
+    (let [f (try (store/befriend! store from to)
+                 (catch clojure.lang.ExceptionInfo e
+                   (if-not (store/blocked-error? e)
+                     (throw e)
+                     (let [{:keys [blocker blocked]} (ex-data e)]
+                       (throw (err/conflict (str "participant " (link blocker) " blocks " (link blocked)
+                                                 ": unblock first (DELETE " (link blocker) "/blocks/" blocked ")")
+                                            "to" {:blocker (link blocker) :blocked (link blocked)}))))))]
       {:id (:id f) :from from :to to})))
 
 (defn friends
@@ -215,18 +223,30 @@
   (store/outbound store id opts))
 
 (defn inbound
-  "A page {:items :next} of participant `id`'s inbound feed, newest first."
+  "A page {:items :next} of participant `id`'s inbound feed, newest first, without the posts of the participants
+  it mutes or blocks or who block it (hidden at read time: herald.feed.pages/visible-inbound)."
   [{:keys [store] :as ctx} id opts]
   (participant ctx id)
-  (store/inbound store id opts))
+  (pages/visible-inbound store id opts))
 
 (defn search
   "Sender ids of the posts matching every word of `keywords`, newest first, at most `limit`."
   [{:keys [store]} keywords limit]
   (when (nil? keywords) (throw (err/bad-request "'keywords' is required" "keywords")))
   (let [kw (single "keywords" keywords)]
+    (when (str/blank? kw)
+      (throw (err/bad-request (str "'keywords' must hold at least one word, got " (err/json-text kw)) "keywords" kw)))
     (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
     (store/search store kw {:limit limit})))
+
+(defn search-page
+  "A page {:items [{:id :from}] :next} of the posts matching every word of `keywords`, newest first; `opts`
+  {:limit :before} from `page-opts` (a cursor already checked)."
+  [{:keys [store]} keywords opts]
+  (when (nil? keywords) (throw (err/bad-request "'keywords' is required" "keywords")))
+  (let [kw (single "keywords" keywords)]
+    (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
+    (store/search-page store kw opts)))
 
 (defn resume-pending!
   "Resubmits every fan-out the store recorded but did not complete (after a crash); returns the count."

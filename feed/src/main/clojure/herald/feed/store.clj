@@ -205,7 +205,8 @@
 (defn befriend!
   "Befriends participants a and b, returns {:id :from a :to b :created? bool}. Idempotent and symmetric:
   (befriend! s b a) after (befriend! s a b) returns the same :id with :created? false. Befriending oneself
-  throws ex-info {:type :herald.feed.store/invalid :key :to}."
+  throws ex-info {:type :herald.feed.store/invalid :key :to}; a pair with a block (see `block!`) throws ex-info
+  {:type :herald.feed.store/blocked :blocker x :blocked y}."
   [s a b]
   (let [a (check-id :from a) b (check-id :to b)]
     (when (= a b) (invalid (str "a participant cannot befriend itself: " a) :to b))
@@ -469,3 +470,120 @@
                 (try ((requiring-resolve 'herald.feed.store.cache/caffeine-cache) (or cache {}))
                      (catch Throwable t (-close! b) (throw t))))]
         (role-map {:graph b :feeds b :search b :cache c})))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; relationships (the graph role): unfriend, mutes, blocks; paged friend lists and search (issue 11)
+
+(defprotocol Relations
+  "The graph role's relationships beyond befriending. Guarantees: every write is idempotent, atomic and durable
+  on return; -block! ends the pair's friendship in the same atomic write, and a block and a befriend of one pair
+  are linearizable: -befriend! of a pair with a block in either direction throws ex-info
+  {:type :herald.feed.store/blocked :blocker x :blocked y} and writes nothing. Mutes and blocks are directed
+  (`id` mutes or blocks `target`). The store does not check that the participants exist (the service does)."
+  (-unfriend! [s a b] "Ends the friendship of a and b (either order); true when there was one.")
+  (-mute! [s id target] "id mutes target; returns {:from id :target target :created? bool}.")
+  (-unmute! [s id target] "Ends id's mute of target; true when there was one.")
+  (-mutes [s id] "The participants id mutes, ascending ids.")
+  (-block! [s id target] "id blocks target and their friendship ends, atomically; returns {:from id :target
+  target :created? bool}.")
+  (-unblock! [s id target] "Ends id's block of target; true when there was one.")
+  (-blocks [s id] "The participants id blocks, ascending ids.")
+  (-hidden [s id] "The set of participants whose posts id's inbound feed hides: those id mutes, those id blocks
+  and those who block id (one cheap read; `hidden` keeps it in the cache role, invalidated by every write above)."))
+
+(defprotocol SearchPages
+  "The search role's paged search: like -search, with a cursor. Guarantees as SearchIndex; the cursor is the
+  (ts, post id) of the last hit shown (herald.feed.store.cursor), hits are ordered newest first by (ts, id)."
+  (-search-page [s keywords opts] "A page {:items [{:id post-id :from sender}] :next cursor} (items may carry :ts) of the
+  newest posts matching every keyword term, older than opts' :before cursor when given; opts {:limit :before}."))
+
+(defn- check-pair [a b what]
+  (let [a (check-id :id a) b (check-id :target b)]
+    (when (= a b) (invalid (str "a participant cannot " what " itself: " a) :target b))
+    [a b]))
+
+(defn- invalidate!
+  "Drops keys ks from the cache role, when there is one, after a graph write: every key even when one fails (the
+  first failure is thrown then). -invalidate! waits for a load in flight, so no friend list or hidden set loaded
+  before the write is served after it."
+  [s ks]
+  (when-let [c (cache-of s)]
+    (let [errors (into [] (keep #(try (-invalidate! c %) nil (catch Throwable t t))) ks)]
+      (when-let [t (first errors)] (throw t)))))
+
+(defn blocked-error?
+  "True when `e` is the ex-info a graph role throws for a befriend of a blocked pair (see `Relations`)."
+  [e]
+  (= ::blocked (:type (ex-data e))))
+
+(defn unfriend!
+  "Graph role. Ends the friendship of a and b (either order): neither lists the other any more and later posts
+  do not fan out between them (posts already delivered stay). Returns true when they were friends. Idempotent;
+  a == b throws ex-info {:type :herald.feed.store/invalid}."
+  [s a b]
+  (let [[a b] (check-pair a b "unfriend")
+        r (boolean (-unfriend! (role s :graph) a b))]
+    (invalidate! s [[:friends a] [:friends b]])
+    r))
+
+(defn mute!
+  "Graph role. `id` mutes `target`: `hidden` of id holds target until `unmute!`. The friendship and the other
+  direction are untouched. Returns {:from id :target target :created? bool}; idempotent; durable on return."
+  [s id target]
+  (let [[a b] (check-pair id target "mute")
+        r (-mute! (role s :graph) a b)]
+    (invalidate! s [[:hidden a]])
+    r))
+
+(defn unmute!
+  "Graph role. Ends `id`'s mute of `target`; true when there was one. Idempotent."
+  [s id target]
+  (let [[a b] (check-pair id target "unmute")
+        r (boolean (-unmute! (role s :graph) a b))]
+    (invalidate! s [[:hidden a]])
+    r))
+
+(defn mutes
+  "Graph role. The participants `id` mutes, ascending ids."
+  [s id]
+  (vec (-mutes (role s :graph) (check-id :id id))))
+
+(defn block!
+  "Graph role. `id` blocks `target`: their friendship ends in the same atomic write, `hidden` of each holds the
+  other, and `befriend!` of the pair (either order) throws ex-info {:type :herald.feed.store/blocked} until
+  `unblock!`. Returns {:from id :target target :created? bool}; idempotent; durable on return."
+  [s id target]
+  (let [[a b] (check-pair id target "block")
+        r (-block! (role s :graph) a b)]
+    (invalidate! s [[:friends a] [:friends b] [:hidden a] [:hidden b]])
+    r))
+
+(defn unblock!
+  "Graph role. Ends `id`'s block of `target` (a block by target stays); true when there was one. Does not
+  restore the friendship. Idempotent."
+  [s id target]
+  (let [[a b] (check-pair id target "unblock")
+        r (boolean (-unblock! (role s :graph) a b))]
+    (invalidate! s [[:hidden a] [:hidden b]])
+    r))
+
+(defn blocks
+  "Graph role. The participants `id` blocks, ascending ids."
+  [s id]
+  (vec (-blocks (role s :graph) (check-id :id id))))
+
+(defn hidden
+  "Graph role. The set of participant ids whose posts `id`'s inbound feed hides at read time: those id mutes,
+  those id blocks and those who block id."
+  [s id]
+  (let [g (role s :graph) id (check-id :id id)]
+    (if-let [c (cache-of s)]
+      (-fetch c [:hidden id] #(set (-hidden g id)))
+      (set (-hidden g id)))))
+
+(defn search-page
+  "Search role. A page {:items [{:id :from}] :next cursor} (items may carry :ts) of the posts whose subject or story contain every
+  term of keywords, newest first; opts {:limit n :before cursor} as `outbound` (:before the :next of the
+  previous page). Keywords without any word give an empty page."
+  ([s keywords] (search-page s keywords nil))
+  ([s keywords opts] (-search-page (role s :search) (check-string :keywords keywords) (page-opts opts))))

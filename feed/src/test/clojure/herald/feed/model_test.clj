@@ -21,10 +21,32 @@
 
 (def ^:private words ["alpha" "beta" "gamma" "delta" "épée"])
 
+;; ---------------------------------------------------------------------------------------------------
+;; relationships (issue 11), part 1: the generator and the model's rules (used by :befriend and :inbound)
+
+(def gen-relation-op
+  "One relationship operation [kind a b] (participant indices as elsewhere)."
+  (gen/tuple (gen/elements [:unfriend :mute :unmute :block :unblock]) gen/nat gen/nat))
+
+(defn- blocked?
+  "True when x blocks y or y blocks x in the model."
+  [model x y]
+  (boolean (or (contains? (:blocks model) [x y]) (contains? (:blocks model) [y x]))))
+
+(defn- hidden-of
+  "The ids whose posts x's inbound feed hides: muted or blocked by x, or blocking x."
+  [model x]
+  (set (concat (for [[m t] (:mutes model) :when (= m x)] t)
+               (for [[b t] (:blocks model) :when (= b x)] t)
+               (for [[b t] (:blocks model) :when (= t x)] b))))
+
+;; ---------------------------------------------------------------------------------------------------
+
 (def gen-op
   "One operation; participant arguments are indices resolved modulo the participants created so far."
   (gen/frequency
-   [[3 (gen/fmap (fn [n] [:create n]) (gen/not-empty gen/string-alphanumeric))]
+   [[3 gen-relation-op]
+    [3 (gen/fmap (fn [n] [:create n]) (gen/not-empty gen/string-alphanumeric))]
     [3 (gen/tuple (gen/return :befriend) gen/nat gen/nat gen/boolean)]
     [4 (gen/tuple (gen/return :post) gen/nat (gen/elements words) (gen/vector (gen/elements words) 1 4) gen/boolean)]
     [2 (gen/tuple (gen/return :inbound) gen/nat)]
@@ -63,8 +85,10 @@
   (if-let [x (pick model a)]
     (let [y (pick model b)
           r (post-body (str (link x) "/friends") {:from (link x) :to (link y)} json?)]
-      (if (= x y)
-        [model (= 400 (:status r))]
+      (cond
+        (= x y) [model (= 400 (:status r))]
+        (blocked? model x y) [model (= 409 (:status r))]
+        :else
         [(update model :friends conj #{x y})
          (and (= 200 (:status r)) (= {"from" (link x) "to" (link y)} (dissoc (:json r) "id")))]))
     [model true]))
@@ -85,7 +109,8 @@
   (if-let [x (pick model a)]
     (let [_ (settle)
           r (req (str (link x) "/" (name kind)))
-          expect (for [p (get-in model [kind x])]
+          hidden (if (= kind :inbound) (set (map link (hidden-of model x))) #{})
+          expect (for [p (get-in model [kind x]) :when (not (hidden (:from p)))]
                    (cond-> (update-keys p name) (= kind :inbound) (assoc "to" (link x))))]
       [model (and (= 200 (:status r)) (= expect (:json r)))])
     [model true]))
@@ -120,6 +145,42 @@
 
 (defmethod run-op :unknown [model _]
   [model (= 404 (:status (req "/participant/999999999/inbound")))])
+
+;; ---------------------------------------------------------------------------------------------------
+;; relationships (issue 11), part 2: the operations
+
+(defn- relation-op
+  "Runs a relationship write of x on y, (send x y) the request; oneself is a 400 and changes nothing."
+  [model a b send expect-status change]
+  (if-let [x (pick model a)]
+    (let [y (pick model b)
+          r (send x y)]
+      (if (= x y)
+        [model (= 400 (:status r))]
+        [(change model x y) (= expect-status (:status r))]))
+    [model true]))
+
+(defmethod run-op :unfriend [model [_ a b]]
+  (relation-op model a b #(req (str (link %1) "/friends/" %2) :method :delete) 204
+               (fn [m x y] (update m :friends disj #{x y}))))
+
+(defmethod run-op :mute [model [_ a b]]
+  (relation-op model a b #(req (str (link %1) "/mutes") :method :post :json {:target (link %2)}) 200
+               (fn [m x y] (update m :mutes (fnil conj #{}) [x y]))))
+
+(defmethod run-op :unmute [model [_ a b]]
+  (relation-op model a b #(req (str (link %1) "/mutes/" %2) :method :delete) 204
+               (fn [m x y] (update m :mutes (fnil disj #{}) [x y]))))
+
+(defmethod run-op :block [model [_ a b]]
+  (relation-op model a b #(req (str (link %1) "/blocks") :method :post :json {:target (link %2)}) 200
+               (fn [m x y] (-> m (update :blocks (fnil conj #{}) [x y]) (update :friends disj #{x y})))))
+
+(defmethod run-op :unblock [model [_ a b]]
+  (relation-op model a b #(req (str (link %1) "/blocks/" %2) :method :delete) 204
+               (fn [m x y] (update m :blocks (fnil disj #{}) [x y]))))
+
+;; ---------------------------------------------------------------------------------------------------
 
 (defn- run-sequence [ops]
   (binding [*base* (feed/url *sys*)

@@ -7,6 +7,7 @@
             [herald.feed.store.embedded.codec :as c]
             [herald.feed.store.embedded.indexing :as ix]
             [herald.feed.store.embedded.lucene :as lucene]
+            [herald.feed.store.embedded.relations :as rel]
             [herald.feed.store.embedded.rocks :as rocks])
   (:import (java.util Set)
            (java.util.concurrent ConcurrentHashMap ConcurrentSkipListMap Executors LinkedBlockingQueue
@@ -65,6 +66,7 @@
 (defn- cf ^org.rocksdb.ColumnFamilyHandle [db family] (get-in db [:cfs family]))
 
 (defn- befriend-locked [db ^AtomicLong ids a b]
+  (rel/check-block! db a b)
   (if-let [id (friendship db a b)]
     {:id id :from a :to b :created? false}
     (let [id (.incrementAndGet ids)]
@@ -74,6 +76,11 @@
         (.put wb (cf db :friends) (c/pair-key b a) (c/long-key id))
         (rocks/write! db wb))
       {:id id :from a :to b :created? true})))
+
+(defn- pair-lock
+  "The stripe lock of the unordered pair a, b."
+  [^objects locks a b]
+  (aget locks (mod (hash [(min (long a) (long b)) (max (long a) (long b))]) stripes)))
 
 (defn- publish-batch ^WriteBatch [db post recipients]
   (let [{:keys [id from ts]} post
@@ -111,12 +118,35 @@
   store/FriendStore
   (-befriend! [_ a b]
     (guarded
-     (locking (aget locks (mod (hash [(min a b) (max a b)]) stripes))
+     (locking (pair-lock locks a b)
        (befriend-locked db (:friendship ids) a b))))
   (-friends [_ id]
     (guarded
      (mapv (fn [[k v]] {:id (c/key-long v 0) :from id :to (c/key-long k 8)})
            (rocks/scan db :friends (c/long-key id) #(c/owner-prefix? % id) Long/MAX_VALUE))))
+
+  store/Relations
+  ;; each write under the pair's stripe lock, as -befriend!: a block and a befriend of one pair are serialized
+  (-unfriend! [_ a b] (guarded (locking (pair-lock locks a b) (rel/unfriend! db a b))))
+  (-mute! [_ a b] (guarded (locking (pair-lock locks a b) (rel/add! db :mutes a b))))
+  (-unmute! [_ a b] (guarded (locking (pair-lock locks a b) (rel/remove! db :mutes a b))))
+  (-mutes [_ id] (guarded (rel/others db :mutes id)))
+  (-block! [_ a b] (guarded (locking (pair-lock locks a b) (rel/add! db :blocks a b))))
+  (-unblock! [_ a b] (guarded (locking (pair-lock locks a b) (rel/remove! db :blocks a b))))
+  (-blocks [_ id] (guarded (rel/others db :blocks id)))
+  (-hidden [_ id] (guarded (rel/hidden db id)))
+
+  store/SearchPages
+  (-search-page [_ keywords {:keys [limit before]}]
+    (guarded
+     (let [below (when before (second (cursor/decode before)))
+           hits (ix/search-page idx state keywords (inc (long limit)) below)
+           more? (> (count hits) (long limit))
+           shown (if more? (pop hits) hits)
+           ;; the cursor's ts: the post's, from its outbound key (the index holds ids only)
+           ts (when-let [{:keys [id]} (and more? (peek shown))]
+                (some-> (rocks/get-bytes db :posts (c/long-key id)) c/feed-key-ts))]
+       {:items shown :next (when more? (cursor/encode (or ts 0) (:id (peek shown))))})))
 
   store/OutboundStore
   (-publish! [_ post recipients]

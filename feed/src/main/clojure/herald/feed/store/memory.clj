@@ -16,7 +16,10 @@
    :outbound {}                 ; sender -> sorted {[(- ts) id] post}
    :inbound {}                  ; recipient -> sorted {[(- ts) id] post}
    :fanouts (sorted-map)        ; post id -> recipients
-   :index {}})                  ; post id -> {:ts :from :terms #{}}
+   :index {}                    ; post id -> {:ts :from :terms #{}}
+   :mutes {}                    ; id -> sorted #{target}
+   :blocks {}                   ; id -> sorted #{target}
+   :blocked-by {}})             ; target -> #{id}
 
 (defn- feed-key [{:keys [ts id]}] [(- (long ts)) id])
 
@@ -38,6 +41,16 @@
                 (assoc-in [:posts id] post) (put-feed :outbound (:from post) post))
       (seq recipients) (assoc-in [:fanouts id] (vec recipients)))))
 
+(defn- blocker
+  "[blocker blocked] of a block between a and b (either direction), or nil."
+  [state a b]
+  (cond (get-in state [:blocks a b]) [a b]
+        (get-in state [:blocks b a]) [b a]))
+
+(defn- blocked! [[x y]]
+  (throw (ex-info (str "participant " x " blocks participant " y)
+                  {:type :herald.feed.store/blocked :blocker x :blocked y})))
+
 (defn- befriend [state a b]
   (if (get-in state [:friends a b])
     state
@@ -45,6 +58,21 @@
           add (fn [m k v] (assoc (or m (sorted-map)) k v))]
       (-> state (assoc-in [:seq :friendship] id)
           (update-in [:friends a] add b id) (update-in [:friends b] add a id)))))
+
+(defn- unfriend [state a b]
+  (-> state (update-in [:friends a] dissoc b) (update-in [:friends b] dissoc a)))
+
+(defn- add-to [state k a b] (update-in state [k a] #(conj (or % (sorted-set)) b)))
+(defn- drop-from [state k a b] (update-in state [k a] #(disj (or % (sorted-set)) b)))
+
+(defn- relation!
+  "Applies (f state) and answers {:from a :target b :created? bool} by whether [k a b] was absent before."
+  [state f k a b]
+  (let [[old _] (swap-vals! state f)]
+    {:from a :target b :created? (not (contains? (get-in old [k a]) b))}))
+
+(defn- unrelate! [state f k a b]
+  (let [[old _] (swap-vals! state f)] (contains? (get-in old [k a]) b)))
 
 (deftype MemoryStore [state open?]
   store/ParticipantStore
@@ -59,10 +87,25 @@
 
   store/FriendStore
   (-befriend! [_ a b]
-    (let [[old new] (swap-vals! state befriend a b)]
+    (let [[old new] (swap-vals! state #(if-let [bl (blocker % a b)] (blocked! bl) (befriend % a b)))]
       {:id (get-in new [:friends a b]) :from a :to b :created? (nil? (get-in old [:friends a b]))}))
   (-friends [_ id]
     (mapv (fn [[other fid]] {:id fid :from id :to other}) (get-in @state [:friends id])))
+
+  store/Relations
+  (-unfriend! [_ a b]
+    (let [[old _] (swap-vals! state unfriend a b)] (some? (get-in old [:friends a b]))))
+  (-mute! [_ a b] (relation! state #(add-to % :mutes a b) :mutes a b))
+  (-unmute! [_ a b] (unrelate! state #(drop-from % :mutes a b) :mutes a b))
+  (-mutes [_ id] (vec (get-in @state [:mutes id])))
+  (-block! [_ a b]
+    (relation! state #(-> % (add-to :blocks a b) (add-to :blocked-by b a) (unfriend a b)) :blocks a b))
+  (-unblock! [_ a b]
+    (unrelate! state #(-> % (drop-from :blocks a b) (drop-from :blocked-by b a)) :blocks a b))
+  (-blocks [_ id] (vec (get-in @state [:blocks id])))
+  (-hidden [_ id]
+    (let [st @state]
+      (into (into (set (get-in st [:mutes id])) (get-in st [:blocks id])) (get-in st [:blocked-by id]))))
 
   store/OutboundStore
   (-publish! [_ post recipients]
@@ -113,6 +156,22 @@
              (mapv :from)))))
 
   (-refresh-search! [_] nil)
+
+  store/SearchPages
+  (-search-page [_ keywords {:keys [limit before]}]
+    (let [ks (text/terms keywords)
+          after (when before (cursor/decode before))
+          hits (if (empty? ks)
+                 []
+                 (->> (:index @state)
+                      (keep (fn [[id {:keys [ts from terms]}]]
+                              (when (and (every? terms ks) (or (nil? after) (neg? (compare [ts id] after))))
+                                {:id id :from from :ts ts})))
+                      (sort-by (juxt :ts :id) #(compare %2 %1))
+                      (take (inc (long limit)))
+                      vec))
+          shown (if (> (count hits) (long limit)) (pop hits) hits)]
+      {:items shown :next (cursor/for-page shown (> (count hits) (long limit)))}))
 
   store/Lifecycle
   (-close! [_] (reset! open? false) nil)

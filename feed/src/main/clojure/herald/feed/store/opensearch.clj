@@ -4,6 +4,7 @@
   (:require [clojure.string :as str]
             [herald.feed.outage :as outage]
             [herald.feed.store :as store]
+            [herald.feed.store.cursor :as cursor]
             [herald.feed.store.opensearch.http :as http]
             [herald.feed.store.opensearch.schema :as schema]
             [herald.feed.store.scale.spi :as spi])
@@ -175,6 +176,19 @@
                                             (schema/search-body keywords limit))))))))
   (-refresh-search! [st]
     (open-only st (counting reporter index-errors degraded #(refresh! st))))
+
+  store/SearchPages
+  (-search-page [st keywords {:keys [limit before]}]
+    (open-only st
+      (counting reporter search-errors nil
+                #(do (catch-up! st)
+                     (let [hs (schema/hits (second (http/request client "search" :post
+                                                                 (str "/" index "/_search?filter_path=hits.hits.fields")
+                                                                 (schema/search-page-body keywords (inc (long limit))
+                                                                                          (some-> before cursor/decode)))))
+                           more? (> (count hs) (long limit))
+                           shown (if more? (pop hs) hs)]
+                       {:items shown :next (cursor/for-page shown more?)})))))
 
   spi/IndexProgress
   (-indexed-through [st]

@@ -1,7 +1,8 @@
 (ns herald.feed.store.contract
   "The storage contract as tests: every check takes a fresh store; deftests runs them against one backend."
   (:require [clojure.test :refer [deftest is testing]]
-            [herald.feed.store :as s]))
+            [herald.feed.store :as s]
+            [herald.feed.store.relations-contract :as relations]))
 
 (set! *warn-on-reflection* true)
 
@@ -164,7 +165,11 @@
   "The contract: name -> (fn [store])."
   (array-map "participants" participants "friends" friends "outbound" outbound "unicode" unicode
              "inbound" inbound "fanouts" fanouts "search" search "search-batch" search-batch
-             "lifecycle" lifecycle))
+             "lifecycle" lifecycle
+             ;; issue 11 relationships and search pages
+             "unfriend" (relations/checks "unfriend") "mutes" (relations/checks "mutes")
+             "blocks" (relations/checks "blocks") "block-races" (relations/checks "block-races")
+             "search-pages" (relations/checks "search-pages")))
 
 (defn run-check
   "Runs one check against a fresh store from (open), closing it afterwards with (close store)."

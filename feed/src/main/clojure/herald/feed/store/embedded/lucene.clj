@@ -10,7 +10,7 @@
            (org.apache.lucene.index DirectoryReader DocValues IndexOptions IndexWriter IndexWriterConfig
                                     IndexWriterConfig$OpenMode LeafReader LeafReaderContext NumericDocValues ReaderUtil
                                     SegmentInfos Term TieredMergePolicy)
-           (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder IndexSearcher ScoreDoc
+           (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder FieldDoc IndexSearcher ScoreDoc
                                      DocIdSetIterator SearcherFactory SearcherManager Sort SortField SortField$Type
                                      TermQuery TopFieldCollectorManager TopFieldDocs)
            (org.apache.lucene.store Directory NIOFSDirectory NRTCachingDirectory)
@@ -236,22 +236,35 @@
           (recur (inc i) ord dv (long base)))))
     (vec out)))
 
+(defn- top
+  "(f leaves hits) over the newest n hits of the terms, below post id `below` when given (the index sort makes
+  that a search-after on id)."
+  [{:keys [^SearcherManager manager] :as idx} terms n below f]
+  (catch-up! idx)
+  (let [^IndexSearcher s (.acquire manager)
+        after (when below (FieldDoc. Integer/MAX_VALUE Float/NaN (object-array [(Long/valueOf (long below))])))]
+    (try
+      ;; hit-count threshold = n: each segment stops after n hits (its newest, by the index sort), instead of
+      ;; counting up to 1,000 hits first for a total nobody reads
+      (let [^TopFieldDocs top (.search s ^org.apache.lucene.search.Query (query terms)
+                                       (TopFieldCollectorManager. newest-first (int n) ^FieldDoc after (int n)))]
+        (f (.leaves (.getIndexReader s)) (.-scoreDocs top)))
+      (finally (.release manager s)))))
+
 (defn search
   "Sender ids of the newest limit posts containing every term. Sees every document indexed max-lag-ms or
   more before the call (every document when max-lag-ms is 0)."
-  [{:keys [^SearcherManager manager] :as idx} terms limit]
+  [idx terms limit]
+  (if (empty? terms) [] (top idx terms limit nil senders)))
+
+(defn search-page
+  "[{:id :from}] of the newest n posts containing every term with a post id below `below` (nil: any), as search."
+  [idx terms n below]
   (if (empty? terms)
     []
-    (do
-      (catch-up! idx)
-      (let [^IndexSearcher s (.acquire manager)]
-        (try
-          ;; hit-count threshold = limit: each segment stops after limit hits (its newest, by the index
-          ;; sort), instead of counting up to 1,000 hits first for a total nobody reads
-          (let [^TopFieldDocs top (.search s ^org.apache.lucene.search.Query (query terms)
-                                           (TopFieldCollectorManager. newest-first (int limit) nil (int limit)))]
-            (senders (.leaves (.getIndexReader s)) (.-scoreDocs top)))
-          (finally (.release manager s)))))))
+    (top idx terms n below
+         (fn [leaves ^"[Lorg.apache.lucene.search.ScoreDoc;" hits]
+           (mapv (fn [h from] {:id (long (aget (.-fields ^FieldDoc h) 0)) :from from}) hits (senders leaves hits))))))
 
 (defn commit!
   "Commits the index, recording watermark (every post id up to it is in this commit: the caller computes
