@@ -112,6 +112,8 @@
   | :https?            | boolean  | false       | TLS to the service (with :ca-cert, :insecure?, :tls-versions as in `rate`) |
   | :http2?            | boolean  | false       | HTTP/2 (h2 by ALPN with :https?, else h2c), one stream at a time per user |
   | :streams           | int      | 1           | users sharing one HTTP/2 connection (a stream each); needs :http2? |
+  | :jwt-secret        | string   | nil         | an auth-on feed's HS256 secret (>= 32 bytes): each request acting as a participant carries `Authorization: Bearer` with a token minted for it (subject its id) |
+  | :jwt-issuer, :jwt-audience | string | nil | the tokens' iss and aud, when the feed checks them |
   | :progress, :interval, :on-interval, :handle-interrupt? | | | as in `rate` |"
   [opts]
   (feed-run/execute opts))

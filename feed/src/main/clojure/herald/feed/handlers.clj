@@ -2,6 +2,7 @@
   "Ring handlers of the feed's HTTP API: request parsing, response rendering in the reference format, and per-request performance recording."
   (:require [clojure.string :as str]
             [herald.feed.errors :as err]
+            [herald.feed.forms :as forms]
             [herald.feed.outage :as outage]
             [herald.feed.perf :as perf]
             [herald.feed.relations :as rel]
@@ -127,7 +128,8 @@
   (let [mt (media-type req)]
     (cond
       (= mt "application/x-www-form-urlencoded")
-      (into {} (map (fn [[k v]] [(keyword k) v])) (:form-params req))
+      (do (forms/check-utf8! req) ; a 400 naming the field, not U+FFFD stored
+          (into {} (map (fn [[k v]] [(keyword k) v])) (:form-params req)))
 
       (and mt (or (= mt "application/json") (str/ends-with? mt "+json")))
       (let [data (when-let [b (:body req)]

@@ -89,6 +89,8 @@
                              :content (content {:type "object"})}
                         {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant"
                                             409 "conflict: a block between the two participants (unblock first)"
+                                            401 "with auth on: no bearer token, or one that does not verify (WWW-Authenticate: Bearer)"
+                                            403 "with auth on: the token's participant is not the path's"
                                             415 "unsupported Content-Type" "error")
                          :content (content (ref-schema "Error"))})])))
 
@@ -113,15 +115,24 @@
     (str (name entity) "-" (name op))
     (str (str/join "-" (re-seq #"[A-Za-z0-9]+" (str/replace path #"\.json$" ""))) "-" (name method))))
 
-(defn- operation [{:keys [summary params body errors entity op link?] :as route}]
+(def security-schemes
+  "The bearer token scheme of routes marked `:auth :self` (herald.feed.auth; required only when auth is on)."
+  {"bearerAuth" {:type "http" :scheme "bearer" :bearerFormat "JWT"
+                 :description (str "A JWT whose subject (sub) is the participant id: HS256 with the service's secret, or"
+                                   " RS256/ES256 with a key of its JWK set. Needed only when the service runs with auth on"
+                                   " (the :scale profile's default; `make run` keeps it off).")}})
+
+(defn- operation [auth-on? {:keys [summary params body errors entity op link? auth] :as route}]
   (cond-> {:summary summary
            :operationId (operation-id route)
            :responses (merge {(if (= :none (:response-type route)) "204" "200") (cond-> (response-of route)
                                       link? (assoc :headers {"Link" {:schema {:type "string"}
                                                                      :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))}
-                             (error-responses errors))}
+                             (error-responses (cond-> (vec errors) auth (into [401 403]))))}
     (seq params) (assoc :parameters (mapv parameters params))
-    body (assoc :requestBody (body-of body))))
+    body (assoc :requestBody (body-of body))
+    ;; auth on: only the path's participant, with a token; auth off: anyone ({} is "no requirement")
+    auth (assoc :security (if auth-on? [{"bearerAuth" []}] [{} {"bearerAuth" []}]))))
 
 (defn openapi-path
   "The OpenAPI form of a router path: /participant/:id -> /participant/{id}."
@@ -130,12 +141,15 @@
 
 (defn document
   "The OpenAPI 3.0.3 document (a Clojure map ready for JSON) of `routes`, a seq of route specs
-  {:path :method :summary :params [..] :body schema-name :response schema-name-or-[name] :errors [..]}."
-  [routes version]
+  {:path :method :summary :params [..] :body schema-name :response schema-name-or-[name] :errors [..] :auth}.
+  `:auth?` says whether the service runs with auth on: the `:auth :self` operations then require the bearer
+  scheme, else it is optional (ignored)."
+  ([routes version] (document routes version {}))
+  ([routes version {:keys [auth?]}]
   {:openapi "3.0.3"
    :info {:title "herald.feed" :version version
           :description "The news feed service: the reference contract plus paging, health, metrics and performance figures."}
    :paths (reduce (fn [paths {:keys [path method] :as route}]
-                    (assoc-in paths [(openapi-path path) (name method)] (operation route)))
+                    (assoc-in paths [(openapi-path path) (name method)] (operation (boolean auth?) route)))
                   (sorted-map) routes)
-   :components {:schemas schemas}})
+   :components {:schemas schemas :securitySchemes security-schemes}}))

@@ -1,6 +1,7 @@
 (ns herald.feed.routes
   "The feed's route table as data (handlers, perf names, OpenAPI facts) and the Ring handler built from it, with the operational endpoints."
   (:require [clojure.string :as str]
+            [herald.feed.auth :as auth]
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
             [herald.feed.handlers :as h]
@@ -68,15 +69,23 @@
 
 (declare route-specs)
 
-(defn- openapi-doc [{:keys [version]}]
-  (let [doc (delay (http/write-json-bytes (openapi/document (route-specs) version)))]
+(defn- openapi-doc [{:keys [version] :as env}]
+  (let [doc (delay (http/write-json-bytes (openapi/document (route-specs) version {:auth? (some? (:auth env))})))]
     (fn [_] {:status 200 :headers {"content-type" "application/json; charset=utf-8"} :body @doc})))
 
 (defn- with-ctx [f] (fn [env] (f (:ctx env))))
 
 (defn route-specs
   "The route table: {:path :method :handler (fn [env] ring-handler) :entity :op (perf names, nil =
-  not recorded) :summary :params :body :response :errors :link?}."
+  not recorded) :summary :params :body :response :errors :link? :auth}.
+
+  `:auth :self` marks an operation a participant may only do as itself: with auth on, it needs a bearer token
+  whose subject is the path's participant (path param `:id`, or the one `:auth-param` names): 401 without a good
+  token, 403 for another participant (herald.feed.auth/wrap-route, one middleware for every route; the OpenAPI
+  document gets the security requirement and the 401/403 answers from it). A new route that acts as, or reads
+  the private data of, its participant (edit, delete, unfriend, mutes, blocks) just carries `:auth :self`;
+  routes without it stay public. POST /participant stays open: it creates a participant, so there is no one to
+  act as yet (an identity provider issues tokens for the id it answers)."
   []
   [{:path "/participant" :method :post :entity :participant :op :post :handler (with-ctx h/create-participant)
     :summary "Create a participant" :body "NewParticipant" :response "Participant" :errors [400 413 415]}
@@ -87,41 +96,41 @@
     :response ["Friend"] :errors [400 404] :link? true}
    {:path "/participant/:id/friends" :method :post :entity :friends :op :post :handler (with-ctx h/post-friend)
     :summary "Befriend two participants (symmetric, idempotent; 409 while one blocks the other)" :params [:id] :body "NewFriend"
-    :response "Friend" :errors [400 404 409 413 415]}
+    :response "Friend" :errors [400 404 409 413 415] :auth :self}
    {:path "/participant/:id/outbound" :method :get :entity :outbound :op :get :handler (with-ctx h/get-outbound)
     :summary "A participant's posts, newest first" :params [:id :limit :before] :response ["Outbound"]
     :errors [400 404] :link? true}
    {:path "/participant/:id/outbound" :method :post :entity :outbound :op :post :handler (with-ctx h/post-outbound)
     :summary "Post a news item; it is copied into every friend's inbound feed" :params [:id]
-    :body "NewOutbound" :response "Outbound" :errors [400 404 413 415]}
+    :body "NewOutbound" :response "Outbound" :errors [400 404 413 415] :auth :self}
    {:path "/participant/:id/inbound" :method :get :entity :inbound :op :get :handler (with-ctx h/get-inbound)
     :summary "A participant's inbound feed, newest first" :params [:id :limit :before] :response ["Inbound"]
-    :errors [400 404] :link? true}
+    :errors [400 404] :link? true :auth :self}
    {:path "/outbound" :method :get :entity :outbound :op :search :handler (with-ctx h/search-outbound)
     :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit :before]
     :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400] :link? true}
    ;; relationships (issue 11)
    {:path "/participant/:id/friends/:otherId" :method :delete :entity :friends :op :delete :handler (with-ctx h/delete-friend)
     :summary "End a friendship, both sides (204 also when they were not friends)" :params [:id :otherId]
-    :response-type :none :errors [400 404]}
+    :response-type :none :errors [400 404] :auth :self}
    {:path "/participant/:id/mutes" :method :post :entity :mutes :op :post :handler (with-ctx h/post-mute)
     :summary "Mute a participant: its posts are hidden from this inbound feed at read time" :params [:id]
-    :body "NewRelation" :response "Relation" :errors [400 404 413 415]}
+    :body "NewRelation" :response "Relation" :errors [400 404 413 415] :auth :self}
    {:path "/participant/:id/mutes" :method :get :entity :mutes :op :get :handler (with-ctx h/get-mutes)
     :summary "The participants this one mutes, ascending ids" :params [:id :limit :before] :response ["Relation"]
-    :errors [400 404] :link? true}
+    :errors [400 404] :link? true :auth :self}
    {:path "/participant/:id/mutes/:otherId" :method :delete :entity :mutes :op :delete :handler (with-ctx h/delete-mute)
     :summary "Unmute a participant (204 also when it was not muted)" :params [:id :otherId] :response-type :none
-    :errors [400 404]}
+    :errors [400 404] :auth :self}
    {:path "/participant/:id/blocks" :method :post :entity :blocks :op :post :handler (with-ctx h/post-block)
     :summary "Block a participant: the friendship ends, each one's posts are hidden from the other's inbound feed, befriending is a 409"
-    :params [:id] :body "NewRelation" :response "Relation" :errors [400 404 413 415]}
+    :params [:id] :body "NewRelation" :response "Relation" :errors [400 404 413 415] :auth :self}
    {:path "/participant/:id/blocks" :method :get :entity :blocks :op :get :handler (with-ctx h/get-blocks)
     :summary "The participants this one blocks, ascending ids" :params [:id :limit :before] :response ["Relation"]
-    :errors [400 404] :link? true}
+    :errors [400 404] :link? true :auth :self}
    {:path "/participant/:id/blocks/:otherId" :method :delete :entity :blocks :op :delete :handler (with-ctx h/delete-block)
     :summary "Unblock a participant (204 also when it was not blocked); the friendship is not restored"
-    :params [:id :otherId] :response-type :none :errors [400 404]}
+    :params [:id :otherId] :response-type :none :errors [400 404] :auth :self}
    {:path "/health" :method :get :handler health :summary "Liveness" :response {:type "object"}}
    {:path "/ready" :method :get :handler ready :summary "Readiness: 200 while the store is open, 503 otherwise"
     :response {:type "object"} :errors [503]}
@@ -146,10 +155,11 @@
                   :headers (when allow {"allow" allow}))))
 
 (defn ring-handler
-  "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining?}."
+  "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining? :auth} (`:auth` an
+  herald.feed.auth/Authenticator, nil = auth off)."
   [env]
   (let [by-path (reduce (fn [m {:keys [path method handler entity op] :as spec}]
-                          (let [ring (handler env)
+                          (let [ring (auth/wrap-route (handler env) spec (:auth env))
                                 ring (if entity
                                        (h/endpoint (:recorder env) entity op ring)
                                        (h/endpoint nil nil nil ring))]

@@ -234,6 +234,8 @@
   [{:keys [store]} keywords limit]
   (when (nil? keywords) (throw (err/bad-request "'keywords' is required" "keywords")))
   (let [kw (single "keywords" keywords)]
+    (when (str/blank? kw)
+      (throw (err/bad-request (str "'keywords' must hold at least one word, got " (err/json-text kw)) "keywords" kw)))
     (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
     (store/search store kw {:limit limit})))
 

@@ -96,7 +96,13 @@
                    [nil "--log FILE" "write the reference performance log" :id :log-file]
                    [nil "--https" "TLS to the service (see --cacert, --insecure)" :id :https?]
                    [nil "--http2" "HTTP/2: h2 by ALPN with --https, else h2c by prior knowledge" :id :http2?]
-                   [nil "--streams N" "users sharing one HTTP/2 connection, a stream each (default 1)" :parse-fn parse-long]]
+                   [nil "--streams N" "users sharing one HTTP/2 connection, a stream each (default 1)" :parse-fn parse-long]
+                   [nil "--jwt-secret SECRET" "an auth-on feed's HS256 secret: a bearer token per participant (env HERALD_JWT_SECRET, which keeps it out of ps)"
+                    :default-fn (fn [_] (not-empty (System/getenv "HERALD_JWT_SECRET"))) :default-desc ""]
+                   [nil "--jwt-issuer ISS" "the tokens' iss claim (env HERALD_JWT_ISSUER)"
+                    :default-fn (fn [_] (not-empty (System/getenv "HERALD_JWT_ISSUER"))) :default-desc ""]
+                   [nil "--jwt-audience AUD" "the tokens' aud claim (env HERALD_JWT_AUDIENCE)"
+                    :default-fn (fn [_] (not-empty (System/getenv "HERALD_JWT_AUDIENCE"))) :default-desc ""]]
                   tls-specs common)
     (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"]
                         [nil "--steps" "one row (and one overlaid series) per step of stepped runs"]
