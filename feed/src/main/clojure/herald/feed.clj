@@ -109,7 +109,8 @@
                :start (fn [{ctx ::service s ::store f ::fanout r ::recorder a ::auth}]
                         (let [server-ref (promise) ; /metrics reads the server's own figures
                               env {:ctx ctx :store s :fanout f :recorder r :version (version) :draining? draining?
-                                   :server server-ref :auth (:authenticator a)}
+                                   :server server-ref :auth (:authenticator a)
+                                   :config config}
                               server (http/start-server (routes/ring-handler env)
                                                         ;; the server's own answers are JSON errors like the feed's
                                                         (merge {:error-response err/server-answer} (:http config)))]

@@ -155,11 +155,13 @@
 (defn- friendship-json [{:keys [id from to]}]
   {:id id :from (svc/link from) :to (svc/link to)})
 
-(defn- outbound-json [{:keys [from occurred subject story]}]
-  {:from (svc/link from) :occurred occurred :subject subject :story story})
+(defn- outbound-json [{:keys [id from occurred subject story]}]
+  {:from (svc/link from) :occurred occurred :subject subject :story story
+   :id id :link (svc/post-link from id)})
 
-(defn- inbound-json [to {:keys [from occurred subject story]}]
-  {:from (svc/link from) :to (svc/link to) :occurred occurred :subject subject :story story})
+(defn- inbound-json [to {:keys [id from occurred subject story]}]
+  {:from (svc/link from) :to (svc/link to) :occurred occurred :subject subject :story story
+   :id id :link (svc/post-link from id)})
 
 (defn- encode ^String [s] (URLEncoder/encode (str s) StandardCharsets/UTF_8))
 
@@ -235,6 +237,32 @@
           opts (check-cursor! (svc/page-opts (:limits ctx) q :default-search-limit :max-search-limit))]
       (page-response req opts (svc/search-page ctx (get q "keywords") opts) (comp svc/link :from)
                      (str "keywords=" (encode (get q "keywords")) "&")))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; issue 11: a post's link /participant/:id/outbound/:postId
+
+(defn- post-path [req]
+  [(path-id req) (svc/parse-post-id (get-in req [:path-params :postId]))])
+
+(defn get-post
+  "GET /participant/:id/outbound/:postId -> the post item {from occurred subject story id link}."
+  [ctx]
+  (fn [req] (let [[id post-id] (post-path req)] (json-response (outbound-json (svc/post ctx id post-id))))))
+
+(defn patch-post
+  "PATCH /participant/:id/outbound/:postId: {subject story} (either or both) -> the edited post item."
+  [ctx]
+  (fn [req]
+    (let [[id post-id] (post-path req)]
+      (json-response (outbound-json (svc/edit-post! ctx id post-id (body-params req (:max-body-bytes (:limits ctx)))))))))
+
+(defn delete-post
+  "DELETE /participant/:id/outbound/:postId -> 204 without a body."
+  [ctx]
+  (fn [req]
+    (let [[id post-id] (post-path req)]
+      (svc/delete-post! ctx id post-id)
+      {:status 204 :headers {} :body nil})))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; relationships (issue 11): unfriend, mutes, blocks, paged friend lists

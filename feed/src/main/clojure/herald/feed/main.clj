@@ -56,8 +56,9 @@
 (defn token
   "The `token` command: prints an HS256 token for `--participant` valid `--ttl` seconds, signed with the config's
   `:auth :hs256-secret` (the token is the only thing printed to stdout; the secret is never printed). Exit 2
-  on a bad option or when no secret is configured."
-  [args]
+  on a bad option or when no secret is configured. `env` (default the process's) is the environment the config reads."
+  ([args] (token args (into {} (System/getenv))))
+  ([args env]
   (let [{:keys [options errors summary]} (cli/parse-opts args (concat token-options (filter #(#{"-c" "-O" "-P" "-h"} (first %)) cli-options)))
         fail (fn [& msg] (binding [*out* *err*] (println (apply str "herald.feed token: " msg))) 2)]
     (cond
@@ -65,7 +66,7 @@
       errors (fail (str/join "; " errors))
       (nil? (:participant options)) (fail "--participant ID is required")
       :else
-      (let [env (cond-> (into {} (System/getenv))
+      (let [env (cond-> env
                   (:config-overlay options) (assoc "HERALD_CONFIG_OVERLAY" (:config-overlay options)))
             cfg (try (auth/check-config (:auth (config/load-config (:config options) (cond-> {:env env} (:profile options) (assoc :profile (:profile options))) nil)))
                      (catch clojure.lang.ExceptionInfo e e))]
@@ -73,7 +74,7 @@
               (nil? (:hs256-secret cfg)) (fail "no HS256 secret is configured: set HERALD_JWT_SECRET (or :auth :hs256-secret)")
               :else (do (println ((requiring-resolve 'herald.feed.auth.jwt/mint) (:hs256-secret cfg) (:participant options) (:ttl options)
                                   :issuer (:issuer cfg) :audience (:audience cfg)))
-                        0))))))
+                        0)))))))
 
 (defn -main
   "Starts the feed service and blocks until the JVM is asked to stop; `token ...` mints a bearer token instead."

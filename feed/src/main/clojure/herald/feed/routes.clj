@@ -2,6 +2,8 @@
   "The feed's route table as data (handlers, perf names, OpenAPI facts) and the Ring handler built from it, with the operational endpoints."
   (:require [clojure.string :as str]
             [herald.feed.auth :as auth]
+            [herald.feed.dashboard :as dash]
+            [herald.feed.dashboard.live :as live]
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
             [herald.feed.handlers :as h]
@@ -103,6 +105,15 @@
    {:path "/participant/:id/outbound" :method :post :entity :outbound :op :post :handler (with-ctx h/post-outbound)
     :summary "Post a news item; it is copied into every friend's inbound feed" :params [:id]
     :body "NewOutbound" :response "Outbound" :errors [400 404 413 415] :auth :self}
+   {:path "/participant/:id/outbound/:postId" :method :get :entity :outbound :op :get-one :handler (with-ctx h/get-post)
+    :summary "One post, by its link (404 when the participant of the path is not its sender, or it is deleted)"
+    :params [:id :postId] :response "Outbound" :errors [400 404]}
+   {:path "/participant/:id/outbound/:postId" :method :patch :entity :outbound :op :patch :handler (with-ctx h/patch-post)
+    :summary "Edit a post's subject and/or story; inbound copies and search follow" :params [:id :postId]
+    :body "OutboundEdit" :response "Outbound" :errors [400 404 413 415] :auth :self}
+   {:path "/participant/:id/outbound/:postId" :method :delete :entity :outbound :op :delete :handler (with-ctx h/delete-post)
+    :summary "Delete a post: it leaves the outbound feed at once, then every inbound feed and search"
+    :params [:id :postId] :response-type :none :errors [400 404] :auth :self}
    {:path "/participant/:id/inbound" :method :get :entity :inbound :op :get :handler (with-ctx h/get-inbound)
     :summary "A participant's inbound feed, newest first" :params [:id :limit :before] :response ["Inbound"]
     :errors [400 404] :link? true :auth :self}
@@ -142,7 +153,21 @@
     :errors [400]}
    {:path "/perf/log" :method :get :handler perf-log :params [:from :to] :response-type :text
     :summary "The performance log in the reference format YEAR|MONTH|DAY|HOUR|MINUTE|entity|operation|ms"
-    :errors [400]}])
+    :errors [400]}
+   ;; the live dashboard (herald.feed.dashboard): not recorded in the figures it shows
+   {:path "/dashboard" :method :get :handler dash/page :response-content {"text/html" {:schema {:type "string"}}}
+    :summary "The live dashboard: a page of per-minute throughput, latency, errors and lags, updated over /dashboard/live"}
+   {:path "/dashboard/assets/:file" :method :get :handler dash/asset :params [:file :v]
+    :response-content {"text/javascript" {:schema {:type "string"}} "text/css" {:schema {:type "string"}}
+                       "image/svg+xml" {:schema {:type "string"}}}
+    :summary "A script, style sheet or icon of the dashboard (cached for a year with ?v= its content hash)"
+    :errors [404] :error-docs {404 "no such asset"}}
+   {:path "/dashboard/data" :method :get :handler dash/data :response {"$ref" "#/components/schemas/Dashboard"}
+    :summary "The dashboard's figures now: per-minute series per entity x operation, totals, lags, instances"}
+   {:path "/dashboard/live" :method :get :handler (fn [env] (live/handler (live/hub env (dash/options (get-in env [:config :dashboard])))))
+    :response-content {"application/json" {:schema {"$ref" "#/components/schemas/Dashboard"}}}
+    :summary "WebSocket (Upgrade: websocket): the dashboard's figures as a JSON text message at once, then every :dashboard :interval-ms"
+    :errors [426 503] :error-docs {426 "not a WebSocket upgrade" 503 "too many dashboard viewers (:dashboard :max-viewers)"}}])
 
 (defn- not-found [req]
   (err/response 404 (str "no route for " (:uri req)) :field "path" :value (:uri req)))

@@ -98,6 +98,36 @@
   (-ready? [s] "True while the store is open and usable (false while its search index is failing).")
   (-stats [s] "A flat map of numbers (keyword -> number) for metrics: counters (see counter-stats) and gauges."))
 
+(defprotocol PostEdits
+  "The feeds role's edits and deletes of a post (issue 11). Guarantees: durable and atomic on return; an
+  edit keeps the post's :id, :ts and :from (its place in every feed) and replaces :subject and/or :story in
+  the author's outbound copy and in every inbound copy (at once where inbound copies are references to the
+  outbound one, as in the memory and embedded stores); a delete removes the outbound copy and leaves a
+  tombstone in the same atomic write, so that every inbound copy, including one a fan-out in flight delivers
+  after the delete, is never shown again, and the post is never indexed again. A store that has both the
+  feeds and the search role (memory, embedded) makes the search index follow before it returns (an acknowledged
+  edit or delete is found again on the next open when the index had not committed it)."
+  (-edit-post! [s id changes] "Applies `changes` ({:subject s :story s}, either or both) to post `id`; returns
+  the edited post, or nil when there is none (never was, or deleted).")
+  (-delete-post! [s id] "Deletes post `id` (outbound, inbound copies, index) leaving a tombstone; returns the
+  deleted post as it was, or nil when there is none."))
+
+(defprotocol SearchEdits
+  "The search role's side of edits and deletes: a post's document replaced or removed. Idempotent by post
+  id; visible within the backend's lag, like -index!."
+  (-reindex! [s post] "Replaces the document of (:id post) by post's (adds it when absent).")
+  (-unindex! [s id] "Removes the document of post `id` (nothing when absent)."))
+
+(defprotocol LoggedEdits
+  "The feeds role's edits and deletes when the record of posts is a log outside the store (Kafka, see
+  LoggedFeeds): the author's copy changes before the answer (an edit through -put-outbound!, a delete through
+  -delete-outbound!), then the fan-out job applies the log's change records to every copy in log order. The
+  store records, when it delivers a post, the recipients it delivered to, and a delete leaves a tombstone: a
+  delivery of a deleted post (a replay) is skipped. Idempotent; durable on return."
+  (-delete-outbound! [s post] "Removes the author's copy of `post` (and `-post` of it) and records its tombstone.")
+  (-apply-changes! [s changes] "Applies each `{:edit post}` (the post's new version) or `{:delete post}` of
+  `changes` (a non-empty vector, in log order) to the author's copy and every inbound copy delivered."))
+
 (defprotocol SearchProgress
   "The search role's bookkeeping where the store itself tracks which published posts wait for the index (the
   :scale store without a log keeps a search mark, herald.feed.store.scale): every publish and every indexing
@@ -470,6 +500,85 @@
                 (try ((requiring-resolve 'herald.feed.store.cache/caffeine-cache) (or cache {}))
                      (catch Throwable t (-close! b) (throw t))))]
         (role-map {:graph b :feeds b :search b :cache c})))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; issue 11: posts edited and deleted (feeds role: PostEdits; search role: SearchEdits)
+
+(defn- check-changes [changes]
+  (when-not (and (map? changes) (seq changes) (every? #{:subject :story} (keys changes)))
+    (invalid (str "changes must be a non-empty map of :subject and/or :story, got " (pr-str changes)) :changes changes))
+  (doseq [[k v] changes] (check-string k v))
+  changes)
+
+(defn- one-backend?
+  "True when the feeds role of `s` has `PostEdits` and also plays the search role (memory, embedded): it then
+  edits and deletes every copy and its own index itself."
+  [s f]
+  (and (satisfies? PostEdits f) (identical? f (role s :search))))
+
+(defn edit-post!
+  "Feeds role (`PostEdits`, then the search role's `SearchEdits` when another backend plays it): replaces the
+  :subject and/or :story of post `id` (`changes` holds one or both, strings), keeping its id, sender, time and place
+  in every feed; durable on return. A feeds backend without `PostEdits` applies it through `LoggedEdits` (the
+  :scale store without a log). Returns the edited post, or nil when there is no such post (or it was deleted)."
+  [s id changes]
+  (let [f (role s :feeds) id (check-id :id id) changes (check-changes (select-keys changes [:subject :story]))]
+    (if (one-backend? s f)
+      (-edit-post! f id changes)
+      (when-let [p (-post f id)]
+        (let [p (merge p changes)]
+          (-apply-changes! f [{:edit p}])
+          (-reindex! (role s :search) p)
+          p)))))
+
+(defn delete-post!
+  "Feeds role (`PostEdits`, then the search role's `SearchEdits` when another backend plays it): deletes post `id`
+  from its author's outbound feed, every inbound feed (also copies a fan-out in flight delivers later: a tombstone)
+  and the search index; durable on return. Returns the post as it was, or nil when there is none (never was, or
+  already deleted)."
+  [s id]
+  (let [f (role s :feeds) id (check-id :id id)]
+    (if (one-backend? s f)
+      (-delete-post! f id)
+      (when-let [p (-post f id)]
+        (-apply-changes! f [{:delete p}])
+        (-unindex! (role s :search) id)
+        p))))
+
+(defn reindex!
+  "Search role (`SearchEdits`): replaces the document of post (:id post) (as returned by edit-post!). Idempotent."
+  [s post]
+  (-reindex! (role s :search) (check-stored-post post))
+  nil)
+
+(defn unindex!
+  "Search role (`SearchEdits`): removes the document of post `id` from the search index. Idempotent."
+  [s id]
+  (-unindex! (role s :search) (check-id :id id))
+  nil)
+
+(defn logged-edits?
+  "True when the feeds role of `s` has `LoggedEdits`."
+  [s]
+  (satisfies? LoggedEdits (feeds-of s)))
+
+(defn delete-outbound!
+  "Feeds role (`LoggedEdits`): removes the author's copy of `post` (as stored) and records its tombstone."
+  [s post]
+  (-delete-outbound! (role s :feeds) (check-stored-post post))
+  nil)
+
+(defn apply-changes!
+  "Feeds role (`LoggedEdits`): applies the change records `changes` (`{:edit post}` or `{:delete post}`, posts as
+  stored, in log order) to every copy. Idempotent."
+  [s changes]
+  (let [cs (mapv (fn [c]
+                   (cond (:edit c) {:edit (check-stored-post (:edit c))}
+                         (:delete c) {:delete (check-stored-post (:delete c))}
+                         :else (invalid (str "a change must be {:edit post} or {:delete post}, got " (pr-str c)) :changes c)))
+                 changes)]
+    (when (seq cs) (-apply-changes! (role s :feeds) cs))
+    nil))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; relationships (the graph role): unfriend, mutes, blocks; paged friend lists and search (issue 11)

@@ -8,6 +8,7 @@
             [herald.feed.auth :as auth]
             [herald.feed.auth.jwt :as jwt]
             [herald.feed.config :as config]
+            [herald.feed.main :as main]
             [herald.feed.test-util :as u]
             [herald.http :as http]
             [herald.load :as load])
@@ -98,6 +99,17 @@
             (is (= 403 (:status (r! (str "/participant/" b "/inbound") :token ta))))
             (is (= 403 (:status (r! (str "/participant/" b "/friends") :method :post :token ta
                                     :json {:from (str "/participant/" a) :to (str "/participant/" b)})))))
+          (testing "the relationship routes (:auth :self on their entries) follow the same rule"
+            (let [pa (str "/participant/" a) tgt {:target (str "/participant/" b)}]
+              (doseq [[m p body] [[:post (str pa "/mutes") tgt] [:get (str pa "/mutes") nil] [:delete (str pa "/mutes/" b) nil]
+                                  [:post (str pa "/blocks") tgt] [:get (str pa "/blocks") nil] [:delete (str pa "/blocks/" b) nil]
+                                  [:delete (str pa "/friends/" b) nil]]]
+                (is (unauthorized? (r! p :method m :json body)) (str m " " p))
+                (is (= 403 (:status (r! p :method m :json body :token tb))) (str m " " p)))
+              (is (= 200 (:status (r! (str pa "/mutes") :method :post :json tgt :token ta))))
+              (is (= [(str "/participant/" b)] (map #(get % "target") (:json (r! (str pa "/mutes") :token ta))))
+                  "a participant reads its own mutes")
+              (is (= 204 (:status (r! (str pa "/mutes/" b) :method :delete :token ta))))))
           (testing "401 without a token, or with one that does not verify"
             (let [r (r! out-a :method :post :json (post a))]
               (is (unauthorized? r) (pr-str r))
@@ -133,7 +145,8 @@
                   op #(get-in doc ["paths" %1 %2])]
               (is (= {"type" "http" "scheme" "bearer" "bearerFormat" "JWT"}
                      (select-keys (get-in doc ["components" "securitySchemes" "bearerAuth"]) ["type" "scheme" "bearerFormat"])))
-              (doseq [[p m] [["/participant/{id}/outbound" "post"] ["/participant/{id}/friends" "post"] ["/participant/{id}/inbound" "get"]]]
+              (doseq [[p m] [["/participant/{id}/outbound" "post"] ["/participant/{id}/friends" "post"] ["/participant/{id}/inbound" "get"]
+                             ["/participant/{id}/mutes" "get"] ["/participant/{id}/friends/{otherId}" "delete"]]]
                 (is (= [{"bearerAuth" []}] (get (op p m) "security")) (str m " " p))
                 (is (every? #(get-in (op p m) ["responses" %]) ["401" "403"]) (str m " " p)))
               (doseq [[p m] [["/participant" "post"] ["/participant/{id}/outbound" "get"] ["/outbound" "get"]]]
@@ -166,6 +179,13 @@
     (is (= secret (:hs256-secret (auth-cfg {"HERALD_JWT_SECRET" secret})))))
   (is (= [:auth :hs256-secrt]
          (:key (ex-data (try (auth/check-config {:hs256-secrt secret}) (catch clojure.lang.ExceptionInfo e e)))))))
+
+(defn- capture-stderr [f]
+  (let [buf (ByteArrayOutputStream.) old System/err ps (PrintStream. buf true "UTF-8")]
+    (System/setErr ps)
+    (try (binding [*err* (java.io.PrintWriter. ps true)] (f))
+         (finally (System/setErr old)))
+    (.toString buf "UTF-8")))
 
 (defn- jwks-json [& keys] (.toString (JWKSet. ^java.util.List (vec keys)) true))
 
@@ -200,26 +220,23 @@
         (try (with-feed (assoc cfg :jwks-url (str "http://127.0.0.1:" (http/server-port srv) "/jwks.json")) check)
              (is (<= 1 @fetches 2) (str @fetches " fetches of the JWK set"))
              (finally @(http/stop-server srv)))))
-    (testing "a JWKS URL that does not answer is a 503 to retry, not a 401"
-      (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))]
-        (with-feed (assoc cfg :jwks-url (str "http://127.0.0.1:" port "/jwks.json") :jwks-timeout-ms 1000)
-          (fn [base]
-            (let [a (participant! base "Ann")
-                  r (req base (str "/participant/" a "/outbound") :method :post :json (post a) :token (rs rsa a))]
-              (is (= 503 (:status r)) (:body r))
-              (is (= "1" (get-in r [:headers "retry-after"])))
-              (is (re-find #"cannot be fetched now" (str (get-in r [:json "error"])))))))))
+    (testing "a JWKS URL that does not answer is a 503 to retry, not a 401, and one log line"
+      (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))
+            log (capture-stderr
+                 #(with-feed (assoc cfg :jwks-url (str "http://127.0.0.1:" port "/jwks.json") :jwks-timeout-ms 1000)
+                    (fn [base]
+                      (let [a (participant! base "Ann")
+                            r (req base (str "/participant/" a "/outbound") :method :post :json (post a) :token (rs rsa a))]
+                        (is (= 503 (:status r)) (:body r))
+                        (is (= "1" (get-in r [:headers "retry-after"])))
+                        (is (re-find #"cannot be fetched now" (str (get-in r [:json "error"]))))
+                        (dotimes [_ 3] (req base (str "/participant/" a "/outbound") :method :post :json (post a) :token (rs rsa a)))))))]
+        (is (= 1 (count (re-seq #"the JWK set http://127\.0\.0\.1:\d+/jwks\.json is down" log))) log)
+        (is (not (re-find #"storage" log)) log)))
     (testing "a bad JWKS file is a startup error naming the key"
       (let [e (try (u/start-feed! nil {:auth {:enabled? true :jwks-file "/nonexistent/jwks.json"}}) nil
                    (catch clojure.lang.ExceptionInfo e e))]
         (is (= [:auth :jwks-file] (:key (ex-data (ex-cause e)))))))))
-
-(defn- capture-stderr [f]
-  (let [buf (ByteArrayOutputStream.) old System/err ps (PrintStream. buf true "UTF-8")]
-    (System/setErr ps)
-    (try (binding [*err* (java.io.PrintWriter. ps true)] (f))
-         (finally (System/setErr old)))
-    (.toString buf "UTF-8")))
 
 (deftest ^:integration herald-load-sends-tokens-to-an-auth-on-feed
   (let [results (atom nil)
@@ -267,9 +284,20 @@
     (is (re-matches #"[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+" token))
     (is (= 7 (auth/authenticate a token)))
     (is (not (str/includes? (str out err) secret))))
-  (let [[code _ err :as r] (run-main {"HERALD_PROFILE" "memory" "HERALD_JWT_SECRET" ""} "token" "--participant" "7")]
-    (is (= 2 code) (pr-str r))
-    (is (re-find #"no HS256 secret is configured" (str err))))
+  (testing "without a secret, or with a short one, exit 2 (in this JVM: its env is the map given)"
+    (let [err (java.io.StringWriter.)
+          code (binding [*err* err] (main/token ["--participant" "7"] {"HERALD_PROFILE" "memory"}))]
+      (is (= 2 code))
+      (is (re-find #"no HS256 secret is configured" (str err))))
+    (let [err (java.io.StringWriter.)
+          code (binding [*err* err] (main/token ["--participant" "7"] {"HERALD_JWT_SECRET" "short-secret"}))]
+      (is (= 2 code))
+      (is (re-find #":auth :hs256-secret \(HERALD_JWT_SECRET\) is 96 bits long" (str err)))
+      (is (not (str/includes? (str err) "short-secret"))))
+    (let [err (java.io.StringWriter.)
+          code (binding [*err* err] (main/token ["--ttl" "5"] {"HERALD_JWT_SECRET" secret}))]
+      (is (= 2 code))
+      (is (re-find #"--participant ID is required" (str err)))))
   (testing "the start line says whether auth is on, never the secret"
     (let [off (auth/start-line nil)
           on (auth/start-line (auth/authenticator {:enabled? true :hs256-secret secret}))]

@@ -119,6 +119,9 @@
                         limit (gen/one-of [(gen/return nil) gen-param])
                         before (gen/one-of [(gen/return nil) (gen-cursor valid)])]
                 (str "/participant/" (enc id) sub "?" (q "limit" limit "before" before)))
+              ;; issue 11: a post's link
+              (gen/let [id gen-id post-id gen-id]
+                (str "/participant/" (enc id) "/outbound/" (enc post-id)))
               (gen/let [kw (gen/one-of [gen-text (gen/return nil) (gen/elements ["hello" "fuzz" "s1 hello"])])
                         limit (gen/one-of [(gen/return nil) gen-param])
                         before (gen/one-of [(gen/return nil) (gen-cursor valid)])]

@@ -54,7 +54,11 @@
     [1 (gen/tuple (gen/return :friends) gen/nat)]
     [1 (gen/tuple (gen/return :get) gen/nat)]
     [1 (gen/tuple (gen/return :search) (gen/elements words))]
-    [1 (gen/return [:unknown])]]))
+    [1 (gen/return [:unknown])]
+    ;; issue 11: posts edited and deleted (see the section below)
+    [2 (gen/tuple (gen/return :edit) gen/nat gen/boolean (gen/vector (gen/elements words) 1 3) gen/boolean)]
+    [1 (gen/tuple (gen/return :delete) gen/nat)]
+    [1 (gen/tuple (gen/return :get-post) gen/nat)]]))
 
 (defn- link [id] (str "/participant/" id))
 
@@ -98,10 +102,13 @@
     (let [item {:from (link x) :occurred "2026-11-22" :subject (tag *nonce* subject)
                 :story (str/join " " (map #(tag *nonce* %) story))}
           r (post-body (str (link x) "/outbound") item json?)
+          id (get-in r [:json "id"])
+          item (assoc item :id id :link (str (link x) "/outbound/" id))
           friends (for [f (:friends model) :when (f x)] (first (disj f x)))]
       [(-> (reduce (fn [m f] (update-in m [:inbound f] #(cons item %))) model friends)
            (update-in [:outbound x] #(cons item %))
-           (update :posts #(cons item %)))
+           (update :posts #(cons item %))
+           (update :all conj item))
        (and (= 200 (:status r)) (= (update-keys item name) (:json r)))])
     [model true]))
 
@@ -136,7 +143,7 @@
   (settle)
   (let [w (tag *nonce* word)
         expect (for [p (:posts model)
-                     :when (some #{w} (cons (:subject p) (str/split (:story p) #" ")))]
+                     :when (some #{w} (concat (str/split (:subject p) #" ") (str/split (:story p) #" ")))]
                  (:from p))
         ;; search is eventually consistent (indexing runs after the 200): poll briefly
         r (u/eventually 5000 #(= expect (:json %))
@@ -145,6 +152,51 @@
 
 (defmethod run-op :unknown [model _]
   [model (= 404 (:status (req "/participant/999999999/inbound")))])
+
+;; ---------------------------------------------------------------------------------------------------
+;; issue 11: edits and deletes of posts. The model applies an edit to every copy of the post (outbound, every
+;; inbound feed, search) and a delete removes every copy; :all keeps every post ever made, deleted ones too,
+;; so that operations also hit deleted posts (404).
+
+(defn- pick-post [model i] (let [ps (:all model)] (when (seq ps) (nth ps (mod i (count ps))))))
+
+(defn- live [model id] (first (filter #(= id (:id %)) (:posts model))))
+
+(defn- each-copy
+  "The model with (f item) for every copy of post `id` in every feed (nil removes it)."
+  [model id f]
+  (let [upd (fn [items] (keep #(if (= id (:id %)) (f %) %) items))]
+    (-> model
+        (update :posts upd)
+        (update :outbound update-vals upd)
+        (update :inbound update-vals upd))))
+
+(defmethod run-op :edit [model [_ i subject? ws json?]]
+  (if-let [{:keys [id] :as p} (pick-post model i)]
+    (let [text (str/join " " (map #(tag *nonce* %) ws))
+          changes (if subject? {:subject text} {:story text})
+          r (if json? (req (:link p) :method :patch :json changes) (req (:link p) :method :patch :form changes))]
+      (if-let [cur (live model id)]
+        (let [edited (merge cur changes)]
+          [(each-copy model id #(merge % changes)) (and (= 200 (:status r)) (= (update-keys edited name) (:json r)))])
+        [model (and (= 404 (:status r)) (= "postId" (get-in r [:json "field"])))]))
+    [model true]))
+
+(defmethod run-op :delete [model [_ i]]
+  (if-let [{:keys [id] :as p} (pick-post model i)]
+    (let [r (req (:link p) :method :delete)]
+      (if (live model id)
+        [(each-copy model id (constantly nil)) (= 204 (:status r))]
+        [model (= 404 (:status r))]))
+    [model true]))
+
+(defmethod run-op :get-post [model [_ i]]
+  (if-let [{:keys [id] :as p} (pick-post model i)]
+    (let [r (req (:link p))]
+      (if-let [cur (live model id)]
+        [model (and (= 200 (:status r)) (= (update-keys cur name) (:json r)))]
+        [model (= 404 (:status r))]))
+    [model true]))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; relationships (issue 11), part 2: the operations
@@ -185,7 +237,7 @@
 (defn- run-sequence [ops]
   (binding [*base* (feed/url *sys*)
             *nonce* (apply str (repeatedly 8 #(char (+ 97 (rand-int 26)))))]
-    (loop [model {:ids [] :names {} :friends #{} :inbound {} :outbound {} :posts ()}
+    (loop [model {:ids [] :names {} :friends #{} :inbound {} :outbound {} :posts () :all []}
            [op & more] ops]
       (if-not op
         true

@@ -5,7 +5,8 @@
   be a participant id. Also mints HS256 tokens (the jar's `token` command, tests)."
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
-            [herald.feed.auth :as auth])
+            [herald.feed.auth :as auth]
+            [herald.feed.outage :as outage])
   (:import (com.nimbusds.jose JOSEException JWSAlgorithm JWSHeader$Builder)
            (com.nimbusds.jose.crypto MACSigner)
            (com.nimbusds.jose.jwk JWKSet KeyType)
@@ -79,8 +80,8 @@
 
 (defn- verify
   "The claims of `token` when it verifies with `processor` and `algs`, else a 401 (or a 503 when the keys cannot be
-  fetched)."
-  ^JWTClaimsSet [^DefaultJWTProcessor processor algs ^String token]
+  fetched: logged by `reporter`, herald.feed.outage, a line per state change)."
+  ^JWTClaimsSet [^DefaultJWTProcessor processor algs reporter ^String token]
   (let [bad #(throw (auth/unauthorized % true))
         jwt (try (JWTParser/parse token)
                  (catch java.text.ParseException _ (bad "the bearer token is not a JWT (header.payload.signature)")))
@@ -89,12 +90,16 @@
         alg (.getName (.getAlgorithm (.getHeader ^SignedJWT jwt)))]
     (when-not (contains? algs alg)
       (bad (str "the token's algorithm " alg " is not accepted: use " (str/join " or " (sort algs)))))
-    (try (.process processor ^SignedJWT jwt nil)
+    (try (let [claims (.process processor ^SignedJWT jwt nil)]
+           (when reporter (outage/ok! reporter))
+           claims)
          (catch BadJWTException e (bad (claims-message e)))
          (catch BadJWSException _ (bad "the token's signature does not verify"))
          (catch BadJOSEException _ (bad "no configured key matches the token (kid or algorithm)"))
          (catch com.nimbusds.jose.KeySourceException e
-           (throw (ex-info "the JWK set cannot be fetched" {:type :herald.feed.auth/unavailable} e)))
+           (some-> reporter (outage/failed! e))
+           (throw (ex-info "the JWK set cannot be fetched"
+                           (cond-> {:type :herald.feed.auth/unavailable} reporter (outage/reported reporter)) e)))
          (catch JOSEException _ (bad "the token could not be verified"))
          (catch java.text.ParseException _ (bad "the token's claims are not a JSON object")))))
 
@@ -109,6 +114,7 @@
   [{:keys [hs256-secret jwks-file jwks-url issuer audience clock-skew-s jwks-cache-ms jwks-timeout-ms]}]
   (let [url (cond jwks-file (check-jwks-file! jwks-file) jwks-url (parse-jwks-url jwks-url))
         source (some-> url (jwks-source jwks-cache-ms jwks-timeout-ms))
+        reporter (when url (outage/reporter (str "the JWK set " url)))
         algs (cond-> #{} hs256-secret (conj "HS256") source (conj "RS256" "ES256"))
         verifier (doto (DefaultJWTClaimsVerifier. ^java.util.Set (when audience #{audience})
                                                   (if issuer (.build (.issuer (JWTClaimsSet$Builder.) issuer))
@@ -121,7 +127,7 @@
         text (str (str/join ", " (sort algs))
                   (cond jwks-file " (JWKS file)" jwks-url " (JWKS URL)" :else ""))]
     (reify auth/Authenticator
-      (authenticate [_ token] (subject-id (verify processor algs token)))
+      (authenticate [_ token] (subject-id (verify processor algs reporter token)))
       (describe [_] text))))
 
 (defn mint

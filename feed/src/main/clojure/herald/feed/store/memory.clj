@@ -17,21 +17,43 @@
    :inbound {}                  ; recipient -> sorted {[(- ts) id] post}
    :fanouts (sorted-map)        ; post id -> recipients
    :index {}                    ; post id -> {:ts :from :terms #{}}
+   :deleted #{}                 ; ids of deleted posts (tombstones: never delivered, shown or indexed again)
    :mutes {}                    ; id -> sorted #{target}
    :blocks {}                   ; id -> sorted #{target}
    :blocked-by {}})             ; target -> #{id}
 
 (defn- feed-key [{:keys [ts id]}] [(- (long ts)) id])
 
-(defn- page [feed {:keys [limit before]}]
+(defn- page
+  "A page of `feed`; inbound items are resolved by `resolve` (the post's current version, nil when deleted)."
+  ([feed opts] (page feed opts val))
+  ([feed {:keys [limit before]} resolve]
   (let [from (when before (let [[ts id] (cursor/decode before)] [(- (long ts)) id]))
         s (if from (subseq feed > from) (seq feed))
-        items (into [] (comp (take (inc limit)) (map val)) s)
+        items (into [] (comp (keep resolve) (take (inc limit))) s)
         shown (if (> (count items) limit) (pop items) items)]
-    {:items shown :next (cursor/for-page shown (> (count items) limit))}))
+    {:items shown :next (cursor/for-page shown (> (count items) limit))})))
 
 (defn- put-feed [state role owner post]
-  (update-in state [role owner] #(assoc (or % (sorted-map)) (feed-key post) post)))
+  (if (contains? (:deleted state) (:id post))
+    state
+    (update-in state [role owner] #(assoc (or % (sorted-map)) (feed-key post) post))))
+
+(defn- index-entry [post]
+  {:ts (:ts post) :from (:from post) :terms (set (text/terms (text/post-text post)))})
+
+(defn- edit-post [state id changes]
+  (if-let [p (get-in state [:posts id])]
+    (let [p (merge p changes)]
+      (cond-> (-> state (assoc-in [:posts id] p) (put-feed :outbound (:from p) p))
+        (get-in state [:index id]) (assoc-in [:index id] (index-entry p))))
+    state))
+
+(defn- delete-post [state id]
+  (if-let [p (get-in state [:posts id])]
+    (-> state (update :posts dissoc id) (update-in [:outbound (:from p)] dissoc (feed-key p))
+        (update :fanouts dissoc id) (update :index dissoc id) (update :deleted conj id))
+    state))
 
 (defn- publish [state post recipients]
   (let [id (inc (long (get-in state [:seq :post])))
@@ -120,7 +142,9 @@
     (swap! state (fn [st] (-> (reduce #(put-feed %1 :inbound %2 post) st recipients)
                               (update :fanouts dissoc (:id post)))))
     nil)
-  (-inbound [_ recipient opts] (page (get-in @state [:inbound recipient]) opts))
+  (-inbound [_ recipient opts]
+    ;; inbound entries stand for the post: shown as its current version, skipped once it is deleted
+    (let [st @state] (page (get-in st [:inbound recipient]) opts #(get-in st [:posts (:id (val %))]))))
   (-pending-fanouts [_]
     (let [st @state]
       (map (fn [[id rs]] {:post (get-in st [:posts id]) :recipients rs}) (:fanouts st))))
@@ -128,22 +152,28 @@
 
   store/LoggedFeeds
   (-put-outbound! [_ post]
-    (swap! state (fn [st] (-> st (assoc-in [:posts (:id post)] post) (put-feed :outbound (:from post) post))))
+    (swap! state (fn [st] (if (contains? (:deleted st) (:id post))
+                            st
+                            (-> st (assoc-in [:posts (:id post)] post) (put-feed :outbound (:from post) post)))))
     nil)
   (-deliver-all! [_ deliveries]
     (swap! state (fn [st]
                    (reduce (fn [st {:keys [post recipients]}]
-                             (reduce #(put-feed %1 :inbound %2 post)
-                                     (-> st (assoc-in [:posts (:id post)] post) (put-feed :outbound (:from post) post))
-                                     recipients))
+                             (if (contains? (:deleted st) (:id post))
+                               st
+                               (reduce #(put-feed %1 :inbound %2 post)
+                                       (-> st (update-in [:posts (:id post)] #(or % post)) (put-feed :outbound (:from post) (get-in st [:posts (:id post)] post)))
+                                       recipients)))
                            st deliveries)))
     nil)
 
   store/SearchIndex
   (-index! [_ post]
-    (let [entry {:ts (:ts post) :from (:from post) :terms (set (text/terms (text/post-text post)))}]
-      (swap! state assoc-in [:index (:id post)] entry)
-      nil))
+    ;; the current version when this store holds the post (an edit may have overtaken the indexing job)
+    (swap! state (fn [st] (if (contains? (:deleted st) (:id post))
+                            st
+                            (assoc-in st [:index (:id post)] (index-entry (get-in st [:posts (:id post)] post))))))
+    nil)
   (-index-batch! [s posts] (run! #(store/-index! s %) posts) nil)
   (-search [_ keywords {:keys [limit]}]
     (let [ks (text/terms keywords)]
@@ -156,6 +186,28 @@
              (mapv :from)))))
 
   (-refresh-search! [_] nil)
+
+  store/PostEdits
+  (-edit-post! [_ id changes]
+    (let [[_ new] (swap-vals! state edit-post id changes)] (get-in new [:posts id])))
+  (-delete-post! [_ id]
+    (let [[old _] (swap-vals! state delete-post id)] (get-in old [:posts id])))
+
+  store/LoggedEdits
+  (-delete-outbound! [_ post] (swap! state delete-post (:id post)) nil)
+  (-apply-changes! [_ changes]
+    (swap! state (fn [st] (reduce (fn [st {:keys [edit delete]}]
+                                    (if edit
+                                      (edit-post st (:id edit) (select-keys edit [:subject :story]))
+                                      (delete-post st (:id delete))))
+                                  st changes)))
+    nil)
+
+  store/SearchEdits
+  (-reindex! [_ post]
+    (swap! state (fn [st] (if (contains? (:deleted st) (:id post)) st (assoc-in st [:index (:id post)] (index-entry post)))))
+    nil)
+  (-unindex! [_ id] (swap! state (fn [st] (-> st (update :index dissoc id) (update :deleted conj id)))) nil)
 
   store/SearchPages
   (-search-page [_ keywords {:keys [limit before]}]

@@ -287,3 +287,15 @@
       :reporter (outage/reporter (str "opensearch " (str/replace url #"//[^@/]*@" "//")))
       :degraded (AtomicBoolean. false) :index-errors (AtomicLong.) :search-errors (AtomicLong.)
       :write-gen (AtomicLong.) :refreshed-gen (AtomicLong.) :dirty-since (AtomicLong.) :refresh-lock (Object.)})))
+
+;; issue 11: a post's document replaced (an edit) or removed (a delete)
+(extend-type OpenSearchIndex
+  store/SearchEdits
+  (-reindex! [st post] (store/-index! st post))
+  (-unindex! [st id]
+    (let [{:keys [client index reporter index-errors degraded]} st]
+      (open-only st
+        (counting reporter index-errors degraded
+                  #(do (http/request client "unindex" :delete (str "/" index "/_doc/" id) nil {:ok #{200 404}})
+                       (wrote! st)
+                       nil))))))

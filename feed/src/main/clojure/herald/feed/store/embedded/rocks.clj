@@ -16,8 +16,11 @@
   (builds before index format 3 marked each post not yet in a Lucene commit there; the store clears it on
   open: the Lucene commit's watermark replaced it). Relationships (issue 11): mutes (muter, target) and blocks
   (blocker, target) -> a marker, blocked-by (target, blocker) -> a marker; an unfriend deletes the two friends
-  entries and keeps the friendships record (so friendship ids are never reused)."
-  [:participants :friendships :friends :posts :outbound :inbound :fanout :search-pending :mutes :blocks :blocked-by])
+  entries and keeps the friendships record (so friendship ids are never reused). Posts (issue 11): reindex (post
+  id, seq) -> nothing: an edit or delete whose search index change is not in a Lucene commit yet (written with the
+  edit, cleared after the commit); a deleted post's posts entry is a tombstone (its outbound key and one more byte)."
+  [:participants :friendships :friends :posts :outbound :inbound :fanout :search-pending :mutes :blocks :blocked-by
+   :reindex])
 
 (def ^:private feed-families #{:outbound :inbound})
 
