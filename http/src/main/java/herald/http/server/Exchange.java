@@ -38,6 +38,11 @@ final class Exchange implements Runnable {
     volatile boolean ready;
     /** The response writing started (event loop only). */
     boolean written;
+    /** The status answered and its body bytes (-1: unknown yet), for the access log (event loop only). */
+    int status;
+    long bytes = -1;
+    /** System.nanoTime() when the request was complete; 0 without an access log. */
+    long startNanos;
     private volatile int answered;
     private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
         AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
@@ -49,6 +54,9 @@ final class Exchange implements Runnable {
         this.keepAlive = keepAlive;
         this.reject = reject;
         this.head = request != null && request.method() == HttpMethod.HEAD;
+        if (conn != null && conn.server.accessLog != null) {
+            startNanos = System.nanoTime();
+        }
     }
 
     /** An exchange answered by the server itself with {@code why}, and the connection closed after it. */

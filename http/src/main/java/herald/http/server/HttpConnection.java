@@ -295,6 +295,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         active = null;
+        if (server.accessLog != null) {
+            server.accessLog.record(ex, info);
+        }
         if (!ctx.channel().isActive()) {
             running.clear();
             return;
