@@ -37,6 +37,8 @@
   | `:idle-timeout-ms` | int | `60000` | a keep-alive connection with nothing in flight and no bytes read for this long is closed (`0`: never); an in-flight request is never cut (a client that reads none of its queued responses is not in flight) |
   | `:request-timeout-ms` | int | `30000` | a request whose head and body are not received within this time gets 408 and the connection is closed (`0`: never) |
   | `:max-connections` | int | `10000` | connections beyond this get 503 and are closed |
+  | `:reserved-connections` | int | `0` | connections accepted beyond `:max-connections` for health probes only: a GET/HEAD of one of `:health-paths` is answered (then closed), any other request gets 503 and the connection closes |
+  | `:health-paths` | collection of String | `#{\"/health\"}` | the paths (query ignored) a reserve connection answers |
   | `:max-connections-per-address` | int | `1000` | connections from one client IP address at once; a new one beyond it gets 503 and is closed, so one client cannot hold every connection (raise it behind a proxy, whose address all clients share) |
   | `:header-timeout-ms` | int | `10000` | a new connection that has not sent a complete request head this long after it opened (after its first bytes on plaintext with HTTP/2 on) is closed, with 408 when part of a head arrived (`0`: never; later requests are bounded by `:idle-timeout-ms` and `:request-timeout-ms`) |
   | `:shutdown-timeout-ms` | int | `10000` | how long `stop-server` waits for in-flight requests |

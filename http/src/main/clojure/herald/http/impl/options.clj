@@ -126,6 +126,11 @@
                 (str "nil or a map with optional :format (:common, :combined, :json), :to (:slf4j, a file path "
                      "String or File, or a function of one line), :logger (String), :queue-size (int)")
                 (fn [b _] b)]
+   :reserved-connections [(int-in 0 max-int) "a non-negative integer"
+                          (fn [^ServerConfig$Builder b v] (.reservedConnections b (int v)))]
+   :health-paths [#(and (coll? %) (every? (fn [p] (and (string? p) (.startsWith ^String p "/"))) %))
+                  "a collection of paths starting with /"
+                  (fn [^ServerConfig$Builder b v] (.healthPaths b ^java.util.Collection (vec v)))]
    :http2? [boolean? "a boolean" (fn [^ServerConfig$Builder b v] (.http2 b (boolean v)))]
    :http2-max-concurrent-streams [(int-in 1 max-int) "a positive integer"
                                   (fn [^ServerConfig$Builder b v] (.http2MaxConcurrentStreams b (int v)))]})

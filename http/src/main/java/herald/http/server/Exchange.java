@@ -41,6 +41,10 @@ final class Exchange implements Runnable {
     /** The status answered and its body bytes (-1: unknown yet), for the access log (event loop only). */
     int status;
     long bytes = -1;
+    /** The request body when it is streamed to the handler as it arrives, else null. */
+    StreamedBody streamed;
+    /** The server's answer instead of the handler's: its streamed body was refused (413), or null. */
+    Refusal refusal;
     /** System.nanoTime() when the request was complete; 0 without an access log. */
     long startNanos;
     private volatile int answered;
@@ -86,7 +90,7 @@ final class Exchange implements Runnable {
                 return;
             }
             Object resp = server.hooks.handler.invoke(ringRequest);
-            if (!server.offLoop) {
+            if (!server.offLoop && conn.eventLoop().inEventLoop()) {
                 answered = 1;
                 response = resp;
                 ready = true;
@@ -117,6 +121,11 @@ final class Exchange implements Runnable {
             conn.handoff.answered(this);
         }
         return true;
+    }
+
+    /** The request body is still arriving (streamed, not all received): the connection cannot be reused. */
+    boolean bodyLeft() {
+        return streamed != null && !streamed.isEnded();
     }
 
     /** Interrupts the threads still running the handlers of {@code active} and {@code running}. */

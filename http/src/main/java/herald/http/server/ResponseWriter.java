@@ -43,6 +43,14 @@ final class ResponseWriter {
     static void write(HttpConnection c, Exchange ex) {
         ServerContext server = c.server;
         Object resp = ex.response;
+        if (ex.refusal != null) {
+            discard(resp); // its body was refused while the handler ran: the refusal is the answer
+            ServerAnswers.write(c, ex, ex.refusal);
+            return;
+        }
+        if (ex.bodyLeft()) {
+            ex.keepAlive = false; // answered before its whole body arrived: the rest is read and dropped, then close
+        }
         if (ex.failure != null || !(resp instanceof ILookup || resp instanceof Map)) {
             Throwable t = ex.failure != null ? ex.failure
                 : new InvalidResponseException("handler returned " + describe(resp) + ", not a Ring response map");
