@@ -91,14 +91,21 @@
   (let [pattern (re-pattern (System/getProperty "herald.test.ns" ".*"))
         nss (filter #(re-matches pattern (str %)) (test-namespaces (io/file dir)))
         load-failures (load-namespaces nss)
-        results (doall (map run-ns nss))
+        timed (doall (map (fn [n] (let [t0 (System/nanoTime) r (run-ns n)]
+                                    [r [n (quot (- (System/nanoTime) t0) 1000000)]]))
+                          nss))
+        results (map first timed)
         total (apply merge-with + {:test 0 :pass 0 :fail 0 :error 0} results)
         {:keys [passed skipped]} @outcomes
         failed (+ (:failed @outcomes) load-failures)
         line (format "%d passed, %d failed, %d skipped" passed failed skipped)]
     (io/make-parents summary)
     (spit summary (pr-str {:passed passed :failed failed :skipped skipped :assertions (:pass total)}))
+    (spit (io/file (.getParentFile (io/file summary)) "clojure-test-times.txt")
+          (str/join (map (fn [[n ms]] (str ms " ms " n "\n")) (sort-by (comp - second) (map second timed)))))
     (println)
+    (println "Slowest namespaces:")
+    (doseq [[n ms] (take 8 (sort-by (comp - second) (map second timed)))] (println (format "  %7.1f s  %s" (/ ms 1000.0) n)))
     (println (format "Clojure tests: %d assertions passed in %d tests of %d namespaces" (:pass total) (:test total) (count nss)))
     (println line)
     (shutdown-agents)

@@ -5,7 +5,6 @@
             [herald.feed.fanout :as fanout]
             [herald.feed.jobs.derived :as derived]
             [herald.feed.store :as store]
-            [herald.feed.store.cache :as cache]
             [herald.feed.store.clock :as clock]
             [herald.flow :as flow])
   (:import (java.util.concurrent.atomic AtomicLong)
@@ -43,7 +42,7 @@
   (acks=all, idempotent producer), then upserts the author's outbound copy (read-your-writes from any instance)
   and returns the post. `store` must have the store/LoggedFeeds role."
   [store opts]
-  (when-not (store/logged-feeds? (cache/unwrap store))
+  (when-not (store/logged-feeds? store)
     (throw (ex-info "the store cannot be derived from the Kafka log (no store/LoggedFeeds role): use the :scale or :memory store with :events :kafka"
                     {:type :herald.feed/config :key [:events :type] :value :kafka})))
   (let [o (kafka/check opts)

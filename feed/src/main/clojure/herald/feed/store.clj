@@ -1,6 +1,8 @@
 (ns herald.feed.store
-  "The feed's storage contract: one protocol per data role, public wrappers that validate, and open-store."
-  (:require [herald.feed.store.cursor :as cursor]))
+  "The feed's storage contract: one protocol per data role, the store as a plain map of roles
+  `{:graph :feeds :search :cache}`, public functions that validate and call the role they name, and open-store."
+  (:require [herald.feed.store.cursor :as cursor])
+  (:import (java.util.concurrent.atomic AtomicBoolean)))
 
 (set! *warn-on-reflection* true)
 
@@ -52,10 +54,12 @@
   (-fan-out-all! [s deliveries] "Delivers every `{:post stored-post :recipients [ids]}` of `deliveries` (a
   non-empty vector) and completes their fan-out records, in one atomic durable write where the store can."))
 
+(declare feeds-of)
+
 (defn batch-fan-out?
-  "True when `store` has the `BatchFanOut` capability."
+  "True when the feeds role of `store` has the `BatchFanOut` capability."
   [store]
-  (satisfies? BatchFanOut store))
+  (satisfies? BatchFanOut (feeds-of store)))
 
 (defprotocol LoggedFeeds
   "The feeds role when the record of posts is a log outside the store (Kafka in the :scale profile,
@@ -93,6 +97,48 @@
   (-close! [s] "Flushes, commits and closes.")
   (-ready? [s] "True while the store is open and usable (false while its search index is failing).")
   (-stats [s] "A flat map of numbers (keyword -> number) for metrics: counters (see counter-stats) and gauges."))
+
+(defprotocol SearchProgress
+  "The search role's bookkeeping where the store itself tracks which published posts wait for the index (the
+  :scale store without a log keeps a search mark, herald.feed.store.scale): every publish and every indexing
+  through the store's public functions report to it. With a log (Kafka) the log's offsets are the progress and a
+  store has no SearchProgress."
+  (-tracked-publish! [p publish] "Calls (publish), which stores a post and returns it, recording the post as waiting for search; returns it.")
+  (-indexed! [p posts] "Records posts as searchable."))
+
+;; ---------------------------------------------------------------------------------------------------
+;; the store: a plain map of roles
+
+;; A store is a map {:graph g :feeds f :search x :cache c-or-nil :progress p-or-nil} plus this namespace's
+;; bookkeeping (::open, ::backends, ::shared), made by `role-map`. Each public function below names its role and
+;; calls that role's protocol; nothing forwards. The embedded and memory backends play the three data roles with
+;; one value; the :scale store has one backend per role. Any single value that implements the role protocols
+;; (a backend itself) is accepted wherever a store is, playing every role.
+
+(defn role-map
+  "A store from its roles: `{:graph :feeds :search}` (values implementing the role protocols), `:cache` (a Cache
+  for participant lookups and friend lists, or nil), `:progress` (a SearchProgress, or nil), `:backends` (the
+  values to close, in order, and to ask for readiness and stats; default: the distinct data roles, search first),
+  `:shared` (a backend playing several roles of a composite, whose stats are prefixed \"memory-\"). Calls after
+  `close-store!` throw ex-info :herald.feed.store/closed."
+  [{:keys [graph feeds search cache progress backends shared]}]
+  {:graph graph :feeds feeds :search search :cache cache :progress progress
+   ::backends (vec (distinct (or backends [search feeds graph]))) ::shared shared ::open (AtomicBoolean. true)})
+
+(defn- role-map? [s] (and (map? s) (not (record? s)) (contains? s ::open)))
+
+(defn- role
+  "The value playing role `k` in store `s` (s itself when it is a single backend); throws when s is closed."
+  [s k]
+  (if (role-map? s)
+    (if (.get ^AtomicBoolean (::open s))
+      (get s k)
+      (throw (ex-info "the store is closed" {:type ::closed})))
+    s))
+
+(defn- feeds-of [s] (if (role-map? s) (:feeds s) s))
+(defn- cache-of [s] (when (role-map? s) (:cache s)))
+(defn- progress-of [s] (when (role-map? s) (:progress s)))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; validation
@@ -146,12 +192,15 @@
 (defn create-participant!
   "Creates a participant named name (a string, any Unicode), returns {:id :name}. Durable on return."
   [s name]
-  (-create-participant! s (check-string :name name)))
+  (-create-participant! (role s :graph) (check-string :name name)))
 
 (defn participant
-  "The participant {:id :name} with this id, or nil."
+  "The participant {:id :name} with this id, or nil (graph role, through the cache role when there is one)."
   [s id]
-  (-participant s (check-id :id id)))
+  (let [g (role s :graph) id (check-id :id id)]
+    (if-let [c (cache-of s)]
+      (-fetch c [:participant id] #(-participant g id))
+      (-participant g id))))
 
 (defn befriend!
   "Befriends participants a and b, returns {:id :from a :to b :created? bool}. Idempotent and symmetric:
@@ -160,20 +209,32 @@
   [s a b]
   (let [a (check-id :from a) b (check-id :to b)]
     (when (= a b) (invalid (str "a participant cannot befriend itself: " a) :to b))
-    (-befriend! s a b)))
+    (let [r (-befriend! (role s :graph) a b)]
+      (when-let [c (cache-of s)]
+        ;; always: a racing caller that got :created? false must not read a list cached before the write
+        (-invalidate! c [:friends a])
+        (-invalidate! c [:friends b]))
+      r)))
 
 (defn friends
   "The friendships of participant id as [{:id :from id :to other}], ordered by the other's id."
   [s id]
-  (-friends s (check-id :id id)))
+  (let [g (role s :graph) id (check-id :id id)]
+    (if-let [c (cache-of s)]
+      (-fetch c [:friends id] #(-friends g id))
+      (-friends g id))))
 
 (defn publish!
   "Stores post {:from :occurred :subject :story} (strings; :id/:ts are assigned) with a pending fan-out
   record for recipients (a seq of ids, usually the sender's friends), atomically and durably. Returns the
   post with :id and :ts. Finish with fan-out! (or deliver! + complete-fanout!) and index!."
   [s post recipients]
-  (-publish! s (select-keys (check-post post) [:from :occurred :subject :story])
-             (check-recipients recipients)))
+  (let [f (role s :feeds)
+        post (select-keys (check-post post) [:from :occurred :subject :story])
+        recipients (check-recipients recipients)]
+    (if-let [p (progress-of s)]
+      (-tracked-publish! p #(-publish! f post recipients))
+      (-publish! f post recipients))))
 
 (defn new-post
   "The validated fields of a post to publish, {:from :occurred :subject :story} (as `publish!` takes them);
@@ -184,12 +245,12 @@
 (defn logged-feeds?
   "True when `s` has the `LoggedFeeds` role (the feeds can be derived from a log outside the store)."
   [s]
-  (satisfies? LoggedFeeds s))
+  (satisfies? LoggedFeeds (feeds-of s)))
 
 (defn put-outbound!
   "Upserts the author's copy of `post` (as assigned by a log: with :id and :ts), see `LoggedFeeds`. Idempotent."
   [s post]
-  (-put-outbound! s (check-stored-post post))
+  (-put-outbound! (role s :feeds) (check-stored-post post))
   nil)
 
 (defn deliver-all!
@@ -198,13 +259,13 @@
   [s deliveries]
   (let [ds (mapv (fn [{:keys [post recipients]}] {:post (check-stored-post post) :recipients (check-recipients recipients)})
                  deliveries)]
-    (when (seq ds) (-deliver-all! s ds))
+    (when (seq ds) (-deliver-all! (role s :feeds) ds))
     nil))
 
 (defn post
   "The post with this id, or nil."
   [s id]
-  (-post s (check-id :id id)))
+  (-post (role s :feeds) (check-id :id id)))
 
 (defn outbound
   "A page {:items [post ...] :next cursor} of sender's posts, newest first.
@@ -216,39 +277,54 @@
 
   A malformed cursor throws ex-info {:type :herald.feed.store/bad-cursor}."
   ([s sender] (outbound s sender nil))
-  ([s sender opts] (-outbound s (check-id :sender sender) (page-opts opts))))
+  ([s sender opts] (-outbound (role s :feeds) (check-id :sender sender) (page-opts opts))))
 
 (defn deliver!
   "Puts post (as returned by publish!) into recipient's inbound feed. Idempotent."
   [s recipient post]
-  (-deliver! s (check-id :recipient recipient) (check-stored-post post)))
+  (-deliver! (role s :feeds) (check-id :recipient recipient) (check-stored-post post)))
 
 (defn fan-out!
   "Delivers post to every recipient and completes its fan-out record (one atomic write in the embedded
   backend). Idempotent: running it twice, or after a crash, never duplicates an inbound item."
   [s post recipients]
-  (-fan-out! s (check-stored-post post) (check-recipients recipients)))
+  (-fan-out! (role s :feeds) (check-stored-post post) (check-recipients recipients)))
+
+(defn fan-out-all!
+  "Delivers and completes the fan-out of every `{:post :recipients}` of `deliveries` (feeds role): in one durable
+  write when the role has `BatchFanOut`, else post by post. When it throws, none or some posts may be done; the
+  caller retries post by post (idempotent)."
+  [s deliveries]
+  (let [f (role s :feeds)
+        ds (mapv (fn [{:keys [post recipients]}] {:post (check-stored-post post) :recipients (check-recipients recipients)})
+                 deliveries)]
+    (cond (empty? ds) nil
+          (satisfies? BatchFanOut f) (-fan-out-all! f ds)
+          :else (doseq [{:keys [post recipients]} ds] (-fan-out! f post recipients)))
+    nil))
 
 (defn inbound
   "A page {:items [post ...] :next cursor} of recipient's inbound feed, newest first. Options as outbound."
   ([s recipient] (inbound s recipient nil))
-  ([s recipient opts] (-inbound s (check-id :recipient recipient) (page-opts opts))))
+  ([s recipient opts] (-inbound (role s :feeds) (check-id :recipient recipient) (page-opts opts))))
 
 (defn pending-fanouts
   "The fan-outs published but not completed: a seq of {:post :recipients}, oldest first. After a restart
   the service runs fan-out! on each."
   [s]
-  (-pending-fanouts s))
+  (-pending-fanouts (role s :feeds)))
 
 (defn complete-fanout!
   "Marks the fan-out of post-id as done. Idempotent."
   [s post-id]
-  (-complete-fanout! s (check-id :post-id post-id)))
+  (-complete-fanout! (role s :feeds) (check-id :post-id post-id)))
 
 (defn index!
   "Makes post (as returned by publish!) searchable. Idempotent by post id."
   [s post]
-  (-index! s (check-stored-post post)))
+  (-index! (role s :search) (check-stored-post post))
+  (some-> (progress-of s) (-indexed! [post]))
+  nil)
 
 (defn index-batch!
   "Makes every post of posts (a sequential collection of posts as returned by publish!) searchable, with
@@ -266,7 +342,9 @@
   [s posts]
   (when-not (sequential? posts) (invalid "posts must be a sequential collection of posts" :posts posts))
   (run! check-stored-post posts)
-  (when (seq posts) (-index-batch! s posts))
+  (when (seq posts)
+    (-index-batch! (role s :search) posts)
+    (some-> (progress-of s) (-indexed! posts)))
   nil)
 
 (defn search
@@ -278,19 +356,21 @@
   | :limit | int  | 50      | most results, 1..10000 |"
   ([s keywords] (search s keywords nil))
   ([s keywords opts]
-   (-search s (check-string :keywords keywords) (select-keys (page-opts (dissoc opts :before)) [:limit]))))
+   (-search (role s :search) (check-string :keywords keywords) (select-keys (page-opts (dissoc opts :before)) [:limit]))))
 
 (defn refresh-search!
   "Makes every post indexed before this call visible to the searches that follow (whatever the backend's
   visibility lag): for tests and admin tools, not the request path. Returns nil."
   [s]
-  (-refresh-search! s)
+  (-refresh-search! (role s :search))
   nil)
 
 (defn ready?
-  "True while the store is open and usable (for a readiness probe)."
+  "True while the store is open and usable (for a readiness probe): every backend of a store of roles ready."
   [s]
-  (-ready? s))
+  (if (role-map? s)
+    (and (.get ^AtomicBoolean (::open s)) (every? -ready? (::backends s)))
+    (-ready? s)))
 
 (def counter-stats
   "The keys of stats values that are monotonic counters (only grow while the store is open; reset on
@@ -313,18 +393,52 @@
    :cache-evictions "Entries evicted from the participant and friend-list cache."
    :cache-size "Entries in the participant and friend-list cache (estimate)."})
 
+(def ^:private lifted-stats
+  "Stats keys taken unprefixed from the role that owns them in a composite (so metrics keep their names)."
+  {:graph [:participants :friendships]
+   :feeds [:posts :pending-fanouts]
+   :search [:indexed-posts :index-degraded :index-errors :search-errors]})
+
+(defn- prefixed [prefix m]
+  (into {} (map (fn [[k v]] [(keyword (str prefix "-" (name k))) v])) m))
+
+(defn- roles-stats
+  "One backend's stats as they are; a composite's prefixed by role (a backend shared by roles as memory-), with
+  the lifted keys; the cache's prefixed cache-, the search progress's as they are."
+  [{:keys [cache progress] ::keys [shared] :as s}]
+  (let [rs [:graph :feeds :search]
+        per-role (into {} (for [r rs] [r (get s r)]))
+        stats-of (memoize (fn [b] (-stats b)))]
+    (merge (if (and (nil? shared) (= 1 (count (distinct (vals per-role)))))
+             (stats-of (:graph per-role))
+             (merge (when shared (prefixed "memory" (stats-of shared)))
+                    (apply merge (for [r rs :when (not (identical? shared (per-role r)))]
+                                   (prefixed (name r) (stats-of (per-role r)))))
+                    (apply merge (for [[r ks] lifted-stats] (select-keys (stats-of (per-role r)) ks)))))
+           (when (satisfies? Lifecycle progress) (-stats progress))
+           (when cache (prefixed "cache" (-cache-stats cache))))))
+
 (defn stats
   "A flat map of numeric values, e.g. {:participants n :pending-fanouts n :cache-hits n}. The keys in
   counter-stats are monotonic counters, the others gauges (also as metadata: {:herald.feed.store/counters
   #{..}}); stat-help has a help text per key. Cheap enough for every scrape: no family is iterated."
   [s]
-  (let [m (-stats s)]
+  (let [m (if (role-map? s) (do (role s :graph) (roles-stats s)) (-stats s))]
     (with-meta m {::counters (into #{} (filter counter-stats) (keys m))})))
 
 (defn close-store!
-  "Flushes and closes the store (idempotent)."
+  "Flushes and closes the store (idempotent): its search progress first, then every backend in order (the rest
+  still closed when one throws; the first failure is then thrown)."
   [s]
-  (-close! s))
+  (if (role-map? s)
+    (when (.compareAndSet ^AtomicBoolean (::open s) true false)
+      (let [parts (cons (:progress s) (::backends s))
+            errors (into [] (keep #(when (satisfies? Lifecycle %) (try (-close! %) nil (catch Throwable t t)))) parts)]
+        (when-let [e (first errors)]
+          (throw (ex-info (str "closing the store failed: " (ex-message e))
+                          {:type ::io :errors (count errors)} e)))))
+    (-close! s))
+  nil)
 
 (def ^:private backends
   {:memory 'herald.feed.store.memory/memory-store
@@ -341,15 +455,17 @@
 
   Backend options: see herald.feed.store.embedded/embedded-store (:data-dir, :sync?, ...),
   herald.feed.store.scale/open (:graph :feeds :search :cache, ...) and herald.feed.store.memory/memory-store.
-  The :scale store builds its own cache (the :cache role), so open-store does not wrap it."
+  Every store is a map of roles (see `role-map`); the :scale store opens one backend per role."
   [config]
   (let [{:keys [type cache] :or {type :embedded}} config
         ctor (or (get backends type)
                  (throw (ex-info (str "unknown store :type " (pr-str type) ", expected one of "
                                       (pr-str (keys backends)))
-                                 {:type ::invalid :key :type :value type})))
-        composite? (= :scale type)
-        store ((requiring-resolve ctor) (if composite? (dissoc config :type) (dissoc config :type :cache)))]
-    (if (or composite? (and (map? cache) (= 0 (:max-size cache))))
-      store
-      ((requiring-resolve 'herald.feed.store.cache/cached-store) store (or cache {})))))
+                                 {:type ::invalid :key :type :value type})))]
+    (if (= :scale type)
+      ((requiring-resolve ctor) (dissoc config :type))
+      (let [b ((requiring-resolve ctor) (dissoc config :type :cache))
+            c (when-not (and (map? cache) (= 0 (:max-size cache)))
+                (try ((requiring-resolve 'herald.feed.store.cache/caffeine-cache) (or cache {}))
+                     (catch Throwable t (-close! b) (throw t))))]
+        (role-map {:graph b :feeds b :search b :cache c})))))

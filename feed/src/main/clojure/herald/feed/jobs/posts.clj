@@ -70,7 +70,7 @@
         (let [work (filterv #(seq (:recipients %)) segments)]
           (if (and batch? (next work))
             ;; the whole batch in one store write; should it throw, post by post with retries (idempotent)
-            (if (try (store/-fan-out-all! store work) true (catch Throwable _ false))
+            (if (try (store/fan-out-all! store work) true (catch Throwable _ false))
               (doseq [seg segments] (done true seg))
               (one-by-one segments))
             (one-by-one segments))))

@@ -1,6 +1,7 @@
 (ns herald.feed.store.scale
   "The :scale store: each data role on its own backend (PostgreSQL, Cassandra, OpenSearch, Redis, or memory),
-  composed behind the role protocols of herald.feed.store; search is derived from the feeds' post log."
+  a map of roles (herald.feed.store/role-map); without a log, search is derived from the feeds' post log
+  and its progress kept as a search mark."
   (:require [herald.feed.store :as store]
             [herald.feed.store.scale.indexing :as ix]
             [herald.feed.store.scale.roles :as roles])
@@ -12,99 +13,29 @@
 
 (def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.store"))
 
-(defmacro ^:private open-only
-  "Runs body when the store is open (the field open?), else throws ex-info :herald.feed.store/closed."
-  [& body]
-  `(if (.get ~(with-meta 'open? {:tag `AtomicBoolean}))
-     (do ~@body)
-     (throw (ex-info "the store is closed" {:type :herald.feed.store/closed}))))
-
-(def ^:private lifted-stats
-  "Stats keys taken unprefixed from the role that owns them (so metrics and counters keep their names)."
-  {:graph [:participants :friendships]
-   :feeds [:posts :pending-fanouts]
-   :search [:indexed-posts :index-degraded :index-errors :search-errors]})
-
-(defn- role-stats
-  "Every backend's stats prefixed by its role (the shared memory store's by memory-), plus the lifted keys."
-  [{:keys [memory] :as backends}]
-  (let [prefixed (fn [prefix m] (into {} (map (fn [[k v]] [(keyword (str prefix "-" (name k))) v])) m))
-        per-role (into {} (for [r [:graph :feeds :search]] [r (store/-stats (get backends r))]))]
-    (merge (when memory (prefixed "memory" (store/-stats memory)))
-           (apply merge (for [r [:graph :feeds :search] :when (not (identical? memory (get backends r)))]
-                          (prefixed (name r) (per-role r))))
-           (apply merge (for [[r ks] lifted-stats] (select-keys (per-role r) ks))))))
-
-(defn- distinct-backends
-  "The backends to close / ask for readiness: each once, the cache too when it has a lifecycle."
-  [{:keys [graph feeds search cache]}]
-  (distinct (filter #(satisfies? store/Lifecycle %) [search feeds graph cache])))
-
-(deftype ScaleStore [graph feeds search backends tracker ^AtomicBoolean open? ^ScheduledExecutorService marker]
-  store/ParticipantStore
-  (-create-participant! [_ name] (open-only (store/-create-participant! graph name)))
-  (-participant [_ id] (open-only (store/-participant graph id)))
-
-  store/FriendStore
-  (-befriend! [_ a b] (open-only (store/-befriend! graph a b)))
-  (-friends [_ id] (open-only (store/-friends graph id)))
-
-  store/OutboundStore
-  (-publish! [_ post recipients]
-    (open-only
-     (if-not tracker
-       (store/-publish! feeds post recipients)
-       (let [token (ix/publishing! tracker)]
-         (try
-           (ix/published! tracker token (store/-publish! feeds post recipients))
-           (catch Throwable t (ix/abandoned! tracker token) (throw t)))))))
-  (-outbound [_ sender opts] (open-only (store/-outbound feeds sender opts)))
-  (-post [_ id] (open-only (store/-post feeds id)))
-
-  store/InboundStore
-  (-deliver! [_ recipient post] (open-only (store/-deliver! feeds recipient post)))
-  (-fan-out! [_ post recipients] (open-only (store/-fan-out! feeds post recipients)))
-  (-inbound [_ recipient opts] (open-only (store/-inbound feeds recipient opts)))
-  (-pending-fanouts [_] (open-only (store/-pending-fanouts feeds)))
-  (-complete-fanout! [_ post-id] (open-only (store/-complete-fanout! feeds post-id)))
-
-  store/BatchFanOut
-  (-fan-out-all! [_ deliveries]
-    (open-only
-     (if (store/batch-fan-out? feeds)
-       (store/-fan-out-all! feeds deliveries)
-       (doseq [{:keys [post recipients]} deliveries] (store/-fan-out! feeds post recipients)))))
-
-  store/LoggedFeeds
-  (-put-outbound! [_ post] (open-only (store/-put-outbound! feeds post)))
-  (-deliver-all! [_ deliveries] (open-only (store/-deliver-all! feeds deliveries)))
-
-  store/SearchIndex
-  (-index! [_ post] (open-only (store/-index! search post) (some-> tracker (ix/indexed! [post])) nil))
-  (-index-batch! [_ posts] (open-only (store/-index-batch! search posts) (some-> tracker (ix/indexed! posts)) nil))
-  (-search [_ keywords opts] (open-only (store/-search search keywords opts)))
-  (-refresh-search! [_] (open-only (store/-refresh-search! search)))
+(deftype MarkProgress [tracker ^ScheduledExecutorService marker search]
+  store/SearchProgress
+  (-tracked-publish! [_ publish]
+    (let [token (ix/publishing! tracker)]
+      (try
+        (ix/published! tracker token (publish))
+        (catch Throwable t (ix/abandoned! tracker token) (throw t)))))
+  (-indexed! [_ posts] (ix/indexed! tracker posts))
 
   store/Lifecycle
   (-close! [_]
-    (when (.compareAndSet open? true false)
-      (when marker
-        (.shutdown marker)
-        (.awaitTermination marker 10 TimeUnit/SECONDS)
-        (try (ix/advance! tracker search)
-             (catch Throwable t (.warn log (str "could not store the search mark on close: " (ex-message t))))))
-      (let [errors (into [] (keep #(try (store/-close! %) nil (catch Throwable t t))) (distinct-backends backends))]
-        (when-let [e (first errors)]
-          (throw (ex-info (str "closing the :scale store failed: " (ex-message e))
-                          {:type :herald.feed.store/io :errors (count errors)} e)))))
+    (.shutdown marker)
+    (.awaitTermination marker 10 TimeUnit/SECONDS)
+    (try (ix/advance! tracker search)
+         (catch Throwable t (.warn log (str "could not store the search mark on close: " (ex-message t)))))
     nil)
-  (-ready? [_] (and (.get open?) (every? store/-ready? (distinct-backends backends))))
-  (-stats [_]
-    (open-only
-     (merge (role-stats backends)
-            (when tracker {:search-pending (ix/waiting-count tracker)})
-            (when-let [c (:cache backends)]
-              (into {} (map (fn [[k v]] [(keyword (str "cache-" (name k))) v])) (store/-cache-stats c)))))))
+  (-ready? [_] true)
+  (-stats [_] {:search-pending (ix/waiting-count tracker)}))
+
+(defn- distinct-backends
+  "The backends to close / ask for readiness: each once, search first, the cache too when it has a lifecycle."
+  [{:keys [graph feeds search cache]}]
+  (distinct (filter #(satisfies? store/Lifecycle %) [search feeds graph cache])))
 
 (def ^:private defaults {:index-mark-ms 1000 :index-retry-ms 30000 :catch-up-batch 500 :search-progress :mark})
 
@@ -160,10 +91,11 @@
   [config]
   (let [opts (validate (merge defaults (select-keys config (keys defaults))))
         backends (roles/open-roles config (set (keys defaults)))
-        {:keys [graph feeds search cache]} backends
-        cached (roles/cached-graph graph cache)]
+        {:keys [graph feeds search cache memory]} backends
+        roles {:graph graph :feeds feeds :search search :cache cache :shared memory
+               :backends (distinct-backends backends)}]
     (if (= :log (:search-progress opts))
-      (ScaleStore. cached feeds search backends nil (AtomicBoolean. true) nil)
+      (store/role-map roles)
       (let [[m n] (try (ix/catch-up! feeds search (:catch-up-batch opts))
                        (catch Throwable t
                          (run! #(try (store/-close! %) (catch Throwable _ nil)) (distinct-backends backends))
@@ -171,5 +103,4 @@
                                          {:type :herald.feed.store/unavailable :key [:search]} t))))
             tracker (ix/tracker m)]
         (when (pos? (long n)) (.info log (str "the :scale store indexed " n " posts missing from search")))
-        (ScaleStore. cached feeds search backends tracker (AtomicBoolean. true)
-                     (start-marker tracker feeds search opts))))))
+        (store/role-map (assoc roles :progress (MarkProgress. tracker (start-marker tracker feeds search opts) search)))))))

@@ -51,21 +51,22 @@
       (finally (fanout/close! f 10000)))))
 
 (defn- flaky-store
-  "A memory store whose fan-out throws for posts with subject \"never\" always, \"flaky\" twice, and whose
-  indexing throws for a batch holding \"never\" and for that post alone."
-  [s attempts]
-  (reify
-    store/InboundStore
-    (-fan-out! [_ post recipients]
-      (let [n (get (swap! attempts update (:subject post) (fnil inc 0)) (:subject post))]
-        (when (or (= "never" (:subject post)) (and (= "flaky" (:subject post)) (<= n 2)))
-          (throw (RuntimeException. "store busy")))
-        (store/-fan-out! s post recipients)))
-    store/SearchIndex
-    (-index-batch! [_ posts]
-      (if (some #(= "never" (:subject %)) posts) (throw (RuntimeException. "bad batch")) (store/-index-batch! s posts)))
-    (-index! [_ post]
-      (if (= "never" (:subject post)) (throw (RuntimeException. "index broken")) (store/-index! s post)))))
+  "The feeds and search of store `st` (a memory store) behind a fan-out that throws for posts with subject
+  \"never\" always, \"flaky\" twice, and an indexing that throws for a batch holding \"never\" and for that post."
+  [st attempts]
+  (let [s (:feeds st)]
+    (reify
+      store/InboundStore
+      (-fan-out! [_ post recipients]
+        (let [n (get (swap! attempts update (:subject post) (fnil inc 0)) (:subject post))]
+          (when (or (= "never" (:subject post)) (and (= "flaky" (:subject post)) (<= n 2)))
+            (throw (RuntimeException. "store busy")))
+          (store/-fan-out! s post recipients)))
+      store/SearchIndex
+      (-index-batch! [_ posts]
+        (if (some #(= "never" (:subject %)) posts) (throw (RuntimeException. "bad batch")) (store/-index-batch! s posts)))
+      (-index! [_ post]
+        (if (= "never" (:subject post)) (throw (RuntimeException. "index broken")) (store/-index! s post))))))
 
 (deftest failures-are-retried-then-reported-and-the-job-goes-on
   (let [s (store/open-store {:type :memory})

@@ -25,10 +25,10 @@
                               batch [{:post p1 :recipients [b c]} {:post p2 :recipients [a]} {:post p3 :recipients [b]}]]
                           (is (s/batch-fan-out? st) "the (cached) embedded store has the capability")
                           (is (= 3 (count (s/pending-fanouts st))))
-                          (s/-fan-out-all! st batch)
+                          (s/fan-out-all! st batch)
                           (is (empty? (s/pending-fanouts st)) "every record completed")
                           (is (zero? (:pending-fanouts (s/stats st))))
-                          (s/-fan-out-all! st batch)
+                          (s/fan-out-all! st batch)
                           (is (= ["three" "one"] (map :story (:items (s/inbound st b)))) "idempotent: no duplicate")
                           (is (= ["one"] (map :story (:items (s/inbound st c)))))
                           (is (= ["two"] (map :story (:items (s/inbound st a)))))

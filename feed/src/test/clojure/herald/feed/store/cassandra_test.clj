@@ -91,8 +91,8 @@
               batch [{:post p1 :recipients [2 3]} {:post p2 :recipients [1]} {:post p3 :recipients [3]}]]
           (is (s/batch-fan-out? st))
           (is (= 3 (count (s/pending-fanouts st))))
-          (s/-fan-out-all! st batch)
-          (s/-fan-out-all! st (subvec batch 1))
+          (s/fan-out-all! st batch)
+          (s/fan-out-all! st (subvec batch 1))
           (is (empty? (s/pending-fanouts st)) "every record completed")
           (is (= [p3 p1] (:items (s/inbound st 3))) "delivered once, newest first")
           (is (= [p1] (:items (s/inbound st 2))))

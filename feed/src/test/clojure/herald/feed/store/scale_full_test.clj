@@ -47,14 +47,14 @@
             _ (s/befriend! st a b)
             p0 (s/publish! st (post-of a "zebra before the outage") [b])
             _ (s/index! st p0)
-            search (:search (.-backends ^herald.feed.store.scale.ScaleStore st))]
+            search (:search st)]
         ;; search goes away: indexing fails, the posts are acknowledged all the same
         (s/close-store! search)
         (let [ps (vec (for [i (range 5)] (s/publish! st (post-of a (str "zebra during the outage " i)) [b])))]
           (is (every? #(try (s/index! st %) false (catch Exception _ true)) ps) "indexing fails while search is down")
           ;; the crash: no close, the marker stops, the connections go
-          (.shutdownNow ^ExecutorService (.-marker ^herald.feed.store.scale.ScaleStore st))
-          (doseq [r [:graph :feeds :cache]] (s/close-store! (get (.-backends ^herald.feed.store.scale.ScaleStore st) r)))
+          (.shutdownNow ^ExecutorService (.-marker ^herald.feed.store.scale.MarkProgress (:progress st)))
+          (doseq [r [:graph :feeds :cache]] (s/close-store! (get st r)))
           (let [st2 (s/open-store config)]
             (try
               (is (= (repeat 6 a) (s/search st2 "zebra" {:limit 100})) "every acknowledged post, once")

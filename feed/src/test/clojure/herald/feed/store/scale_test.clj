@@ -34,8 +34,8 @@
       (let [[a b c] (map :id (repeatedly 3 #(s/create-participant! st "p")))
             p1 (s/publish! st (post-of a "one") [b c])
             p2 (s/publish! st (post-of a "two") [b])]
-        (is (s/batch-fan-out? st))
-        (s/-fan-out-all! st [{:post p1 :recipients [b c]} {:post p2 :recipients [b]}])
+        (is (not (s/batch-fan-out? st)) "memory feeds have no one-write batch: fan-out-all! goes post by post")
+        (s/fan-out-all! st [{:post p1 :recipients [b c]} {:post p2 :recipients [b]}])
         (is (= [p2 p1] (:items (s/inbound st b))))
         (is (= [p1] (:items (s/inbound st c))))
         (is (empty? (s/pending-fanouts st)) "the fan-out records are completed"))

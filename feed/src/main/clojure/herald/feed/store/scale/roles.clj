@@ -134,8 +134,3 @@
        (catch Throwable t
          (run! close-quietly (distinct (remove nil? @opened)))
          (throw t))))))
-
-(defn cached-graph
-  "The graph role behind the cache (participant lookups and friend lists), or the graph itself without one."
-  [graph c]
-  (if c (cache/->CachedStore graph c) graph))
