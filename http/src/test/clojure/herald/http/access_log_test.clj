@@ -76,3 +76,10 @@
   (is (= :access-log (:key (ex-data (try (http/start-server app {:access-log {:format :xml}}) (catch Exception e e))))))
   (is (= :access-log (:key (ex-data (try (http/start-server app {:access-log {:to "/nonexistent-dir/x.log"}})
                                          (catch Exception e e)))))))
+
+(deftest a-request-refused-before-its-head-is-logged-without-one
+  (let [q (LinkedBlockingQueue.)]
+    (with-server [s app {:access-log {:to #(.put q %)}}]
+      (is (= 414 (:status (ts/request (ts/port s) (str "GET /" (apply str (repeat 5000 "a")) " HTTP/1.1\r\nHost: x\r\n\r\n")))))
+      (let [line (.poll q 5 TimeUnit/SECONDS)]
+        (is (re-find #"\"- - -\" 414 \d+$" (str line)) line)))))
