@@ -13,7 +13,8 @@
 # Environment (defaults in brackets): USERS [32], DURATION [30] measured seconds, WARMUP [90] seconds (the JIT
 # is still compiling after 20-50 s: at 20 s a third of the service's CPU went to compiler threads),
 # SEARCH_SHARE [0.1], FORM [0] (1 = form-encoded bodies), LOADGEN [auto: herald-load if bin/herald-load
-# exists, else wrk], JVM_OPTS [-XX:+UseZGC -Xmx2g], HTTP_MODE [virtual-threads] (or worker-pool,
+# exists, else wrk], JVM_OPTS [-XX:+UseParallelGC -Xmx2g --enable-native-access=ALL-UNNAMED: make run's, the Makefile's
+# JVM_OPTS, so the figures are those of the service as users start it], HTTP_MODE [virtual-threads] (or worker-pool,
 # event-loop; passed to the service like every variable of docs/feed.md), SERVER_CPU [""],
 # LOADGEN_CPU [""], SKIP_BUILD [0], RESULTS [bench/results/feed.csv], PORT [18090], KEEP_DATA [0],
 # PROFILE [""] (comma list of async-profiler events, e.g. cpu,alloc: one extra profiled run of PROFILE_DURATION
@@ -28,7 +29,7 @@ DURATION=${DURATION:-30}
 WARMUP=${WARMUP:-90}
 SEARCH_SHARE=${SEARCH_SHARE:-0.1}
 FORM=${FORM:-0}
-JVM_OPTS=${JVM_OPTS:--XX:+UseZGC -Xmx2g}
+JVM_OPTS=${JVM_OPTS:--XX:+UseParallelGC -Xmx2g --enable-native-access=ALL-UNNAMED} # = the Makefile's JVM_OPTS (make run)
 SERVER_CPU=${SERVER_CPU:-}
 LOADGEN_CPU=${LOADGEN_CPU:-${WRK_CPU:-}}
 SKIP_BUILD=${SKIP_BUILD:-0}

@@ -3,6 +3,7 @@
   (:require [herald.feed.quiet]            ; first: before Lucene loads
             [clojure.java.io :as io]
             [clojure.string :as str]
+            [herald.feed.auth :as auth]
             [herald.feed.config :as config]
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
@@ -85,7 +86,9 @@
   [config]
   (let [draining? (atom false)
         drain-ms (long (get-in config [:fanout :drain-timeout-ms] 10000))]
-    {::store {:start (fn [_] (store/open-store (store-config config)))
+    {;; no deps: a bad :auth config fails before the store opens
+     ::auth {:start (fn [_] {:authenticator (auth/authenticator (:auth config))})}
+     ::store {:start (fn [_] (store/open-store (store-config config)))
               :stop store/close-store!}
      ::recorder {:deps [::store]
                  :start (fn [_] (recorder-component config))
@@ -102,11 +105,12 @@
                                n (if (= :kafka (get-in config [:events :type])) 0 (svc/resume-pending! ctx))]
                            (when (pos? n) (log "resuming" n "pending fan-outs"))
                            ctx))}
-     ::server {:deps [::service ::store ::fanout ::recorder]
-               :start (fn [{ctx ::service s ::store f ::fanout r ::recorder}]
+     ::server {:deps [::service ::store ::fanout ::recorder ::auth]
+               :start (fn [{ctx ::service s ::store f ::fanout r ::recorder a ::auth}]
                         (let [server-ref (promise) ; /metrics reads the server's own figures
                               env {:ctx ctx :store s :fanout f :recorder r :version (version) :draining? draining?
-                                   :server server-ref}
+                                   :server server-ref :auth (:authenticator a)
+                                   :config config}
                               server (http/start-server (routes/ring-handler env)
                                                         ;; the server's own answers are JSON errors like the feed's
                                                         (merge {:error-response err/server-answer} (:http config)))]
@@ -149,6 +153,11 @@
   [sys]
   (let [host (get-in sys [:config :http :host] "127.0.0.1")]
     (str "http://" (if (#{"0.0.0.0" "::" ""} host) "127.0.0.1" host) ":" (port sys))))
+
+(defn authenticator
+  "The running system's herald.feed.auth/Authenticator, nil when auth is off."
+  [sys]
+  (:authenticator (system/value sys ::auth)))
 
 (defn service
   "The service context of a running system (see herald.feed.service)."

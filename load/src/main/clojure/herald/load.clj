@@ -4,6 +4,7 @@
   .hlog, per-minute aggregates, HTML reports with plots, comparisons)."
   (:require [herald.load.impl.aggregate :as agg]
             [herald.load.impl.feed-run :as feed-run]
+            [herald.load.impl.lab :as lab]
             [herald.load.impl.merge :as merge]
             [herald.load.impl.output :as output]
             [herald.load.impl.report :as report]
@@ -112,9 +113,27 @@
   | :https?            | boolean  | false       | TLS to the service (with :ca-cert, :insecure?, :tls-versions as in `rate`) |
   | :http2?            | boolean  | false       | HTTP/2 (h2 by ALPN with :https?, else h2c), one stream at a time per user |
   | :streams           | int      | 1           | users sharing one HTTP/2 connection (a stream each); needs :http2? |
+  | :jwt-secret        | string   | nil         | an auth-on feed's HS256 secret (>= 32 bytes): each request acting as a participant carries `Authorization: Bearer` with a token minted for it (subject its id) |
+  | :jwt-issuer, :jwt-audience | string | nil | the tokens' iss and aud, when the feed checks them |
   | :progress, :interval, :on-interval, :handle-interrupt? | | | as in `rate` |"
   [opts]
   (feed-run/execute opts))
+
+(defn read-lab-spec
+  "Reads and validates a lab SPEC file (EDN, see docs/load.md); a mistake throws ex-info
+  {:type :herald.load/bad-spec :key [path in SPEC]} before anything starts."
+  [path]
+  (lab/read-spec path))
+
+(defn lab
+  "Runs the lab of validated `spec` (see `read-lab-spec`) into directory `out`: for each target x JDK x JVM
+  option set, starts the target fresh, warms it up, sweeps to the wall, records CPU per request, RSS, GC
+  pauses and allocation and flame graphs, stops it; then writes summary.edn, summary.json and report.html.
+  Cells finished by an earlier run into `out` are kept (resume); a shutdown (Ctrl-C, SIGTERM) kills the
+  running target. Options: :dry-run? (only the cells and JDKs), :log (fn of a progress line). Returns the
+  summary map (:cells, :resumed, :interrupted?)."
+  ([spec out] (lab spec out {}))
+  ([spec out opts] (lab/execute spec out opts)))
 
 (defn write-result!
   "Writes result `r` into directory `dir` (result.edn, summary.json, .hgrm, per-minute CSV/EDN,

@@ -64,7 +64,8 @@
              (if (str/blank? s) default (coerce var-name s default)))
            (instance? ProfileChoice v)
            (let [choices (:choices v)]
-             (get choices profile (get choices :default)))
+             ;; the choice may hold tags itself (#profile {:scale #env [X true] ...}): resolved too
+             (resolve-tags (get choices profile (get choices :default)) profile env))
            :else v))
    x))
 

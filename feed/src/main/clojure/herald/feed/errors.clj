@@ -1,5 +1,5 @@
 (ns herald.feed.errors
-  "Client errors as ex-info values and their JSON responses: 400/404/405/413/415 bodies that name the field or value
+  "Client errors as ex-info values and their JSON responses: 400/401/403/404/405/409/413/415 bodies that name the field or value
   at fault, 503 for a storage outage."
   (:require [clojure.walk :as walk]
             [herald.http :as http]))
@@ -26,6 +26,12 @@
   "An ex-info for a 404 naming the missing resource; `field` is the request field that named it."
   [msg field value]
   (ex-info msg {:type :herald.feed/not-found :field field :value value}))
+
+(defn conflict
+  "An ex-info for a 409: the request conflicts with the state (a befriend of a blocked pair); `value` says with
+  what."
+  [msg field value]
+  (ex-info msg {:type :herald.feed/conflict :field field :value value}))
 
 (defn json-text
   "`v` as JSON text for an error message (\"x\", [1,2], {\"a\":1}), never a JVM or EDN rendering."
@@ -59,10 +65,14 @@
   :herald.feed.store/bad-cursor) is deliberately absent: the service boundary checks every request first, so one
   reaching here is a programmer error, a 500 in the log, never a message in the store's vocabulary."
   {:herald.feed/bad-request 400
+   :herald.feed/unauthorized 401 ; herald.feed.auth: with WWW-Authenticate
+   :herald.feed/forbidden 403
    :herald.feed/payload-too-large 413
    :herald.feed/not-found 404
+   :herald.feed/conflict 409
    :herald.feed/unsupported-media-type 415
    :herald.feed/unavailable 503
+   :herald.feed.auth/unavailable 503 ; a JWKS URL that does not answer
    :herald.feed.store/unavailable 503
    ;; a backend's own outage types (see herald.feed.store.opensearch.http, herald.feed.store.cassandra.session)
    :herald.feed.store.opensearch/unavailable 503
@@ -106,10 +116,14 @@
     (cond
       (nil? status) nil
       ;; the backend's own words (hosts, keys, exception classes) go to the log, not to API clients
-      (= 503 status) (response 503 "storage temporarily unavailable: retry the request" :headers {"retry-after" "1"})
+      (= 503 status) (response 503 (if (= :herald.feed.auth/unavailable (:type data))
+                                     "the keys that verify bearer tokens cannot be fetched now: retry the request"
+                                     "storage temporarily unavailable: retry the request")
+                               :headers {"retry-after" "1"})
       :else
       (let [field (:field data)
             field (if (keyword? field) (name field) field)]
         ;; a malformed JSON body is the body's fault
         (response status (ex-message e) :field (or field (when (= :herald.http/malformed-json (:type data)) "body"))
-                  :value (:value data))))))
+                  :value (:value data)
+                  :headers (when-let [w (:www-authenticate data)] {"www-authenticate" w}))))))

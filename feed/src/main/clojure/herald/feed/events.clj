@@ -54,8 +54,27 @@
         handles (try (derived/submit-jobs! store posts o) (catch Throwable t (.close producer) (throw t)))
         append! (fn [{:keys [post] :as job}]
                   (kafka/send! producer posts (:from post) (kafka/edn-text job) (:send-timeout-ms o))
-                  (.incrementAndGet published))]
-    (reify fanout/Fanout
+                  (.incrementAndGet published))
+        ;; a change record ({:edit p} / {:delete p}) keyed by the sender, like the post it changes
+        append-change! (fn [change]
+                         (let [p (or (:edit change) (:delete change))]
+                           (kafka/send! producer posts (:from p) (kafka/edn-text change) (:send-timeout-ms o))))]
+    (reify
+      fanout/PostChanges
+      ;; issue 11: the change goes on the posts topic keyed by the sender (after the post's own record, in the same
+      ;; partition), then the author's copy changes (read-your-writes); the jobs apply it to the inbound copies and
+      ;; the index
+      (-edit-post! [_ post changes]
+        (let [p (merge post (select-keys changes [:subject :story]))]
+          (append-change! {:edit p})
+          (store/put-outbound! store p)
+          p))
+      (-delete-post! [_ post]
+        (append-change! {:delete post})
+        (store/delete-outbound! store post)
+        post)
+
+      fanout/Fanout
       (-publish! [_ post recipients]
         (let [p (assoc (store/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))]
           (append! {:post p :recipients (vec (distinct recipients))})

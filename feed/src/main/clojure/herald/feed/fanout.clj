@@ -28,3 +28,29 @@
 (defn await-idle "True once `f` has no queued or running job, false after `timeout-ms`." [f timeout-ms] (-await-idle f timeout-ms))
 (defn stats "Counters of `f`: :submitted :completed :failed :pending :queued (see `Fanout`)." [f] (-stats f))
 (defn close! "Drains and stops `f`, waiting at most `timeout-ms`; idempotent." [f timeout-ms] (-close! f timeout-ms))
+
+(defprotocol PostChanges
+  "Edits and deletes of posts through the event log, for a Fanout whose log is outside the store (Kafka): the
+  change is appended after the post's own record (same key, the sender) and the jobs apply it to the inbound
+  copies and the index; the author's outbound copy changes before the call returns (read-your-writes). A
+  Fanout without it (the local log) leaves edits and deletes to the store's PostEdits role, which applies them
+  to every copy and the index itself."
+  (-edit-post! [f post changes] "Edits stored post `post` (its current version) with `changes`; returns the edited post.")
+  (-delete-post! [f post] "Deletes stored post `post`; returns it."))
+
+(defn edit-post!
+  "Edits `post` (as stored) with `changes` ({:subject :story}, either or both) through `f` when it has
+  `PostChanges`, else through the store's PostEdits (herald.feed.store/edit-post!). Returns the edited post, or
+  nil when it is gone."
+  [f store post changes]
+  (if (satisfies? PostChanges f)
+    (-edit-post! f post changes)
+    ((requiring-resolve 'herald.feed.store/edit-post!) store (:id post) changes)))
+
+(defn delete-post!
+  "Deletes `post` (as stored) through `f` when it has `PostChanges`, else through the store's PostEdits
+  (herald.feed.store/delete-post!). Returns the deleted post, or nil when it was gone already."
+  [f store post]
+  (if (satisfies? PostChanges f)
+    (-delete-post! f post)
+    ((requiring-resolve 'herald.feed.store/delete-post!) store (:id post))))

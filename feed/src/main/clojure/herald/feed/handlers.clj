@@ -2,8 +2,10 @@
   "Ring handlers of the feed's HTTP API: request parsing, response rendering in the reference format, and per-request performance recording."
   (:require [clojure.string :as str]
             [herald.feed.errors :as err]
+            [herald.feed.forms :as forms]
             [herald.feed.outage :as outage]
             [herald.feed.perf :as perf]
+            [herald.feed.relations :as rel]
             [herald.feed.service :as svc]
             [herald.feed.store.cursor :as cursor]
             [herald.http :as http])
@@ -126,7 +128,8 @@
   (let [mt (media-type req)]
     (cond
       (= mt "application/x-www-form-urlencoded")
-      (into {} (map (fn [[k v]] [(keyword k) v])) (:form-params req))
+      (do (forms/check-utf8! req) ; a 400 naming the field, not U+FFFD stored
+          (into {} (map (fn [[k v]] [(keyword k) v])) (:form-params req)))
 
       (and mt (or (= mt "application/json") (str/ends-with? mt "+json")))
       (let [data (when-let [b (:body req)]
@@ -152,20 +155,24 @@
 (defn- friendship-json [{:keys [id from to]}]
   {:id id :from (svc/link from) :to (svc/link to)})
 
-(defn- outbound-json [{:keys [from occurred subject story]}]
-  {:from (svc/link from) :occurred occurred :subject subject :story story})
+(defn- outbound-json [{:keys [id from occurred subject story]}]
+  {:from (svc/link from) :occurred occurred :subject subject :story story
+   :id id :link (svc/post-link from id)})
 
-(defn- inbound-json [to {:keys [from occurred subject story]}]
-  {:from (svc/link from) :to (svc/link to) :occurred occurred :subject subject :story story})
+(defn- inbound-json [to {:keys [id from occurred subject story]}]
+  {:from (svc/link from) :to (svc/link to) :occurred occurred :subject subject :story story
+   :id id :link (svc/post-link from id)})
 
 (defn- encode ^String [s] (URLEncoder/encode (str s) StandardCharsets/UTF_8))
 
 (defn- page-response
-  "The JSON array of a page, with a Link rel=next header when older items remain."
-  [req {:keys [limit]} {:keys [items next]} render]
-  (json-response 200 (mapv render items)
-                 (when next
-                   {"link" (str "<" (:uri req) "?limit=" limit "&before=" (encode next) ">; rel=\"next\"")})))
+  "The JSON array of a page, with a Link rel=next header when older items remain (`query`, e.g. \"keywords=x&\",
+  is put before limit and before)."
+  ([req opts page render] (page-response req opts page render ""))
+  ([req {:keys [limit]} {:keys [items next]} render query]
+   (json-response 200 (mapv render items)
+                  (when next
+                    {"link" (str "<" (:uri req) "?" query "limit=" limit "&before=" (encode next) ">; rel=\"next\"")}))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; handlers of the contract (ctx from herald.feed.service/context)
@@ -222,9 +229,75 @@
   [ctx] (feed-handler ctx svc/inbound (fn [id] (partial inbound-json id))))
 
 (defn search-outbound
-  "GET /outbound?keywords=&limit= -> [sender link of each matching post], newest first."
+  "GET /outbound?keywords=&limit=&before= -> [sender link of each matching post], newest first; a Link rel=next
+  header when more match."
   [ctx]
   (fn [req]
     (let [q (:query-params req)
-          {:keys [limit]} (svc/page-opts (:limits ctx) q :default-search-limit :max-search-limit)]
-      (json-response (mapv svc/link (svc/search ctx (get q "keywords") limit))))))
+          opts (check-cursor! (svc/page-opts (:limits ctx) q :default-search-limit :max-search-limit))]
+      (page-response req opts (svc/search-page ctx (get q "keywords") opts) (comp svc/link :from)
+                     (str "keywords=" (encode (get q "keywords")) "&")))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; issue 11: a post's link /participant/:id/outbound/:postId
+
+(defn- post-path [req]
+  [(path-id req) (svc/parse-post-id (get-in req [:path-params :postId]))])
+
+(defn get-post
+  "GET /participant/:id/outbound/:postId -> the post item {from occurred subject story id link}."
+  [ctx]
+  (fn [req] (let [[id post-id] (post-path req)] (json-response (outbound-json (svc/post ctx id post-id))))))
+
+(defn patch-post
+  "PATCH /participant/:id/outbound/:postId: {subject story} (either or both) -> the edited post item."
+  [ctx]
+  (fn [req]
+    (let [[id post-id] (post-path req)]
+      (json-response (outbound-json (svc/edit-post! ctx id post-id (body-params req (:max-body-bytes (:limits ctx)))))))))
+
+(defn delete-post
+  "DELETE /participant/:id/outbound/:postId -> 204 without a body."
+  [ctx]
+  (fn [req]
+    (let [[id post-id] (post-path req)]
+      (svc/delete-post! ctx id post-id)
+      {:status 204 :headers {} :body nil})))
+
+;; ---------------------------------------------------------------------------------------------------
+;; relationships (issue 11): unfriend, mutes, blocks, paged friend lists
+
+(def ^:private no-content {:status 204 :headers {} :body nil})
+
+(defn- other-id [req]
+  (svc/parse-id "otherId" (get-in req [:path-params :otherId])))
+
+(defn- relation-json [{:keys [from target]}]
+  {:from (svc/link from) :target (svc/link target)})
+
+(defn- list-handler [ctx read render]
+  (fn [req]
+    (let [opts (check-cursor! (svc/page-opts (:limits ctx) (:query-params req) :default-limit :max-limit))]
+      (page-response req opts (read ctx (path-id req) opts) render))))
+
+(defn get-friends-page
+  "GET /participant/:id/friends?limit=&before= -> [{id from to}], ascending by the friend's id, Link rel=next."
+  [ctx] (list-handler ctx rel/friends-page friendship-json))
+
+(defn delete-friend
+  "DELETE /participant/:id/friends/:other -> 204: the friendship ends (204 too when they were not friends)."
+  [ctx]
+  (fn [req] (rel/unfriend! ctx (path-id req) (other-id req)) no-content))
+
+(defn- post-relation [ctx write]
+  (fn [req] (json-response (relation-json (write ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx))))))))
+
+(defn- delete-relation [ctx write]
+  (fn [req] (write ctx (path-id req) (other-id req)) no-content))
+
+(defn post-mute "POST /participant/:id/mutes: {target} -> {from target}." [ctx] (post-relation ctx rel/mute!))
+(defn get-mutes "GET /participant/:id/mutes?limit=&before= -> [{from target}]." [ctx] (list-handler ctx rel/mutes-page relation-json))
+(defn delete-mute "DELETE /participant/:id/mutes/:other -> 204." [ctx] (delete-relation ctx rel/unmute!))
+(defn post-block "POST /participant/:id/blocks: {target} -> {from target}." [ctx] (post-relation ctx rel/block!))
+(defn get-blocks "GET /participant/:id/blocks?limit=&before= -> [{from target}]." [ctx] (list-handler ctx rel/blocks-page relation-json))
+(defn delete-block "DELETE /participant/:id/blocks/:other -> 204." [ctx] (delete-relation ctx rel/unblock!))

@@ -2,7 +2,9 @@
   "The feed's command line: reads the config (PORT, DATA_DIR, HERALD_PROFILE override it), starts the service, prints its URL, and shuts down gracefully on SIGINT/SIGTERM."
   (:require [clojure.string :as str]
             [clojure.tools.cli :as cli]
-            [herald.feed :as feed])
+            [herald.feed :as feed]
+            [herald.feed.auth :as auth]
+            [herald.feed.config :as config])
   (:import (java.util.concurrent CountDownLatch)))
 
 (set! *warn-on-reflection* true)
@@ -24,8 +26,18 @@
     host (assoc-in [:http :host] host)
     data-dir (assoc-in [:store :data-dir] data-dir)))
 
+(def token-options
+  "Options of the `token` command (besides --config, --config-overlay and --profile, as for the service)."
+  [[nil "--participant ID" "the participant the token speaks for (its subject)" :parse-fn #(Long/parseLong %)
+    :validate [pos? "must be a positive participant id"]]
+   [nil "--ttl SECONDS" "how long the token is valid" :default 3600 :parse-fn #(Long/parseLong %)
+    :validate [pos? "must be a positive number of seconds"]]])
+
 (defn- usage [summary]
-  (str "Usage: java -jar herald-feed.jar [options]\n\nOptions:\n" summary
+  (str "Usage: java -jar herald-feed.jar [options]\n"
+       "       java -jar herald-feed.jar token --participant ID [--ttl SECONDS] [-c/-O/-P as below]\n"
+       "         prints an HS256 bearer token for participant ID, signed with the configured secret\n"
+       "         (HERALD_JWT_SECRET), with the configured issuer and audience\n\nOptions:\n" summary
        "\n\nEnvironment: PORT, HOST, DATA_DIR, HERALD_PROFILE, HERALD_CONFIG_OVERLAY, HERALD_MEMORY_ROLES (e.g. search,cache:"
        "\nthose :scale roles in memory) and the others in docs/feed.md."))
 
@@ -41,11 +53,35 @@
   (boolean (some #(#{:herald.feed/config :herald.feed.store/invalid} (:type (ex-data %)))
                  (take-while some? (iterate ex-cause t)))))
 
+(defn token
+  "The `token` command: prints an HS256 token for `--participant` valid `--ttl` seconds, signed with the config's
+  `:auth :hs256-secret` (the token is the only thing printed to stdout; the secret is never printed). Exit 2
+  on a bad option or when no secret is configured. `env` (default the process's) is the environment the config reads."
+  ([args] (token args (into {} (System/getenv))))
+  ([args env]
+  (let [{:keys [options errors summary]} (cli/parse-opts args (concat token-options (filter #(#{"-c" "-O" "-P" "-h"} (first %)) cli-options)))
+        fail (fn [& msg] (binding [*out* *err*] (println (apply str "herald.feed token: " msg))) 2)]
+    (cond
+      (:help options) (do (println (str "Usage: java -jar herald-feed.jar token --participant ID [options]\n\n" summary)) 0)
+      errors (fail (str/join "; " errors))
+      (nil? (:participant options)) (fail "--participant ID is required")
+      :else
+      (let [env (cond-> env
+                  (:config-overlay options) (assoc "HERALD_CONFIG_OVERLAY" (:config-overlay options)))
+            cfg (try (auth/check-config (:auth (config/load-config (:config options) (cond-> {:env env} (:profile options) (assoc :profile (:profile options))) nil)))
+                     (catch clojure.lang.ExceptionInfo e e))]
+        (cond (instance? Throwable cfg) (fail (ex-message cfg))
+              (nil? (:hs256-secret cfg)) (fail "no HS256 secret is configured: set HERALD_JWT_SECRET (or :auth :hs256-secret)")
+              :else (do (println ((requiring-resolve 'herald.feed.auth.jwt/mint) (:hs256-secret cfg) (:participant options) (:ttl options)
+                                  :issuer (:issuer cfg) :audience (:audience cfg)))
+                        0)))))))
+
 (defn -main
-  "Starts the feed service and blocks until the JVM is asked to stop."
+  "Starts the feed service and blocks until the JVM is asked to stop; `token ...` mints a bearer token instead."
   [& args]
   (let [{:keys [options errors summary]} (cli/parse-opts args cli-options)]
     (cond
+      (= "token" (first args)) (let [code (token (rest args))] (flush) (when-not (zero? (long code)) (System/exit code)))
       (:help options) (println (usage summary))
       errors (do (binding [*out* *err*] (println (str/join "\n" errors)) (println (usage summary)))
                  (System/exit 2))
@@ -75,6 +111,7 @@
         (println (str "herald.feed " (feed/version) " listening on " (feed/url sys)
                       " (bound to " (bind-address cfg (feed/port sys))
                       "; profile " (name (:profile cfg))
-                      (when-let [d (get-in cfg [:store :data-dir])] (str ", data dir " d)) ")"))
+                      (when-let [d (get-in cfg [:store :data-dir])] (str ", data dir " d)) "; "
+                      (auth/start-line (feed/authenticator sys)) ")"))
         (flush)
         (.await done)))))

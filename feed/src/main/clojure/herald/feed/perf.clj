@@ -153,3 +153,36 @@
       (catch Exception e
         (throw (ex-info (str "'" field "' is not a time (epoch millis or ISO-8601): " s)
                         {:type :herald.feed/bad-request :field field :value s} e))))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; the dashboard's reads (herald.feed.dashboard)
+
+(defprotocol Sources
+  "Optional role of a Recorder whose figures may hold several instances' requests (`:events {:type :kafka}`):
+  which instances contributed to each minute."
+  (-source-id [r] "This instance's name in the figures, or nil.")
+  (-minute-sources [r from-minute to-minute] "{minute #{instance-name}} of the minutes in [from, to] that name theirs."))
+
+(defn minute-cells
+  "The cells of the minutes in [`from-minute`, `to-minute`] (epoch minutes, inclusive): a seq of [minute
+  {[entity op] cell}], oldest first, after the recorder's bounded wait for the requests recorded before the
+  call. A cell is {:histogram h :errors n}, plus :statuses {status count} and :final? where the recorder keeps
+  them (herald.feed.jobs.perf/flow-recorder does)."
+  [r from-minute to-minute]
+  (-minutes r from-minute to-minute))
+
+(defn closed-minute?
+  "True once `minute`'s figures in `r` are final."
+  [r minute]
+  (-closed? r minute))
+
+(defn source-id
+  "This instance's name in the figures of `r` (cluster-wide figures), or nil (only this instance's requests)."
+  [r]
+  (when (satisfies? Sources r) (-source-id r)))
+
+(defn minute-sources
+  "{minute #{instance-name}}: the instances whose requests are in each minute in [`from-minute`, `to-minute`],
+  for recorders that know (cluster-wide figures); nil otherwise."
+  [r from-minute to-minute]
+  (when (satisfies? Sources r) (-minute-sources r from-minute to-minute)))

@@ -1,6 +1,9 @@
 (ns herald.feed.routes
   "The feed's route table as data (handlers, perf names, OpenAPI facts) and the Ring handler built from it, with the operational endpoints."
   (:require [clojure.string :as str]
+            [herald.feed.auth :as auth]
+            [herald.feed.dashboard :as dash]
+            [herald.feed.dashboard.live :as live]
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
             [herald.feed.handlers :as h]
@@ -68,37 +71,77 @@
 
 (declare route-specs)
 
-(defn- openapi-doc [{:keys [version]}]
-  (let [doc (delay (http/write-json-bytes (openapi/document (route-specs) version)))]
+(defn- openapi-doc [{:keys [version] :as env}]
+  (let [doc (delay (http/write-json-bytes (openapi/document (route-specs) version {:auth? (some? (:auth env))})))]
     (fn [_] {:status 200 :headers {"content-type" "application/json; charset=utf-8"} :body @doc})))
 
 (defn- with-ctx [f] (fn [env] (f (:ctx env))))
 
 (defn route-specs
   "The route table: {:path :method :handler (fn [env] ring-handler) :entity :op (perf names, nil =
-  not recorded) :summary :params :body :response :errors :link?}."
+  not recorded) :summary :params :body :response :errors :link? :auth}.
+
+  `:auth :self` marks an operation a participant may only do as itself: with auth on, it needs a bearer token
+  whose subject is the path's participant (path param `:id`, or the one `:auth-param` names): 401 without a good
+  token, 403 for another participant (herald.feed.auth/wrap-route, one middleware for every route; the OpenAPI
+  document gets the security requirement and the 401/403 answers from it). A new route that acts as, or reads
+  the private data of, its participant (edit, delete, unfriend, mutes, blocks) just carries `:auth :self`;
+  routes without it stay public. POST /participant stays open: it creates a participant, so there is no one to
+  act as yet (an identity provider issues tokens for the id it answers)."
   []
   [{:path "/participant" :method :post :entity :participant :op :post :handler (with-ctx h/create-participant)
     :summary "Create a participant" :body "NewParticipant" :response "Participant" :errors [400 413 415]}
    {:path "/participant/:id" :method :get :entity :participant :op :get :handler (with-ctx h/get-participant)
     :summary "Fetch a participant" :params [:id] :response "Participant" :errors [400 404]}
-   {:path "/participant/:id/friends" :method :get :entity :friends :op :get :handler (with-ctx h/get-friends)
-    :summary "List a participant's friendships" :params [:id] :response ["Friend"] :errors [400 404]}
+   {:path "/participant/:id/friends" :method :get :entity :friends :op :get :handler (with-ctx h/get-friends-page)
+    :summary "List a participant's friendships, ascending by the friend's id" :params [:id :limit :before]
+    :response ["Friend"] :errors [400 404] :link? true}
    {:path "/participant/:id/friends" :method :post :entity :friends :op :post :handler (with-ctx h/post-friend)
-    :summary "Befriend two participants (symmetric, idempotent)" :params [:id] :body "NewFriend"
-    :response "Friend" :errors [400 404 413 415]}
+    :summary "Befriend two participants (symmetric, idempotent; 409 while one blocks the other)" :params [:id] :body "NewFriend"
+    :response "Friend" :errors [400 404 409 413 415] :auth :self}
    {:path "/participant/:id/outbound" :method :get :entity :outbound :op :get :handler (with-ctx h/get-outbound)
     :summary "A participant's posts, newest first" :params [:id :limit :before] :response ["Outbound"]
     :errors [400 404] :link? true}
    {:path "/participant/:id/outbound" :method :post :entity :outbound :op :post :handler (with-ctx h/post-outbound)
     :summary "Post a news item; it is copied into every friend's inbound feed" :params [:id]
-    :body "NewOutbound" :response "Outbound" :errors [400 404 413 415]}
+    :body "NewOutbound" :response "Outbound" :errors [400 404 413 415] :auth :self}
+   {:path "/participant/:id/outbound/:postId" :method :get :entity :outbound :op :get-one :handler (with-ctx h/get-post)
+    :summary "One post, by its link (404 when the participant of the path is not its sender, or it is deleted)"
+    :params [:id :postId] :response "Outbound" :errors [400 404]}
+   {:path "/participant/:id/outbound/:postId" :method :patch :entity :outbound :op :patch :handler (with-ctx h/patch-post)
+    :summary "Edit a post's subject and/or story; inbound copies and search follow" :params [:id :postId]
+    :body "OutboundEdit" :response "Outbound" :errors [400 404 413 415] :auth :self}
+   {:path "/participant/:id/outbound/:postId" :method :delete :entity :outbound :op :delete :handler (with-ctx h/delete-post)
+    :summary "Delete a post: it leaves the outbound feed at once, then every inbound feed and search"
+    :params [:id :postId] :response-type :none :errors [400 404] :auth :self}
    {:path "/participant/:id/inbound" :method :get :entity :inbound :op :get :handler (with-ctx h/get-inbound)
     :summary "A participant's inbound feed, newest first" :params [:id :limit :before] :response ["Inbound"]
-    :errors [400 404] :link? true}
+    :errors [400 404] :link? true :auth :self}
    {:path "/outbound" :method :get :entity :outbound :op :search :handler (with-ctx h/search-outbound)
-    :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit]
-    :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400]}
+    :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit :before]
+    :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400] :link? true}
+   ;; relationships (issue 11)
+   {:path "/participant/:id/friends/:otherId" :method :delete :entity :friends :op :delete :handler (with-ctx h/delete-friend)
+    :summary "End a friendship, both sides (204 also when they were not friends)" :params [:id :otherId]
+    :response-type :none :errors [400 404] :auth :self}
+   {:path "/participant/:id/mutes" :method :post :entity :mutes :op :post :handler (with-ctx h/post-mute)
+    :summary "Mute a participant: its posts are hidden from this inbound feed at read time" :params [:id]
+    :body "NewRelation" :response "Relation" :errors [400 404 413 415] :auth :self}
+   {:path "/participant/:id/mutes" :method :get :entity :mutes :op :get :handler (with-ctx h/get-mutes)
+    :summary "The participants this one mutes, ascending ids" :params [:id :limit :before] :response ["Relation"]
+    :errors [400 404] :link? true :auth :self}
+   {:path "/participant/:id/mutes/:otherId" :method :delete :entity :mutes :op :delete :handler (with-ctx h/delete-mute)
+    :summary "Unmute a participant (204 also when it was not muted)" :params [:id :otherId] :response-type :none
+    :errors [400 404] :auth :self}
+   {:path "/participant/:id/blocks" :method :post :entity :blocks :op :post :handler (with-ctx h/post-block)
+    :summary "Block a participant: the friendship ends, each one's posts are hidden from the other's inbound feed, befriending is a 409"
+    :params [:id] :body "NewRelation" :response "Relation" :errors [400 404 413 415] :auth :self}
+   {:path "/participant/:id/blocks" :method :get :entity :blocks :op :get :handler (with-ctx h/get-blocks)
+    :summary "The participants this one blocks, ascending ids" :params [:id :limit :before] :response ["Relation"]
+    :errors [400 404] :link? true :auth :self}
+   {:path "/participant/:id/blocks/:otherId" :method :delete :entity :blocks :op :delete :handler (with-ctx h/delete-block)
+    :summary "Unblock a participant (204 also when it was not blocked); the friendship is not restored"
+    :params [:id :otherId] :response-type :none :errors [400 404] :auth :self}
    {:path "/health" :method :get :handler health :summary "Liveness" :response {:type "object"}}
    {:path "/ready" :method :get :handler ready :summary "Readiness: 200 while the store is open, 503 otherwise"
     :response {:type "object"} :errors [503]}
@@ -110,7 +153,21 @@
     :errors [400]}
    {:path "/perf/log" :method :get :handler perf-log :params [:from :to] :response-type :text
     :summary "The performance log in the reference format YEAR|MONTH|DAY|HOUR|MINUTE|entity|operation|ms"
-    :errors [400]}])
+    :errors [400]}
+   ;; the live dashboard (herald.feed.dashboard): not recorded in the figures it shows
+   {:path "/dashboard" :method :get :handler dash/page :response-content {"text/html" {:schema {:type "string"}}}
+    :summary "The live dashboard: a page of per-minute throughput, latency, errors and lags, updated over /dashboard/live"}
+   {:path "/dashboard/assets/:file" :method :get :handler dash/asset :params [:file :v]
+    :response-content {"text/javascript" {:schema {:type "string"}} "text/css" {:schema {:type "string"}}
+                       "image/svg+xml" {:schema {:type "string"}}}
+    :summary "A script, style sheet or icon of the dashboard (cached for a year with ?v= its content hash)"
+    :errors [404] :error-docs {404 "no such asset"}}
+   {:path "/dashboard/data" :method :get :handler dash/data :response {"$ref" "#/components/schemas/Dashboard"}
+    :summary "The dashboard's figures now: per-minute series per entity x operation, totals, lags, instances"}
+   {:path "/dashboard/live" :method :get :handler (fn [env] (live/handler (live/hub env (dash/options (get-in env [:config :dashboard])))))
+    :response-content {"application/json" {:schema {"$ref" "#/components/schemas/Dashboard"}}}
+    :summary "WebSocket (Upgrade: websocket): the dashboard's figures as a JSON text message at once, then every :dashboard :interval-ms"
+    :errors [426 503] :error-docs {426 "not a WebSocket upgrade" 503 "too many dashboard viewers (:dashboard :max-viewers)"}}])
 
 (defn- not-found [req]
   (err/response 404 (str "no route for " (:uri req)) :field "path" :value (:uri req)))
@@ -123,10 +180,11 @@
                   :headers (when allow {"allow" allow}))))
 
 (defn ring-handler
-  "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining?}."
+  "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining? :auth} (`:auth` an
+  herald.feed.auth/Authenticator, nil = auth off)."
   [env]
   (let [by-path (reduce (fn [m {:keys [path method handler entity op] :as spec}]
-                          (let [ring (handler env)
+                          (let [ring (auth/wrap-route (handler env) spec (:auth env))
                                 ring (if entity
                                        (h/endpoint (:recorder env) entity op ring)
                                        (h/endpoint nil nil nil ring))]

@@ -3,6 +3,7 @@
   (:require [clojure.string :as str]
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
+            [herald.feed.pages :as pages]
             [herald.feed.store :as store])
   (:import (java.time LocalDate LocalTime ZoneOffset)))
 
@@ -182,7 +183,14 @@
       (throw (err/bad-request (str "a participant cannot befriend itself: " (link from)) "to" (link to))))
     (participant ctx from "from")
     (participant ctx to "to")
-    (let [f (store/befriend! store from to)]
+    (let [f (try (store/befriend! store from to)
+                 (catch clojure.lang.ExceptionInfo e
+                   (if-not (store/blocked-error? e)
+                     (throw e)
+                     (let [{:keys [blocker blocked]} (ex-data e)]
+                       (throw (err/conflict (str "participant " (link blocker) " blocks " (link blocked)
+                                                 ": unblock first (DELETE " (link blocker) "/blocks/" blocked ")")
+                                            "to" {:blocker (link blocker) :blocked (link blocked)}))))))]
       {:id (:id f) :from from :to to})))
 
 (defn friends
@@ -215,20 +223,86 @@
   (store/outbound store id opts))
 
 (defn inbound
-  "A page {:items :next} of participant `id`'s inbound feed, newest first."
+  "A page {:items :next} of participant `id`'s inbound feed, newest first, without the posts of the participants
+  it mutes or blocks or who block it (hidden at read time: herald.feed.pages/visible-inbound)."
   [{:keys [store] :as ctx} id opts]
   (participant ctx id)
-  (store/inbound store id opts))
+  (pages/visible-inbound store id opts))
 
 (defn search
   "Sender ids of the posts matching every word of `keywords`, newest first, at most `limit`."
   [{:keys [store]} keywords limit]
   (when (nil? keywords) (throw (err/bad-request "'keywords' is required" "keywords")))
   (let [kw (single "keywords" keywords)]
+    (when (str/blank? kw)
+      (throw (err/bad-request (str "'keywords' must hold at least one word, got " (err/json-text kw)) "keywords" kw)))
     (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
     (store/search store kw {:limit limit})))
+
+(defn search-page
+  "A page {:items [{:id :from}] :next} of the posts matching every word of `keywords`, newest first; `opts`
+  {:limit :before} from `page-opts` (a cursor already checked)."
+  [{:keys [store]} keywords opts]
+  (when (nil? keywords) (throw (err/bad-request "'keywords' is required" "keywords")))
+  (let [kw (single "keywords" keywords)]
+    (when (str/blank? kw)
+      (throw (err/bad-request (str "'keywords' must hold at least one word, got " (err/json-text kw)) "keywords" kw)))
+    (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
+    (store/search-page store kw opts)))
 
 (defn resume-pending!
   "Resubmits every fan-out the store recorded but did not complete (after a crash); returns the count."
   [{:keys [store fanout]}]
   (reduce (fn [n job] (fanout/submit! fanout job) (inc n)) 0 (store/pending-fanouts store)))
+
+;; ---------------------------------------------------------------------------------------------------
+;; issue 11: a post's link, edits and deletes
+
+(defn post-link
+  "The link of a post: \"/participant/{sender}/outbound/{postId}\"."
+  ^String [sender post-id]
+  (str "/participant/" sender "/outbound/" post-id))
+
+(defn parse-post-id
+  "A post id from the path segment `postId`; a 400 naming it otherwise."
+  [s]
+  (or (parse-positive-long s)
+      (throw (err/bad-request (str "'postId' must be a positive integer id, got " (err/json-text s)) "postId" s))))
+
+(defn post
+  "Post `post-id` of participant `id` (its sender), or a 404 naming `postId` (no such post, deleted, or sent by
+  another participant)."
+  [{:keys [store]} id post-id]
+  (let [p (store/post store post-id)]
+    (if (and p (= (long id) (long (:from p))))
+      p
+      (throw (err/not-found (str "post " (post-link id post-id) " does not exist") "postId" (post-link id post-id))))))
+
+(defn post-changes
+  "The changes of a PATCH body: `subject` and/or `story` (validated as a publish validates them; other keys are
+  ignored like a publish ignores them); a 400 when neither is there."
+  [limits params]
+  (let [changes (cond-> {}
+                  (contains? params :subject) (assoc :subject (required-string params "subject" (:max-subject-chars limits) false))
+                  (contains? params :story) (assoc :story (required-string params "story" (:max-story-chars limits) false)))]
+    (when (empty? changes)
+      (throw (err/bad-request "'subject' or 'story' is required: the fields to change" "subject")))
+    changes))
+
+(defn edit-post!
+  "Edits post `post-id` of participant `id` with params {:subject :story} (either or both). Returns the edited
+  post; 400 for bad values, 404 as `post`."
+  [{:keys [store fanout limits] :as ctx} id post-id params]
+  (let [changes (post-changes limits params)
+        p (post ctx id post-id)]
+    (or (fanout/edit-post! fanout store p changes)
+        (throw (err/not-found (str "post " (post-link id post-id) " does not exist") "postId" (post-link id post-id))))))
+
+(defn delete-post!
+  "Deletes post `post-id` of participant `id`: from its outbound feed at once, then from every inbound feed and
+  the search index. A 404 as `post` (also for a post deleted before: a second DELETE is a 404)."
+  [{:keys [store fanout] :as ctx} id post-id]
+  (let [p (post ctx id post-id)]
+    (or (fanout/delete-post! fanout store p)
+        (throw (err/not-found (str "post " (post-link id post-id) " does not exist") "postId" (post-link id post-id))))
+    nil))

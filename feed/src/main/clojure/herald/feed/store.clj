@@ -98,6 +98,36 @@
   (-ready? [s] "True while the store is open and usable (false while its search index is failing).")
   (-stats [s] "A flat map of numbers (keyword -> number) for metrics: counters (see counter-stats) and gauges."))
 
+(defprotocol PostEdits
+  "The feeds role's edits and deletes of a post (issue 11). Guarantees: durable and atomic on return; an
+  edit keeps the post's :id, :ts and :from (its place in every feed) and replaces :subject and/or :story in
+  the author's outbound copy and in every inbound copy (at once where inbound copies are references to the
+  outbound one, as in the memory and embedded stores); a delete removes the outbound copy and leaves a
+  tombstone in the same atomic write, so that every inbound copy, including one a fan-out in flight delivers
+  after the delete, is never shown again, and the post is never indexed again. A store that has both the
+  feeds and the search role (memory, embedded) makes the search index follow before it returns (an acknowledged
+  edit or delete is found again on the next open when the index had not committed it)."
+  (-edit-post! [s id changes] "Applies `changes` ({:subject s :story s}, either or both) to post `id`; returns
+  the edited post, or nil when there is none (never was, or deleted).")
+  (-delete-post! [s id] "Deletes post `id` (outbound, inbound copies, index) leaving a tombstone; returns the
+  deleted post as it was, or nil when there is none."))
+
+(defprotocol SearchEdits
+  "The search role's side of edits and deletes: a post's document replaced or removed. Idempotent by post
+  id; visible within the backend's lag, like -index!."
+  (-reindex! [s post] "Replaces the document of (:id post) by post's (adds it when absent).")
+  (-unindex! [s id] "Removes the document of post `id` (nothing when absent)."))
+
+(defprotocol LoggedEdits
+  "The feeds role's edits and deletes when the record of posts is a log outside the store (Kafka, see
+  LoggedFeeds): the author's copy changes before the answer (an edit through -put-outbound!, a delete through
+  -delete-outbound!), then the fan-out job applies the log's change records to every copy in log order. The
+  store records, when it delivers a post, the recipients it delivered to, and a delete leaves a tombstone: a
+  delivery of a deleted post (a replay) is skipped. Idempotent; durable on return."
+  (-delete-outbound! [s post] "Removes the author's copy of `post` (and `-post` of it) and records its tombstone.")
+  (-apply-changes! [s changes] "Applies each `{:edit post}` (the post's new version) or `{:delete post}` of
+  `changes` (a non-empty vector, in log order) to the author's copy and every inbound copy delivered."))
+
 (defprotocol SearchProgress
   "The search role's bookkeeping where the store itself tracks which published posts wait for the index (the
   :scale store without a log keeps a search mark, herald.feed.store.scale): every publish and every indexing
@@ -205,7 +235,8 @@
 (defn befriend!
   "Befriends participants a and b, returns {:id :from a :to b :created? bool}. Idempotent and symmetric:
   (befriend! s b a) after (befriend! s a b) returns the same :id with :created? false. Befriending oneself
-  throws ex-info {:type :herald.feed.store/invalid :key :to}."
+  throws ex-info {:type :herald.feed.store/invalid :key :to}; a pair with a block (see `block!`) throws ex-info
+  {:type :herald.feed.store/blocked :blocker x :blocked y}."
   [s a b]
   (let [a (check-id :from a) b (check-id :to b)]
     (when (= a b) (invalid (str "a participant cannot befriend itself: " a) :to b))
@@ -469,3 +500,199 @@
                 (try ((requiring-resolve 'herald.feed.store.cache/caffeine-cache) (or cache {}))
                      (catch Throwable t (-close! b) (throw t))))]
         (role-map {:graph b :feeds b :search b :cache c})))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; issue 11: posts edited and deleted (feeds role: PostEdits; search role: SearchEdits)
+
+(defn- check-changes [changes]
+  (when-not (and (map? changes) (seq changes) (every? #{:subject :story} (keys changes)))
+    (invalid (str "changes must be a non-empty map of :subject and/or :story, got " (pr-str changes)) :changes changes))
+  (doseq [[k v] changes] (check-string k v))
+  changes)
+
+(defn- one-backend?
+  "True when the feeds role of `s` has `PostEdits` and also plays the search role (memory, embedded): it then
+  edits and deletes every copy and its own index itself."
+  [s f]
+  (and (satisfies? PostEdits f) (identical? f (role s :search))))
+
+(defn edit-post!
+  "Feeds role (`PostEdits`, then the search role's `SearchEdits` when another backend plays it): replaces the
+  :subject and/or :story of post `id` (`changes` holds one or both, strings), keeping its id, sender, time and place
+  in every feed; durable on return. A feeds backend without `PostEdits` applies it through `LoggedEdits` (the
+  :scale store without a log). Returns the edited post, or nil when there is no such post (or it was deleted)."
+  [s id changes]
+  (let [f (role s :feeds) id (check-id :id id) changes (check-changes (select-keys changes [:subject :story]))]
+    (if (one-backend? s f)
+      (-edit-post! f id changes)
+      (when-let [p (-post f id)]
+        (let [p (merge p changes)]
+          (-apply-changes! f [{:edit p}])
+          (-reindex! (role s :search) p)
+          p)))))
+
+(defn delete-post!
+  "Feeds role (`PostEdits`, then the search role's `SearchEdits` when another backend plays it): deletes post `id`
+  from its author's outbound feed, every inbound feed (also copies a fan-out in flight delivers later: a tombstone)
+  and the search index; durable on return. Returns the post as it was, or nil when there is none (never was, or
+  already deleted)."
+  [s id]
+  (let [f (role s :feeds) id (check-id :id id)]
+    (if (one-backend? s f)
+      (-delete-post! f id)
+      (when-let [p (-post f id)]
+        (-apply-changes! f [{:delete p}])
+        (-unindex! (role s :search) id)
+        p))))
+
+(defn reindex!
+  "Search role (`SearchEdits`): replaces the document of post (:id post) (as returned by edit-post!). Idempotent."
+  [s post]
+  (-reindex! (role s :search) (check-stored-post post))
+  nil)
+
+(defn unindex!
+  "Search role (`SearchEdits`): removes the document of post `id` from the search index. Idempotent."
+  [s id]
+  (-unindex! (role s :search) (check-id :id id))
+  nil)
+
+(defn logged-edits?
+  "True when the feeds role of `s` has `LoggedEdits`."
+  [s]
+  (satisfies? LoggedEdits (feeds-of s)))
+
+(defn delete-outbound!
+  "Feeds role (`LoggedEdits`): removes the author's copy of `post` (as stored) and records its tombstone."
+  [s post]
+  (-delete-outbound! (role s :feeds) (check-stored-post post))
+  nil)
+
+(defn apply-changes!
+  "Feeds role (`LoggedEdits`): applies the change records `changes` (`{:edit post}` or `{:delete post}`, posts as
+  stored, in log order) to every copy. Idempotent."
+  [s changes]
+  (let [cs (mapv (fn [c]
+                   (cond (:edit c) {:edit (check-stored-post (:edit c))}
+                         (:delete c) {:delete (check-stored-post (:delete c))}
+                         :else (invalid (str "a change must be {:edit post} or {:delete post}, got " (pr-str c)) :changes c)))
+                 changes)]
+    (when (seq cs) (-apply-changes! (role s :feeds) cs))
+    nil))
+
+;; ---------------------------------------------------------------------------------------------------
+;; relationships (the graph role): unfriend, mutes, blocks; paged friend lists and search (issue 11)
+
+(defprotocol Relations
+  "The graph role's relationships beyond befriending. Guarantees: every write is idempotent, atomic and durable
+  on return; -block! ends the pair's friendship in the same atomic write, and a block and a befriend of one pair
+  are linearizable: -befriend! of a pair with a block in either direction throws ex-info
+  {:type :herald.feed.store/blocked :blocker x :blocked y} and writes nothing. Mutes and blocks are directed
+  (`id` mutes or blocks `target`). The store does not check that the participants exist (the service does)."
+  (-unfriend! [s a b] "Ends the friendship of a and b (either order); true when there was one.")
+  (-mute! [s id target] "id mutes target; returns {:from id :target target :created? bool}.")
+  (-unmute! [s id target] "Ends id's mute of target; true when there was one.")
+  (-mutes [s id] "The participants id mutes, ascending ids.")
+  (-block! [s id target] "id blocks target and their friendship ends, atomically; returns {:from id :target
+  target :created? bool}.")
+  (-unblock! [s id target] "Ends id's block of target; true when there was one.")
+  (-blocks [s id] "The participants id blocks, ascending ids.")
+  (-hidden [s id] "The set of participants whose posts id's inbound feed hides: those id mutes, those id blocks
+  and those who block id (one cheap read; `hidden` keeps it in the cache role, invalidated by every write above)."))
+
+(defprotocol SearchPages
+  "The search role's paged search: like -search, with a cursor. Guarantees as SearchIndex; the cursor is the
+  (ts, post id) of the last hit shown (herald.feed.store.cursor), hits are ordered newest first by (ts, id)."
+  (-search-page [s keywords opts] "A page {:items [{:id post-id :from sender}] :next cursor} (items may carry :ts) of the
+  newest posts matching every keyword term, older than opts' :before cursor when given; opts {:limit :before}."))
+
+(defn- check-pair [a b what]
+  (let [a (check-id :id a) b (check-id :target b)]
+    (when (= a b) (invalid (str "a participant cannot " what " itself: " a) :target b))
+    [a b]))
+
+(defn- invalidate!
+  "Drops keys ks from the cache role, when there is one, after a graph write: every key even when one fails (the
+  first failure is thrown then). -invalidate! waits for a load in flight, so no friend list or hidden set loaded
+  before the write is served after it."
+  [s ks]
+  (when-let [c (cache-of s)]
+    (let [errors (into [] (keep #(try (-invalidate! c %) nil (catch Throwable t t))) ks)]
+      (when-let [t (first errors)] (throw t)))))
+
+(defn blocked-error?
+  "True when `e` is the ex-info a graph role throws for a befriend of a blocked pair (see `Relations`)."
+  [e]
+  (= ::blocked (:type (ex-data e))))
+
+(defn unfriend!
+  "Graph role. Ends the friendship of a and b (either order): neither lists the other any more and later posts
+  do not fan out between them (posts already delivered stay). Returns true when they were friends. Idempotent;
+  a == b throws ex-info {:type :herald.feed.store/invalid}."
+  [s a b]
+  (let [[a b] (check-pair a b "unfriend")
+        r (boolean (-unfriend! (role s :graph) a b))]
+    (invalidate! s [[:friends a] [:friends b]])
+    r))
+
+(defn mute!
+  "Graph role. `id` mutes `target`: `hidden` of id holds target until `unmute!`. The friendship and the other
+  direction are untouched. Returns {:from id :target target :created? bool}; idempotent; durable on return."
+  [s id target]
+  (let [[a b] (check-pair id target "mute")
+        r (-mute! (role s :graph) a b)]
+    (invalidate! s [[:hidden a]])
+    r))
+
+(defn unmute!
+  "Graph role. Ends `id`'s mute of `target`; true when there was one. Idempotent."
+  [s id target]
+  (let [[a b] (check-pair id target "unmute")
+        r (boolean (-unmute! (role s :graph) a b))]
+    (invalidate! s [[:hidden a]])
+    r))
+
+(defn mutes
+  "Graph role. The participants `id` mutes, ascending ids."
+  [s id]
+  (vec (-mutes (role s :graph) (check-id :id id))))
+
+(defn block!
+  "Graph role. `id` blocks `target`: their friendship ends in the same atomic write, `hidden` of each holds the
+  other, and `befriend!` of the pair (either order) throws ex-info {:type :herald.feed.store/blocked} until
+  `unblock!`. Returns {:from id :target target :created? bool}; idempotent; durable on return."
+  [s id target]
+  (let [[a b] (check-pair id target "block")
+        r (-block! (role s :graph) a b)]
+    (invalidate! s [[:friends a] [:friends b] [:hidden a] [:hidden b]])
+    r))
+
+(defn unblock!
+  "Graph role. Ends `id`'s block of `target` (a block by target stays); true when there was one. Does not
+  restore the friendship. Idempotent."
+  [s id target]
+  (let [[a b] (check-pair id target "unblock")
+        r (boolean (-unblock! (role s :graph) a b))]
+    (invalidate! s [[:hidden a] [:hidden b]])
+    r))
+
+(defn blocks
+  "Graph role. The participants `id` blocks, ascending ids."
+  [s id]
+  (vec (-blocks (role s :graph) (check-id :id id))))
+
+(defn hidden
+  "Graph role. The set of participant ids whose posts `id`'s inbound feed hides at read time: those id mutes,
+  those id blocks and those who block id."
+  [s id]
+  (let [g (role s :graph) id (check-id :id id)]
+    (if-let [c (cache-of s)]
+      (-fetch c [:hidden id] #(set (-hidden g id)))
+      (set (-hidden g id)))))
+
+(defn search-page
+  "Search role. A page {:items [{:id :from}] :next cursor} (items may carry :ts) of the posts whose subject or story contain every
+  term of keywords, newest first; opts {:limit n :before cursor} as `outbound` (:before the :next of the
+  previous page). Keywords without any word give an empty page."
+  ([s keywords] (search-page s keywords nil))
+  ([s keywords opts] (-search-page (role s :search) (check-string :keywords keywords) (page-opts opts))))

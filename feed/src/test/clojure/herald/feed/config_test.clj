@@ -184,7 +184,7 @@
 
 (deftest an-unknown-role-in-an-overlay-stops-the-command-line
   (let [path (temp-edn "{:store {:serach {:type :memory}}}")
-        [code out :as r] (run-main {"HERALD_PROFILE" "scale"} "--config-overlay" path)]
+        [code out :as r] (run-main {"HERALD_PROFILE" "scale" "HERALD_AUTH" "false"} "--config-overlay" path)]
     (is (some? r) "the feed started with an unknown role")
     (is (= 2 code) (str out))
     (is (re-find #"\[:serach\] is not a key of the :scale store \(did you mean :search\?\)" (str out)))))

@@ -115,13 +115,17 @@
             q (fn [& kvs] (str/join "&" (for [[k v] (partition 2 kvs) :when (some? v)] (str k "=" (enc v)))))
             gen-path
             (gen/one-of
-             [(gen/let [id gen-id sub (gen/elements ["" "/friends" "/outbound" "/inbound"])
+             [(gen/let [id gen-id sub (gen/elements ["" "/friends" "/outbound" "/inbound" "/mutes" "/blocks"])
                         limit (gen/one-of [(gen/return nil) gen-param])
                         before (gen/one-of [(gen/return nil) (gen-cursor valid)])]
                 (str "/participant/" (enc id) sub "?" (q "limit" limit "before" before)))
+              ;; issue 11: a post's link
+              (gen/let [id gen-id post-id gen-id]
+                (str "/participant/" (enc id) "/outbound/" (enc post-id)))
               (gen/let [kw (gen/one-of [gen-text (gen/return nil) (gen/elements ["hello" "fuzz" "s1 hello"])])
-                        limit (gen/one-of [(gen/return nil) gen-param])]
-                (str "/outbound?" (q "keywords" kw "limit" limit)))
+                        limit (gen/one-of [(gen/return nil) gen-param])
+                        before (gen/one-of [(gen/return nil) (gen-cursor valid)])]
+                (str "/outbound?" (q "keywords" kw "limit" limit "before" before)))
               (gen/let [route (gen/elements ["/perf" "/perf/log"])
                         from (gen/one-of [(gen/return nil) gen-time])
                         to (gen/one-of [(gen/return nil) gen-time])]
@@ -137,7 +141,13 @@
                                       (every? answer-ok?
                                               [(u/request base "/participant/1/friends" :method :post :json {:from from :to to})
                                                (u/request base "/participant/1/outbound" :method :post
-                                                          :json {:from from :subject subject :story to})]))
+                                                          :json {:from from :subject subject :story to})
+                                               ;; relationships (issue 11)
+                                               (u/request base "/participant/2/mutes" :method :post :json {:target to})
+                                               (u/request base "/participant/3/blocks" :method :post :json {:target from})
+                                               (u/request base (str "/participant/" (enc from) "/friends/" (enc to)) :method :delete)
+                                               (u/request base (str "/participant/2/mutes/" (enc to)) :method :delete)
+                                               (u/request base (str "/participant/" (enc to) "/blocks/" (enc from)) :method :delete)]))
                                     :max-size 40)]
             (is (:pass? res) (pr-str (select-keys res [:seed :shrunk]))))))
       (finally (feed/stop! sys) (u/delete-tree! dir)))))

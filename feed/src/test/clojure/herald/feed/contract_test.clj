@@ -71,7 +71,9 @@
     (let [item {:from (link a) :occurred "2026-11-22" :subject "first news" :story "the zebra crossing"}
           r (post (str (link a) "/outbound") item)]
       (is (= 200 (:status r)))
-      (is (= {"from" (link a) "occurred" "2026-11-22" "subject" "first news" "story" "the zebra crossing"} (:json r))))
+      (is (= {"from" (link a) "occurred" "2026-11-22" "subject" "first news" "story" "the zebra crossing"}
+             (dissoc (:json r) "id" "link")))
+      (is (= (str (link a) "/outbound/" (get-in r [:json "id"])) (get-in r [:json "link"])) "issue 11: id and link"))
     (let [r (req (str (link a) "/outbound") :method :post
                  :form {:from (link a) :occurred "2014-01-05T19:25:51.490Z" :subject "second" :story "a yak and a zebra"})]
       (is (= 200 (:status r)))
@@ -79,11 +81,12 @@
     (settle)
     (is (= ["second" "first news"] (map #(get % "subject") (:json (req (str (link a) "/outbound"))))))
     (is (= {"from" (link a) "occurred" "2026-11-22" "subject" "first news" "story" "the zebra crossing"}
-           (second (:json (req (str (link a) "/outbound"))))))
+           (dissoc (second (:json (req (str (link a) "/outbound")))) "id" "link")))
     (let [inbound (:json (req (str (link b) "/inbound")))]
       (is (= ["second" "first news"] (map #(get % "subject") inbound)))
       (is (= {"from" (link a) "to" (link b) "occurred" "2026-11-22" "subject" "first news" "story" "the zebra crossing"}
-             (second inbound))))
+             (dissoc (second inbound) "id" "link")))
+      (is (= (get (second inbound) "link") (get (second (:json (req (str (link a) "/outbound")))) "link"))))
     (is (= [] (:json (req (str (link c) "/inbound")))))
     (is (= [] (:json (req (str (link a) "/inbound")))) "the sender's own inbound stays empty")
     (testing "search returns one sender link per matching post, newest first"
@@ -205,8 +208,9 @@
     (is (re-find #"(?m)^herald_feed_fanout_pending 0$" (:body m))))
   (let [doc (:json (req "/openapi.json"))]
     (is (= "3.0.3" (get doc "openapi")))
-    (doseq [{:keys [path method]} (routes/route-specs)]
-      (is (get-in doc ["paths" (str/replace path #":id" "{id}") (name method) "responses" "200"])
+    (doseq [{:keys [path method response-type]} (routes/route-specs)]
+      (is (get-in doc ["paths" (str/replace path #":([A-Za-z]+)" "{$1}") (name method) "responses"
+                       (if (= :none response-type) "204" "200")])
           (str "documented: " method " " path))))
   (let [p (:json (req "/perf"))
         row (first (filter #(and (= "participant" (get % "entity")) (= "post" (get % "operation"))) (get p "minutes")))]

@@ -1,5 +1,5 @@
 (ns herald.load.main
-  "The herald-load command line: rate, max, sweep, feed, report, compare and aggregate subcommands."
+  "The herald-load command line: rate, max, sweep, feed, lab, report, compare, merge and aggregate subcommands."
   (:require [clojure.string :as str]
             [clojure.tools.cli :as cli]
             [herald.load :as load]
@@ -24,6 +24,8 @@ Commands:
   report R...   HTML report with inline SVG and PNG plots of result files (overlaid) into --out
   compare R...  side-by-side table of result files (and an overlaid report with --out)
   merge R...    one result from generators that ran side by side (histograms merged exactly)
+  lab SPEC      the study in one command: every target x JDK x JVM option set of SPEC.edn started
+                fresh, swept to its wall under an SLO, with CPU, RSS, GC pauses, flame graphs, one report
   aggregate LOG per-minute count/median/p95/p99/max of a reference performance log (- for stdin)
 
 Run `herald-load COMMAND --help` for a command's options. Results go to --out DIR: result.edn,
@@ -62,7 +64,7 @@ summary.json, latency.hgrm, service.hgrm, per-minute.csv/.edn, steps.csv/.json, 
       (try (run-command cmd more)
            (catch clojure.lang.ExceptionInfo e
              (binding [*out* *err*] (println "herald-load:" (ex-message e)))
-             (if (= :herald.load/bad-option (:type (ex-data e))) 1 2))))))
+             (if (#{:herald.load/bad-option :herald.load/bad-spec} (:type (ex-data e))) 1 2))))))
 
 (defn -main
   "Entry point of bin/herald-load and java -jar herald-load.jar."

@@ -12,6 +12,12 @@
 (defn- store-option [task k]
   (spi/option task k some? "a herald.feed.store store"))
 
+(defn- in-runs
+  "Segments in order, cut into runs of posts and runs of change records (`{:edit p}` / `{:delete p}`, issue 11):
+  each run is written in one call, the runs in log order."
+  [segments]
+  (partition-by #(some? (:post %)) segments))
+
 (defn feeds-output
   "The fan-out job's output on the Kafka log: one `store/deliver-all!` per batch (the author's outbound copy and
   every recipient's inbound copy of each post, idempotent upserts). A failed write throws: herald.flow retries the
@@ -24,7 +30,10 @@
   (let [s (store-option task :feeds/store)]
     (reify spi/Output
       (-write! [_ segments]
-        (store/deliver-all! s (mapv #(select-keys % [:post :recipients]) segments)))
+        (doseq [run (in-runs segments)]
+          (if (:post (first run))
+            (store/deliver-all! s (mapv #(select-keys % [:post :recipients]) run))
+            (store/apply-changes! s (mapv #(select-keys % [:edit :delete]) run)))))
       (-flush! [_])
       (-close-output! [_]))))
 
@@ -39,7 +48,12 @@
   [task]
   (let [s (store-option task :search/store)]
     (reify spi/Output
-      (-write! [_ segments] (store/index-batch! s (mapv :post segments)))
+      (-write! [_ segments]
+        (doseq [run (in-runs segments)]
+          (if (:post (first run))
+            (store/index-batch! s (mapv :post run))
+            (doseq [{:keys [edit delete]} run]
+              (if edit (store/reindex! s edit) (store/unindex! s (:id delete)))))))
       (-flush! [_])
       (-close-output! [_]))))
 

@@ -153,9 +153,17 @@
 (defn recorder
   "The `herald.feed.perf/Recorder` over view `st` and runtime `rt`, a map of fns: `:record!` (entity op us
   status at), `:await` (timeout-ms -> bool: the view reflects what was recorded before), `:stats` (-> map)
-  and `:close!` (timeout-ms -> bool). `opts`: `:clock`, `:allowed-lateness-ms`, `:sync-wait-ms`."
-  [st {:keys [record! await stats close!]} {:keys [clock allowed-lateness-ms sync-wait-ms]}]
-  (reify perf/Recorder
+  and `:close!` (timeout-ms -> bool), and `:src`, this instance's name in batches (cluster-wide runtimes; also
+  `herald.feed.perf/Sources`). `opts`: `:clock`, `:allowed-lateness-ms`, `:sync-wait-ms`."
+  [st {:keys [record! await stats close! src]} {:keys [clock allowed-lateness-ms sync-wait-ms]}]
+  (reify
+    perf/Sources
+    (-source-id [_] src)
+    (-minute-sources [_ lo hi]
+      (reduce (fn [acc [[m] srcs]]
+                (if (<= (long lo) (long m) (long hi)) (update acc m (fnil into (sorted-set)) (keys srcs)) acc))
+              (sorted-map) (:sources st)))
+    perf/Recorder
     (-record! [_ entity op nanos status start-ms]
       (record! entity op (quot (long nanos) 1000) status start-ms))
     (-now-ms [_] (long (clock)))

@@ -234,7 +234,9 @@
   (let [ns (names events)
         _ (create-topics! events ns o)
         st (jperf/view retention-minutes)
-        src (str (java.util.UUID/randomUUID))
+        ;; the instance's name in the figures (the dashboard lists the instances of a minute): host, pid, a nonce
+        src (str (.getHostName (java.net.InetAddress/getLocalHost)) "/" (.pid (java.lang.ProcessHandle/current)) "/"
+                 (subs (str (java.util.UUID/randomUUID)) 0 8))
         mb (mailbox/mailbox queue-size)
         p (producer events)
         sd (sender/sender mb p (:requests ns) src {:send-ms send-ms :max-age-ms allowed-lateness-ms})
@@ -246,7 +248,8 @@
         closed (AtomicBoolean.)]
     (jperf/recorder
      st
-     {:record! (fn [entity op us status at]
+     {:src src
+      :record! (fn [entity op us status at]
                  (mailbox/offer! mb {:entity entity :operation op :us us :status status :at at}))
       :await (fn [timeout-ms] (await-figures rt timeout-ms))
       :stats (fn [] (merge {:recorded (mailbox/accepted mb) :queued (mailbox/queued mb)

@@ -16,14 +16,18 @@
 ;; task fns: pure
 
 (defn fan-out
-  "The fan-out task: the deliveries of a post, its recipients without repeats and without the sender."
-  [{:keys [post recipients]}]
-  {:post post :recipients (into [] (comp (remove #{(:from post)}) (distinct)) recipients)})
+  "The fan-out task: the deliveries of a post, its recipients without repeats and without the sender. A change
+  record of the Kafka log (`{:edit post}`, `{:delete post}`, issue 11) passes as it is."
+  [{:keys [post recipients] :as seg}]
+  (if post
+    {:post post :recipients (into [] (comp (remove #{(:from post)}) (distinct)) recipients)}
+    (select-keys seg [:edit :delete])))
 
 (defn document
-  "The index task: what the search index needs of a post (the stored post itself)."
-  [{:keys [post]}]
-  {:post post})
+  "The index task: what the search index needs of a post (the stored post itself); a change record (`{:edit
+  post}`, `{:delete post}`) passes as it is."
+  [{:keys [post] :as seg}]
+  (if post {:post post} (select-keys seg [:edit :delete])))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; outputs: each segment's store write, retried, then reported to :*/done as true or false

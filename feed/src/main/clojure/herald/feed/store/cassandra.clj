@@ -131,13 +131,26 @@
 (defn- delete-pending [ps id ts]
   (st ps :delete-pending (schema/pending-bucket ts) ts id))
 
+(defn- deleted-ids
+  "The ids among `ids` that have a tombstone (issue 11: deleted posts)."
+  [session ps ids]
+  (if (empty? ids)
+    #{}
+    (set (cs/rows (fn [^Row r] (.getLong r "id"))
+                  (cs/execute! session "reading tombstones" (st ps :deleted-in (vec (distinct ids))))))))
+
 (defn- fan-out-all!
   "Delivers every {:post :recipients} of deliveries (inbound upserts, :fanout-concurrency in flight across all
   posts), then deletes their pending rows: a failure leaves them pending, to be fanned out again."
   [session ps opts ^Set pending deliveries]
-  (let [n (:fanout-concurrency opts)]
-    (run-bounded! session (vec (for [{{:keys [id ts from occurred subject story]} :post rs :recipients} deliveries, r rs]
-                                 (st ps :insert-inbound r ts id from occurred subject story)))
+  (let [n (:fanout-concurrency opts)
+        ;; issue 11: a deleted post is not delivered; the recipients are recorded for edits and deletes
+        gone (deleted-ids session ps (map (comp :id :post) deliveries))]
+    (run-bounded! session (vec (for [{{:keys [id ts from occurred subject story]} :post rs :recipients} deliveries
+                                     :when (not (gone id))
+                                     s (cons (st ps :insert-recipients id (vec rs))
+                                             (for [r rs] (st ps :insert-inbound r ts id from occurred subject story)))]
+                                 s))
                   n "fanning out" identity)
     (run-bounded! session (mapv (fn [{{:keys [id ts]} :post}] (delete-pending ps id ts)) deliveries)
                   n "completing fan-outs" identity)
@@ -151,15 +164,49 @@
   [(st ps :insert-outbound from ts id occurred subject story) (st ps :insert-post id from ts)])
 
 (defn- deliver-all!
-  "Upserts the author copy and every recipient's inbound row of each {:post :recipients} of deliveries,
-  :fanout-concurrency in flight; throws the first failure once every statement has finished."
+  "Upserts the author copy and every recipient's inbound row of each {:post :recipients} of deliveries, and
+  records each post's recipients (for its edits and delete), :fanout-concurrency in flight; a post with a
+  tombstone (deleted; this is a replay) is skipped. Throws the first failure once every statement has finished."
   [session ps opts deliveries]
-  (run-bounded! session (vec (for [{{:keys [id ts from occurred subject story] :as post} :post rs :recipients} deliveries
-                                   s (concat (author-copy ps post)
-                                             (for [r rs] (st ps :insert-inbound r ts id from occurred subject story)))]
-                               s))
-                (:fanout-concurrency opts) "delivering posts" identity)
+  (let [gone (deleted-ids session ps (map (comp :id :post) deliveries))]
+    (run-bounded! session (vec (for [{{:keys [id ts from occurred subject story] :as post} :post rs :recipients} deliveries
+                                     :when (not (gone id))
+                                     s (concat (author-copy ps post)
+                                               (when (seq rs) [(st ps :insert-recipients id (vec rs))])
+                                               (for [r rs] (st ps :insert-inbound r ts id from occurred subject story)))]
+                                 s))
+                  (:fanout-concurrency opts) "delivering posts" identity))
   nil)
+
+(defn- recipients-of [session ps id]
+  (or (first (cs/rows (fn [^Row r] (vec (.getList r "recipients" Long)))
+                      (cs/execute! session "reading a post's recipients" (st ps :recipients id))))
+      []))
+
+(defn- delete-author
+  "The statements of a delete's author side: the tombstone, the outbound row and the pointer by id."
+  [ps {:keys [id ts from]}]
+  [(st ps :insert-deleted id from ts) (st ps :delete-outbound from ts id) (st ps :delete-post id)])
+
+(defn- apply-changes!
+  "Applies each {:edit post} / {:delete post} of changes in order: an edit upserts the author copy and every
+  recorded recipient's inbound row with the new text (skipped once the post has a tombstone), a delete writes the
+  tombstone and removes the author copy and every recorded recipient's inbound row."
+  [session ps opts changes]
+  (let [n (:fanout-concurrency opts)]
+    (doseq [{:keys [edit delete]} changes]
+      (if edit
+        (let [{:keys [id ts from occurred subject story]} edit]
+          (when (empty? (deleted-ids session ps [id]))
+            (run-bounded! session (vec (concat (author-copy ps edit)
+                                               (for [r (recipients-of session ps id)]
+                                                 (st ps :insert-inbound r ts id from occurred subject story))))
+                          n "applying an edit" identity)))
+        (let [{:keys [id ts]} delete]
+          (run-bounded! session (vec (concat (delete-author ps delete)
+                                             (for [r (recipients-of session ps id)] (st ps :delete-inbound r ts id))))
+                        n "applying a delete" identity))))
+    nil))
 
 (defn- mark!
   "Raises the AtomicLong m to bucket (a registration is never taken back for a later, concurrent one)."
@@ -226,6 +273,11 @@
   (-put-outbound! [_ post]
     (guarded open? (run-bounded! session (author-copy ps post) 2 "storing the author's copy" identity) nil))
   (-deliver-all! [_ deliveries] (guarded open? (deliver-all! session ps opts deliveries)))
+
+  store/LoggedEdits
+  (-delete-outbound! [_ post]
+    (guarded open? (run-bounded! session (delete-author ps post) 3 "deleting the author's copy" identity) nil))
+  (-apply-changes! [_ changes] (guarded open? (apply-changes! session ps opts changes)))
 
   spi/PostLog
   (-posts-after [_ ts limit] (guarded open? (posts-after session ps (:fanout-concurrency opts) ts limit)))

@@ -5,8 +5,10 @@
             [herald.feed.store.clock :as clock]
             [herald.feed.store.cursor :as cursor]
             [herald.feed.store.embedded.codec :as c]
+            [herald.feed.store.embedded.edits :as edits]
             [herald.feed.store.embedded.indexing :as ix]
             [herald.feed.store.embedded.lucene :as lucene]
+            [herald.feed.store.embedded.relations :as rel]
             [herald.feed.store.embedded.rocks :as rocks])
   (:import (java.util Set)
            (java.util.concurrent ConcurrentHashMap ConcurrentSkipListMap Executors LinkedBlockingQueue
@@ -49,12 +51,24 @@
     {:items items :next (cursor/for-page items more?)}))
 
 (defn- inbound-page
-  "Inbound entries are references (the value is the sender): the posts are read from outbound."
-  [db owner opts]
-  (let [[rows more?] (scan-page db :inbound owner opts)
-        oks (map (fn [[^bytes k v]] (c/feed-key (c/key-long v 0) (c/feed-key-ts k) (c/key-long k 16))) rows)
-        items (into [] (keep #(some-> ^bytes % c/decode-post)) (rocks/multi-get db :outbound oks))]
-    {:items items :next (cursor/for-page items more?)}))
+  "Inbound entries are references (the value is the sender): the posts are read from outbound, so an edit shows
+  at once; an entry whose post is deleted names no outbound row and is skipped, and the scan goes on until the
+  page is full."
+  [db owner {:keys [limit before]}]
+  (let [limit (long limit)]
+    (loop [start (if before
+                   (let [[ts id] (cursor/decode before)] (c/feed-key owner ts (inc (long id))))
+                   (c/long-key owner))
+           acc []]
+      (let [want (- (inc limit) (count acc))
+            rows (rocks/scan db :inbound start #(c/owner-prefix? % owner) want)
+            oks (map (fn [[^bytes k v]] (c/feed-key (c/key-long v 0) (c/feed-key-ts k) (c/key-long k 16))) rows)
+            acc (into acc (keep #(some-> ^bytes % c/decode-post)) (rocks/multi-get db :outbound oks))]
+        (if (or (> (count acc) limit) (< (count rows) want))
+          (let [items (vec (take limit acc))]
+            {:items items :next (cursor/for-page items (> (count acc) limit))})
+          (let [^bytes k (first (peek rows))]
+            (recur (c/feed-key owner (c/feed-key-ts k) (inc (c/key-long k 16))) acc)))))))
 
 (defn- outbound-post [db ok]
   (some->> (rocks/get-bytes db :outbound ok) c/decode-post))
@@ -65,6 +79,7 @@
 (defn- cf ^org.rocksdb.ColumnFamilyHandle [db family] (get-in db [:cfs family]))
 
 (defn- befriend-locked [db ^AtomicLong ids a b]
+  (rel/check-block! db a b)
   (if-let [id (friendship db a b)]
     {:id id :from a :to b :created? false}
     (let [id (.incrementAndGet ids)]
@@ -74,6 +89,11 @@
         (.put wb (cf db :friends) (c/pair-key b a) (c/long-key id))
         (rocks/write! db wb))
       {:id id :from a :to b :created? true})))
+
+(defn- pair-lock
+  "The stripe lock of the unordered pair a, b."
+  [^objects locks a b]
+  (aget locks (mod (hash [(min (long a) (long b)) (max (long a) (long b))]) stripes)))
 
 (defn- publish-batch ^WriteBatch [db post recipients]
   (let [{:keys [id from ts]} post
@@ -89,7 +109,9 @@
   [db ^WriteBatch wb post recipients]
   (let [{:keys [id from ts]} post
         v (c/long-key from)]
-    (doseq [r recipients] (.put wb (cf db :inbound) (c/feed-key r ts id) v))
+    ;; a post deleted meanwhile is not delivered (were a copy written in a race, it names no outbound row: unseen)
+    (when-not (edits/deleted? db id)
+      (doseq [r recipients] (.put wb (cf db :inbound) (c/feed-key r ts id) v)))
     (.delete wb (cf db :fanout) (c/long-key id))))
 
 (defn- pending
@@ -111,12 +133,35 @@
   store/FriendStore
   (-befriend! [_ a b]
     (guarded
-     (locking (aget locks (mod (hash [(min a b) (max a b)]) stripes))
+     (locking (pair-lock locks a b)
        (befriend-locked db (:friendship ids) a b))))
   (-friends [_ id]
     (guarded
      (mapv (fn [[k v]] {:id (c/key-long v 0) :from id :to (c/key-long k 8)})
            (rocks/scan db :friends (c/long-key id) #(c/owner-prefix? % id) Long/MAX_VALUE))))
+
+  store/Relations
+  ;; each write under the pair's stripe lock, as -befriend!: a block and a befriend of one pair are serialized
+  (-unfriend! [_ a b] (guarded (locking (pair-lock locks a b) (rel/unfriend! db a b))))
+  (-mute! [_ a b] (guarded (locking (pair-lock locks a b) (rel/add! db :mutes a b))))
+  (-unmute! [_ a b] (guarded (locking (pair-lock locks a b) (rel/remove! db :mutes a b))))
+  (-mutes [_ id] (guarded (rel/others db :mutes id)))
+  (-block! [_ a b] (guarded (locking (pair-lock locks a b) (rel/add! db :blocks a b))))
+  (-unblock! [_ a b] (guarded (locking (pair-lock locks a b) (rel/remove! db :blocks a b))))
+  (-blocks [_ id] (guarded (rel/others db :blocks id)))
+  (-hidden [_ id] (guarded (rel/hidden db id)))
+
+  store/SearchPages
+  (-search-page [_ keywords {:keys [limit before]}]
+    (guarded
+     (let [below (when before (second (cursor/decode before)))
+           hits (ix/search-page idx state keywords (inc (long limit)) below)
+           more? (> (count hits) (long limit))
+           shown (if more? (pop hits) hits)
+           ;; the cursor's ts: the post's, from its outbound key (the index holds ids only)
+           ts (when-let [{:keys [id]} (and more? (peek shown))]
+                (some-> (rocks/get-bytes db :posts (c/long-key id)) c/feed-key-ts))]
+       {:items shown :next (when more? (cursor/encode (or ts 0) (:id (peek shown))))})))
 
   store/OutboundStore
   (-publish! [_ post recipients]
@@ -131,7 +176,7 @@
        (when (seq recipients) (.add (pending db :fanout) (:id post)))
        post)))
   (-outbound [_ sender opts] (guarded (outbound-page db sender opts)))
-  (-post [_ id] (guarded (some->> (rocks/get-bytes db :posts (c/long-key id)) (outbound-post db))))
+  (-post [_ id] (guarded (edits/current-post db id)))
 
   store/InboundStore
   (-deliver! [_ recipient post]
@@ -168,6 +213,17 @@
   (-search [_ keywords {:keys [limit]}] (guarded (ix/search idx state keywords limit)))
   (-refresh-search! [_] (guarded (lucene/refresh! idx)))
 
+  store/PostEdits
+  (-edit-post! [_ id changes]
+    (guarded (edits/edit! db idx state (aget locks (mod (hash [:post id]) stripes)) id changes)))
+  (-delete-post! [_ id]
+    (guarded (edits/delete! db idx state (aget locks (mod (hash [:post id]) stripes)) id)))
+
+  store/SearchEdits
+  (-reindex! [_ post]
+    (guarded (lucene/replace-post! idx (:id post) #(edits/current-post db (:id post)) (constantly false)) nil))
+  (-unindex! [_ id] (guarded (lucene/replace-post! idx id (constantly nil) (constantly false)) nil))
+
   store/Lifecycle
   (-close! [_]
     (let [[old _] (swap-vals! state assoc :open? false)]
@@ -178,7 +234,7 @@
         (let [l (.writeLock ^ReentrantReadWriteLock rw)]
           (.lock l)
           (try
-            (try (ix/commit-index! idx post-lock (:post ids)) (finally (lucene/close-index! idx)))
+            (try (edits/commit-index! db idx state post-lock (:post ids)) (finally (lucene/close-index! idx)))
             (finally (rocks/close-db! db) (.unlock l)))))
       nil))
   (-ready? [_] (let [st @state] (boolean (and (:open? st) (not (:index-failure st)) (lucene/open? idx)))))
@@ -237,6 +293,8 @@
                                   (when-let [p (outbound-post db ok)] (vswap! missing conj p)))))
         (add-all! idx @missing)
         (vreset! n (count @missing))))
+    (let [k (edits/catch-up! db idx)]
+      (when (pos? (long k)) (.info log (str "search index: " k " edits and deletes not committed before applied again"))))
     (when (or rebuild? (pos? (long @n)))
       (.info log (str "search index " (if rebuild? "rebuilt from the store: " "caught up: ") @n " posts in "
                       (quot (- (System/nanoTime) t0) 1000000) " ms"
@@ -245,6 +303,7 @@
     (with-open [wb (WriteBatch.)]
       (rocks/each! db :search-pending (fn [k _] (.delete wb (cf db :search-pending) ^bytes k)))
       (when (pos? (.count wb)) (rocks/write! db wb)))
+    (edits/clear-markers! db)
     (lucene/refresh! idx)))
 
 (defn- run-safely [state what f]
@@ -259,6 +318,8 @@
   the lag is 0 (searches then refresh before reading anyway)."
   ^long [{:keys [index-refresh-ms search-max-lag-ms]}]
   (long (or index-refresh-ms (if (pos? (long search-max-lag-ms)) (max 10 (quot (* 9 (long search-max-lag-ms)) 10)) 1000))))
+
+(declare commit-index!)
 
 (defn- index-tick
   "One look of the index scheduler: refreshes once the oldest post not visible to searches is `age` ms
@@ -278,7 +339,10 @@
             (or (and (>= since commit-ms) (or refresh? (zero? stale))) (>= since (* 2 commit-ms))))
       (aset last-commit 0 now)
       ((run-safely state "committing" #(do (ix/retry-failed! idx state)
-                                           (ix/commit-index! idx post-lock post-ids)))))))
+                                           (commit-index! idx state post-lock post-ids)))))))
+
+(defn- commit-index! [idx state post-lock post-ids]
+  (edits/commit-index! (:db idx) idx state post-lock post-ids))
 
 (defn- start-scheduler [idx state post-lock post-ids {:keys [index-commit-ms] :as opts}]
   (let [ex (Executors/newSingleThreadScheduledExecutor
@@ -331,12 +395,13 @@
         fail (fn [what e] (throw (ex-info (str "cannot open the " what " in " dir ": " (ex-message e))
                                           {:type :herald.feed.store/io :key :data-dir :value (str dir)} e)))
         db (try (rocks/open-db (io/file dir "rocksdb") opts) (catch Exception e (fail "RocksDB store" e)))
-        db (assoc db :pending {:fanout (ConcurrentHashMap/newKeySet)})
+        db (assoc db :pending {:fanout (ConcurrentHashMap/newKeySet)} :deleted (ConcurrentHashMap/newKeySet))
         _ (rocks/each! db :fanout (fn [k _] (.add (pending db :fanout) (c/key-long k 0))))
         idx (try (lucene/open-index (io/file dir "search") (:index-ram-mb opts) (:search-max-lag-ms opts))
                  (catch Exception e (rocks/close-db! db) (fail "search index" e)))
-        idx (assoc idx :retry (LinkedBlockingQueue. 10000)
-                   :unindexed (ConcurrentSkipListMap.) :unindexed-count (AtomicLong.))
+        idx (edits/index-state
+             (assoc idx :retry (LinkedBlockingQueue. 10000)
+                    :unindexed (ConcurrentSkipListMap.) :unindexed-count (AtomicLong.) :db db))
         state (atom {:open? true})
         ids {:participant (AtomicLong. (last-id db :participants))
              :friendship (AtomicLong. (last-id db :friendships))

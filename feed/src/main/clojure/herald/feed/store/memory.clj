@@ -16,19 +16,44 @@
    :outbound {}                 ; sender -> sorted {[(- ts) id] post}
    :inbound {}                  ; recipient -> sorted {[(- ts) id] post}
    :fanouts (sorted-map)        ; post id -> recipients
-   :index {}})                  ; post id -> {:ts :from :terms #{}}
+   :index {}                    ; post id -> {:ts :from :terms #{}}
+   :deleted #{}                 ; ids of deleted posts (tombstones: never delivered, shown or indexed again)
+   :mutes {}                    ; id -> sorted #{target}
+   :blocks {}                   ; id -> sorted #{target}
+   :blocked-by {}})             ; target -> #{id}
 
 (defn- feed-key [{:keys [ts id]}] [(- (long ts)) id])
 
-(defn- page [feed {:keys [limit before]}]
+(defn- page
+  "A page of `feed`; inbound items are resolved by `resolve` (the post's current version, nil when deleted)."
+  ([feed opts] (page feed opts val))
+  ([feed {:keys [limit before]} resolve]
   (let [from (when before (let [[ts id] (cursor/decode before)] [(- (long ts)) id]))
         s (if from (subseq feed > from) (seq feed))
-        items (into [] (comp (take (inc limit)) (map val)) s)
+        items (into [] (comp (keep resolve) (take (inc limit))) s)
         shown (if (> (count items) limit) (pop items) items)]
-    {:items shown :next (cursor/for-page shown (> (count items) limit))}))
+    {:items shown :next (cursor/for-page shown (> (count items) limit))})))
 
 (defn- put-feed [state role owner post]
-  (update-in state [role owner] #(assoc (or % (sorted-map)) (feed-key post) post)))
+  (if (contains? (:deleted state) (:id post))
+    state
+    (update-in state [role owner] #(assoc (or % (sorted-map)) (feed-key post) post))))
+
+(defn- index-entry [post]
+  {:ts (:ts post) :from (:from post) :terms (set (text/terms (text/post-text post)))})
+
+(defn- edit-post [state id changes]
+  (if-let [p (get-in state [:posts id])]
+    (let [p (merge p changes)]
+      (cond-> (-> state (assoc-in [:posts id] p) (put-feed :outbound (:from p) p))
+        (get-in state [:index id]) (assoc-in [:index id] (index-entry p))))
+    state))
+
+(defn- delete-post [state id]
+  (if-let [p (get-in state [:posts id])]
+    (-> state (update :posts dissoc id) (update-in [:outbound (:from p)] dissoc (feed-key p))
+        (update :fanouts dissoc id) (update :index dissoc id) (update :deleted conj id))
+    state))
 
 (defn- publish [state post recipients]
   (let [id (inc (long (get-in state [:seq :post])))
@@ -38,6 +63,16 @@
                 (assoc-in [:posts id] post) (put-feed :outbound (:from post) post))
       (seq recipients) (assoc-in [:fanouts id] (vec recipients)))))
 
+(defn- blocker
+  "[blocker blocked] of a block between a and b (either direction), or nil."
+  [state a b]
+  (cond (get-in state [:blocks a b]) [a b]
+        (get-in state [:blocks b a]) [b a]))
+
+(defn- blocked! [[x y]]
+  (throw (ex-info (str "participant " x " blocks participant " y)
+                  {:type :herald.feed.store/blocked :blocker x :blocked y})))
+
 (defn- befriend [state a b]
   (if (get-in state [:friends a b])
     state
@@ -45,6 +80,21 @@
           add (fn [m k v] (assoc (or m (sorted-map)) k v))]
       (-> state (assoc-in [:seq :friendship] id)
           (update-in [:friends a] add b id) (update-in [:friends b] add a id)))))
+
+(defn- unfriend [state a b]
+  (-> state (update-in [:friends a] dissoc b) (update-in [:friends b] dissoc a)))
+
+(defn- add-to [state k a b] (update-in state [k a] #(conj (or % (sorted-set)) b)))
+(defn- drop-from [state k a b] (update-in state [k a] #(disj (or % (sorted-set)) b)))
+
+(defn- relation!
+  "Applies (f state) and answers {:from a :target b :created? bool} by whether [k a b] was absent before."
+  [state f k a b]
+  (let [[old _] (swap-vals! state f)]
+    {:from a :target b :created? (not (contains? (get-in old [k a]) b))}))
+
+(defn- unrelate! [state f k a b]
+  (let [[old _] (swap-vals! state f)] (contains? (get-in old [k a]) b)))
 
 (deftype MemoryStore [state open?]
   store/ParticipantStore
@@ -59,10 +109,25 @@
 
   store/FriendStore
   (-befriend! [_ a b]
-    (let [[old new] (swap-vals! state befriend a b)]
+    (let [[old new] (swap-vals! state #(if-let [bl (blocker % a b)] (blocked! bl) (befriend % a b)))]
       {:id (get-in new [:friends a b]) :from a :to b :created? (nil? (get-in old [:friends a b]))}))
   (-friends [_ id]
     (mapv (fn [[other fid]] {:id fid :from id :to other}) (get-in @state [:friends id])))
+
+  store/Relations
+  (-unfriend! [_ a b]
+    (let [[old _] (swap-vals! state unfriend a b)] (some? (get-in old [:friends a b]))))
+  (-mute! [_ a b] (relation! state #(add-to % :mutes a b) :mutes a b))
+  (-unmute! [_ a b] (unrelate! state #(drop-from % :mutes a b) :mutes a b))
+  (-mutes [_ id] (vec (get-in @state [:mutes id])))
+  (-block! [_ a b]
+    (relation! state #(-> % (add-to :blocks a b) (add-to :blocked-by b a) (unfriend a b)) :blocks a b))
+  (-unblock! [_ a b]
+    (unrelate! state #(-> % (drop-from :blocks a b) (drop-from :blocked-by b a)) :blocks a b))
+  (-blocks [_ id] (vec (get-in @state [:blocks id])))
+  (-hidden [_ id]
+    (let [st @state]
+      (into (into (set (get-in st [:mutes id])) (get-in st [:blocks id])) (get-in st [:blocked-by id]))))
 
   store/OutboundStore
   (-publish! [_ post recipients]
@@ -77,7 +142,9 @@
     (swap! state (fn [st] (-> (reduce #(put-feed %1 :inbound %2 post) st recipients)
                               (update :fanouts dissoc (:id post)))))
     nil)
-  (-inbound [_ recipient opts] (page (get-in @state [:inbound recipient]) opts))
+  (-inbound [_ recipient opts]
+    ;; inbound entries stand for the post: shown as its current version, skipped once it is deleted
+    (let [st @state] (page (get-in st [:inbound recipient]) opts #(get-in st [:posts (:id (val %))]))))
   (-pending-fanouts [_]
     (let [st @state]
       (map (fn [[id rs]] {:post (get-in st [:posts id]) :recipients rs}) (:fanouts st))))
@@ -85,22 +152,28 @@
 
   store/LoggedFeeds
   (-put-outbound! [_ post]
-    (swap! state (fn [st] (-> st (assoc-in [:posts (:id post)] post) (put-feed :outbound (:from post) post))))
+    (swap! state (fn [st] (if (contains? (:deleted st) (:id post))
+                            st
+                            (-> st (assoc-in [:posts (:id post)] post) (put-feed :outbound (:from post) post)))))
     nil)
   (-deliver-all! [_ deliveries]
     (swap! state (fn [st]
                    (reduce (fn [st {:keys [post recipients]}]
-                             (reduce #(put-feed %1 :inbound %2 post)
-                                     (-> st (assoc-in [:posts (:id post)] post) (put-feed :outbound (:from post) post))
-                                     recipients))
+                             (if (contains? (:deleted st) (:id post))
+                               st
+                               (reduce #(put-feed %1 :inbound %2 post)
+                                       (-> st (update-in [:posts (:id post)] #(or % post)) (put-feed :outbound (:from post) (get-in st [:posts (:id post)] post)))
+                                       recipients)))
                            st deliveries)))
     nil)
 
   store/SearchIndex
   (-index! [_ post]
-    (let [entry {:ts (:ts post) :from (:from post) :terms (set (text/terms (text/post-text post)))}]
-      (swap! state assoc-in [:index (:id post)] entry)
-      nil))
+    ;; the current version when this store holds the post (an edit may have overtaken the indexing job)
+    (swap! state (fn [st] (if (contains? (:deleted st) (:id post))
+                            st
+                            (assoc-in st [:index (:id post)] (index-entry (get-in st [:posts (:id post)] post))))))
+    nil)
   (-index-batch! [s posts] (run! #(store/-index! s %) posts) nil)
   (-search [_ keywords {:keys [limit]}]
     (let [ks (text/terms keywords)]
@@ -113,6 +186,44 @@
              (mapv :from)))))
 
   (-refresh-search! [_] nil)
+
+  store/PostEdits
+  (-edit-post! [_ id changes]
+    (let [[_ new] (swap-vals! state edit-post id changes)] (get-in new [:posts id])))
+  (-delete-post! [_ id]
+    (let [[old _] (swap-vals! state delete-post id)] (get-in old [:posts id])))
+
+  store/LoggedEdits
+  (-delete-outbound! [_ post] (swap! state delete-post (:id post)) nil)
+  (-apply-changes! [_ changes]
+    (swap! state (fn [st] (reduce (fn [st {:keys [edit delete]}]
+                                    (if edit
+                                      (edit-post st (:id edit) (select-keys edit [:subject :story]))
+                                      (delete-post st (:id delete))))
+                                  st changes)))
+    nil)
+
+  store/SearchEdits
+  (-reindex! [_ post]
+    (swap! state (fn [st] (if (contains? (:deleted st) (:id post)) st (assoc-in st [:index (:id post)] (index-entry post)))))
+    nil)
+  (-unindex! [_ id] (swap! state (fn [st] (-> st (update :index dissoc id) (update :deleted conj id)))) nil)
+
+  store/SearchPages
+  (-search-page [_ keywords {:keys [limit before]}]
+    (let [ks (text/terms keywords)
+          after (when before (cursor/decode before))
+          hits (if (empty? ks)
+                 []
+                 (->> (:index @state)
+                      (keep (fn [[id {:keys [ts from terms]}]]
+                              (when (and (every? terms ks) (or (nil? after) (neg? (compare [ts id] after))))
+                                {:id id :from from :ts ts})))
+                      (sort-by (juxt :ts :id) #(compare %2 %1))
+                      (take (inc (long limit)))
+                      vec))
+          shown (if (> (count hits) (long limit)) (pop hits) hits)]
+      {:items shown :next (cursor/for-page shown (> (count hits) (long limit)))}))
 
   store/Lifecycle
   (-close! [_] (reset! open? false) nil)

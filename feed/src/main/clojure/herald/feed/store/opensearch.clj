@@ -4,6 +4,7 @@
   (:require [clojure.string :as str]
             [herald.feed.outage :as outage]
             [herald.feed.store :as store]
+            [herald.feed.store.cursor :as cursor]
             [herald.feed.store.opensearch.http :as http]
             [herald.feed.store.opensearch.schema :as schema]
             [herald.feed.store.scale.spi :as spi])
@@ -176,6 +177,19 @@
   (-refresh-search! [st]
     (open-only st (counting reporter index-errors degraded #(refresh! st))))
 
+  store/SearchPages
+  (-search-page [st keywords {:keys [limit before]}]
+    (open-only st
+      (counting reporter search-errors nil
+                #(do (catch-up! st)
+                     (let [hs (schema/hits (second (http/request client "search" :post
+                                                                 (str "/" index "/_search?filter_path=hits.hits.fields")
+                                                                 (schema/search-page-body keywords (inc (long limit))
+                                                                                          (some-> before cursor/decode)))))
+                           more? (> (count hs) (long limit))
+                           shown (if more? (pop hs) hs)]
+                       {:items shown :next (cursor/for-page shown more?)})))))
+
   spi/IndexProgress
   (-indexed-through [st]
     (open-only st
@@ -273,3 +287,15 @@
       :reporter (outage/reporter (str "opensearch " (str/replace url #"//[^@/]*@" "//")))
       :degraded (AtomicBoolean. false) :index-errors (AtomicLong.) :search-errors (AtomicLong.)
       :write-gen (AtomicLong.) :refreshed-gen (AtomicLong.) :dirty-since (AtomicLong.) :refresh-lock (Object.)})))
+
+;; issue 11: a post's document replaced (an edit) or removed (a delete)
+(extend-type OpenSearchIndex
+  store/SearchEdits
+  (-reindex! [st post] (store/-index! st post))
+  (-unindex! [st id]
+    (let [{:keys [client index reporter index-errors degraded]} st]
+      (open-only st
+        (counting reporter index-errors degraded
+                  #(do (http/request client "unindex" :delete (str "/" index "/_doc/" id) nil {:ok #{200 404}})
+                       (wrote! st)
+                       nil))))))

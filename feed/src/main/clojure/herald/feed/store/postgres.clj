@@ -45,6 +45,36 @@
 (def ^:private friends-sql
   "SELECT id, hi FROM friendships WHERE lo = ? UNION ALL SELECT id, lo FROM friendships WHERE hi = ? ORDER BY 2")
 
+(def ^:private befriend-check-sql
+  "The blocker of a block between the pair (either direction; nil when none) and the pair's friendship id (nil)."
+  (str "SELECT (SELECT blocker FROM blocks WHERE (blocker = ? AND target = ?) OR (blocker = ? AND target = ?) LIMIT 1),"
+       " (SELECT id FROM friendships WHERE lo = ? AND hi = ?)"))
+
+(def ^:private hidden-sql
+  "The participants whose posts a participant's inbound feed hides: muted, blocked, or blocking it."
+  (str "SELECT target FROM mutes WHERE muter = ? UNION SELECT target FROM blocks WHERE blocker = ?"
+       " UNION SELECT blocker FROM blocks WHERE target = ?"))
+
+(def ^:private pair-lock-class
+  "The first key of the transaction-level advisory locks of friend pairs (the two-key space, apart from the
+  schema lock's one-key space)."
+  1181)
+
+(defn- lock-pair!
+  "Takes the transaction's advisory lock of the pair lo, hi (a hash: a collision only serializes two pairs)."
+  [conn lo hi]
+  (jdbc/query conn "SELECT pg_advisory_xact_lock(?, ?)" [(int pair-lock-class) (int (hash [lo hi]))] (constantly nil)))
+
+(defmacro ^:private in-tx
+  "Runs body in a transaction on conn: committed when it returns, rolled back when it throws."
+  [conn & body]
+  `(let [c# ~(with-meta conn {:tag `Connection})]
+     (.setAutoCommit c# false)
+     (try
+       (let [r# (do ~@body)] (.commit c#) r#)
+       (catch Throwable t# (try (.rollback c#) (catch java.sql.SQLException _# nil)) (throw t#))
+       (finally (.setAutoCommit c# true)))))
+
 (deftype PostgresStore [^HikariDataSource ds ^AtomicBoolean open? reporter]
   store/ParticipantStore
   (-create-participant! [_ name]
@@ -60,26 +90,65 @@
 
   store/FriendStore
   (-befriend! [_ a b]
-    (let [lo (min (long a) (long b)) hi (max (long a) (long b))
-          existing #(first (jdbc/query % "SELECT id FROM friendships WHERE lo = ? AND hi = ?" [lo hi]
-                                       (fn [rs] (jdbc/long-col rs 1))))]
+    (let [lo (min (long a) (long b)) hi (max (long a) (long b))]
       (with-conn "befriending"
-        ;; read first (a repeated befriend then burns no identity value); a racing insert of the same pair
-        ;; waits for the other to commit, then does nothing: read it back
-        (if-let [id (existing conn)]
-          {:id id :from a :to b :created? false}
-          (if-let [id (first (jdbc/query conn (str "INSERT INTO friendships (lo, hi) VALUES (?, ?)"
-                                                   " ON CONFLICT (lo, hi) DO NOTHING RETURNING id")
-                                         [lo hi] #(jdbc/long-col % 1)))]
-            {:id id :from a :to b :created? true}
-            (if-let [id (existing conn)]
-              {:id id :from a :to b :created? false}
-              (throw (ex-info (str "postgres: the friendship of " lo " and " hi " vanished after a conflict")
-                              {:type :herald.feed.store.postgres/sql-error}))))))))
+        ;; in one transaction under the pair's lock, as -block!: a block and a befriend are serialized; a
+        ;; repeated befriend reads the existing row first (and burns no identity value)
+        (in-tx conn
+          (lock-pair! conn lo hi)
+          (let [[blocker existing] (first (jdbc/query conn befriend-check-sql [lo hi hi lo lo hi]
+                                                      (fn [^java.sql.ResultSet rs] [(.getObject rs 1) (.getObject rs 2)])))]
+            (when blocker
+              (throw (ex-info (str "participant " blocker " blocks participant " (if (= (long blocker) lo) hi lo))
+                              {:type :herald.feed.store/blocked :blocker (long blocker)
+                               :blocked (if (= (long blocker) lo) hi lo)})))
+            (if existing
+              {:id (long existing) :from a :to b :created? false}
+              (let [id (first (jdbc/query conn "INSERT INTO friendships (lo, hi) VALUES (?, ?) RETURNING id"
+                                          [lo hi] #(jdbc/long-col % 1)))]
+                {:id id :from a :to b :created? true})))))))
   (-friends [_ id]
     (with-conn "reading friends"
       (jdbc/query conn friends-sql [(long id) (long id)]
                   (fn [rs] {:id (jdbc/long-col rs 1) :from id :to (jdbc/long-col rs 2)}))))
+
+  store/Relations
+  (-unfriend! [_ a b]
+    (with-conn "unfriending"
+      (seq (jdbc/query conn "DELETE FROM friendships WHERE lo = ? AND hi = ? RETURNING id"
+                       [(min (long a) (long b)) (max (long a) (long b))] #(jdbc/long-col % 1)))))
+  (-mute! [_ a b]
+    (with-conn "muting"
+      {:from a :target b
+       :created? (some? (seq (jdbc/query conn "INSERT INTO mutes (muter, target) VALUES (?, ?) ON CONFLICT DO NOTHING RETURNING 1"
+                                         [(long a) (long b)] #(jdbc/long-col % 1))))}))
+  (-unmute! [_ a b]
+    (with-conn "unmuting"
+      (some? (seq (jdbc/query conn "DELETE FROM mutes WHERE muter = ? AND target = ? RETURNING 1" [(long a) (long b)]
+                              #(jdbc/long-col % 1))))))
+  (-mutes [_ id]
+    (with-conn "reading mutes"
+      (jdbc/query conn "SELECT target FROM mutes WHERE muter = ? ORDER BY target" [(long id)] #(jdbc/long-col % 1))))
+  (-block! [_ a b]
+    (let [lo (min (long a) (long b)) hi (max (long a) (long b))]
+      (with-conn "blocking"
+        (in-tx conn
+          (lock-pair! conn lo hi)
+          (let [created? (some? (seq (jdbc/query conn (str "INSERT INTO blocks (blocker, target) VALUES (?, ?)"
+                                                           " ON CONFLICT DO NOTHING RETURNING 1")
+                                                 [(long a) (long b)] #(jdbc/long-col % 1))))]
+            (jdbc/query conn "DELETE FROM friendships WHERE lo = ? AND hi = ? RETURNING id" [lo hi] #(jdbc/long-col % 1))
+            {:from a :target b :created? created?})))))
+  (-unblock! [_ a b]
+    (with-conn "unblocking"
+      (some? (seq (jdbc/query conn "DELETE FROM blocks WHERE blocker = ? AND target = ? RETURNING 1" [(long a) (long b)]
+                              #(jdbc/long-col % 1))))))
+  (-blocks [_ id]
+    (with-conn "reading blocks"
+      (jdbc/query conn "SELECT target FROM blocks WHERE blocker = ? ORDER BY target" [(long id)] #(jdbc/long-col % 1))))
+  (-hidden [_ id]
+    (with-conn "reading the hidden set"
+      (set (jdbc/query conn hidden-sql [(long id) (long id) (long id)] #(jdbc/long-col % 1)))))
 
   store/Lifecycle
   (-close! [_] (when (.compareAndSet open? true false) (.close ds)) nil)

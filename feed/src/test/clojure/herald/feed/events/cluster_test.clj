@@ -34,7 +34,8 @@
               "REDIS_URI" (:uri cache)
               "CASSANDRA_CONTACT_POINTS" cp "CASSANDRA_KEYSPACE" (fresh "kc")
               "OPENSEARCH_URL" (osn/url) "OPENSEARCH_INDEX" (fresh "kc-")
-              "KAFKA_BOOTSTRAP" (sk/bootstrap) "KAFKA_TOPIC_PREFIX" (fresh "kc-") "KAFKA_PARTITIONS" "4"}))))))
+              "KAFKA_BOOTSTRAP" (sk/bootstrap) "KAFKA_TOPIC_PREFIX" (fresh "kc-") "KAFKA_PARTITIONS" "4"
+              "HERALD_AUTH" "false"}))))))
 
 (defn- start-instance!
   "A feed system in this JVM on `env`, its own port and Kafka Streams state dir."

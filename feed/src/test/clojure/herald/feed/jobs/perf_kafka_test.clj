@@ -61,6 +61,12 @@
             (is (= 9 (count (:figures expected))) "3 minutes x 3 entity-operations")
             (is (= expected (model/views a)))
             (is (= expected (model/views b)))))
+        (testing "each minute names the instances whose requests it holds (the dashboard's instances)"
+          (let [ids #{(perf/source-id a) (perf/source-id b)}
+                m (quot start 60000)]
+            (is (= 2 (count ids)))
+            (is (every? #(re-matches #"[^/]+/\d+/[0-9a-f]{8}" %) ids) "host/pid/nonce")
+            (is (= {m ids (inc m) ids (+ m 2) ids} (perf/minute-sources a m (+ m 2))))))
         (is (= {:recorded 1500 :dropped 0} (select-keys (perf/recorder-stats a) [:recorded :dropped])))
         (finally (is (true? (perf/close-recorder! a 20000))) (is (true? (perf/close-recorder! b 20000)))))
       (testing "an instance started later serves the past minutes from Kafka, and adds to them"

@@ -1,7 +1,8 @@
 (ns herald.feed.store.contract
   "The storage contract as tests: every check takes a fresh store; deftests runs them against one backend."
   (:require [clojure.test :refer [deftest is testing]]
-            [herald.feed.store :as s]))
+            [herald.feed.store :as s]
+            [herald.feed.store.relations-contract :as relations]))
 
 (set! *warn-on-reflection* true)
 
@@ -160,11 +161,51 @@
   (is (every? number? (vals (s/stats st))))
   (is (<= 1 (:participants (s/stats st)))))
 
+;; issue 11: edits and deletes (store/edit-post!, store/delete-post!)
+(defn- edits [st]
+  (let [[a b c] (map :id (repeatedly 3 #(s/create-participant! st "p")))
+        p1 (s/publish! st (post-of a "the old wording" "old subject") [b c])
+        p2 (s/publish! st (post-of a "to be deleted soon" "gone") [b c])
+        p3 (s/publish! st (post-of a "deleted before its fan-out" "early") [b])]
+    (s/fan-out! st p1 [b c])
+    (s/fan-out! st p2 [b c])
+    (s/index-batch! st [p1 p2 p3])
+    (s/refresh-search! st)
+    (let [e (s/edit-post! st (:id p1) {:story "the new wording"})]
+      (is (= (assoc p1 :story "the new wording") e) "id, sender, time and subject kept")
+      (is (= e (s/post st (:id p1))))
+      (is (= "old subject" (:subject (s/edit-post! st (:id p1) {:story "the new wording"}))) "idempotent"))
+    (is (= "new subject" (:subject (s/edit-post! st (:id p1) {:subject "new subject"}))))
+    (is (= p2 (s/delete-post! st (:id p2))) "the post as it was")
+    (is (nil? (s/delete-post! st (:id p2))) "a second delete finds nothing")
+    (is (nil? (s/edit-post! st (:id p2) {:story "x"})) "no edit after a delete")
+    (is (nil? (s/post st (:id p2))))
+    (is (= p3 (s/delete-post! st (:id p3))))
+    (s/fan-out! st p3 [b])
+    (s/refresh-search! st)
+    (is (= [(:id p1)] (map :id (:items (s/outbound st a)))))
+    (doseq [r [b c]]
+      (is (= [["new subject" "the new wording"]] (map (juxt :subject :story) (:items (s/inbound st r))))
+          "every inbound copy edited, the deleted posts gone, also one fanned out after its delete"))
+    (is (= [a] (s/search st "new")))
+    (is (= [] (s/search st "old")))
+    (is (= [] (s/search st "deleted")))
+    (is (= [] (s/search st "soon")))
+    (is (nil? (s/edit-post! st 999999 {:story "x"})))
+    (is (= ::s/invalid (thrown-type #(s/edit-post! st (:id p1) {}))))
+    (is (= ::s/invalid (thrown-type #(s/edit-post! st (:id p1) {:story 3}))))))
+
 (def checks
   "The contract: name -> (fn [store])."
   (array-map "participants" participants "friends" friends "outbound" outbound "unicode" unicode
              "inbound" inbound "fanouts" fanouts "search" search "search-batch" search-batch
-             "lifecycle" lifecycle))
+             "lifecycle" lifecycle
+             ;; issue 11 relationships and search pages
+             "unfriend" (relations/checks "unfriend") "mutes" (relations/checks "mutes")
+             "blocks" (relations/checks "blocks") "block-races" (relations/checks "block-races")
+             "search-pages" (relations/checks "search-pages")
+             ;; issue 11 edits and deletes
+             "edits" edits))
 
 (defn run-check
   "Runs one check against a fresh store from (open), closing it afterwards with (close store)."

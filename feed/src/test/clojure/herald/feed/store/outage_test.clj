@@ -59,6 +59,7 @@
       (clojure.test/do-report {:type :skip :message (str "Redis could not start: " error)})
       (let [sys (feed/start! {:profile :scale :env {}
                               :config {:http {:port 0 :host "127.0.0.1"}
+                                       :auth {:enabled? false}
                                        :events {:type :local}
                                        :store (merge roles/all-in-memory
                                                      {:type :scale :cache {:type :redis :uri uri :timeout-ms 500}})}})

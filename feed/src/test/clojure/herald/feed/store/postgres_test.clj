@@ -71,9 +71,8 @@
          (with-open [c (DriverManager/getConnection ^String jdbc-url ^String user ^String password)
                      rs (.executeQuery (.createStatement c)
                                        (str "SELECT version FROM " (:schema config) ".herald_schema_version"))]
-           (is (.next rs))
-           (is (= 1 (.getInt rs 1)) "one migration recorded, once, after two opens")
-           (is (not (.next rs)))))
+           (is (= [1 2] (loop [acc []] (if (.next rs) (recur (conj acc (.getInt rs 1))) acc)))
+               "each migration recorded, once, after two opens")))
        (finally (s/close-store! st)))
      (is (= ::s/closed (thrown-type #(s/participant st 1))))
      (is (false? (s/ready? st))))))
@@ -108,3 +107,48 @@
          (is (= :herald.feed.store.postgres/sql-error (:type (ex-data e))) "a violated CHECK constraint")
          (is (= "23514" (:sql-state (ex-data e)))))
        (finally (s/close-store! st))))))
+
+;; ---------------------------------------------------------------------------------------------------
+;; relationships (issue 11)
+
+(deftest ^:integration relationships-survive-a-restart
+  (pg/when-up
+   (let [config (pg/fresh-config)
+         [a b c d] (let [st (postgres/open config)]
+                     (try (let [[a b c d] (map :id (repeatedly 4 #(s/create-participant! st "p")))]
+                            (s/befriend! st a b) (s/befriend! st a c) (s/befriend! st a d)
+                            (s/unfriend! st a c)
+                            (s/mute! st a d)
+                            (s/block! st b a)
+                            [a b c d])
+                          (finally (s/close-store! st))))
+         st (postgres/open config)]
+     (try
+       (is (= [d] (map :to (s/friends st a))) "the unfriend and the block's unfriend are durable")
+       (is (= [d] (s/mutes st a)))
+       (is (= [a] (s/blocks st b)))
+       (is (= #{b d} (s/hidden st a)))
+       (is (= #{a} (s/hidden st b)))
+       (is (= :herald.feed.store/blocked (thrown-type #(s/befriend! st a b))))
+       (is (true? (:created? (s/befriend! st a c))))
+       (finally (s/close-store! st))))))
+
+(deftest ^:integration blocks-and-befriends-race-to-a-consistent-graph
+  (pg/when-up
+   (let [st (postgres/open (pg/fresh-config))
+         pool (Executors/newFixedThreadPool 8)]
+     (try
+       (dotimes [_ 20]
+         (let [[a b] (map :id (repeatedly 2 #(s/create-participant! st "p")))
+               start (CountDownLatch. 1)
+               tasks (for [i (range 8)]
+                       (.submit pool ^Callable (fn [] (.await start)
+                                                 (try (if (zero? (long (mod i 4))) (s/block! st a b) (s/befriend! st b a))
+                                                      (catch clojure.lang.ExceptionInfo e (:type (ex-data e)))))))
+               tasks (vec tasks)]
+           (.countDown start)
+           (run! #(.get ^Future %) tasks)
+           (is (= [b] (s/blocks st a)))
+           (is (= [] (s/friends st a)) "after the block commits, no befriend succeeds: no friendship is left")
+           (is (= [] (s/friends st b)))))
+       (finally (.shutdownNow pool) (s/close-store! st))))))

@@ -72,7 +72,7 @@
                  "CASSANDRA_CONTACT_POINTS" (first (:contact-points feeds)) "CASSANDRA_KEYSPACE" (:keyspace feeds)
                  "OPENSEARCH_URL" (:url search) "OPENSEARCH_INDEX" (:index search)
                  "KAFKA_BOOTSTRAP" (sk/bootstrap) "KAFKA_TOPIC_PREFIX" (str (:index search) "-")
-                 "DATA_DIR" (tu/temp-dir "scale-full-")}
+                 "DATA_DIR" (tu/temp-dir "scale-full-") "HERALD_AUTH" "false"}
             sys (feed/start! {:env env :config {:http {:port 0 :host "127.0.0.1"}
                                                 :store {:graph {:schema (:schema graph)}
                                                         :cache {:prefix (:prefix cache)}}}})

@@ -18,7 +18,8 @@
     (let [{:keys [jdbc-url user password]} (pg/info)
           env {"HERALD_PROFILE" "scale" "PG_URL" jdbc-url "PG_USER" user "PG_PASSWORD" password
                "REDIS_URI" (:uri (rd/info)) "KAFKA_BOOTSTRAP" bootstrap
-               "KAFKA_TOPIC_PREFIX" (str "sys-" (System/currentTimeMillis) "-") "DATA_DIR" (tu/temp-dir "scale-sys-")}
+               "KAFKA_TOPIC_PREFIX" (str "sys-" (System/currentTimeMillis) "-") "DATA_DIR" (tu/temp-dir "scale-sys-")
+               "HERALD_AUTH" "false"}
           sys (feed/start! {:env env
                             :config {:http {:port 0 :host "127.0.0.1"}
                                      :store {:graph {:schema (:schema (pg/fresh-config))}

@@ -15,7 +15,7 @@
 
 (def commands
   "The subcommands."
-  #{:rate :max :sweep :feed :report :compare :merge :aggregate})
+  #{:rate :max :sweep :feed :report :compare :merge :aggregate :lab})
 
 (def parse-seconds
   "\"10s\", \"500ms\", \"2m\", \"1h\" or a plain number of seconds, as seconds (a double)."
@@ -96,18 +96,27 @@
                    [nil "--log FILE" "write the reference performance log" :id :log-file]
                    [nil "--https" "TLS to the service (see --cacert, --insecure)" :id :https?]
                    [nil "--http2" "HTTP/2: h2 by ALPN with --https, else h2c by prior knowledge" :id :http2?]
-                   [nil "--streams N" "users sharing one HTTP/2 connection, a stream each (default 1)" :parse-fn parse-long]]
+                   [nil "--streams N" "users sharing one HTTP/2 connection, a stream each (default 1)" :parse-fn parse-long]
+                   [nil "--jwt-secret SECRET" "an auth-on feed's HS256 secret: a bearer token per participant (env HERALD_JWT_SECRET, which keeps it out of ps)"
+                    :default-fn (fn [_] (not-empty (System/getenv "HERALD_JWT_SECRET"))) :default-desc ""]
+                   [nil "--jwt-issuer ISS" "the tokens' iss claim (env HERALD_JWT_ISSUER)"
+                    :default-fn (fn [_] (not-empty (System/getenv "HERALD_JWT_ISSUER"))) :default-desc ""]
+                   [nil "--jwt-audience AUD" "the tokens' aud claim (env HERALD_JWT_AUDIENCE)"
+                    :default-fn (fn [_] (not-empty (System/getenv "HERALD_JWT_AUDIENCE"))) :default-desc ""]]
                   tls-specs common)
     (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"]
                         [nil "--steps" "one row (and one overlaid series) per step of stepped runs"]
                         ["-h" "--help"]]
     :merge [["-o" "--out DIR" "write the merged result's files into DIR"] [nil "--label NAME" "name of the merged run"] ["-h" "--help"]]
+    :lab [["-o" "--out DIR" "the lab's directory (default: lab-results/<spec name>); a rerun resumes the missing cells"]
+          [nil "--dry-run" "validate SPEC and list the cells, start nothing" :id :dry-run?]
+          ["-h" "--help"]]
     :aggregate [[nil "--csv FILE" "write CSV there (default: stdout)"] [nil "--edn FILE" "also write EDN"] ["-h" "--help"]]))
 
 (defn arg-help
   "The positional arguments of `cmd`, for usage lines."
   [cmd]
-  (case cmd (:rate :max :sweep) "URL [options]" :feed "[options]" (:report :compare :merge) "RESULT.edn... [options]" :aggregate "LOGFILE|- [options]"))
+  (case cmd (:rate :max :sweep) "URL [options]" :feed "[options]" (:report :compare :merge) "RESULT.edn... [options]" :lab "SPEC.edn [options]" :aggregate "LOGFILE|- [options]"))
 
 (defn- schedule-opts
   "--rate, --ramp and --schedule as the API's :rate or :schedule (only one of them may be given)."
@@ -169,6 +178,25 @@
                   " p99_bound_ms=" (:p99-bound r)))
     0))
 
+(defn- lab! [options [spec-path & more]]
+  (when (or (nil? spec-path) (seq more))
+    (throw (ex-info "lab wants one SPEC.edn argument" {:type :herald.load/bad-option :key :spec})))
+  (let [spec (load/read-lab-spec spec-path)
+        out (or (:out options) (str (io/file "lab-results" (or (:name spec) (str/replace (.getName (io/file ^String spec-path)) #"\.edn$" "")))))
+        r (load/lab spec out {:dry-run? (:dry-run? options)})]
+    (if (:dry-run? options)
+      (do (println (str "herald-load lab: " (count (:cells r)) " cells, JDKs " (str/join ", " (map :home (:jdks r)))))
+          (doseq [c (:cells r)] (println (:id c))))
+      (do (doseq [c (:cells r)]
+            (println (str "herald-load cell=" (:id c) " status=" (name (:status c))
+                          " max_rps=" (some->> (:max-rate c) double (format "%.1f")) " wall_rps=" (or (:wall c) "none")
+                          " cpu_ms_per_req=" (some->> (:cpu-ms-per-request c) (format "%.4f"))
+                          " rss_peak_mb=" (some->> (:rss-peak-mb c) (format "%.1f"))
+                          " gc_pauses=" (get-in c [:gc :count]) " gc_max_ms=" (get-in c [:gc :max-ms]))))
+          (println (str "herald-load mode=lab cells=" (count (:cells r)) " resumed=" (count (:resumed r))
+                        " interrupted=" (boolean (:interrupted? r)) " report=" (io/file out "report.html")))))
+    (if (:interrupted? r) 130 0)))
+
 (defn exit-code
   "The exit status of a rate, max or feed run: 2 when every request failed (none answered with a 2xx or 3xx
   status while requests failed or could not be sent), else 0."
@@ -199,6 +227,7 @@
       (println (load/compare-table results))
       (when-let [dir (:out options)] (doseq [p (load/report! dir results)] (println "wrote" p)))
       0)
+    :lab (lab! options args)
     :merge
     (let [results (mapv output/read-result args)]
       (when (< (count results) 2) (throw (ex-info "merge needs two or more result files" {:type :herald.load/bad-option :key :results})))

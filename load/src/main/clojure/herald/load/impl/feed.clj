@@ -6,6 +6,7 @@
   (:require [clojure.string :as str]
             [herald.load.impl.feed-record :as rec]
             [herald.load.impl.json :as json]
+            [herald.load.impl.jwt :as jwt]
             [herald.load.impl.request :as request]
             [herald.load.impl.words :as words])
   (:import (herald.load.client RequestFailure Response SessionClient SessionGroup Target)
@@ -63,6 +64,11 @@
 
 (defn- link [id] (str "/participant/" id))
 
+(defn- as
+  "`req` sent as participant `id`: with its bearer token when the run has a JWT secret (herald.load.impl.jwt)."
+  [{:keys [tokens]} id req]
+  (if tokens (assoc-in req [:headers "Authorization"] (tokens id)) req))
+
 (defn- broadcast-once!
   "One broadcaster iteration: a batch of participants, friendships, then posts by the invitees."
   [{:keys [^Random rnd opts dict known] :as ctx}]
@@ -77,14 +83,14 @@
             inviters (pick (min 3 (count ids)))
             invitees (pick (+ min-friends (.nextInt rnd (inc (- max-friends min-friends)))))]
         (doseq [a inviters b invitees :when (not= a b)]
-          (call! ctx "friends" "post" (merge {:method :post :path (str (link a) "/friends")}
-                                             (body-of opts {:from (link a) :to (link b)}))))
+          (call! ctx "friends" "post" (as ctx a (merge {:method :post :path (str (link a) "/friends")}
+                                                     (body-of opts {:from (link a) :to (link b)})))))
         (doseq [b invitees _ (range posts-per-user)]
           (call! ctx "outbound" "post"
-                 (merge {:method :post :path (str (link b) "/outbound")}
-                        (body-of opts {:from (link b) :occurred (str (LocalDate/now))
-                                       :subject (words/sentence rnd dict subject-words)
-                                       :story (words/sentence rnd dict story-words)}))))))))
+                 (as ctx b (merge {:method :post :path (str (link b) "/outbound")}
+                                  (body-of opts {:from (link b) :occurred (str (LocalDate/now))
+                                                 :subject (words/sentence rnd dict subject-words)
+                                                 :story (words/sentence rnd dict story-words)})))))))))
 
 (defn- search-once! [{:keys [^Random rnd opts dict] :as ctx}]
   (dotimes [_ (:searches-per-user opts)]
@@ -97,7 +103,7 @@
       (when-not @stop (Thread/sleep 10))
       (let [id (nth ids (.nextInt rnd (count ids)))]
         (doseq [[entity path] [["inbound" "/inbound"] ["outbound" "/outbound"] ["friends" "/friends"]]]
-          (call! ctx entity "get" {:method :get :path (str (link id) path)}))))))
+          (call! ctx entity "get" (as ctx id {:method :get :path (str (link id) path)})))))))
 
 (defn role
   "The role of a user drawn with `rnd`: :searcher, :reader or :broadcaster, by the options' shares."
@@ -123,6 +129,7 @@
         next-slot (when cap (AtomicLong. (System/nanoTime)))
         host-header (request/host-header {:host (:host opts) :port (:port opts) :tls? (:https? opts)})
         timeout-ns (long (* 1e9 (double (:timeout opts))))
+        tokens (jwt/token-source opts)
         streams (long (:streams opts 1))
         ;; with --streams N, users 0..N-1 share connections (one stream each), N..2N-1 the next ones, ...
         groups (when (> streams 1) (vec (repeatedly (long (Math/ceil (/ (long (:users opts)) (double streams))))
@@ -134,7 +141,7 @@
                                 (SessionClient. (.next group) target (boolean (:new-connection? opts)) timeout-ns))]
                   {:role (role rnd opts)
                    :ctx {:session session :host-header host-header :recorder recorder :stop stop :rnd rnd :opts opts
-                         :dict dict :known known :next-slot next-slot :cap-interval cap :user i}}))
+                         :dict dict :known known :next-slot next-slot :cap-interval cap :user i :tokens tokens}}))
         users (vec users)]
     {:roles (frequencies (map :role users))
      :sessions (mapv (comp :session :ctx) users)

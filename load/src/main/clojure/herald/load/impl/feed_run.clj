@@ -21,7 +21,17 @@
   {:host "127.0.0.1" :port 8080 :users 3 :search-share 0.1 :reader-share 0.0 :batch-size 10
    :min-friends 2 :max-friends 3 :subject-words 5 :story-words 150 :posts-per-user 10 :searches-per-user 5
    :new-connection? false :body-format :json :rate-cap nil :duration 60 :timeout 10 :seed 1
-   :progress :auto :interval 1.0 :handle-interrupt? false :threads 1 :https? false :warmup 0})
+   :progress :auto :interval 1.0 :handle-interrupt? false :threads 1 :https? false :warmup 0
+   :jwt-secret nil :jwt-issuer nil :jwt-audience nil})
+
+(defn- check-secret
+  "`m` when its :jwt-secret is nil or at least 32 bytes; else a bad option that names the key, never the secret."
+  [m]
+  (let [s (:jwt-secret m)]
+    (when-not (or (nil? s) (and (string? s) (>= (alength (.getBytes ^String s "UTF-8")) 32)))
+      (throw (ex-info "bad option :jwt-secret: must be an HS256 secret of at least 32 bytes (256 bits)"
+                      {:type :herald.load/bad-option :key :jwt-secret})))
+    m))
 
 (defn validate
   "Fills the defaults into feed options and checks them."
@@ -51,6 +61,9 @@
         (options/check :seed integer? "must be an integer")
         (options/check :progress #{:auto :text :json :quiet} "must be one of :auto :text :json :quiet")
         (options/check :https? boolean? "must be true or false")
+        check-secret
+        (options/check :jwt-issuer #(or (nil? %) (string? %)) "must be nil or a string")
+        (options/check :jwt-audience #(or (nil? %) (string? %)) "must be nil or a string")
         (protocol/validate (boolean (:https? m))))))
 
 (defn- interval-loop [r ^Recorder interval stop-at stopped? report minutes-unused]
@@ -97,7 +110,8 @@
             errors (rec/error-counts r)]
         {:herald.load/result 1
          :mode :feed
-         :meta (meta/run-meta (dissoc opts :on-interval))
+         ;; the secret never reaches a result file or a report
+         :meta (meta/run-meta (cond-> (dissoc opts :on-interval) (:jwt-secret opts) (assoc :jwt-secret "(hidden)")))
          :url (str (if (:https? opts) "https://" "http://") (:host opts) ":" (:port opts) "/")
          :protocol (protocol/protocol-name opts (:https? opts))
          :rate {:target (some-> (:rate-cap opts) double) :achieved (/ (.getTotalCount total) (max 1e-9 seconds))}

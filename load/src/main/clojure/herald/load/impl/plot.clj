@@ -14,6 +14,10 @@
   "Series colours, in order."
   ["#1f77b4" "#d62728" "#2ca02c" "#ff7f0e" "#9467bd" "#8c564b" "#e377c2" "#17becf" "#7f7f7f" "#bcbd22"])
 (def ^:private W 860) (def ^:private H 420)
+
+(def size
+  "[width height] of every chart image, in pixels."
+  [W H])
 (def ^:private L 72) (def ^:private R 190) (def ^:private T 40) (def ^:private B 52)
 
 (defn- nice-step [span]
@@ -124,12 +128,13 @@
 (defn- n2 [x] (format "%.1f" (double x)))
 
 (defn svg
-  "The chart as a standalone <svg> element."
+  "The chart as a standalone <svg> element (a chart with :ops, drawing ops of the same size as `chart-ops`'s,
+  draws those instead: the lab's heat map)."
   [chart]
   (str "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" W "\" height=\"" H "\" viewBox=\"0 0 " W " " H
        "\" font-family=\"sans-serif\">\n"
        (str/join "\n"
-                 (for [[op & a] (chart-ops chart)]
+                 (for [[op & a] (or (:ops chart) (chart-ops chart))]
                    (case op
                      :rect (let [[x y w h fill stroke] a]
                              (format "<rect x=\"%s\" y=\"%s\" width=\"%s\" height=\"%s\" fill=\"%s\"%s/>" (n2 x) (n2 y) (n2 (max 0 w)) (n2 (max 0 h))
@@ -176,7 +181,7 @@
     :text (let [[x y s anchor size vertical] a] (draw-text g x y s anchor size vertical))))
 
 (defn png
-  "The chart rendered to PNG bytes with Java2D (headless)."
+  "The chart (or its :ops, as in `svg`) rendered to PNG bytes with Java2D (headless)."
   ^bytes [chart]
   (System/setProperty "java.awt.headless" "true")
   (let [img (BufferedImage. W H BufferedImage/TYPE_INT_RGB)
@@ -184,7 +189,7 @@
         out (ByteArrayOutputStream.)]
     (.setRenderingHint g RenderingHints/KEY_ANTIALIASING RenderingHints/VALUE_ANTIALIAS_ON)
     (.setRenderingHint g RenderingHints/KEY_TEXT_ANTIALIASING RenderingHints/VALUE_TEXT_ANTIALIAS_ON)
-    (doseq [op (chart-ops chart)] (draw-op g op))
+    (doseq [op (or (:ops chart) (chart-ops chart))] (draw-op g op))
     (.dispose g)
     (ImageIO/write img "png" out)
     (.toByteArray out)))

@@ -24,7 +24,11 @@
    "pending_fanouts" "(bucket bigint, ts bigint, id bigint, sender bigint, recipients list<bigint>,
                       PRIMARY KEY ((bucket), ts, id)) WITH CLUSTERING ORDER BY (ts ASC, id ASC)
                       AND gc_grace_seconds = 10800"
-   "buckets" "(kind text, bucket bigint, PRIMARY KEY ((kind), bucket)) WITH CLUSTERING ORDER BY (bucket ASC)"))
+   "buckets" "(kind text, bucket bigint, PRIMARY KEY ((kind), bucket)) WITH CLUSTERING ORDER BY (bucket ASC)"
+   ;; issue 11: who got a post's inbound copies (written by the fan-out on the Kafka log), so that its edits and
+   ;; its delete reach every copy; and the tombstones of deleted posts, so that a replayed delivery is skipped
+   "post_recipients" "(id bigint PRIMARY KEY, recipients list<bigint>)"
+   "deleted_posts" "(id bigint PRIMARY KEY, sender bigint, ts bigint)"))
 
 (def log-bucket-micros
   "The span of one post_log partition: an hour of post :ts."
@@ -87,7 +91,15 @@
    :delete-bucket "DELETE FROM %s.buckets WHERE kind = ? AND bucket = ?"
    :pending-any "SELECT bucket FROM %s.pending_fanouts WHERE bucket = ? LIMIT 1"
    :pending-in "SELECT ts, id, sender, recipients FROM %s.pending_fanouts WHERE bucket = ?"
-   :delete-pending "DELETE FROM %s.pending_fanouts WHERE bucket = ? AND ts = ? AND id = ?"})
+   :delete-pending "DELETE FROM %s.pending_fanouts WHERE bucket = ? AND ts = ? AND id = ?"
+   ;; issue 11: edits and deletes
+   :insert-recipients "INSERT INTO %s.post_recipients (id, recipients) VALUES (?, ?)"
+   :recipients "SELECT recipients FROM %s.post_recipients WHERE id = ?"
+   :insert-deleted "INSERT INTO %s.deleted_posts (id, sender, ts) VALUES (?, ?, ?)"
+   :deleted-in "SELECT id FROM %s.deleted_posts WHERE id IN ?"
+   :delete-outbound "DELETE FROM %s.outbound WHERE sender = ? AND ts = ? AND id = ?"
+   :delete-post "DELETE FROM %s.posts WHERE id = ?"
+   :delete-inbound "DELETE FROM %s.inbound WHERE recipient = ? AND ts = ? AND id = ?"})
 
 (defn prepare-all
   "Every statement of the backend prepared for keyspace: a map of keyword -> PreparedStatement."

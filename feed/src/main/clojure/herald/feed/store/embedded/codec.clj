@@ -97,3 +97,14 @@
     (.get bb)
     (.get bb k)
     [k (vec (repeatedly (.getInt bb) #(.getLong bb)))]))
+
+(defn tombstone
+  "The posts entry of a deleted post: its outbound key (24 bytes) and a 25th byte, so it still orders and
+  dates like a live entry (feed-key-ts) but names no outbound row."
+  ^bytes [^bytes outbound-key]
+  (let [v (Arrays/copyOf outbound-key 25)] (aset-byte v 24 1) v))
+
+(defn tombstone?
+  "True when the posts entry `v` is a tombstone."
+  [^bytes v]
+  (= 25 (alength v)))

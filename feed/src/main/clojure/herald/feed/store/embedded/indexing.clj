@@ -93,14 +93,25 @@
                 (if-let [p (when (pos? n) (.poll q))] (recur (conj acc p) (dec n)) acc))]
     (run! #(index-posts! idx state [%]) posts)))
 
-(defn search
-  "Sender ids of the posts matching every term of `keywords`, newest first; counts and logs a failure and
-  throws ex-info :herald.feed.store/unavailable."
-  [idx state keywords limit]
+(defn- counted
+  "(f), counting and logging a failure, which throws ex-info :herald.feed.store/unavailable."
+  [state f]
   (try
-    (lucene/search idx (text/terms keywords) limit)
+    (f)
     (catch Exception e
       (let [n (:search-errors (swap! state update :search-errors (fnil inc 0)))]
         (when (= 1 n) (.error log "search failed (counted in the store's :search-errors; first failure logged)" e)))
       (throw (ex-info (str "search is unavailable: " (ex-message e))
                       {:type :herald.feed.store/unavailable} e)))))
+
+(defn search
+  "Sender ids of the posts matching every term of `keywords`, newest first; counts and logs a failure and
+  throws ex-info :herald.feed.store/unavailable."
+  [idx state keywords limit]
+  (counted state #(lucene/search idx (text/terms keywords) limit)))
+
+(defn search-page
+  "[{:id :from}] of the newest `n` posts matching every term of `keywords` with an id below `below` (nil: any);
+  failures as `search`."
+  [idx state keywords n below]
+  (counted state #(lucene/search-page idx (text/terms keywords) n below)))

@@ -10,7 +10,8 @@
            (org.apache.lucene.index DirectoryReader DocValues IndexOptions IndexWriter IndexWriterConfig
                                     IndexWriterConfig$OpenMode LeafReader LeafReaderContext NumericDocValues ReaderUtil
                                     SegmentInfos Term TieredMergePolicy)
-           (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder IndexSearcher ScoreDoc
+           (org.apache.lucene.search BooleanClause$Occur BooleanQuery$Builder FieldDoc IndexSearcher
+                                     IndexSortSortedNumericDocValuesRangeQuery Query ScoreDoc
                                      DocIdSetIterator SearcherFactory SearcherManager Sort SortField SortField$Type
                                      TermQuery TopFieldCollectorManager TopFieldDocs)
            (org.apache.lucene.store Directory NIOFSDirectory NRTCachingDirectory)
@@ -137,14 +138,18 @@
   id once (see the store's claims) and recovery checks ids-above. Returns nil; a failure throws ex-info
   {:added k} (the first k posts were added, post k failed) with the cause."
   [{:keys [^IndexWriter writer ^ReentrantLock lock ^AtomicLong write-gen ^AtomicLong dirty-since
-           ^AtomicLong uncommitted]}
+           ^AtomicLong uncommitted] :as idx}
    posts]
-  (let [docs (mapv document posts)
+  (let [posts (vec posts)
+        docs (mapv document posts)
+        ^java.util.Map edited (:edited idx)
         added (long (do (.lock lock)
                         (try
                           (loop [k 0]
                             (if (< k (count docs))
-                              (if-let [e (try (.addDocument writer (nth docs k)) nil (catch Exception e e))]
+                              ;; a post an edit or delete took over while this batch waited (see replace-post!)
+                              (if-let [e (when-not (and edited (.containsKey edited (:id (nth posts k))))
+                                           (try (.addDocument writer (nth docs k)) nil (catch Exception e e)))]
                                 (do (.addAndGet uncommitted k)
                                     (throw (ex-info (ex-message e) {:added k} e)))
                                 (recur (inc k)))
@@ -236,22 +241,35 @@
           (recur (inc i) ord dv (long base)))))
     (vec out)))
 
+(defn- top
+  "(f leaves hits) over the newest n hits of the terms, below post id `below` when given (the index sort makes
+  that a search-after on id)."
+  [{:keys [^SearcherManager manager] :as idx} terms n below f]
+  (catch-up! idx)
+  (let [^IndexSearcher s (.acquire manager)
+        after (when below (FieldDoc. Integer/MAX_VALUE Float/NaN (object-array [(Long/valueOf (long below))])))]
+    (try
+      ;; hit-count threshold = n: each segment stops after n hits (its newest, by the index sort), instead of
+      ;; counting up to 1,000 hits first for a total nobody reads
+      (let [^TopFieldDocs top (.search s ^org.apache.lucene.search.Query (query terms)
+                                       (TopFieldCollectorManager. newest-first (int n) ^FieldDoc after (int n)))]
+        (f (.leaves (.getIndexReader s)) (.-scoreDocs top)))
+      (finally (.release manager s)))))
+
 (defn search
   "Sender ids of the newest limit posts containing every term. Sees every document indexed max-lag-ms or
   more before the call (every document when max-lag-ms is 0)."
-  [{:keys [^SearcherManager manager] :as idx} terms limit]
+  [idx terms limit]
+  (if (empty? terms) [] (top idx terms limit nil senders)))
+
+(defn search-page
+  "[{:id :from}] of the newest n posts containing every term with a post id below `below` (nil: any), as search."
+  [idx terms n below]
   (if (empty? terms)
     []
-    (do
-      (catch-up! idx)
-      (let [^IndexSearcher s (.acquire manager)]
-        (try
-          ;; hit-count threshold = limit: each segment stops after limit hits (its newest, by the index
-          ;; sort), instead of counting up to 1,000 hits first for a total nobody reads
-          (let [^TopFieldDocs top (.search s ^org.apache.lucene.search.Query (query terms)
-                                           (TopFieldCollectorManager. newest-first (int limit) nil (int limit)))]
-            (senders (.leaves (.getIndexReader s)) (.-scoreDocs top)))
-          (finally (.release manager s)))))))
+    (top idx terms n below
+         (fn [leaves ^"[Lorg.apache.lucene.search.ScoreDoc;" hits]
+           (mapv (fn [h from] {:id (long (aget (.-fields ^FieldDoc h) 0)) :from from}) hits (senders leaves hits))))))
 
 (defn commit!
   "Commits the index, recording watermark (every post id up to it is in this commit: the caller computes
@@ -289,3 +307,32 @@
   "True while the writer is usable (false after close or a tragic error)."
   [{:keys [^IndexWriter writer]}]
   (.isOpen writer))
+
+;; ---------------------------------------------------------------------------------------------------
+;; edits and deletes (issue 11)
+
+(defn- id-query
+  "The documents of post `id`: a binary search of the index sort (highest id first) in each segment, with the
+  doc values scan as the fallback where a segment is not sorted."
+  ^Query [id]
+  (IndexSortSortedNumericDocValuesRangeQuery. "id" (long id) (long id) (NumericDocValuesField/newSlowExactQuery "id" (long id))))
+
+(defn replace-post!
+  "Under the index lock: deletes the documents of post `id`, then adds the document of `(current)` (the post's
+  version read now from the store, nil once it is deleted), and when `(take-over?)` is true marks `id` in
+  `:edited` so that an indexing batch holding an older version of it skips it (add-posts!). Returns nil; throws
+  what Lucene throws."
+  [{:keys [^IndexWriter writer ^ReentrantLock lock ^AtomicLong write-gen ^AtomicLong dirty-since
+           ^AtomicLong uncommitted] :as idx}
+   id current take-over?]
+  (.lock lock)
+  (try
+    (when (take-over?) (.put ^java.util.Map (:edited idx) (long id) Boolean/TRUE))
+    (.deleteDocuments writer ^"[Lorg.apache.lucene.search.Query;" (into-array Query [(id-query id)]))
+    (when-let [p (current)] (.addDocument writer (document p)))
+    (.incrementAndGet uncommitted)
+    nil
+    (finally
+      (.incrementAndGet write-gen)
+      (when (zero? (.get dirty-since)) (.compareAndSet dirty-since 0 (System/currentTimeMillis)))
+      (.unlock lock))))

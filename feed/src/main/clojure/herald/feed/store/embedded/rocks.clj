@@ -14,8 +14,13 @@
   (sender, inverted ts, post id) -> post; inbound (recipient, inverted ts, post id) -> sender (a reference:
   the post is read from outbound); fanout post id -> pending fan-out; search-pending: no longer written
   (builds before index format 3 marked each post not yet in a Lucene commit there; the store clears it on
-  open: the Lucene commit's watermark replaced it)."
-  [:participants :friendships :friends :posts :outbound :inbound :fanout :search-pending])
+  open: the Lucene commit's watermark replaced it). Relationships (issue 11): mutes (muter, target) and blocks
+  (blocker, target) -> a marker, blocked-by (target, blocker) -> a marker; an unfriend deletes the two friends
+  entries and keeps the friendships record (so friendship ids are never reused). Posts (issue 11): reindex (post
+  id, seq) -> nothing: an edit or delete whose search index change is not in a Lucene commit yet (written with the
+  edit, cleared after the commit); a deleted post's posts entry is a tombstone (its outbound key and one more byte)."
+  [:participants :friendships :friends :posts :outbound :inbound :fanout :search-pending :mutes :blocks :blocked-by
+   :reindex])
 
 (def ^:private feed-families #{:outbound :inbound})
 

@@ -91,6 +91,19 @@
    "query" {"bool" {"filter" [{"match" {"text" {"query" keywords "operator" "and"
                                                  "zero_terms_query" "none"}}}]}}})
 
+(defn search-page-body
+  "The _search body of a page (issue 11): as `search-body` with `n` hits, the `id` and `ts` doc values too, and
+  after the hit sorted at `after` ([ts id], nil for the first page)."
+  [keywords n after]
+  (cond-> (assoc (search-body keywords n) "docvalue_fields" ["from" "ts" "id"])
+    after (assoc "search_after" after)))
+
+(defn hits
+  "[{:id :from :ts}] of a page's _search response, in hit order."
+  [resp]
+  (mapv (fn [hit] (let [f #(long (first (get-in hit ["fields" %])))] {:id (f "id") :from (f "from") :ts (f "ts")}))
+        (get-in resp ["hits" "hits"])))
+
 (def count-body
   "The _count body of the posts (not the progress document)."
   {"query" {"exists" {"field" "id"}}})

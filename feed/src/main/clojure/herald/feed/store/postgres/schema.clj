@@ -19,7 +19,19 @@
           hi bigint NOT NULL,
           CONSTRAINT friendships_pair UNIQUE (lo, hi),
           CONSTRAINT friendships_ordered CHECK (lo < hi))"
-       "CREATE INDEX friendships_by_hi ON friendships (hi, lo)"]]])
+       "CREATE INDEX friendships_by_hi ON friendships (hi, lo)"]]
+   ;; issue 11: directed mutes and blocks (an unfriend deletes the friendships row; identity ids are never reused)
+   [2 ["CREATE TABLE mutes (
+          muter bigint NOT NULL,
+          target bigint NOT NULL,
+          PRIMARY KEY (muter, target),
+          CONSTRAINT mutes_not_self CHECK (muter <> target))"
+       "CREATE TABLE blocks (
+          blocker bigint NOT NULL,
+          target bigint NOT NULL,
+          PRIMARY KEY (blocker, target),
+          CONSTRAINT blocks_not_self CHECK (blocker <> target))"
+       "CREATE INDEX blocks_by_target ON blocks (target, blocker)"]]])
 
 (def ^:private lock-key
   "The advisory lock taken while migrating (any constant shared by every herald process)."
