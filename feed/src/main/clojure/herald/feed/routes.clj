@@ -69,16 +69,17 @@
       {:status 200 :headers {"content-type" "text/plain; charset=utf-8"}
        :body (map #(str (str/join "\n" %) "\n") (partition-all 4096 (perf/log-lines recorder from to)))})))
 
-(declare route-specs)
+(declare table)
 
 (defn- openapi-doc [{:keys [version] :as env}]
-  (let [doc (delay (http/write-json-bytes (openapi/document (route-specs) version {:auth? (some? (:auth env))})))]
+  (let [doc (delay (http/write-json-bytes (openapi/document table version {:auth? (some? (:auth env))})))]
     (fn [_] {:status 200 :headers {"content-type" "application/json; charset=utf-8"} :body @doc})))
 
 (defn- with-ctx [f] (fn [env] (f (:ctx env))))
 
-(defn route-specs
-  "The route table: {:path :method :handler (fn [env] ring-handler) :entity :op (perf names, nil =
+(def table
+  "The route table, a plain value read by both the router (`ring-handler`) and the OpenAPI document
+  (herald.feed.openapi): a vector of {:path :method :handler (fn [env] ring-handler) :entity :op (perf names, nil =
   not recorded) :summary :params :body :response :errors :link? :auth}.
 
   `:auth :self` marks an operation a participant may only do as itself: with auth on, it needs a bearer token
@@ -88,7 +89,6 @@
   the private data of, its participant (edit, delete, unfriend, mutes, blocks) just carries `:auth :self`;
   routes without it stay public. POST /participant stays open: it creates a participant, so there is no one to
   act as yet (an identity provider issues tokens for the id it answers)."
-  []
   [{:path "/participant" :method :post :entity :participant :op :post :handler (with-ctx h/create-participant)
     :summary "Create a participant" :body "NewParticipant" :response "Participant" :errors [400 413 415]}
    {:path "/participant/:id" :method :get :entity :participant :op :get :handler (with-ctx h/get-participant)
@@ -189,8 +189,8 @@
                                        (h/endpoint (:recorder env) entity op ring)
                                        (h/endpoint nil nil nil ring))]
                             (update m path (fnil assoc (array-map)) method ring)))
-                        (array-map) (route-specs))
-        paths (distinct (map :path (route-specs)))]
+                        (array-map) table)
+        paths (distinct (map :path table))]
     (-> (http/router (mapv (fn [p] [p (get by-path p)]) paths)
                      {:not-found not-found :method-not-allowed method-not-allowed})
         (h/wrap-form-params (:max-body-bytes (:limits (:ctx env)))))))

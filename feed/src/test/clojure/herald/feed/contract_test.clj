@@ -208,7 +208,7 @@
     (is (re-find #"(?m)^herald_feed_fanout_pending 0$" (:body m))))
   (let [doc (:json (req "/openapi.json"))]
     (is (= "3.0.3" (get doc "openapi")))
-    (doseq [{:keys [path method response-type]} (routes/route-specs)]
+    (doseq [{:keys [path method response-type]} routes/table]
       (is (get-in doc ["paths" (str/replace path #":([A-Za-z]+)" "{$1}") (name method) "responses"
                        (if (= :none response-type) "204" "200")])
           (str "documented: " method " " path))))

@@ -19,8 +19,8 @@
             ops (operations doc)
             ids (map #(get (nth % 2) "operationId") ops)]
         (testing "every route is documented with an operationId, and the ids are unique (F3)"
-          (is (= (count (routes/route-specs)) (count ops)))
-          (doseq [{:keys [path method]} (routes/route-specs)]
+          (is (= (count routes/table) (count ops)))
+          (doseq [{:keys [path method]} routes/table]
             (is (string? (get-in doc ["paths" (openapi/openapi-path path) (name method) "operationId"]))
                 (str method " " path)))
           (is (= (count ids) (count (distinct ids))) (str "duplicates: " (pr-str (sort ids))))

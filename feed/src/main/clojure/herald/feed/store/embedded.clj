@@ -152,16 +152,9 @@
   (-hidden [_ id] (guarded (rel/hidden db id)))
 
   store/SearchPages
-  (-search-page [_ keywords {:keys [limit before]}]
-    (guarded
-     (let [below (when before (second (cursor/decode before)))
-           hits (ix/search-page idx state keywords (inc (long limit)) below)
-           more? (> (count hits) (long limit))
-           shown (if more? (pop hits) hits)
-           ;; the cursor's ts: the post's, from its outbound key (the index holds ids only)
-           ts (when-let [{:keys [id]} (and more? (peek shown))]
-                (some-> (rocks/get-bytes db :posts (c/long-key id)) c/feed-key-ts))]
-       {:items shown :next (when more? (cursor/encode (or ts 0) (:id (peek shown))))})))
+  ;; the cursor's ts is the post's, from its key in :posts (the index holds ids only)
+  (-search-page [_ keywords opts]
+    (guarded (ix/search-page idx state keywords opts #(some-> (rocks/get-bytes db :posts (c/long-key %)) c/feed-key-ts))))
 
   store/OutboundStore
   (-publish! [_ post recipients]

@@ -1,6 +1,7 @@
 (ns herald.feed.store.embedded.indexing
   "The embedded store's search bookkeeping: which published posts are not in Lucene yet, claims so each is indexed once, the commit watermark, failure counting and retries."
-  (:require [herald.feed.store.embedded.lucene :as lucene]
+  (:require [herald.feed.store.cursor :as cursor]
+            [herald.feed.store.embedded.lucene :as lucene]
             [herald.feed.store.text :as text])
   (:import (java.util Map$Entry)
            (java.util.concurrent ConcurrentSkipListMap LinkedBlockingQueue)
@@ -111,7 +112,12 @@
   (counted state #(lucene/search idx (text/terms keywords) limit)))
 
 (defn search-page
-  "[{:id :from}] of the newest `n` posts matching every term of `keywords` with an id below `below` (nil: any);
-  failures as `search`."
-  [idx state keywords n below]
-  (counted state #(lucene/search-page idx (text/terms keywords) n below)))
+  "A page {:items [{:id :from}] :next cursor} of the newest posts matching every term of `keywords`, after the
+  cursor's post id (opts {:limit :before}); `ts-of` gives a post id's ts for the :next cursor. Failures as
+  `search`."
+  [idx state keywords {:keys [limit before]} ts-of]
+  (let [below (when before (second (cursor/decode before)))
+        hits (counted state #(lucene/search-page idx (text/terms keywords) (inc (long limit)) below))
+        more? (> (count hits) (long limit))
+        shown (if more? (pop hits) hits)]
+    {:items shown :next (when more? (let [id (:id (peek shown))] (cursor/encode (or (ts-of id) 0) id)))}))

@@ -1,0 +1,26 @@
+(ns herald.feed.store.relations-crash-child
+  "The child JVM of the relationships' kill -9 test: befriends, mutes, blocks and unmutes on an embedded store and
+  prints each acknowledged write."
+  (:require [herald.feed.store :as s])
+  (:import (java.io PrintStream)))
+
+(set! *warn-on-reflection* true)
+
+(defn- ack [^PrintStream out & fields]
+  (.println out (str (apply str (interpose " " fields)) " ."))
+  (.flush out))
+
+(defn -main
+  "Args: data-dir. Loops until killed, on a new pair x, y each time: befriend, x mutes y, y blocks x, and on odd
+  rounds x unmutes y."
+  [dir]
+  (let [st (s/open-store {:type :embedded :data-dir dir :block-cache-mb 8 :write-buffer-mb 4 :index-ram-mb 16})
+        out System/out]
+    (ack out "READY")
+    (loop [i 0]
+      (let [x (:id (s/create-participant! st "x")) y (:id (s/create-participant! st "y"))]
+        (s/befriend! st x y) (ack out "B" x y)
+        (s/mute! st x y) (ack out "M" x y)
+        (s/block! st y x) (ack out "K" x y)
+        (when (odd? i) (s/unmute! st x y) (ack out "U" x y)))
+      (recur (inc i)))))
