@@ -52,6 +52,9 @@ final class RequestReceiver {
         head = r;
         headKeepAlive = (h1 != null ? h1.keepAlive
             : KeepAlive.of(r.protocolVersion(), r.headers().get(HttpHeaderNames.CONNECTION))) && !conn.reserveOnly;
+        if (r instanceof io.netty.handler.codec.http.FullHttpRequest) {
+            return; // no body follows (the common GET): no Content-Length lookup, which would build the headers
+        }
         long length = HttpUtil.getContentLength(r, -1L);
         if (length > StreamedBody.BUFFERED_LIMIT && length <= config.maxBodyBytes) {
             stream(null); // the handler starts now and reads the body as it comes
