@@ -1,6 +1,8 @@
 (ns herald.http
   "herald's public HTTP API: a strictly Ring 1.x compliant server on Netty, routing, middleware and JSON."
-  (:require [herald.http.impl.response :as response]
+  (:require [herald.http.impl.file-sources :as file-sources]
+            [herald.http.impl.files :as files]
+            [herald.http.impl.response :as response]
             [herald.http.impl.server :as server]
             [herald.http.json :as json]
             [herald.http.middleware :as middleware]
@@ -35,6 +37,8 @@
   | `:idle-timeout-ms` | int | `60000` | a keep-alive connection with nothing in flight and no bytes read for this long is closed (`0`: never); an in-flight request is never cut (a client that reads none of its queued responses is not in flight) |
   | `:request-timeout-ms` | int | `30000` | a request whose head and body are not received within this time gets 408 and the connection is closed (`0`: never) |
   | `:max-connections` | int | `10000` | connections beyond this get 503 and are closed |
+  | `:reserved-connections` | int | `0` | connections accepted beyond `:max-connections` for health probes only: a GET/HEAD of one of `:health-paths` is answered (then closed), any other request gets 503 and the connection closes |
+  | `:health-paths` | collection of String | `#{\"/health\"}` | the paths (query ignored) a reserve connection answers |
   | `:max-connections-per-address` | int | `1000` | connections from one client IP address at once; a new one beyond it gets 503 and is closed, so one client cannot hold every connection (raise it behind a proxy, whose address all clients share) |
   | `:header-timeout-ms` | int | `10000` | a new connection that has not sent a complete request head this long after it opened (after its first bytes on plaintext with HTTP/2 on) is closed, with 408 when part of a head arrived (`0`: never; later requests are bounded by `:idle-timeout-ms` and `:request-timeout-ms`) |
   | `:shutdown-timeout-ms` | int | `10000` | how long `stop-server` waits for in-flight requests |
@@ -51,6 +55,7 @@
   | `:ssl-context` | SSLContext or SslContext | none | serve HTTPS on `:port` with a `javax.net.ssl.SSLContext` or a server-side Netty `SslContext` (JDK provider works; no tcnative needed); not together with `:tls` |
   | `:http2?` | boolean | `true` | serve HTTP/2 on the same port as well: h2 by ALPN with `:tls`/`:ssl-context` (clients that do not offer h2 get HTTP/1.1), h2c by prior knowledge or `Upgrade: h2c` on plaintext; requests carry `:protocol \"HTTP/2.0\"` (docs/http.md, HTTP/2) |
   | `:http2-max-concurrent-streams` | int | `128` | streams one HTTP/2 connection may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS); `:max-pending` still bounds handlers server-wide |
+  | `:access-log` | map or nil | nil (off) | one line per answer: `{:format (:common, :combined or :json) :to (:slf4j, a file path, or (fn [line])) :logger \"herald.http.access\" :queue-size 65536}`, written by a background thread (docs/http.md, Access log) |
 
   An unknown key or an invalid value throws ex-info `{:type :herald.http/invalid-option :key k :value v}`."
   ^HeraldServer [handler opts]
@@ -83,6 +88,7 @@
   | `:rejected` | requests answered 503 because `:max-pending` handlers were pending |
   | `:errors` | error answers herald wrote itself since it started (not the handler's), as a map of status to count, e.g. `{413 2, 503 7}`: 400/408/413/414/417/431/501/505 for requests refused before the handler, 503 at `:max-pending` or `:max-connections`, 500 for a handler that failed or returned no valid response; counted by the status herald chose, also when `:error-response` answered; `{}` when none |
   | `:transport` | `\"epoll\"` or `\"nio\"` |
+  | `:access-log` | only with `:access-log` on: `{:written n :dropped n}`, lines written and dropped (queue full) |
 
   The mean queue wait over an interval is the change of `:queue-wait-ms-total` divided by the change of
   `:handlers-started` between two snapshots. With `:mode :event-loop` handlers run inline, with no queue: every
@@ -136,6 +142,48 @@
   syntax and options. Path params land in `(:path-params request)`; 404, 405 with Allow, automatic HEAD/OPTIONS."
   ([routes] (router/router routes))
   ([routes opts] (router/router routes opts)))
+
+(def ^:private file-options #{:prefix :index-files :content-types :precompressed? :dotfiles? :follow-symlinks?
+                              :cache-control})
+
+(defn files
+  "A Ring handler (1- and 3-arity) serving the files under directory `root` (String or File) for GET and HEAD:
+  `:uri` minus `:prefix` names the file (percent-decoded per segment). Answers carry `ETag`, `Last-Modified`,
+  `Accept-Ranges: bytes` and a Content-Type from the extension; `If-None-Match`/`If-Modified-Since` give 304;
+  `Range` gives 206 (one range, or `multipart/byteranges` for several; `If-Range` honoured) or 416 with
+  `Content-Range: bytes */length`; a `.br` or `.gz` sibling is sent instead when `Accept-Encoding` allows it
+  (`Content-Encoding` and `Vary: Accept-Encoding` set). A path that is not a file under the root gets 404: `..`
+  or `.` segments (also as `%2e%2e`), encoded `/` (`%2f`), backslashes, NUL and other control characters,
+  dot-files, symlinks whose target is outside the root; other methods 405 (`Allow: GET, HEAD`); a directory
+  without a trailing `/` a 301 to it. Files go out zero-copy on plaintext HTTP/1.1 (docs/http.md, Static files).
+
+  | key | default | meaning |
+  |-----|---------|---------|
+  | `:prefix` | `\"\"` | the URI prefix the handler is mounted at (`\"/static\"`); other URIs get 404 |
+  | `:index-files` | `[\"index.html\"]` | files served for a directory (URI ending in `/`), first found wins |
+  | `:content-types` | `{}` | extension (no dot) -> Content-Type, merged over the built-in table |
+  | `:precompressed?` | `true` | look for `.br`/`.gz` siblings |
+  | `:dotfiles?` | `false` | serve names starting with `.` |
+  | `:follow-symlinks?` | `false` | serve symlinks whose target is outside the root |
+  | `:cache-control` | none | a `Cache-Control` value for every answer |
+
+  A bad option or a root that is not a directory throws ex-info `{:type :herald.http/invalid-option}`."
+  ([root] (files root {}))
+  ([root opts]
+   (let [opts (files/options "files" opts file-options)]
+     (files/handler (file-sources/dir-source root (:follow-symlinks? opts)) opts))))
+
+(defn resources
+  "A Ring handler (1- and 3-arity) serving classpath resources under `prefix` (e.g. `\"public\"`) the way `files`
+  serves a directory (same answers and options but `:follow-symlinks?`, plus `:loader`, the ClassLoader, by
+  default the thread's context class loader when `resources` is called). Resources inside jars are read from the
+  jar in place (nothing is extracted to disk) and streamed with their Content-Length; resources on a directory
+  classpath entry are files (zero-copy)."
+  ([prefix] (resources prefix {}))
+  ([prefix opts]
+   (let [opts (files/options "resources" opts (-> file-options (disj :follow-symlinks?) (conj :loader)))
+         loader (or (:loader opts) (.getContextClassLoader (Thread/currentThread)))]
+     (files/handler (file-sources/resource-source (str prefix) loader) opts))))
 
 (defn wrap-params
   "Adds :query-params, :form-params and :params (String keys); see `herald.http.middleware/wrap-params`."

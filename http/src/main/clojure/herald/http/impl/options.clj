@@ -1,6 +1,7 @@
 (ns herald.http.impl.options
   "Validates start-server's option map and turns it into one immutable Java ServerConfig."
   (:import (herald.http.config HandlerMode ServerConfig ServerConfig$Builder Transport)
+           (herald.http.server AccessLog AccessLog$Format AccessLog$Sink)
            (herald.http.tls TlsContexts)
            (io.netty.handler.ssl ClientAuth SslContext)
            (java.io File)
@@ -50,6 +51,34 @@
 (defn- ssl-context ^SslContext [v]
   (if (instance? SSLContext v) (TlsContexts/fromJdk v) v))
 
+(def access-log-formats {:common AccessLog$Format/COMMON :combined AccessLog$Format/COMBINED
+                         :json AccessLog$Format/JSON})
+
+(defn- access-log-map? [v]
+  (and (map? v)
+       (every? #{:format :to :logger :queue-size} (keys v))
+       (or (nil? (:format v)) (contains? access-log-formats (:format v)))
+       (let [to (:to v)] (or (nil? to) (= :slf4j to) (string? to) (instance? File to) (fn? to)))
+       (or (nil? (:logger v)) (string? (:logger v)))
+       (or (nil? (:queue-size v)) ((int-in 1 10000000) (:queue-size v)))))
+
+(defn access-log
+  "The AccessLog for a valid `:access-log` map, nil for none; ex-info naming :access-log when its file cannot be
+  opened or SLF4J is not on the classpath."
+  ^AccessLog [v]
+  (when v
+    (let [{:keys [format to logger queue-size] :or {format :common to :slf4j logger "herald.http.access"
+                                                     queue-size 65536}} v
+          sink (try (cond (= :slf4j to) (.newInstance (.getConstructor (Class/forName "herald.http.server.Slf4jSink")
+                                                                       (into-array Class [String]))
+                                                      (object-array [logger]))
+                          (fn? to) (AccessLog/fnSink to)
+                          :else (AccessLog/fileSink (File. (str to))))
+                    (catch Throwable e
+                      (throw (ex-info (str "invalid herald.http option :access-log " (pr-str v) ": " e)
+                                      {:type :herald.http/invalid-option :key :access-log :value v} e))))]
+      (AccessLog. (access-log-formats format) sink (int queue-size)))))
+
 (def specs
   "Option key -> [valid? expected-description apply-fn]."
   {:port [(int-in 0 65535) "an integer 0-65535" (fn [^ServerConfig$Builder b v] (.port b (int v)))]
@@ -93,6 +122,15 @@
    :max-pipelined [(int-in 1 1024) "an integer 1-1024" (fn [^ServerConfig$Builder b v] (.maxPipelined b (int v)))]
    :max-write-buffer-bytes [(int-in 2 max-int) "an integer >= 2"
                             (fn [^ServerConfig$Builder b v] (.maxWriteBufferBytes b (int v)))]
+   :access-log [#(or (nil? %) (access-log-map? %))
+                (str "nil or a map with optional :format (:common, :combined, :json), :to (:slf4j, a file path "
+                     "String or File, or a function of one line), :logger (String), :queue-size (int)")
+                (fn [b _] b)]
+   :reserved-connections [(int-in 0 max-int) "a non-negative integer"
+                          (fn [^ServerConfig$Builder b v] (.reservedConnections b (int v)))]
+   :health-paths [#(and (coll? %) (every? (fn [p] (and (string? p) (.startsWith ^String p "/"))) %))
+                  "a collection of paths starting with /"
+                  (fn [^ServerConfig$Builder b v] (.healthPaths b ^java.util.Collection (vec v)))]
    :http2? [boolean? "a boolean" (fn [^ServerConfig$Builder b v] (.http2 b (boolean v)))]
    :http2-max-concurrent-streams [(int-in 1 max-int) "a positive integer"
                                   (fn [^ServerConfig$Builder b v] (.http2MaxConcurrentStreams b (int v)))]})

@@ -3,7 +3,7 @@
   (:require [herald.http.impl.options :as options]
             [herald.http.impl.response :as response]
             [herald.http.impl.websocket :as websocket])
-  (:import (herald.http.server HandlerStats HeraldServer Hooks)
+  (:import (herald.http.server AccessLog HandlerStats HeraldServer Hooks)
            (java.util.logging Level Logger)))
 
 (set! *warn-on-reflection* true)
@@ -25,18 +25,25 @@
     (throw (ex-info (str "handler must be a function, got " (pr-str (type handler)))
                     {:type :herald.http/invalid-option :key :handler :value handler})))
   (let [config (options/config opts)
+        log (options/access-log (:access-log opts))
         hooks (Hooks. handler (or (:error-logger opts) default-error-logger)
-                      response/body-writer websocket/listener (:error-response opts))]
+                      response/body-writer websocket/listener (:error-response opts) log)]
     (try (HeraldServer/start config hooks)
          (catch java.io.IOException e
+           (when log (.close log))
            (throw (ex-info (str "cannot bind " (.host config) ":" (.port config) ": " (.getMessage e))
-                           {:type :herald.http/bind-failed :host (.host config) :port (.port config)} e))))))
+                           {:type :herald.http/bind-failed :host (.host config) :port (.port config)} e)))
+         (catch Throwable e
+           (when log (.close log))
+           (throw e)))))
 
 (defn stats
   "The snapshot `herald.http/server-stats` returns (see its docstring)."
   [^HeraldServer server]
-  (let [^HandlerStats st (.stats server)]
-    {:connections (.connections server)
+  (let [^HandlerStats st (.stats server)
+        ^AccessLog log (.accessLog server)]
+    (cond->
+     {:connections (.connections server)
      :pending (.pending server)
      :queue-depth (.queueDepth st)
      :handlers-started (.started st)
@@ -44,4 +51,5 @@
      :queue-wait-ms-max (/ (.maxQueueWaitNanos st) 1e6)
      :rejected (.rejected st)
      :errors (into {} (map (fn [[status n]] [(long status) n])) (.errors st))
-     :transport (.transport server)}))
+     :transport (.transport server)}
+      log (assoc :access-log {:written (.written log) :dropped (.dropped log)}))))

@@ -38,6 +38,10 @@ public final class ServerConfig {
     public final boolean http2;
     /** SETTINGS_MAX_CONCURRENT_STREAMS: streams one HTTP/2 connection may have open at once. */
     public final int http2MaxConcurrentStreams;
+    /** Connections accepted beyond maxConnections for health probes only. */
+    public final int reservedConnections;
+    /** The paths (without query) a reserve connection may ask for. */
+    public final java.util.Set<String> healthPaths;
 
     private ServerConfig(Builder b) {
         host = b.host;
@@ -65,6 +69,8 @@ public final class ServerConfig {
         sslContext = b.sslContext;
         http2 = b.http2;
         http2MaxConcurrentStreams = b.http2MaxConcurrentStreams;
+        reservedConnections = b.reservedConnections;
+        healthPaths = java.util.Set.copyOf(b.healthPaths);
     }
 
     /** A builder holding the documented defaults. */
@@ -98,6 +104,8 @@ public final class ServerConfig {
         private int maxWriteBufferBytes = 64 * 1024;
         private io.netty.handler.ssl.SslContext sslContext;
         private boolean http2 = true;
+        private int reservedConnections = 0;
+        private java.util.Set<String> healthPaths = java.util.Set.of("/health");
         private int http2MaxConcurrentStreams = 128;
 
         public Builder host(String v) { host = Objects.requireNonNull(v, "host"); return this; }
@@ -124,6 +132,8 @@ public final class ServerConfig {
         public Builder maxWriteBufferBytes(int v) { maxWriteBufferBytes = v; return this; }
         public Builder sslContext(io.netty.handler.ssl.SslContext v) { sslContext = v; return this; }
         public Builder http2(boolean v) { http2 = v; return this; }
+        public Builder reservedConnections(int v) { reservedConnections = v; return this; }
+        public Builder healthPaths(java.util.Collection<String> v) { healthPaths = java.util.Set.copyOf(v); return this; }
         public Builder http2MaxConcurrentStreams(int v) { http2MaxConcurrentStreams = v; return this; }
 
         /** Checks every range and returns the immutable config. */
@@ -144,6 +154,7 @@ public final class ServerConfig {
             check(websocketMaxFrameBytes >= 125, "websocketMaxFrameBytes", websocketMaxFrameBytes);
             check(maxPipelined >= 1, "maxPipelined", maxPipelined);
             check(maxWriteBufferBytes >= 2, "maxWriteBufferBytes", maxWriteBufferBytes);
+            check(reservedConnections >= 0, "reservedConnections", reservedConnections);
             check(http2MaxConcurrentStreams >= 1, "http2MaxConcurrentStreams", http2MaxConcurrentStreams);
             check(sslContext == null || sslContext.isServer(), "sslContext (a client context)", sslContext);
             return new ServerConfig(this);

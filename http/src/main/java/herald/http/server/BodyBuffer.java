@@ -29,6 +29,11 @@ final class BodyBuffer {
         size += n;
     }
 
+    /** The bytes so far, as a new array of exactly {@link #size} bytes. */
+    byte[] copy() {
+        return Arrays.copyOf(bytes, size);
+    }
+
     InputStream toInputStream() {
         return new BytesInputStream(bytes, size);
     }

@@ -29,8 +29,15 @@ final class BodyStreamer implements Runnable {
 
     @Override
     public void run() {
-        ChannelOutputStream out = new ChannelOutputStream(c.ctx().channel(), chunked,
-            () -> c.onLoop(() -> c.finished(ex)));
+        ChannelOutputStream[] ref = new ChannelOutputStream[1];
+        ChannelOutputStream out = new ChannelOutputStream(c.ctx().channel(), chunked, () -> {
+            long n = ref[0].written();
+            c.onLoop(() -> {
+                ex.bytes = n;
+                c.finished(ex);
+            });
+        });
+        ref[0] = out;
         try {
             if (body instanceof InputStream in) {
                 try (in) {

@@ -23,6 +23,8 @@ final class ChannelOutputStream extends OutputStream {
     private final Runnable onClose;
     private ByteBuf buf;
     private boolean closed;
+    /** Body bytes handed to the channel (the access log's figure). */
+    private long written;
 
     ChannelOutputStream(Channel ch, boolean chunked, Runnable onClose) {
         this.ch = ch;
@@ -87,6 +89,11 @@ final class ChannelOutputStream extends OutputStream {
         }
     }
 
+    /** Body bytes handed to the channel so far. */
+    synchronized long written() {
+        return written;
+    }
+
     /** Ends the stream without the terminating chunk (after a failure): the caller closes the channel. */
     synchronized void abort() {
         if (!closed) {
@@ -121,6 +128,7 @@ final class ChannelOutputStream extends OutputStream {
         }
         ByteBuf out = buf;
         buf = null;
+        written += out.readableBytes();
         if (chunked) {
             frame(out);
         }

@@ -38,6 +38,15 @@ final class Exchange implements Runnable {
     volatile boolean ready;
     /** The response writing started (event loop only). */
     boolean written;
+    /** The status answered and its body bytes (-1: unknown yet), for the access log (event loop only). */
+    int status;
+    long bytes = -1;
+    /** The request body when it is streamed to the handler as it arrives, else null. */
+    StreamedBody streamed;
+    /** The server's answer instead of the handler's: its streamed body was refused (413), or null. */
+    Refusal refusal;
+    /** System.nanoTime() when the request was complete; 0 without an access log. */
+    long startNanos;
     private volatile int answered;
     private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
         AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
@@ -49,6 +58,9 @@ final class Exchange implements Runnable {
         this.keepAlive = keepAlive;
         this.reject = reject;
         this.head = request != null && request.method() == HttpMethod.HEAD;
+        if (conn != null && conn.server.accessLog != null) {
+            startNanos = System.nanoTime();
+        }
     }
 
     /** An exchange answered by the server itself with {@code why}, and the connection closed after it. */
@@ -78,7 +90,7 @@ final class Exchange implements Runnable {
                 return;
             }
             Object resp = server.hooks.handler.invoke(ringRequest);
-            if (!server.offLoop) {
+            if (!server.offLoop && conn.eventLoop().inEventLoop()) {
                 answered = 1;
                 response = resp;
                 ready = true;
@@ -109,6 +121,11 @@ final class Exchange implements Runnable {
             conn.handoff.answered(this);
         }
         return true;
+    }
+
+    /** The request body is still arriving (streamed, not all received): the connection cannot be reused. */
+    boolean bodyLeft() {
+        return streamed != null && !streamed.isEnded();
     }
 
     /** Interrupts the threads still running the handlers of {@code active} and {@code running}. */

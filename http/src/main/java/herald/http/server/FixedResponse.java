@@ -87,6 +87,7 @@ final class FixedResponse {
                 }
             }
         }
+        ex.bytes = noBody ? 0 : n;
         boolean kept = !noBody && b == bodyBytes && b != null;
         writeHead(c, ex, scan, status, bodiless ? -1 : n, http10, kept ? b : null);
         if (!kept && !noBody && n > 0) {

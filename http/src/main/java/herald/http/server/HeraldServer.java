@@ -117,6 +117,11 @@ public final class HeraldServer implements Closeable {
     }
 
     /** "epoll" or "nio". */
+    /** The access log, or null when it is off. */
+    public AccessLog accessLog() {
+        return context.accessLog;
+    }
+
     public String transport() {
         return transport;
     }
@@ -173,6 +178,9 @@ public final class HeraldServer implements Closeable {
             HttpDate.stop(dateTask);
             group.shutdownGracefully(0, 2, TimeUnit.SECONDS).awaitUninterruptibly();
             shutdownExecutors(context);
+            if (context.accessLog != null) {
+                context.accessLog.close();
+            }
             // WebSocket on-close callbacks (1001) and streams cut by the close: done before stop completes
             long left = Math.max(TimeUnit.NANOSECONDS.toMillis(deadline - System.nanoTime()), CALLBACK_WAIT_MS);
             context.blockingExecutor.awaitTermination(left, TimeUnit.MILLISECONDS);

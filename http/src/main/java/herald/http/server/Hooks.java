@@ -22,16 +22,24 @@ public final class Hooks {
      * null for the built-in plain-text answers.
      */
     public final IFn errorResponse;
+    /** The access log, or null (off). */
+    public final AccessLog accessLog;
 
     public Hooks(IFn handler, IFn errorLogger, IFn bodyWriter, IFn websocketAdapter) {
         this(handler, errorLogger, bodyWriter, websocketAdapter, null);
     }
 
     public Hooks(IFn handler, IFn errorLogger, IFn bodyWriter, IFn websocketAdapter, IFn errorResponse) {
+        this(handler, errorLogger, bodyWriter, websocketAdapter, errorResponse, null);
+    }
+
+    public Hooks(IFn handler, IFn errorLogger, IFn bodyWriter, IFn websocketAdapter, IFn errorResponse,
+                 AccessLog accessLog) {
         this.handler = Objects.requireNonNull(handler, "handler");
         this.errorLogger = Objects.requireNonNull(errorLogger, "errorLogger");
         this.bodyWriter = bodyWriter;
         this.websocketAdapter = websocketAdapter;
         this.errorResponse = errorResponse;
+        this.accessLog = accessLog;
     }
 }

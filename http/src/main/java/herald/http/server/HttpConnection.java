@@ -7,9 +7,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpContent;
-import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpRequest;
-import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.util.ReferenceCountUtil;
@@ -26,18 +24,16 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     RingRequest.Connection info;
     private ChannelHandlerContext ctx;
     private EventLoop eventLoop;
-    private HttpRequest head;
-    private BodyBuffer body;
-    private boolean headKeepAlive;
+    /** The request being received. */
+    private final RequestReceiver receiver;
     private final ArrayDeque<Exchange> queue = new ArrayDeque<>(4);
     /** Exchanges handed to a worker after {@code active}, answered in order (pipelining off the event loop). */
     private final ArrayDeque<Exchange> running = new ArrayDeque<>(4);
     private boolean completingChain;
     private Exchange active;
     private boolean closing;
-    private boolean readPaused;
-    /** The outbound buffer is over the write high water mark: read nothing, start nothing, until it drains. */
-    private boolean writePaused;
+    /** Why the connection is not read now (pipelined queue full, writes backed up, streamed body unread). */
+    private ReadGate gate;
     Handoff handoff;
     private boolean draining;
     /** The client shut down its sending side (FIN): no request follows the ones already received. */
@@ -48,10 +44,16 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     OutputBatch output;
     private final Http1Decoder decoder;
 
+    /** Set on a connection accepted beyond {@code :max-connections}, in the reserve: health probes only. */
+    static final io.netty.util.AttributeKey<Boolean> RESERVE = io.netty.util.AttributeKey.valueOf("herald-reserve");
+    /** This connection (or the HTTP/2 connection of this stream) is in the reserve. */
+    boolean reserveOnly;
+
     HttpConnection(ServerContext server, Http1Decoder decoder) {
         this.server = server;
         this.config = server.config;
         this.decoder = decoder;
+        this.receiver = new RequestReceiver(this, config, decoder);
     }
 
     EventLoop eventLoop() {
@@ -76,6 +78,10 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         this.ctx = ctx;
         this.eventLoop = ctx.channel().eventLoop();
         this.output = new OutputBatch(ctx);
+        this.gate = new ReadGate(ctx);
+        io.netty.channel.Channel socket = ctx.channel() instanceof io.netty.handler.codec.http2.Http2StreamChannel
+            ? ctx.channel().parent() : ctx.channel();
+        reserveOnly = config.reservedConnections > 0 && socket.hasAttr(RESERVE);
         info = RingRequest.Connection.of(ctx.channel(), server.serverPort, config.proxy);
         handoff = server.handoff(eventLoop);
         timer = new ConnectionTimer(this, config, decoder);
@@ -119,83 +125,62 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     }
 
     private void onHead(HttpRequest r) {
-        if (closing) {
-            return;
+        if (!closing) {
+            receiver.onHead(r);
+            timer.headNanos = 0;
         }
-        Http1Request h1 = r instanceof Http1Request h ? h : null;
-        int status = h1 != null ? h1.status : RequestDecoder.headStatus(r, config.maxBodyBytes);
-        if (status > 100) {
-            reject(r, Refusal.of(r.decoderResult().cause(), status));
-            return;
-        } else if (status == 100) {
-            output.writeContinue();
-        }
-        if (h1 != null ? h1.absolute : r.uri().charAt(0) != '/') {
-            RequestHead.useTargetHost(r);
-        }
-        head = r;
-        headKeepAlive = h1 != null ? h1.keepAlive
-            : KeepAlive.of(r.protocolVersion(), r.headers().get(HttpHeaderNames.CONNECTION));
-        timer.headNanos = 0;
-    }
-
-    /** First body bytes of the current request: check the declared length once, then collect. */
-    private boolean startBody() {
-        long length = HttpUtil.getContentLength(head, -1L);
-        if (length > config.maxBodyBytes) {
-            return false;
-        }
-        body = new BodyBuffer(length > 0 ? (int) length : 1024);
-        return true;
     }
 
     private void onContent(HttpContent c) {
-        if (closing || head == null) {
-            return;
-        }
-        if (c.decoderResult().isFailure()) {
-            Throwable cause = c.decoderResult().cause();
-            reject(head, Refusal.of(cause, RequestDecoder.statusOf(cause)));
-            return;
-        }
-        if (c.content().isReadable()) {
-            if (body == null && !startBody()
-                || body.size() + (long) c.content().readableBytes() > config.maxBodyBytes) {
-                reject(head, Refusal.BODY_TOO_LARGE);
-                return;
-            }
-            body.append(c.content());
-        }
-        if (c instanceof LastHttpContent) {
-            Exchange ex = new Exchange(this, head, body == null ? null : body.toInputStream(), headKeepAlive, 0);
-            head = null;
-            body = null;
-            if (decoder != null) {
-                decoder.partialSince = 0;
-            }
-            enqueue(ex);
+        if (!closing) {
+            receiver.onContent(c);
         }
     }
 
     /** Answers {@code why} in order, then closes: nothing after this request is read. */
-    private void reject(HttpRequest r, Refusal why) {
-        head = null;
-        body = null;
+    void reject(HttpRequest r, Refusal why) {
+        receiver.abandon("request refused");
         closing = true;
         queue.add(Exchange.rejected(this, r, why));
         drain();
     }
 
-    private void enqueue(Exchange ex) {
+    /**
+     * The streamed body of {@code ex} is refused (over {@code :max-body-bytes}, or malformed): {@code why} is its
+     * answer, now when it is the exchange being answered (its handler's answer, when it comes, is dropped), else in
+     * its turn; the connection closes after it.
+     */
+    void refuseStreamed(Exchange ex, Refusal why) {
+        closing = true;
+        ex.refusal = why;
+        ex.keepAlive = false;
+        if (ex == active && !ex.written) {
+            ex.written = true;
+            ServerAnswers.write(this, ex, why);
+        }
+    }
+
+    /** A streamed body holds enough unread bytes: stop reading the connection (or the HTTP/2 stream). */
+    void pauseBodyReading() {
+        gate.pause(ReadGate.BODY);
+    }
+
+    /** The handler took the streamed body's unread bytes below its low water mark: read again (event loop). */
+    void resumeBodyReading() {
+        if (gate.paused(ReadGate.BODY)) {
+            gate.resume(ReadGate.BODY, !closing && ctx.channel().isActive());
+        }
+    }
+
+    void enqueue(Exchange ex) {
         if (server.offLoop && output.reading && active == null) {
             queue.add(ex); // dispatched at the end of the read, with the requests read after it
-            if (!readPaused && queue.size() > config.maxPipelined) {
-                readPaused = true;
-                ctx.channel().config().setAutoRead(false);
+            if (!gate.paused(ReadGate.PIPELINE) && queue.size() > config.maxPipelined) {
+                gate.pause(ReadGate.PIPELINE);
             }
             return;
         }
-        if (active == null && queue.isEmpty() && !draining && !writePaused) {
+        if (active == null && queue.isEmpty() && !draining && !gate.paused(ReadGate.WRITES)) {
             draining = true;
             try {
                 start(ex); // the common case: nothing ahead of it
@@ -206,9 +191,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
         queue.add(ex);
         drain();
-        if (!readPaused && queue.size() >= config.maxPipelined) {
-            readPaused = true;
-            ctx.channel().config().setAutoRead(false);
+        if (!gate.paused(ReadGate.PIPELINE) && queue.size() >= config.maxPipelined) {
+            gate.pause(ReadGate.PIPELINE);
         }
     }
 
@@ -219,15 +203,14 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
         draining = true;
         try {
-            while (active == null && !queue.isEmpty() && !writePaused) {
+            while (active == null && !queue.isEmpty() && !gate.paused(ReadGate.WRITES)) {
                 start(queue.poll());
             }
         } finally {
             draining = false;
         }
-        if (readPaused && queue.isEmpty() && !closing && !writePaused) {
-            readPaused = false;
-            ctx.channel().config().setAutoRead(true);
+        if (gate.paused(ReadGate.PIPELINE) && queue.isEmpty() && !closing && !gate.paused(ReadGate.WRITES)) {
+            gate.resume(ReadGate.PIPELINE, true);
         }
     }
 
@@ -238,7 +221,11 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         if (config.mode == HandlerMode.EVENT_LOOP) {
-            ex.invoke();
+            if (ex.streamed != null) {
+                server.blockingExecutor.execute(ex); // reading a body as it arrives blocks: not on the loop
+            } else {
+                ex.invoke();
+            }
         } else if (server.pending.incrementAndGet() > config.maxPending) {
             server.pending.decrementAndGet();
             server.stats.reject();
@@ -270,6 +257,10 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             }
             return;
         }
+        if (ex.written && ex.refusal != null) {
+            ResponseWriter.discard(ex.response); // answered already: its body was refused
+            return;
+        }
         if (ex != active || ex.written || completingChain) {
             return; // not its turn yet (or already written): finished() of the one before picks it up
         }
@@ -278,7 +269,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             Exchange cur = ex;
             while (cur != null) {
                 cur.written = true;
-                if (cur.keepAlive && server.draining && queue.isEmpty() && running.isEmpty() && head == null) {
+                if (cur.keepAlive && server.draining && queue.isEmpty() && running.isEmpty() && receiver.head == null) {
                     cur.keepAlive = false;
                 }
                 ResponseWriter.write(this, cur);
@@ -295,6 +286,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             return;
         }
         active = null;
+        if (server.accessLog != null) {
+            server.accessLog.record(ex, info);
+        }
         if (!ctx.channel().isActive()) {
             running.clear();
             return;
@@ -303,7 +297,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
             running.clear();
             closing = true;
             queue.clear();
-            output.closeAfterFlush(!inputShut && (ex.reject != 0 || head != null));
+            output.closeAfterFlush(!inputShut && (ex.reject != 0 || receiver.head != null || ex.bodyLeft()));
             return;
         }
         Exchange next = running.poll();
@@ -346,9 +340,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
      */
     private void inputShutdown() {
         inputShut = true;
-        head = null;
-        body = null;
-        decoder.partialSince = 0;
+        receiver.abandon("the client ended its input before the whole request body");
         if (closing) {
             if (output.lingering) {
                 ctx.close(); // the error answer is out and the client is done: no reason to linger
@@ -372,7 +364,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     /** Graceful shutdown: close now when idle, else after the current exchange (or the one being received). */
     void shutdown() {
-        if (active == null && queue.isEmpty() && running.isEmpty() && head == null) {
+        if (active == null && queue.isEmpty() && running.isEmpty() && receiver.head == null) {
             closing = true;
             ctx.close();
         }
@@ -381,15 +373,12 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
         boolean writable = ctx.channel().isWritable();
-        if (!writable && !writePaused && !closing) {
-            writePaused = true;
-            ctx.channel().config().setAutoRead(false);
-        } else if (writable && writePaused) {
-            writePaused = false;
+        if (!writable && !gate.paused(ReadGate.WRITES) && !closing) {
+            gate.pause(ReadGate.WRITES);
+        } else if (writable && gate.paused(ReadGate.WRITES)) {
+            gate.resume(ReadGate.WRITES, false);
             drain();
-            if (!readPaused && !closing) {
-                ctx.channel().config().setAutoRead(true);
-            }
+            gate.resume(0, !closing);
         }
         ctx.fireChannelWritabilityChanged();
     }
@@ -431,8 +420,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         }
         queue.clear();
         running.clear();
-        head = null;
-        body = null;
+        receiver.abandon("the client connection closed before the whole request body");
         output.release();
         ctx.fireChannelInactive();
     }
@@ -453,12 +441,12 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     }
 
     HttpRequest receiving() {
-        return head;
+        return receiver.head;
     }
 
     /** Something is in flight; a client that reads none of its responses (write-paused) does not count. */
     boolean busy() {
-        return (active != null || !queue.isEmpty()) && !writePaused;
+        return (active != null || !queue.isEmpty()) && !gate.paused(ReadGate.WRITES);
     }
 
     /** The request {@code r}, or a head that never completed (null), was not received in time. */

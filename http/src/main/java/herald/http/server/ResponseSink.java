@@ -1,5 +1,7 @@
 package herald.http.server;
 
+import herald.http.files.FileParts;
+import herald.http.files.FileRange;
 import herald.http.http2.ResponseHeaders;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
@@ -25,9 +27,48 @@ abstract class ResponseSink {
     abstract void fixed(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, byte[] body,
                         boolean http10);
 
-    /** The head, with Content-Length when {@code length >= 0}, then the file unless {@code f} is null. */
-    abstract void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f,
+    /**
+     * The head, with Content-Length when {@code length >= 0}, then the file body unless {@code f} is null: a whole
+     * {@code File}, a {@link FileRange} or {@link FileParts}.
+     */
+    abstract void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, Object f,
                        boolean http10);
+
+    /**
+     * Writes a file body: byte arrays into the output, file slices as {@code DefaultFileRegion}s (zero-copy) when
+     * {@code zeroCopy}, else as {@code ChunkedFile}s paced by the ChunkedWriteHandler (TLS, HTTP/2: each chunk
+     * a ByteBuf).
+     */
+    static void fileBody(HttpConnection c, Object body, boolean zeroCopy, boolean h2) {
+        if (body instanceof File f) {
+            slice(c, f, 0, f.length(), zeroCopy);
+        } else if (body instanceof FileRange r) {
+            slice(c, r.file, r.offset, r.length, zeroCopy);
+        } else {
+            FileParts parts = (FileParts) body;
+            for (int i = 0; i < parts.size(); i++) {
+                Object p = parts.part(i);
+                if (p instanceof FileRange r) {
+                    slice(c, r.file, r.offset, r.length, zeroCopy);
+                } else if (h2) {
+                    c.output.write(Unpooled.wrappedBuffer((byte[]) p));
+                } else {
+                    c.output.out().writeBytes((byte[]) p);
+                }
+            }
+        }
+    }
+
+    private static void slice(HttpConnection c, File f, long offset, long length, boolean zeroCopy) {
+        if (length == 0) {
+            return;
+        }
+        if (zeroCopy) {
+            c.output.write(new DefaultFileRegion(f, offset, length));
+        } else {
+            paced(c).write(chunkedFile(f, offset, length));
+        }
+    }
 
     /** The head of a streamed body; true when the body must be chunk-framed. */
     abstract boolean streamHead(HttpConnection c, Exchange ex, HeadBuffer h, int status, HeaderScan scan,
@@ -65,10 +106,10 @@ abstract class ResponseSink {
         }
 
         @Override
-        void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f, boolean http10) {
+        void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, Object f, boolean http10) {
             head(h, c.output.out(), ex, length, http10);
             if (f != null) {
-                c.output.write(c.info.tls != null ? chunkedFile(f, length) : new DefaultFileRegion(f, 0, length));
+                fileBody(c, f, c.info.tls == null, false);
             }
         }
 
@@ -117,10 +158,10 @@ abstract class ResponseSink {
         }
 
         @Override
-        void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, File f, boolean http10) {
+        void file(HttpConnection c, Exchange ex, HeadBuffer h, int status, long length, Object f, boolean http10) {
             headers(c, h, status, length, f == null);
             if (f != null) {
-                paced(c).write(chunkedFile(f, length));
+                fileBody(c, f, false, true);
                 c.output.write(Unpooled.EMPTY_BUFFER); // the end of the stream, after the file's last chunk
             }
         }

@@ -13,6 +13,8 @@ import io.netty.channel.ChannelPipeline;
 import io.netty.handler.stream.ChunkedWriteHandler;
 import io.netty.handler.stream.ChunkedFile;
 import io.netty.handler.codec.http.HttpVersion;
+import herald.http.files.FileParts;
+import herald.http.files.FileRange;
 import java.io.File;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -41,6 +43,14 @@ final class ResponseWriter {
     static void write(HttpConnection c, Exchange ex) {
         ServerContext server = c.server;
         Object resp = ex.response;
+        if (ex.refusal != null) {
+            discard(resp); // its body was refused while the handler ran: the refusal is the answer
+            ServerAnswers.write(c, ex, ex.refusal);
+            return;
+        }
+        if (ex.bodyLeft()) {
+            ex.keepAlive = false; // answered before its whole body arrived: the rest is read and dropped, then close
+        }
         if (ex.failure != null || !(resp instanceof ILookup || resp instanceof Map)) {
             Throwable t = ex.failure != null ? ex.failure
                 : new InvalidResponseException("handler returned " + describe(resp) + ", not a Ring response map");
@@ -95,6 +105,7 @@ final class ResponseWriter {
     /** The Ring response rules, once for both protocols: status, headers, body types, HEAD and bodiless statuses. */
     static void encode(HttpConnection c, Exchange ex, Object resp, ResponseSink sink) throws Exception {
         int status = status(RT.get(resp, STATUS));
+        ex.status = status;
         Object body = RT.get(resp, BODY);
         LoopState loop = c.output.loop();
         HeaderScan scan = HeaderScan.of(RT.get(resp, HEADERS), loop);
@@ -119,12 +130,15 @@ final class ResponseWriter {
         }
         if (body instanceof String s) {
             byte[] b = s.getBytes(scan.charset);
+            ex.bytes = noBody ? 0 : b.length;
             sink.fixed(c, ex, h, status, bodiless ? -1 : b.length, noBody ? null : b, http10);
             c.finished(ex);
         } else if (body instanceof byte[] b) {
+            ex.bytes = noBody ? 0 : b.length;
             sink.fixed(c, ex, h, status, bodiless ? -1 : b.length, noBody ? null : b, http10);
             c.finished(ex);
         } else if (body == null) {
+            ex.bytes = 0;
             if (scan.contentLength != null && (ex.head || status == 304)) {
                 line(h, "Content-Length", scan.contentLength);
                 sink.fixed(c, ex, h, status, -1, null, http10);
@@ -137,7 +151,13 @@ final class ResponseWriter {
                 throw new InvalidResponseException("response body file is not a readable file: " + f);
             }
             long len = f.length();
+            ex.bytes = noBody ? 0 : len;
             sink.file(c, ex, h, status, bodiless ? -1 : len, noBody || len == 0 ? null : f, http10);
+            c.finished(ex);
+        } else if (body instanceof FileRange || body instanceof FileParts) {
+            long len = fileBodyLength(body);
+            ex.bytes = noBody ? 0 : len;
+            sink.file(c, ex, h, status, bodiless ? -1 : len, noBody || len == 0 ? null : body, http10);
             c.finished(ex);
         } else if (body instanceof InputStream || body instanceof ISeq || c.server.hooks.bodyWriter != null
             && RT.booleanCast(c.server.hooks.bodyWriter.invoke(body))) {
@@ -164,10 +184,41 @@ final class ResponseWriter {
         return c.output;
     }
 
+    /** The length of a FileRange or FileParts body, after checking that each file slice is readable and in range. */
+    static long fileBodyLength(Object body) {
+        if (body instanceof FileRange r) {
+            checkRange(r);
+            return r.length;
+        }
+        FileParts parts = (FileParts) body;
+        for (int i = 0; i < parts.size(); i++) {
+            if (parts.part(i) instanceof FileRange r) {
+                checkRange(r);
+            }
+        }
+        return parts.length;
+    }
+
+    private static void checkRange(FileRange r) {
+        File f = r.file;
+        if (!f.isFile() || !f.canRead()) {
+            throw new InvalidResponseException("response body file is not a readable file: " + f);
+        }
+        if (r.offset + r.length > f.length()) {
+            throw new InvalidResponseException("response body range " + r + " is beyond the file's " + f.length()
+                + " bytes");
+        }
+    }
+
     /** A File body for a TLS connection or an HTTP/2 stream (no zero-copy): read in 16 KiB chunks. */
     static ChunkedFile chunkedFile(File f, long len) {
+        return chunkedFile(f, 0, len);
+    }
+
+    /** {@code len} bytes of {@code f} from {@code offset}, read in 16 KiB chunks (TLS, HTTP/2). */
+    static ChunkedFile chunkedFile(File f, long offset, long len) {
         try {
-            return new ChunkedFile(new java.io.RandomAccessFile(f, "r"), 0, len, 16384);
+            return new ChunkedFile(new java.io.RandomAccessFile(f, "r"), offset, len, 16384);
         } catch (java.io.IOException e) {
             throw new InvalidResponseException("response body file cannot be opened: " + f + ": " + e.getMessage());
         }
@@ -177,6 +228,7 @@ final class ResponseWriter {
                                     Object body, HeaderScan scan, boolean noBody, boolean http10,
                                     ResponseSink sink) {
         if (noBody) {
+            ex.bytes = 0;
             if (scan.contentLength != null) {
                 line(h, "Content-Length", scan.contentLength);
             }

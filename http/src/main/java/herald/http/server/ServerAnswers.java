@@ -36,6 +36,8 @@ final class ServerAnswers {
             return;
         }
         int status = why.status;
+        ex.status = status;
+        ex.bytes = ex.head ? 0 : why.body.length;
         ResponseSink sink = ResponseWriter.sink(ex);
         HeadBuffer h = c.output.loop().head.reset();
         sink.start(h, status);

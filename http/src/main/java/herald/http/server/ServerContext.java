@@ -34,6 +34,8 @@ final class ServerContext {
     /** The drain is over: connections still open are being closed; handlers still running are interrupted. */
     volatile boolean closing;
     volatile int serverPort;
+    /** The access log; null when off (one null check per answer). */
+    final AccessLog accessLog;
     /** "Server: ...\r\n", or null when no Server header is sent. */
     final byte[] serverLine;
 
@@ -48,6 +50,7 @@ final class ServerContext {
         this.offLoop = config.mode != HandlerMode.EVENT_LOOP;
         this.blockingExecutor = blockingExecutor;
         this.channels = channels;
+        this.accessLog = hooks.accessLog;
         this.serverLine = config.serverHeader == null || config.serverHeader.isEmpty() ? null
             : ("Server: " + config.serverHeader + "\r\n").getBytes(java.nio.charset.StandardCharsets.ISO_8859_1);
     }

@@ -42,7 +42,8 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
             ch.close();
             return;
         }
-        if (server.connections.incrementAndGet() > server.config.maxConnections) {
+        int open = server.connections.incrementAndGet();
+        if (open > server.config.maxConnections + server.config.reservedConnections) {
             server.connections.decrementAndGet();
             server.stats.error(503);
             if (server.config.sslContext != null) {
@@ -71,6 +72,9 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
                 server.release(from);
             }
         });
+        if (open > server.config.maxConnections) {
+            ch.attr(HttpConnection.RESERVE).set(Boolean.TRUE); // answers health probes only
+        }
         server.channels.add(ch);
         ChannelPipeline p = ch.pipeline();
         if (server.config.sslContext != null) {

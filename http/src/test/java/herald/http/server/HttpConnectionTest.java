@@ -97,6 +97,47 @@ class HttpConnectionTest {
         }
     }
 
+    /** The messages written for {@code request}, ByteBufs as text, file regions as "region:position+count". */
+    private List<String> written(String request) {
+        ch.writeInbound(ch.alloc().buffer().writeBytes(request.getBytes(StandardCharsets.ISO_8859_1)));
+        List<String> out = new ArrayList<>();
+        for (Object m; (m = ch.readOutbound()) != null; ) {
+            if (m instanceof ByteBuf b) {
+                if (b.isReadable()) {
+                    out.add(b.toString(StandardCharsets.ISO_8859_1));
+                }
+                b.release();
+            } else if (m instanceof io.netty.channel.DefaultFileRegion r) {
+                out.add("region:" + r.position() + "+" + r.count());
+                r.release();
+            } else {
+                out.add(m.getClass().getSimpleName());
+            }
+        }
+        return out;
+    }
+
+    @Test
+    void fileBodiesGoOutAsFileRegionsOnPlaintext() throws Exception {
+        java.io.File f = java.io.File.createTempFile("herald-region", ".txt");
+        f.deleteOnExit();
+        java.nio.file.Files.writeString(f.toPath(), "0123456789");
+        channel(respond(map(STATUS, 200L, BODY, f)), ServerConfig.builder());
+        List<String> whole = written("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assertEquals(2, whole.size(), whole.toString());
+        assertTrue(whole.get(0).contains("Content-Length: 10\r\n"), whole.get(0));
+        assertEquals("region:0+10", whole.get(1));
+        ch.finishAndReleaseAll();
+        channel(respond(map(STATUS, 206L, BODY, new herald.http.files.FileParts(List.of(
+            "A".getBytes(StandardCharsets.US_ASCII), new herald.http.files.FileRange(f, 2, 3),
+            "B".getBytes(StandardCharsets.US_ASCII), new herald.http.files.FileRange(f, 7, 1))))),
+            ServerConfig.builder());
+        List<String> parts = written("GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+        assertEquals(4, parts.size(), parts.toString());
+        assertTrue(parts.get(0).contains("Content-Length: 6\r\n") && parts.get(0).endsWith("\r\n\r\nA"), parts.get(0));
+        assertEquals(List.of("region:2+3", "B", "region:7+1"), parts.subList(1, 4));
+    }
+
     @Test
     void fixedResponseHasStatusLengthDateServerAndBody() {
         channel(respond(map(STATUS, 200L, HEADERS, map("Content-Type", "text/plain"), BODY, "hello")),

@@ -1,0 +1,2 @@
+/** Response body types for static files: a slice of a file and a multipart body of slices (Range answers). */
+package herald.http.files;
