@@ -7,13 +7,19 @@
 # (/proc/PID/stat utime+stime, process trees summed: PostgreSQL's backends) is taken over the measured run (from the
 # load's first progress line to the one that ends its run). Prints, per instance count, the CPU per process (seconds,
 # cores, microseconds per post), then last:
-#   feed_scale instances=<n> posts_per_s=<n> p99_ms=<x> fanout_lag_p99_ms=<x> search_lag_p99_ms=<x> cpu_us_per_post=<x>
+#   feed_scale instances=<n> posts_per_s=<n> p99_ms=<x> fanout_lag_p99_ms=<x> search_lag_p99_ms=<x> cpu_us_per_post=<x> marginal_cpu_us_per_post=<x>
 # p99_ms: every request of the mix, client side, through the balancer; cpu_us_per_post: the CPU time of every
 # cluster process (not the load generator's) per second of the window, divided by the posts acknowledged per second
 # of the run (so it carries the participants, friendships and searches of the mix too). The load generator, the probe and every server
 # share this machine's cores (nothing is pinned). A benchmark, not a test: run it by hand on a quiet machine.
-# Environment (defaults in brackets): INSTANCES ["1 3"], USERS [32], DURATION [30] measured seconds, WARMUP [30]
-# seconds (per instance count), SEARCH_SHARE [0.1], PROBE_MS [250] between probe posts, DIR [a new temporary
+# Before each measured run the cluster idles IDLE seconds: each process's CPU then (`idle_cores`: Kafka Streams polls
+# and commits, server housekeeping) is the fixed cost, and `marginal_us_per_post` = (cores - idle_cores) / posts per
+# second is the cost the posts add (robust where a starved run's few posts would carry the fixed costs); an instance's
+# line also has `jit_cores`, its JIT compiler threads (C1/C2) over the window, which a short warm-up leaves running
+# (half of an instance's CPU in the 2026-11-26 runs). The summary line ends with `marginal_cpu_us_per_post`, the sum.
+# Environment (defaults in brackets): INSTANCES ["1 3"], USERS [32], DURATION [30] measured seconds, WARMUP [60]
+# seconds (per instance count), IDLE [10] seconds of no load before each measured run, SEARCH_SHARE [0.1], PROBE_MS
+# [250] between probe posts, DIR [a new temporary
 # directory, removed at the end unless KEEP=1], RESULTS [""] (a file to append the figures to).
 set -euo pipefail
 
@@ -21,7 +27,8 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 INSTANCES=${INSTANCES:-"1 3"}
 USERS=${USERS:-32}
 DURATION=${DURATION:-30}
-WARMUP=${WARMUP:-30}
+WARMUP=${WARMUP:-60}
+IDLE=${IDLE:-10}
 SEARCH_SHARE=${SEARCH_SHARE:-0.1}
 PROBE_MS=${PROBE_MS:-250}
 KEEP=${KEEP:-0}
@@ -59,6 +66,19 @@ def tree(p): return stat.get(p, (0, 0))[1] + sum(tree(c) for c in kids.get(p, []
 for line in sys.stdin:
     name, pid = line.split()
     print(name, tree(int(pid)))'
+}
+
+# CPU ticks of the JIT compiler threads (C1/C2 CompilerThread) of each instance: "name ticks" lines
+jit_snapshot() {
+  { "$CLUSTER" status --dir "$DIR" || true; } | awk '$1 == "state" && $3 == "up" && $2 ~ /^instance-/ { sub("pid=", "", $5); print $2, $5 }' |
+    while read -r name pid; do
+      t=0
+      for task in /proc/"$pid"/task/*; do
+        case "$(cat "$task/comm" 2>/dev/null)" in C1\ CompilerThre*|C2\ CompilerThre*)
+          s=$(cat "$task/stat" 2>/dev/null) || continue; set -- ${s##*) }; t=$((t + ${12} + ${13})) ;; esac
+      done
+      echo "$name $t"
+    done
 }
 
 # the probe: posts every PROBE_MS through the balancer for SECONDS, and polls a friend's inbound feed and the search
@@ -128,6 +148,8 @@ for n in $INSTANCES; do
   W="$DIR/bench-$n"; mkdir -p "$W"
   log "warm-up ${WARMUP}s, $USERS users through the balancer (port $PORT)"
   run_load "$PORT" "$WARMUP" "$W/warmup.json" || die "herald-load failed: $(tail -3 "$W/warmup.json.err")"
+  log "idle ${IDLE}s (each process's fixed CPU)"
+  cpu_snapshot >"$W/idle0"; I0=$(date +%s.%N); sleep "$IDLE"; cpu_snapshot >"$W/idle1"; I1=$(date +%s.%N)
   LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
   log "measuring ${DURATION}s (load average before: $LOAD_BEFORE)"
   # the CPU window opens at the load's first progress line (its JVM is up and sending, ~1 s in) and closes at the
@@ -135,22 +157,28 @@ for n in $INSTANCES; do
   run_load "$PORT" "$DURATION" "$W/run.json" & LOAD=$!
   last_t() { grep -o '"t":[0-9.]*' "$W/run.json" 2>/dev/null | tail -1 | cut -d: -f2; }
   until [ -n "$(last_t)" ] || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
-  T0=$(date +%s.%N); cpu_snapshot >"$W/cpu0"
+  T0=$(date +%s.%N); cpu_snapshot >"$W/cpu0"; jit_snapshot >"$W/jit0"
   probe "http://127.0.0.1:$PORT" "$DURATION" "$W/probe.json" & PROBE=$!
   until awk -v t="$(last_t)" -v d="$DURATION" 'BEGIN { exit !(t + 0.3 >= d) }' || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
-  cpu_snapshot >"$W/cpu1"; T1=$(date +%s.%N)
+  cpu_snapshot >"$W/cpu1"; jit_snapshot >"$W/jit1"; T1=$(date +%s.%N)
   wait "$LOAD" || die "herald-load failed: $(tail -3 "$W/run.json.err")"
   wait "$PROBE" || die "the lag probe failed"
   read -r POSTS SECS P99 POST_P99 ERRORS < <(figures "$W/run.json")
   CLK=$(getconf CLK_TCK)
   # CPU per process as a rate over the window, per post at the run's post rate; then the line
-  CPU=$(join <(sort "$W/cpu0") <(sort "$W/cpu1") | awk -v clk="$CLK" -v posts="$POSTS" -v secs="$SECS" -v n="$n" -v t0="$T0" -v t1="$T1" '
-    function per_post(d) { return (posts > 0) ? d / (t1 - t0) / (posts / secs) * 1e6 : 0 }
-    { d = ($3 - $2) / clk; tot += d; name = $1; if (name ~ /^instance-/) { inst += d }
-      printf "feed_scale_cpu instances=%d process=%s cpu_s=%.2f cores=%.2f us_per_post=%.1f\n", n, name, d, d / (t1 - t0), per_post(d) }
-    END { printf "feed_scale_cpu instances=%d process=all-instances cpu_s=%.2f cores=%.2f us_per_post=%.1f\n", n, inst, inst / (t1 - t0), per_post(inst)
-          printf "TOTAL %.1f %.2f\n", per_post(tot), tot / (t1 - t0) }')
-  read -r CPU_US CORES < <(awk '$1 == "TOTAL" { print $2, $3 }' <<<"$CPU")
+  # columns after the joins: name cpu0 cpu1 idle0 idle1 [jit0 jit1]
+  CPU=$(join <(sort "$W/cpu0") <(sort "$W/cpu1") | join - <(join <(sort "$W/idle0") <(sort "$W/idle1")) |
+        join -a 1 - <(join <(sort "$W/jit0") <(sort "$W/jit1")) |
+        awk -v clk="$CLK" -v posts="$POSTS" -v secs="$SECS" -v n="$n" -v t0="$T0" -v t1="$T1" -v i0="$I0" -v i1="$I1" '
+    function per_post(c) { return (posts > 0) ? c / (posts / secs) * 1e6 : 0 }
+    { d = ($3 - $2) / clk; c = d / (t1 - t0); ic = ($5 - $4) / clk / (i1 - i0); tot += d; mtot += c - ic; name = $1
+      jit = (NF >= 7) ? sprintf(" jit_cores=%.2f", ($7 - $6) / clk / (t1 - t0)) : ""
+      if (name ~ /^instance-/) { inst += d; iidle += ic }
+      printf "feed_scale_cpu instances=%d process=%s cpu_s=%.2f cores=%.2f us_per_post=%.1f idle_cores=%.3f marginal_us_per_post=%.1f%s\n", n, name, d, c, per_post(c), ic, per_post(c - ic), jit }
+    END { ic = inst / (t1 - t0)
+          printf "feed_scale_cpu instances=%d process=all-instances cpu_s=%.2f cores=%.2f us_per_post=%.1f idle_cores=%.3f marginal_us_per_post=%.1f\n", n, inst, ic, per_post(ic), iidle, per_post(ic - iidle)
+          printf "TOTAL %.1f %.2f %.1f\n", per_post(tot / (t1 - t0)), tot / (t1 - t0), per_post(mtot) }')
+  read -r CPU_US CORES MARGINAL_US < <(awk '$1 == "TOTAL" { print $2, $3, $4 }' <<<"$CPU")
   grep -v '^TOTAL' <<<"$CPU"
   read -r FAN_P99 SEARCH_P99 PROBE_INFO < <(python3 -c '
 import json, sys; p = json.load(open(sys.argv[1]))
@@ -158,7 +186,7 @@ print(p["fanout_p99"], p["search_p99"], "samples=%s unseen_in_30s=%s fanout_p50=
       p["samples"], p["unseen_in_30s"], p["fanout_p50"], p["fanout_max"], p["search_p50"], p["search_max"]))' "$W/probe.json")
   POSTS_S=$(awk -v p="$POSTS" -v s="$SECS" 'BEGIN { printf "%.0f", p / s }')
   log "instances=$n posts=$POSTS in ${SECS}s, post p99 ${POST_P99} ms, errors $ERRORS, cluster CPU $CORES cores, probe: $PROBE_INFO, load average before $LOAD_BEFORE, commit $COMMIT"
-  LINE="feed_scale instances=$n posts_per_s=$POSTS_S p99_ms=$P99 fanout_lag_p99_ms=$FAN_P99 search_lag_p99_ms=$SEARCH_P99 cpu_us_per_post=$CPU_US"
+  LINE="feed_scale instances=$n posts_per_s=$POSTS_S p99_ms=$P99 fanout_lag_p99_ms=$FAN_P99 search_lag_p99_ms=$SEARCH_P99 cpu_us_per_post=$CPU_US marginal_cpu_us_per_post=$MARGINAL_US"
   SUMMARY+=("$LINE")
   if [ -n "$RESULTS" ]; then
     { echo "$(date -u +%FT%TZ) commit=$COMMIT users=$USERS duration_s=$DURATION warmup_s=$WARMUP loadavg_before=$LOAD_BEFORE errors=$ERRORS post_p99_ms=$POST_P99 cluster_cores=$CORES $PROBE_INFO"

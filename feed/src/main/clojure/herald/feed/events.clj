@@ -53,12 +53,12 @@
         published (AtomicLong.)
         handles (try (derived/submit-jobs! store posts o) (catch Throwable t (.close producer) (throw t)))
         append! (fn [{:keys [post] :as job}]
-                  (kafka/send! producer posts (:from post) (kafka/edn-text job) (:send-timeout-ms o))
+                  (kafka/send! producer posts (:from post) (kafka/record-bytes job) (:send-timeout-ms o))
                   (.incrementAndGet published))
         ;; a change record ({:edit p} / {:delete p}) keyed by the sender, like the post it changes
         append-change! (fn [change]
                          (let [p (or (:edit change) (:delete change))]
-                           (kafka/send! producer posts (:from p) (kafka/edn-text change) (:send-timeout-ms o))))]
+                           (kafka/send! producer posts (:from p) (kafka/record-bytes change) (:send-timeout-ms o))))]
     (reify
       fanout/PostChanges
       ;; issue 11: the change goes on the posts topic keyed by the sender (after the post's own record, in the same

@@ -88,7 +88,9 @@
                    "CASSANDRA_CONTACT_POINTS" cp "CASSANDRA_KEYSPACE" (fresh "posts")
                    "OPENSEARCH_URL" (osn/url) "OPENSEARCH_INDEX" index
                    "KAFKA_BOOTSTRAP" (sk/bootstrap) "KAFKA_TOPIC_PREFIX" (str index "-")
-                   "DATA_DIR" (tu/temp-dir "scale-posts-")}
+                   "DATA_DIR" (tu/temp-dir "scale-posts-")
+                   ;; the :scale profile turns auth on; posts_test covers PATCH and DELETE with tokens
+                   "HERALD_AUTH" "false"}
               sys (feed/start! {:env env :config {:http {:port 0 :host "127.0.0.1"}
                                                   :store {:graph {:schema (:schema graph)}
                                                           :cache {:prefix (:prefix cache)}}}})]

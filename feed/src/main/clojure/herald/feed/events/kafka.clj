@@ -7,7 +7,9 @@
            (org.apache.kafka.clients.admin Admin NewTopic)
            (org.apache.kafka.clients.producer KafkaProducer ProducerRecord RecordMetadata)
            (org.apache.kafka.common.errors TopicExistsException)
-           (org.apache.kafka.common.serialization StringSerializer)))
+           (org.apache.kafka.common.serialization Serializer StringSerializer)
+           (herald.flow.log RecordCodec)
+           (java.nio.charset StandardCharsets)))
 
 (set! *warn-on-reflection* true)
 
@@ -84,9 +86,18 @@
              (catch TimeoutException e (throw (unavailable (str "creating topic " (.name t)) e))))))
     {:posts (posts-topic o) :ids (ids-topic o)}))
 
+(def ^:private ^Serializer value-serializer
+  "Record values: a byte array as it is (`record-bytes`), a string as its UTF-8 bytes (`edn-text`)."
+  (reify Serializer
+    (serialize [_ _ v]
+      (cond (nil? v) nil
+            (bytes? v) v
+            :else (.getBytes (str v) StandardCharsets/UTF_8)))))
+
 (defn producer
   "The idempotent producer of the log: acks=all, enable.idempotence (a retried send is written once, in order
-  per partition), `:linger-ms`, `:send-timeout-ms` as delivery.timeout.ms; `:producer` properties on top."
+  per partition), `:linger-ms`, `:send-timeout-ms` as delivery.timeout.ms; `:producer` properties on top. Keys
+  are strings; values byte arrays (`record-bytes`) or strings (`edn-text`)."
   ^KafkaProducer [{:keys [bootstrap-servers linger-ms send-timeout-ms] :as o}]
   (KafkaProducer. (props (merge {"bootstrap.servers" bootstrap-servers "acks" "all" "enable.idempotence" "true"
                                  "max.in.flight.requests.per.connection" "5" "linger.ms" linger-ms
@@ -95,7 +106,7 @@
                                  "max.block.ms" send-timeout-ms "compression.type" "lz4"
                                  "client.id" (str "herald-feed-" (.pid (ProcessHandle/current)) "-" (System/identityHashCode o))}
                                 (:producer o)))
-                  (StringSerializer.) (StringSerializer.)))
+                  (StringSerializer.) value-serializer))
 
 (defn edn-text
   "`x` as EDN text (as herald.flow's :edn serde writes and reads it)."
@@ -103,11 +114,18 @@
   (binding [*print-length* nil *print-level* nil *print-meta* false *print-namespace-maps* false]
     (pr-str x)))
 
+(defn record-bytes
+  "`x` in herald.flow's binary record codec (herald.flow.log.RecordCodec), which every reader of the posts topic
+  decodes, as it decodes EDN text: ~1 us to write and to read a post record where EDN text takes ~70 us to print
+  and ~40 us to read, twice per post (the fan-out and the index job) (bench/results/feed-scale.md)."
+  ^bytes [x]
+  (RecordCodec/encode x))
+
 (defn send!
-  "Appends `value` (a string) under `key` to `topic` and waits for the brokers' acknowledgement (acks=all);
+  "Appends `value` (a byte array or a string) under `key` to `topic` and waits for the brokers' acknowledgement (acks=all);
   returns the RecordMetadata. Throws ex-info :herald.feed/unavailable when it is not acknowledged in
   `timeout-ms` (the record may still be written: the caller answers an error, and a reader may see the post)."
-  ^RecordMetadata [^KafkaProducer p ^String topic key ^String value timeout-ms]
+  ^RecordMetadata [^KafkaProducer p ^String topic key value timeout-ms]
   (try
     (.get (.send p (ProducerRecord. topic (some-> key str) value)) (long timeout-ms) TimeUnit/MILLISECONDS)
     (catch ExecutionException e (throw (unavailable (str "appending to " topic) e)))

@@ -163,18 +163,37 @@
   [ps {:keys [id ts from occurred subject story]}]
   [(st ps :insert-outbound from ts id occurred subject story) (st ps :insert-post id from ts)])
 
+(def ^:private batch-statements
+  "Most statements in one unlogged batch of a post's rows: below Cassandra's default
+  unlogged_batch_across_partitions_warn_threshold (10 partitions), and ~20 KB of rows, well under the default
+  batch_size_fail_threshold (50 KiB)."
+  10)
+
+(defn- unlogged
+  "`stmts` as ONE request: the statement itself when alone, else an unlogged batch (not atomic, like the
+  separate upserts it replaces; idempotent). Each request costs the server a dispatch and a wake-up of its
+  request threads whatever it holds: a post's rows in one request instead of one each (bench/results/feed-scale.md)."
+  [stmts]
+  (if (next stmts)
+    (BatchStatement/newInstance DefaultBatchType/UNLOGGED
+                                ^"[Lcom.datastax.oss.driver.api.core.cql.BatchableStatement;"
+                                (into-array BatchableStatement stmts))
+    (first stmts)))
+
 (defn- deliver-all!
   "Upserts the author copy and every recipient's inbound row of each {:post :recipients} of deliveries, and
-  records each post's recipients (for its edits and delete), :fanout-concurrency in flight; a post with a
-  tombstone (deleted; this is a replay) is skipped. Throws the first failure once every statement has finished."
+  records each post's recipients (for its edits and delete); a post with a tombstone (deleted; this is a replay)
+  is skipped. A post's rows go in unlogged batches of at most `batch-statements`, :fanout-concurrency requests in
+  flight; throws the first failure once every request has finished."
   [session ps opts deliveries]
   (let [gone (deleted-ids session ps (map (comp :id :post) deliveries))]
     (run-bounded! session (vec (for [{{:keys [id ts from occurred subject story] :as post} :post rs :recipients} deliveries
                                      :when (not (gone id))
-                                     s (concat (author-copy ps post)
-                                               (when (seq rs) [(st ps :insert-recipients id (vec rs))])
-                                               (for [r rs] (st ps :insert-inbound r ts id from occurred subject story)))]
-                                 s))
+                                     chunk (partition-all batch-statements
+                                                          (concat (author-copy ps post)
+                                                                  (when (seq rs) [(st ps :insert-recipients id (vec rs))])
+                                                                  (for [r rs] (st ps :insert-inbound r ts id from occurred subject story))))]
+                                 (unlogged chunk)))
                   (:fanout-concurrency opts) "delivering posts" identity))
   nil)
 
@@ -271,7 +290,7 @@
 
   store/LoggedFeeds
   (-put-outbound! [_ post]
-    (guarded open? (run-bounded! session (author-copy ps post) 2 "storing the author's copy" identity) nil))
+    (guarded open? (cs/execute! session "storing the author's copy" (unlogged (author-copy ps post))) nil))
   (-deliver-all! [_ deliveries] (guarded open? (deliver-all! session ps opts deliveries)))
 
   store/LoggedEdits
