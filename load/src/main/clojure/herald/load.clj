@@ -94,6 +94,9 @@
   | :users             | int      | 3           | concurrent simulated users |
   | :search-share      | 0..1     | 0.1         | probability a user is a searcher |
   | :reader-share      | 0..1     | 0.0         | probability a user is a reader (inbound/outbound/friends GETs) |
+  | :edit-share        | 0..1     | 0.0         | share of a broadcaster's outbound operations that PATCH a post it published earlier (outbound patch) |
+  | :delete-share      | 0..1     | 0.0         | share that DELETE one (outbound delete); with :edit-share at most 1 |
+  | :read-post-share   | 0..1     | 0.0         | share that GET one by its link (outbound get-one); the three at most 1 |
   | :batch-size        | int      | 10          | participants created per broadcaster iteration |
   | :min-friends       | int      | 2           | fewest invitees per batch |
   | :max-friends       | int      | 3           | most invitees per batch |

@@ -1,7 +1,8 @@
 (ns herald.load.impl.feed
   "The reference news feed workload: closed-loop simulated users over HTTP, each a broadcaster (creates
   participants, befriends them, posts outbound items), a searcher (keyword searches) or, herald's addition,
-  a reader (inbound/outbound/friends GETs); optional global rate cap. Every request is recorded as
+  a reader (inbound/outbound/friends GETs); optional global rate cap. Optional shares of a broadcaster's outbound
+  operations edit (PATCH), delete or read (GET) the link of a post it published earlier. Every request is recorded as
   (entity, operation, status, latency)."
   (:require [clojure.string :as str]
             [herald.load.impl.feed-record :as rec]
@@ -69,10 +70,67 @@
   [{:keys [tokens]} id req]
   (if tokens (assoc-in req [:headers "Authorization"] (tokens id)) req))
 
+;; --- the optional share of edits, deletes and single-post reads (issue 11) ------------------------------------
+
+(def ^:private max-published
+  "How many links of its own posts a user remembers for later edits, deletes and reads (the newest ones)."
+  10000)
+
+(defn- remember! [{:keys [published]} sender post-link]
+  (when (and published (string? post-link))
+    (vswap! published (fn [v] (let [v (conj v [sender post-link])]
+                                (if (> (count v) max-published) (subvec v (- (count v) max-published)) v))))))
+
+(defn- pick-published
+  "A random [sender link] of the user's published posts, or nil; with `remove?` it leaves the list (a delete)."
+  [{:keys [published ^Random rnd]} remove?]
+  (let [v @published n (count v)]
+    (when (pos? n)
+      (let [i (.nextInt rnd n) x (nth v i)]
+        (when remove? (vreset! published (pop (assoc v i (peek v)))))
+        x))))
+
+(defn- mix-op
+  "The kind of the next outbound operation: :edit, :delete or :read-post by the options' shares, else :post."
+  [{:keys [^Random rnd opts]}]
+  (let [{:keys [edit-share delete-share read-post-share]} opts
+        e (double (or edit-share 0.0)) d (+ e (double (or delete-share 0.0))) r (+ d (double (or read-post-share 0.0)))]
+    (if (zero? r)
+      :post
+      (let [x (.nextDouble rnd)]
+        (cond (< x e) :edit (< x d) :delete (< x r) :read-post :else :post)))))
+
+(defn- post!
+  "Publishes one post as `b` and remembers its link (from the POST answer) when the run edits, deletes or reads."
+  [{:keys [^Random rnd opts dict] :as ctx} b]
+  (let [{:keys [subject-words story-words]} opts
+        j (call! ctx "outbound" "post"
+                 (as ctx b (merge {:method :post :path (str (link b) "/outbound")}
+                                  (body-of opts {:from (link b) :occurred (str (LocalDate/now))
+                                                 :subject (words/sentence rnd dict subject-words)
+                                                 :story (words/sentence rnd dict story-words)}))))]
+    (when (map? j) (remember! ctx b (:link j)))))
+
+(defn- outbound-op!
+  "One outbound operation as participant `b`: a post, or (by the shares, when the user has published posts) a
+  PATCH, DELETE or GET of the link of one of them, recorded as outbound patch, delete or get-one."
+  [{:keys [^Random rnd opts dict] :as ctx} b]
+  (let [kind (mix-op ctx)
+        [sender post-link] (when (not= kind :post) (pick-published ctx (= kind :delete)))]
+    (if-not post-link
+      (post! ctx b)
+      (case kind
+        :edit (call! ctx "outbound" "patch"
+                     (as ctx sender (merge {:method :patch :path post-link}
+                                           (body-of opts {:subject (str (words/sentence rnd dict (:subject-words opts)) " (edited)")
+                                                          :story (words/sentence rnd dict (:story-words opts))}))))
+        :delete (call! ctx "outbound" "delete" (as ctx sender {:method :delete :path post-link}))
+        :read-post (call! ctx "outbound" "get-one" (as ctx sender {:method :get :path post-link}))))))
+
 (defn- broadcast-once!
   "One broadcaster iteration: a batch of participants, friendships, then posts by the invitees."
   [{:keys [^Random rnd opts dict known] :as ctx}]
-  (let [{:keys [batch-size min-friends max-friends subject-words story-words posts-per-user]} opts
+  (let [{:keys [batch-size min-friends max-friends posts-per-user]} opts
         ids (vec (keep (fn [_] (:id (call! ctx "participant" "post"
                                             (merge {:method :post :path "/participant"}
                                                    (body-of opts {:name (words/sentence rnd dict 1)})))))
@@ -86,11 +144,7 @@
           (call! ctx "friends" "post" (as ctx a (merge {:method :post :path (str (link a) "/friends")}
                                                      (body-of opts {:from (link a) :to (link b)})))))
         (doseq [b invitees _ (range posts-per-user)]
-          (call! ctx "outbound" "post"
-                 (as ctx b (merge {:method :post :path (str (link b) "/outbound")}
-                                  (body-of opts {:from (link b) :occurred (str (LocalDate/now))
-                                                 :subject (words/sentence rnd dict subject-words)
-                                                 :story (words/sentence rnd dict story-words)})))))))))
+          (outbound-op! ctx b))))))
 
 (defn- search-once! [{:keys [^Random rnd opts dict] :as ctx}]
   (dotimes [_ (:searches-per-user opts)]
@@ -141,7 +195,8 @@
                                 (SessionClient. (.next group) target (boolean (:new-connection? opts)) timeout-ns))]
                   {:role (role rnd opts)
                    :ctx {:session session :host-header host-header :recorder recorder :stop stop :rnd rnd :opts opts
-                         :dict dict :known known :next-slot next-slot :cap-interval cap :user i :tokens tokens}}))
+                         :dict dict :known known :next-slot next-slot :cap-interval cap :user i :tokens tokens
+                         :published (volatile! [])}}))
         users (vec users)]
     {:roles (frequencies (map :role users))
      :sessions (mapv (comp :session :ctx) users)

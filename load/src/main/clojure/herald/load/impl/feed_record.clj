@@ -30,12 +30,13 @@
 
 (defn record!
   "Records one request started at epoch ms `time-ms`. `status` 0 with an `error-kind` (\"connect\",
-  \"timeout\", ...) means no response; any status but 200 counts as a status error."
+  \"timeout\", ...) means no response; any status outside 200..299 counts as a status error (a DELETE's 204 is
+  a success)."
   [{:keys [from-ms lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
    time-ms entity operation code latency-us error-kind]
   (when (>= (long time-ms) (long from-ms))
   (let [k (str entity " " operation)]
-    (when (or error-kind (not= 200 code)) (.incrementAndGet interval-errors))
+    (when (or error-kind (not (<= 200 (long code) 299))) (.incrementAndGet interval-errors))
     (if error-kind
       (locking lock (bump! errors [k error-kind]))
       (do (.recordValue interval (max 0 (long latency-us)))
@@ -44,7 +45,7 @@
             (let [^Histogram h (or (.get ops k) (let [h (hist/histogram)] (.put ops k h) h))]
               (.recordValue h (max 0 (long latency-us))))
             (bump! status [k code])
-            (when (not= 200 code) (bump! errors [k "status"]))
+            (when-not (<= 200 (long code) 299) (bump! errors [k "status"]))
             (when log (.write log (str (agg/format-log-line time-ms entity operation latency-us) "\n")))))))))
 
 (defn close!

@@ -17,12 +17,13 @@
 (set! *warn-on-reflection* true)
 
 (def defaults
-  "The feed workload defaults: the reference tester's, plus herald's reader share and rate cap."
+  "The feed workload defaults: the reference tester's, plus herald's reader share, rate cap and shares of
+  edits, deletes and single-post reads (0: the reference mix)."
   {:host "127.0.0.1" :port 8080 :users 3 :search-share 0.1 :reader-share 0.0 :batch-size 10
    :min-friends 2 :max-friends 3 :subject-words 5 :story-words 150 :posts-per-user 10 :searches-per-user 5
    :new-connection? false :body-format :json :rate-cap nil :duration 60 :timeout 10 :seed 1
    :progress :auto :interval 1.0 :handle-interrupt? false :threads 1 :https? false :warmup 0
-   :jwt-secret nil :jwt-issuer nil :jwt-audience nil})
+   :jwt-secret nil :jwt-issuer nil :jwt-audience nil :edit-share 0.0 :delete-share 0.0 :read-post-share 0.0})
 
 (defn- check-secret
   "`m` when its :jwt-secret is nil or at least 32 bytes; else a bad option that names the key, never the secret."
@@ -46,6 +47,11 @@
         (options/check :search-share share? "must be a number from 0 to 1")
         (options/check :reader-share #(and (share? %) (<= (+ (double %) (double (:search-share m))) 1.0))
                        "must be from 0 to 1, and with :search-share at most 1")
+        (options/check :edit-share share? "must be a number from 0 to 1")
+        (options/check :delete-share #(and (share? %) (<= (+ (double %) (double (:edit-share m))) 1.0))
+                       "must be from 0 to 1, and with :edit-share at most 1")
+        (options/check :read-post-share #(and (share? %) (<= (+ (double %) (double (:edit-share m)) (double (:delete-share m))) 1.0))
+                       "must be from 0 to 1, and with :edit-share and :delete-share at most 1")
         (options/check :batch-size #(and (integer? %) (pos? (long %))) "must be a positive integer")
         (options/check :min-friends nat? "must be an integer >= 0")
         (options/check :max-friends #(and (nat? %) (>= (long %) (long (:min-friends m)))) "must be an integer >= :min-friends")
