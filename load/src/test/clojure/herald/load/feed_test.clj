@@ -90,7 +90,17 @@
 (deftest bad-feed-options-name-the-key
   (is (thrown-with-msg? clojure.lang.ExceptionInfo #":search-share"
                         (load/feed {:search-share 1.5})))
-  (is (= :max-friends (:key (ex-data (try (load/feed {:min-friends 3 :max-friends 2}) (catch Exception e e)))))))
+  (is (= :max-friends (:key (ex-data (try (load/feed {:min-friends 3 :max-friends 2}) (catch Exception e e))))))
+  (testing "the shares of edits, deletes and single-post reads: each 0..1, together at most 1"
+    (doseq [[opts k] [[{:edit-share 1.5} :edit-share] [{:delete-share -0.1} :delete-share]
+                      [{:read-post-share "x"} :read-post-share] [{:edit-share 0.6 :delete-share 0.5} :delete-share]
+                      [{:edit-share 0.4 :delete-share 0.3 :read-post-share 0.4} :read-post-share]]]
+      (is (= k (:key (ex-data (try (load/feed (assoc opts :port 1 :duration 1)) (catch Exception e e))))) (pr-str opts))))
+  (testing "the command line: a usage error (exit 1) naming the option"
+    (let [err (java.io.StringWriter.)
+          code (binding [*err* err] (main/run-cli ["feed" "--port" "1" "-d" "1s" "-q" "--edit-share" "0.7" "--delete-share" "0.5"]))]
+      (is (= 1 code))
+      (is (re-find #":delete-share" (str err)) (str err)))))
 
 (deftest ^:integration a-dead-server-backs-off-and-exits-2
   ;; it used to loop without backoff (86,016 connect errors in 5 s at 160% CPU) and exit 0
