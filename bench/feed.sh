@@ -4,8 +4,12 @@
 # mix (closed-loop users, no think time, connection reuse: herald-load's feed mode, bin/herald-load, or wrk with
 # bench/feed.lua, one connection per user, with LOADGEN=wrk), then reads the service's own per-minute figures
 # (GET /perf) for every operation. Appends one row to
-# bench/results/feed.csv and prints, last:
+# bench/results/feed.csv. Then (herald-load only) a shorter run of a mix with reads, edits and deletes on the
+# same warm service (issue 11: herald-load feed --reader-share, --read-post-share, --edit-share, --delete-share)
+# appends a row to bench/results/feed-mix.csv. Prints two lines, the mix's first and the reference line last:
+#   feed_mix users=<n> posts_per_s=<n> edits_per_s=<n> deletes_per_s=<n> post_reads_per_s=<n> feed_reads_per_s=<n> searches_per_s=<n> p50_ms=<x> p99_ms=<x> failures=<n>
 #   feed users=<n> posts_per_s=<n> participants_per_s=<n> searches_per_s=<n> p50_ms=<x> p99_ms=<x>
+# (post_reads: GETs of a post's link; feed_reads: a reader's inbound, outbound and friends GETs.)
 # p50/p99 are the client-side latencies of every request of the mix (both generators are closed-loop and
 # non-pipelined, so wrk's percentiles are valid too); the CSV row adds the client-side outbound-post p99 (herald-load
 # only) and the server-side outbound-post median/p99 from /perf.
@@ -17,6 +21,10 @@
 # JVM_OPTS, so the figures are those of the service as users start it], HTTP_MODE [virtual-threads] (or worker-pool,
 # event-loop; passed to the service like every variable of docs/feed.md), SERVER_CPU [""],
 # LOADGEN_CPU [""], SKIP_BUILD [0], RESULTS [bench/results/feed.csv], PORT [18090], KEEP_DATA [0],
+# MIX_DURATION [20] measured seconds of the mix (0: no mix run), MIX_WARMUP [5] (its PATCH and DELETE paths are
+# not in the reference warm-up), MIX_READER_SHARE [0.2], MIX_SEARCH_SHARE [SEARCH_SHARE], MIX_EDIT_SHARE [0.1],
+# MIX_DELETE_SHARE [0.05], MIX_READ_POST_SHARE [0.2] (shares of the broadcasters' outbound operations),
+# MIX_RESULTS [bench/results/feed-mix.csv],
 # PROFILE [""] (comma list of async-profiler events, e.g. cpu,alloc: one extra profiled run of PROFILE_DURATION
 # [20] seconds per event after the measured run, not recorded in the CSV; output in PROFILE_DIR
 # [/tmp/herald-feed-profiles]: <event>.html flame graph, .collapsed stacks, .top.txt self-time leaves and the
@@ -40,6 +48,14 @@ PROFILE=${PROFILE:-}
 PROFILE_DURATION=${PROFILE_DURATION:-20}
 PROFILE_DIR=${PROFILE_DIR:-/tmp/herald-feed-profiles}
 LOADGEN=${LOADGEN:-auto}
+MIX_DURATION=${MIX_DURATION:-20}
+MIX_WARMUP=${MIX_WARMUP:-5}
+MIX_READER_SHARE=${MIX_READER_SHARE:-0.2}
+MIX_SEARCH_SHARE=${MIX_SEARCH_SHARE:-$SEARCH_SHARE}
+MIX_EDIT_SHARE=${MIX_EDIT_SHARE:-0.1}
+MIX_DELETE_SHARE=${MIX_DELETE_SHARE:-0.05}
+MIX_READ_POST_SHARE=${MIX_READ_POST_SHARE:-0.2}
+MIX_RESULTS=${MIX_RESULTS:-$ROOT/bench/results/feed-mix.csv}
 if [ "$LOADGEN" = auto ]; then if [ -x "$ROOT/bin/herald-load" ]; then LOADGEN=herald-load; else LOADGEN=wrk; fi; fi
 export SEARCH_SHARE FORM
 
@@ -92,13 +108,14 @@ done
 grep -q "listening on" "$WORK/server.out" || die "the service did not start in 60 s"
 BASE="http://127.0.0.1:$PORT"
 
-run_load() { # seconds output-file
+run_load() { # seconds output-file [herald-load options, e.g. the mix's shares, which come after and win]
   if [ "$LOADGEN" = wrk ]; then
     pin "$LOADGEN_CPU" wrk -t "$USERS" -c "$USERS" -d "${1}s" --timeout 10s -s "$ROOT/bench/feed.lua" "$BASE" >"$2" 2>&1
   else
     local form=(); [ "$FORM" = 1 ] && form=(--form)
+    local secs=$1 out=$2; shift 2
     pin "$LOADGEN_CPU" "$ROOT/bin/herald-load" feed --host 127.0.0.1 --port "$PORT" --users "$USERS" \
-      --search-share "$SEARCH_SHARE" --duration "$1" --progress json "${form[@]}" >"$2" 2>"$2.err"
+      --search-share "$SEARCH_SHARE" --duration "$secs" --progress json "${form[@]}" "$@" >"$out" 2>"$out.err"
   fi
 }
 
@@ -173,6 +190,35 @@ NOTE=${NOTE:-"load generator and service shared the $(nproc) cores of this machi
 GEN=$([ "$LOADGEN" = wrk ] && echo "wrk+bench/feed.lua" || echo "herald-load feed")
 echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$(nproc),$JVM,$GC,$JVM_OPTS HTTP_MODE=${HTTP_MODE:-virtual-threads},${SERVER_CPU:-any},${LOADGEN_CPU:-any},$USERS,$SEARCH_SHARE,$FORM,$SECS,$POSTS_S,$PART_S,$FRIENDS_S,$SEARCH_S,$P50,$P99,$POST_P99,$SRV_P50,$SRV_P99,$CPU_US_PER_REQ,$FAILURES,$GEN,$LOAD_BEFORE,$NOTE" >>"$RESULTS"
 
+# --- the mix with reads, edits and deletes (herald-load only), on the same warm service ----------------------
+MIX_LINE=""
+if [ "$LOADGEN" != wrk ] && [ "$MIX_DURATION" != 0 ]; then
+  MIX_LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
+  log "mix: ${MIX_DURATION}s (warm-up ${MIX_WARMUP}s), $USERS users, readers $MIX_READER_SHARE, searchers $MIX_SEARCH_SHARE; of the outbound operations: edits $MIX_EDIT_SHARE, deletes $MIX_DELETE_SHARE, post reads $MIX_READ_POST_SHARE"
+  run_load "$MIX_DURATION" "$WORK/mix.txt" --warmup "$MIX_WARMUP" --search-share "$MIX_SEARCH_SHARE" \
+    --reader-share "$MIX_READER_SHARE" --edit-share "$MIX_EDIT_SHARE" --delete-share "$MIX_DELETE_SHARE" \
+    --read-post-share "$MIX_READ_POST_SHARE" || die "load generator failed (mix): $(tail -3 "$WORK/mix.txt"*)"
+  MIX_FIGURES=$(python3 - "$WORK/mix.txt" <<'PY'
+import json, sys
+s = next(json.loads(l) for l in open(sys.argv[1]) if '"type":"summary"' in l)
+ops = s["operations"]
+n = lambda k: ops.get(k, {}).get("latency", {}).get("count", 0)
+secs = max(s["duration-s"], 1e-9)
+r = lambda c: f'{c / secs:.0f}'
+print(f'M_POSTS_S={r(n("outbound post"))} M_EDITS_S={r(n("outbound patch"))} M_DELETES_S={r(n("outbound delete"))}')
+print(f'M_POST_READS_S={r(n("outbound get-one"))} M_SEARCH_S={r(n("outbound search"))}')
+print(f'M_FEED_READS_S={r(n("inbound get") + n("outbound get") + n("friends get"))}')
+print(f'M_P50={s["latency"]["p50"]} M_P99={s["latency"]["p99"]} M_FAILURES={sum(s["errors"].values())} M_SECS={s["duration-s"]:.3f}')
+PY
+) || die "no summary from the mix run: $(tail -3 "$WORK/mix.txt"*)"
+  eval "$MIX_FIGURES"
+  MIX_LINE="feed_mix users=$USERS posts_per_s=$M_POSTS_S edits_per_s=$M_EDITS_S deletes_per_s=$M_DELETES_S post_reads_per_s=$M_POST_READS_S feed_reads_per_s=$M_FEED_READS_S searches_per_s=$M_SEARCH_S p50_ms=$M_P50 p99_ms=$M_P99 failures=$M_FAILURES"
+  [ -f "$MIX_RESULTS" ] || echo "date,commit,cores,jvm,gc,jvm_opts,users,reader_share,search_share,edit_share,delete_share,read_post_share,duration_s,posts_per_s,edits_per_s,deletes_per_s,post_reads_per_s,feed_reads_per_s,searches_per_s,p50_ms,p99_ms,failures,loadavg_before,note" >"$MIX_RESULTS"
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$(nproc),$JVM,$GC,$JVM_OPTS HTTP_MODE=${HTTP_MODE:-virtual-threads},$USERS,$MIX_READER_SHARE,$MIX_SEARCH_SHARE,$MIX_EDIT_SHARE,$MIX_DELETE_SHARE,$MIX_READ_POST_SHARE,$M_SECS,$M_POSTS_S,$M_EDITS_S,$M_DELETES_S,$M_POST_READS_S,$M_FEED_READS_S,$M_SEARCH_S,$M_P50,$M_P99,$M_FAILURES,$MIX_LOAD_BEFORE,$NOTE" >>"$MIX_RESULTS"
+elif [ "$LOADGEN" = wrk ]; then
+  log "no mix run with wrk (bench/feed.lua sends the reference mix only)"
+fi
+
 # --- profiling (PROFILE=cpu,alloc), after the measured run ------------------------------------------------
 profiler_lib() {
   local get=(dependency:copy -Dartifact=tools.profiler:async-profiler:4.2 -DoutputDirectory="$WORK" -Dmdep.stripVersion=true)
@@ -209,4 +255,5 @@ if [ -n "$PROFILE" ]; then
 fi
 
 log "friends_per_s=$FRIENDS_S failures=$FAILURES client_post_p99_ms=$POST_P99 server_post_p50_ms=$SRV_P50 server_post_p99_ms=$SRV_P99 server_cpu_us_per_req=$CPU_US_PER_REQ (row appended to $RESULTS)"
+if [ -n "$MIX_LINE" ]; then echo "$MIX_LINE"; fi
 echo "feed users=$USERS posts_per_s=$POSTS_S participants_per_s=$PART_S searches_per_s=$SEARCH_S p50_ms=$P50 p99_ms=$P99"
