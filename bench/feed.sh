@@ -209,6 +209,9 @@ print(f'M_POSTS_S={r(n("outbound post"))} M_EDITS_S={r(n("outbound patch"))} M_D
 print(f'M_POST_READS_S={r(n("outbound get-one"))} M_SEARCH_S={r(n("outbound search"))}')
 print(f'M_FEED_READS_S={r(n("inbound get") + n("outbound get") + n("friends get"))}')
 print(f'M_P50={s["latency"]["p50"]} M_P99={s["latency"]["p99"]} M_FAILURES={sum(s["errors"].values())} M_SECS={s["duration-s"]:.3f}')
+for k, o in sorted(ops.items()):
+    l = o.get("latency", {})
+    print(f'bench/feed: mix {k}: count={l.get("count", 0)} p50_ms={l.get("p50")} p99_ms={l.get("p99")} max_ms={l.get("max")} errors={sum(o.get("errors", {}).values())}', file=sys.stderr)
 PY
 ) || die "no summary from the mix run: $(tail -3 "$WORK/mix.txt"*)"
   eval "$MIX_FIGURES"
