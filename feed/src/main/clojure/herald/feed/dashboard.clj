@@ -188,12 +188,11 @@
 (defn page
   "GET /dashboard: the page (revalidated on every load: `no-cache` with an ETag; its asset URLs carry their
   content hash)."
-  [_env]
-  (fn [req]
-    (let [r (serve req (:page @loaded) "no-cache")]
-      (cond-> r (= 200 (:status r))
-        (update :headers assoc "content-security-policy"
-                "default-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'")))))
+  [_ctx req]
+  (let [r (serve req (:page @loaded) "no-cache")]
+    (cond-> r (= 200 (:status r))
+      (update :headers assoc "content-security-policy"
+              "default-src 'self'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'"))))
 
 (defn- query-param [req k]
   (let [v (get (:query-params req) k)] (if (sequential? v) (first v) v)))
@@ -202,23 +201,20 @@
   "GET /dashboard/assets/:file: a script, style sheet or icon of the page. With `?v=` its current content hash
   (the page's URLs) it is cached for a year (`immutable`); otherwise revalidated (`no-cache`, ETag). An unknown
   file is a 404 JSON error."
-  [_env]
-  (fn [req]
-    (let [n (get-in req [:path-params :file])
-          a (get (:assets @loaded) n)]
-      (if-not a
-        (err/response 404 (str "no dashboard asset " (err/json-text n) ": one of "
-                               (str/join ", " (sort (keys asset-types))))
-                      :field "file" :value n)
-        (serve req a (if (= (:hash a) (query-param req "v"))
-                       "public, max-age=31536000, immutable"
-                       "no-cache"))))))
+  [_ctx req]
+  (let [n (get-in req [:path-params :file])
+        a (get (:assets @loaded) n)]
+    (if-not a
+      (err/response 404 (str "no dashboard asset " (err/json-text n) ": one of "
+                             (str/join ", " (sort (keys asset-types))))
+                    :field "file" :value n)
+      (serve req a (if (= (:hash a) (query-param req "v"))
+                     "public, max-age=31536000, immutable"
+                     "no-cache")))))
 
 (defn data
   "GET /dashboard/data: the current `snapshot` as JSON (`no-store`): for clients without WebSockets, and the
-  page's first paint."
-  [env]
-  (let [{:keys [minutes]} (options (get-in env [:config :dashboard]))]
-    (fn [_]
-      {:status 200 :headers {"content-type" "application/json; charset=utf-8" "cache-control" "no-store"}
-       :body (snapshot-json env (System/currentTimeMillis) minutes)})))
+  page's first paint. `ctx` carries the checked `:dashboard-options`."
+  [ctx _req]
+  {:status 200 :headers {"content-type" "application/json; charset=utf-8" "cache-control" "no-store"}
+   :body (snapshot-json ctx (System/currentTimeMillis) (:minutes (:dashboard-options ctx)))})

@@ -175,32 +175,32 @@
                     {"link" (str "<" (:uri req) "?" query "limit=" limit "&before=" (encode next) ">; rel=\"next\"")}))))
 
 ;; ---------------------------------------------------------------------------------------------------
-;; handlers of the contract (ctx from herald.feed.service/context)
+;; handlers of the contract: fns of (ctx req), ctx from herald.feed.service/context (see herald.feed.routes)
 
 (defn create-participant
   "POST /participant: {name} -> {id name link}."
-  [ctx]
-  (fn [req] (json-response (participant-json (svc/create-participant! ctx (body-params req (:max-body-bytes (:limits ctx))))))))
+  [ctx req]
+  (json-response (participant-json (svc/create-participant! ctx (body-params req (:max-body-bytes (:limits ctx)))))))
 
 (defn get-participant
   "GET /participant/:id -> {id name link}."
-  [ctx]
-  (fn [req] (json-response (participant-json (svc/participant ctx (path-id req))))))
+  [ctx req]
+  (json-response (participant-json (svc/participant ctx (path-id req)))))
 
 (defn post-friend
   "POST /participant/:id/friends: {from to} -> {id from to}."
-  [ctx]
-  (fn [req] (json-response (friendship-json (svc/befriend! ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx))))))))
+  [ctx req]
+  (json-response (friendship-json (svc/befriend! ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx)))))))
 
 (defn get-friends
   "GET /participant/:id/friends -> [{id from to}]."
-  [ctx]
-  (fn [req] (json-response (mapv friendship-json (svc/friends ctx (path-id req))))))
+  [ctx req]
+  (json-response (mapv friendship-json (svc/friends ctx (path-id req)))))
 
 (defn post-outbound
   "POST /participant/:id/outbound: {from occurred subject story} -> the item echoed."
-  [ctx]
-  (fn [req] (json-response (outbound-json (svc/publish! ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx))))))))
+  [ctx req]
+  (json-response (outbound-json (svc/publish! ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx)))))))
 
 (defn- check-cursor!
   "Paging options with a `:before` that decodes (herald.feed.store.cursor, the stores' own bounds), else a 400
@@ -214,29 +214,27 @@
                                    "before" before e)))))
   opts)
 
-(defn- feed-handler [ctx read render-fn]
-  (fn [req]
-    (let [id (path-id req)
-          opts (check-cursor! (svc/page-opts (:limits ctx) (:query-params req) :default-limit :max-limit))]
-      (page-response req opts (read ctx id opts) (render-fn id)))))
+(defn- feed-page [ctx req read render-fn]
+  (let [id (path-id req)
+        opts (check-cursor! (svc/page-opts (:limits ctx) (:query-params req) :default-limit :max-limit))]
+    (page-response req opts (read ctx id opts) (render-fn id))))
 
 (defn get-outbound
   "GET /participant/:id/outbound?limit=&before= -> [{from occurred subject story}], newest first."
-  [ctx] (feed-handler ctx svc/outbound (constantly outbound-json)))
+  [ctx req] (feed-page ctx req svc/outbound (constantly outbound-json)))
 
 (defn get-inbound
   "GET /participant/:id/inbound?limit=&before= -> [{from to occurred subject story}], newest first."
-  [ctx] (feed-handler ctx svc/inbound (fn [id] (partial inbound-json id))))
+  [ctx req] (feed-page ctx req svc/inbound (fn [id] (partial inbound-json id))))
 
 (defn search-outbound
   "GET /outbound?keywords=&limit=&before= -> [sender link of each matching post], newest first; a Link rel=next
   header when more match."
-  [ctx]
-  (fn [req]
-    (let [q (:query-params req)
-          opts (check-cursor! (svc/page-opts (:limits ctx) q :default-search-limit :max-search-limit))]
-      (page-response req opts (svc/search-page ctx (get q "keywords") opts) (comp svc/link :from)
-                     (str "keywords=" (encode (get q "keywords")) "&")))))
+  [ctx req]
+  (let [q (:query-params req)
+        opts (check-cursor! (svc/page-opts (:limits ctx) q :default-search-limit :max-search-limit))]
+    (page-response req opts (svc/search-page ctx (get q "keywords") opts) (comp svc/link :from)
+                   (str "keywords=" (encode (get q "keywords")) "&"))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; issue 11: a post's link /participant/:id/outbound/:postId
@@ -246,23 +244,21 @@
 
 (defn get-post
   "GET /participant/:id/outbound/:postId -> the post item {from occurred subject story id link}."
-  [ctx]
-  (fn [req] (let [[id post-id] (post-path req)] (json-response (outbound-json (svc/post ctx id post-id))))))
+  [ctx req]
+  (let [[id post-id] (post-path req)] (json-response (outbound-json (svc/post ctx id post-id)))))
 
 (defn patch-post
   "PATCH /participant/:id/outbound/:postId: {subject story} (either or both) -> the edited post item."
-  [ctx]
-  (fn [req]
-    (let [[id post-id] (post-path req)]
-      (json-response (outbound-json (svc/edit-post! ctx id post-id (body-params req (:max-body-bytes (:limits ctx)))))))))
+  [ctx req]
+  (let [[id post-id] (post-path req)]
+    (json-response (outbound-json (svc/edit-post! ctx id post-id (body-params req (:max-body-bytes (:limits ctx))))))))
 
 (defn delete-post
   "DELETE /participant/:id/outbound/:postId -> 204 without a body."
-  [ctx]
-  (fn [req]
-    (let [[id post-id] (post-path req)]
-      (svc/delete-post! ctx id post-id)
-      {:status 204 :headers {} :body nil})))
+  [ctx req]
+  (let [[id post-id] (post-path req)]
+    (svc/delete-post! ctx id post-id)
+    {:status 204 :headers {} :body nil}))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; relationships (issue 11): unfriend, mutes, blocks, paged friend lists
@@ -275,29 +271,28 @@
 (defn- relation-json [{:keys [from target]}]
   {:from (svc/link from) :target (svc/link target)})
 
-(defn- list-handler [ctx read render]
-  (fn [req]
-    (let [opts (check-cursor! (svc/page-opts (:limits ctx) (:query-params req) :default-limit :max-limit))]
-      (page-response req opts (read ctx (path-id req) opts) render))))
+(defn- list-page [ctx req read render]
+  (let [opts (check-cursor! (svc/page-opts (:limits ctx) (:query-params req) :default-limit :max-limit))]
+    (page-response req opts (read ctx (path-id req) opts) render)))
 
 (defn get-friends-page
   "GET /participant/:id/friends?limit=&before= -> [{id from to}], ascending by the friend's id, Link rel=next."
-  [ctx] (list-handler ctx rel/friends-page friendship-json))
+  [ctx req] (list-page ctx req rel/friends-page friendship-json))
 
 (defn delete-friend
   "DELETE /participant/:id/friends/:other -> 204: the friendship ends (204 too when they were not friends)."
-  [ctx]
-  (fn [req] (rel/unfriend! ctx (path-id req) (other-id req)) no-content))
+  [ctx req]
+  (rel/unfriend! ctx (path-id req) (other-id req)) no-content)
 
-(defn- post-relation [ctx write]
-  (fn [req] (json-response (relation-json (write ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx))))))))
+(defn- post-relation [ctx req write]
+  (json-response (relation-json (write ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx)))))))
 
-(defn- delete-relation [ctx write]
-  (fn [req] (write ctx (path-id req) (other-id req)) no-content))
+(defn- delete-relation [ctx req write]
+  (write ctx (path-id req) (other-id req)) no-content)
 
-(defn post-mute "POST /participant/:id/mutes: {target} -> {from target}." [ctx] (post-relation ctx rel/mute!))
-(defn get-mutes "GET /participant/:id/mutes?limit=&before= -> [{from target}]." [ctx] (list-handler ctx rel/mutes-page relation-json))
-(defn delete-mute "DELETE /participant/:id/mutes/:other -> 204." [ctx] (delete-relation ctx rel/unmute!))
-(defn post-block "POST /participant/:id/blocks: {target} -> {from target}." [ctx] (post-relation ctx rel/block!))
-(defn get-blocks "GET /participant/:id/blocks?limit=&before= -> [{from target}]." [ctx] (list-handler ctx rel/blocks-page relation-json))
-(defn delete-block "DELETE /participant/:id/blocks/:other -> 204." [ctx] (delete-relation ctx rel/unblock!))
+(defn post-mute "POST /participant/:id/mutes: {target} -> {from target}." [ctx req] (post-relation ctx req rel/mute!))
+(defn get-mutes "GET /participant/:id/mutes?limit=&before= -> [{from target}]." [ctx req] (list-page ctx req rel/mutes-page relation-json))
+(defn delete-mute "DELETE /participant/:id/mutes/:other -> 204." [ctx req] (delete-relation ctx req rel/unmute!))
+(defn post-block "POST /participant/:id/blocks: {target} -> {from target}." [ctx req] (post-relation ctx req rel/block!))
+(defn get-blocks "GET /participant/:id/blocks?limit=&before= -> [{from target}]." [ctx req] (list-page ctx req rel/blocks-page relation-json))
+(defn delete-block "DELETE /participant/:id/blocks/:other -> 204." [ctx req] (delete-relation ctx req rel/unblock!))

@@ -15,28 +15,28 @@
 
 (set! *warn-on-reflection* true)
 
-;; env: {:ctx service-context :store s :fanout f :recorder r :version "x" :draining? atom}
+;; Every handler is a fn of (ctx req). ctx is the service context (herald.feed.service/context: :store :fanout
+;; :limits) with the server's parts (:recorder :version :draining? :server :auth :config) and what `ring-handler`
+;; builds once (:openapi-json, :dashboard-options, :dashboard-live).
 
 (defn- text-response [content-type ^String s]
   {:status 200 :headers {"content-type" content-type} :body s})
 
-(defn- health [_] (fn [_] (h/json-response {:status "ok"})))
+(defn- health [_ _] (h/json-response {:status "ok"}))
 
-(defn- ready [{:keys [store draining?]}]
-  (fn [_]
-    (let [ok? (and (not @draining?) (try (store/ready? store) (catch Exception _ false)))]
-      (h/json-response (if ok? 200 503) {:status (if ok? "ready" "unavailable")
-                                         :store (if (try (store/ready? store) (catch Exception _ false)) "open" "closed")
-                                         :draining @draining?}
-                       nil))))
+(defn- ready [{:keys [store draining?]} _]
+  (let [ok? (and (not @draining?) (try (store/ready? store) (catch Exception _ false)))]
+    (h/json-response (if ok? 200 503) {:status (if ok? "ready" "unavailable")
+                                       :store (if (try (store/ready? store) (catch Exception _ false)) "open" "closed")
+                                       :draining @draining?}
+                     nil)))
 
-(defn- metrics-page [{:keys [recorder fanout store server]}]
-  (fn [_]
-    (text-response "text/plain; version=0.0.4; charset=utf-8"
-                   (metrics/prometheus-text recorder (fanout/stats fanout)
-                                            (try (store/stats store) (catch Exception _ {}))
-                                            (when-let [srv (and server (deref server 0 nil))]
-                                              (http/server-stats srv))))))
+(defn- metrics-page [{:keys [recorder fanout store server]} _]
+  (text-response "text/plain; version=0.0.4; charset=utf-8"
+                 (metrics/prometheus-text recorder (fanout/stats fanout)
+                                          (try (store/stats store) (catch Exception _ {}))
+                                          (when-let [srv (and server (deref server 0 nil))]
+                                            (http/server-stats srv)))))
 
 (defn- iso [ms] (str (java.time.Instant/ofEpochMilli (long ms))))
 
@@ -56,30 +56,25 @@
                         {:type :herald.feed/bad-request :field "from" :value (one "from")})))
       [from to])))
 
-(defn- perf-json [{:keys [recorder]}]
-  (fn [req]
-    (let [[from to] (time-bounds req)]
-      (h/json-response {:from (some-> from iso) :to (some-> to iso)
-                        :minutes (vec (perf/figures recorder from to))}))))
+(defn- perf-json [{:keys [recorder]} req]
+  (let [[from to] (time-bounds req)]
+    (h/json-response {:from (some-> from iso) :to (some-> to iso)
+                      :minutes (vec (perf/figures recorder from to))})))
 
-(defn- perf-log [{:keys [recorder]}]
-  (fn [req]
-    (let [[from to] (time-bounds req)]
-      ;; a lazy ISeq body streamed in chunks of lines: a day of figures never sits in memory as one string
-      {:status 200 :headers {"content-type" "text/plain; charset=utf-8"}
-       :body (map #(str (str/join "\n" %) "\n") (partition-all 4096 (perf/log-lines recorder from to)))})))
+(defn- perf-log [{:keys [recorder]} req]
+  (let [[from to] (time-bounds req)]
+    ;; a lazy ISeq body streamed in chunks of lines: a day of figures never sits in memory as one string
+    {:status 200 :headers {"content-type" "text/plain; charset=utf-8"}
+     :body (map #(str (str/join "\n" %) "\n") (partition-all 4096 (perf/log-lines recorder from to)))}))
 
-(declare table)
+(defn- openapi-doc [ctx _]
+  {:status 200 :headers {"content-type" "application/json; charset=utf-8"} :body @(:openapi-json ctx)})
 
-(defn- openapi-doc [{:keys [version] :as env}]
-  (let [doc (delay (http/write-json-bytes (openapi/document table version {:auth? (some? (:auth env))})))]
-    (fn [_] {:status 200 :headers {"content-type" "application/json; charset=utf-8"} :body @doc})))
-
-(defn- with-ctx [f] (fn [env] (f (:ctx env))))
+(defn- dashboard-live [ctx req] ((:dashboard-live ctx) req))
 
 (def table
   "The route table, a plain value read by both the router (`ring-handler`) and the OpenAPI document
-  (herald.feed.openapi): a vector of {:path :method :handler (fn [env] ring-handler) :entity :op (perf names, nil =
+  (herald.feed.openapi): a vector of {:path :method :handler (fn [ctx req] response) :entity :op (perf names, nil =
   not recorded) :summary :params :body :response :errors :link? :auth}.
 
   `:auth :self` marks an operation a participant may only do as itself: with auth on, it needs a bearer token
@@ -89,57 +84,57 @@
   the private data of, its participant (edit, delete, unfriend, mutes, blocks) just carries `:auth :self`;
   routes without it stay public. POST /participant stays open: it creates a participant, so there is no one to
   act as yet (an identity provider issues tokens for the id it answers)."
-  [{:path "/participant" :method :post :entity :participant :op :post :handler (with-ctx h/create-participant)
+  [{:path "/participant" :method :post :entity :participant :op :post :handler h/create-participant
     :summary "Create a participant" :body "NewParticipant" :response "Participant" :errors [400 413 415]}
-   {:path "/participant/:id" :method :get :entity :participant :op :get :handler (with-ctx h/get-participant)
+   {:path "/participant/:id" :method :get :entity :participant :op :get :handler h/get-participant
     :summary "Fetch a participant" :params [:id] :response "Participant" :errors [400 404]}
-   {:path "/participant/:id/friends" :method :get :entity :friends :op :get :handler (with-ctx h/get-friends-page)
+   {:path "/participant/:id/friends" :method :get :entity :friends :op :get :handler h/get-friends-page
     :summary "List a participant's friendships, ascending by the friend's id" :params [:id :limit :before]
     :response ["Friend"] :errors [400 404] :link? true}
-   {:path "/participant/:id/friends" :method :post :entity :friends :op :post :handler (with-ctx h/post-friend)
+   {:path "/participant/:id/friends" :method :post :entity :friends :op :post :handler h/post-friend
     :summary "Befriend two participants (symmetric, idempotent; 409 while one blocks the other)" :params [:id] :body "NewFriend"
     :response "Friend" :errors [400 404 409 413 415] :auth :self}
-   {:path "/participant/:id/outbound" :method :get :entity :outbound :op :get :handler (with-ctx h/get-outbound)
+   {:path "/participant/:id/outbound" :method :get :entity :outbound :op :get :handler h/get-outbound
     :summary "A participant's posts, newest first" :params [:id :limit :before] :response ["Outbound"]
     :errors [400 404] :link? true}
-   {:path "/participant/:id/outbound" :method :post :entity :outbound :op :post :handler (with-ctx h/post-outbound)
+   {:path "/participant/:id/outbound" :method :post :entity :outbound :op :post :handler h/post-outbound
     :summary "Post a news item; it is copied into every friend's inbound feed" :params [:id]
     :body "NewOutbound" :response "Outbound" :errors [400 404 413 415] :auth :self}
-   {:path "/participant/:id/outbound/:postId" :method :get :entity :outbound :op :get-one :handler (with-ctx h/get-post)
+   {:path "/participant/:id/outbound/:postId" :method :get :entity :outbound :op :get-one :handler h/get-post
     :summary "One post, by its link (404 when the participant of the path is not its sender, or it is deleted)"
     :params [:id :postId] :response "Outbound" :errors [400 404]}
-   {:path "/participant/:id/outbound/:postId" :method :patch :entity :outbound :op :patch :handler (with-ctx h/patch-post)
+   {:path "/participant/:id/outbound/:postId" :method :patch :entity :outbound :op :patch :handler h/patch-post
     :summary "Edit a post's subject and/or story; inbound copies and search follow" :params [:id :postId]
     :body "OutboundEdit" :response "Outbound" :errors [400 404 413 415] :auth :self}
-   {:path "/participant/:id/outbound/:postId" :method :delete :entity :outbound :op :delete :handler (with-ctx h/delete-post)
+   {:path "/participant/:id/outbound/:postId" :method :delete :entity :outbound :op :delete :handler h/delete-post
     :summary "Delete a post: it leaves the outbound feed at once, then every inbound feed and search"
     :params [:id :postId] :response-type :none :errors [400 404] :auth :self}
-   {:path "/participant/:id/inbound" :method :get :entity :inbound :op :get :handler (with-ctx h/get-inbound)
+   {:path "/participant/:id/inbound" :method :get :entity :inbound :op :get :handler h/get-inbound
     :summary "A participant's inbound feed, newest first" :params [:id :limit :before] :response ["Inbound"]
     :errors [400 404] :link? true :auth :self}
-   {:path "/outbound" :method :get :entity :outbound :op :search :handler (with-ctx h/search-outbound)
+   {:path "/outbound" :method :get :entity :outbound :op :search :handler h/search-outbound
     :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit :before]
     :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400] :link? true}
    ;; relationships (issue 11)
-   {:path "/participant/:id/friends/:otherId" :method :delete :entity :friends :op :delete :handler (with-ctx h/delete-friend)
+   {:path "/participant/:id/friends/:otherId" :method :delete :entity :friends :op :delete :handler h/delete-friend
     :summary "End a friendship, both sides (204 also when they were not friends)" :params [:id :otherId]
     :response-type :none :errors [400 404] :auth :self}
-   {:path "/participant/:id/mutes" :method :post :entity :mutes :op :post :handler (with-ctx h/post-mute)
+   {:path "/participant/:id/mutes" :method :post :entity :mutes :op :post :handler h/post-mute
     :summary "Mute a participant: its posts are hidden from this inbound feed at read time" :params [:id]
     :body "NewRelation" :response "Relation" :errors [400 404 413 415] :auth :self}
-   {:path "/participant/:id/mutes" :method :get :entity :mutes :op :get :handler (with-ctx h/get-mutes)
+   {:path "/participant/:id/mutes" :method :get :entity :mutes :op :get :handler h/get-mutes
     :summary "The participants this one mutes, ascending ids" :params [:id :limit :before] :response ["Relation"]
     :errors [400 404] :link? true :auth :self}
-   {:path "/participant/:id/mutes/:otherId" :method :delete :entity :mutes :op :delete :handler (with-ctx h/delete-mute)
+   {:path "/participant/:id/mutes/:otherId" :method :delete :entity :mutes :op :delete :handler h/delete-mute
     :summary "Unmute a participant (204 also when it was not muted)" :params [:id :otherId] :response-type :none
     :errors [400 404] :auth :self}
-   {:path "/participant/:id/blocks" :method :post :entity :blocks :op :post :handler (with-ctx h/post-block)
+   {:path "/participant/:id/blocks" :method :post :entity :blocks :op :post :handler h/post-block
     :summary "Block a participant: the friendship ends, each one's posts are hidden from the other's inbound feed, befriending is a 409"
     :params [:id] :body "NewRelation" :response "Relation" :errors [400 404 413 415] :auth :self}
-   {:path "/participant/:id/blocks" :method :get :entity :blocks :op :get :handler (with-ctx h/get-blocks)
+   {:path "/participant/:id/blocks" :method :get :entity :blocks :op :get :handler h/get-blocks
     :summary "The participants this one blocks, ascending ids" :params [:id :limit :before] :response ["Relation"]
     :errors [400 404] :link? true :auth :self}
-   {:path "/participant/:id/blocks/:otherId" :method :delete :entity :blocks :op :delete :handler (with-ctx h/delete-block)
+   {:path "/participant/:id/blocks/:otherId" :method :delete :entity :blocks :op :delete :handler h/delete-block
     :summary "Unblock a participant (204 also when it was not blocked); the friendship is not restored"
     :params [:id :otherId] :response-type :none :errors [400 404] :auth :self}
    {:path "/health" :method :get :handler health :summary "Liveness" :response {:type "object"}}
@@ -164,7 +159,7 @@
     :errors [404] :error-docs {404 "no such asset"}}
    {:path "/dashboard/data" :method :get :handler dash/data :response {"$ref" "#/components/schemas/Dashboard"}
     :summary "The dashboard's figures now: per-minute series per entity x operation, totals, lags, instances"}
-   {:path "/dashboard/live" :method :get :handler (fn [env] (live/handler (live/hub env (dash/options (get-in env [:config :dashboard])))))
+   {:path "/dashboard/live" :method :get :handler dashboard-live
     :response-content {"application/json" {:schema {"$ref" "#/components/schemas/Dashboard"}}}
     :summary "WebSocket (Upgrade: websocket): the dashboard's figures as a JSON text message at once, then every :dashboard :interval-ms"
     :errors [426 503] :error-docs {426 "not a WebSocket upgrade" 503 "too many dashboard viewers (:dashboard :max-viewers)"}}])
@@ -180,11 +175,18 @@
                   :headers (when allow {"allow" allow}))))
 
 (defn ring-handler
-  "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining? :auth} (`:auth` an
-  herald.feed.auth/Authenticator, nil = auth off)."
+  "The feed's Ring handler over `env` {:ctx :store :fanout :recorder :version :draining? :auth :config} (`:auth` an
+  herald.feed.auth/Authenticator, nil = auth off): every route's handler gets one ctx, the service context
+  merged with the rest of env and what is built once here (the OpenAPI document, the dashboard's hub)."
   [env]
-  (let [by-path (reduce (fn [m {:keys [path method handler entity op] :as spec}]
-                          (let [ring (auth/wrap-route (handler env) spec (:auth env))
+  (let [dash-opts (dash/options (get-in env [:config :dashboard]))
+        ctx (merge (:ctx env) (dissoc env :ctx)
+                   {:openapi-json (delay (http/write-json-bytes
+                                          (openapi/document table (:version env) {:auth? (some? (:auth env))})))
+                    :dashboard-options dash-opts
+                    :dashboard-live (live/handler (live/hub env dash-opts))})
+        by-path (reduce (fn [m {:keys [path method handler entity op] :as spec}]
+                          (let [ring (auth/wrap-route (fn [req] (handler ctx req)) spec (:auth env))
                                 ring (if entity
                                        (h/endpoint (:recorder env) entity op ring)
                                        (h/endpoint nil nil nil ring))]

@@ -63,8 +63,9 @@
     (is (= #{(w/link b) (w/link c)} (set (map #(get % "to") (:json (req reader (str (w/link a) "/friends")))))))
     (is (= [(w/link a)] (map #(get % "to") (:json (req reader (str (w/link b) "/friends"))))) "friendship is symmetric")
     (let [post {:from (w/link a) :occurred "2026-11-25" :subject token :story (str "the story of " token)}]
-      (is (= post (-> (req writer (str (w/link a) "/outbound") :method :post :json post) :json (update-keys keyword)))
-          "the post is echoed")
+      (let [echo (-> (req writer (str (w/link a) "/outbound") :method :post :json post) :json (update-keys keyword))]
+        (is (= post (select-keys echo (keys post))) "the post is echoed")
+        (is (= (str (w/link a) "/outbound/" (:id echo)) (:link echo)) "with its id and link"))
       (is (= [token] (map #(get % "subject") (:json (req reader (str (w/link a) "/outbound")))))
           "the author's outbound has it at once, read on another endpoint")
       (doseq [x [b c]]
