@@ -196,7 +196,8 @@
                   {:role (role rnd opts)
                    :ctx {:session session :host-header host-header :recorder recorder :stop stop :rnd rnd :opts opts
                          :dict dict :known known :next-slot next-slot :cap-interval cap :user i :tokens tokens
-                         :published (volatile! [])}}))
+                         :published (when (some #(pos? (double (or (opts %) 0.0))) [:edit-share :delete-share :read-post-share])
+                                      (volatile! []))}}))
         users (vec users)]
     {:roles (frequencies (map :role users))
      :sessions (mapv (comp :session :ctx) users)
