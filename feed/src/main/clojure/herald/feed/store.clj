@@ -216,6 +216,12 @@
   (when-not (sequential? recipients) (invalid "recipients must be a sequence of ids" :recipients recipients))
   (mapv #(check-id :recipient %) (distinct recipients)))
 
+(defn- check-deliveries
+  "`deliveries` ({:post stored-post :recipients [ids]} each) validated, as a vector."
+  [deliveries]
+  (mapv (fn [{:keys [post recipients]}] {:post (check-stored-post post) :recipients (check-recipients recipients)})
+        deliveries))
+
 ;; ---------------------------------------------------------------------------------------------------
 ;; public API
 
@@ -288,8 +294,7 @@
   "Upserts, for each {:post :recipients} of `deliveries`, the author's outbound copy and every recipient's
   inbound copy (see `LoggedFeeds`). Idempotent; throws when a write failed."
   [s deliveries]
-  (let [ds (mapv (fn [{:keys [post recipients]}] {:post (check-stored-post post) :recipients (check-recipients recipients)})
-                 deliveries)]
+  (let [ds (check-deliveries deliveries)]
     (when (seq ds) (-deliver-all! (role s :feeds) ds))
     nil))
 
@@ -327,8 +332,7 @@
   caller retries post by post (idempotent)."
   [s deliveries]
   (let [f (role s :feeds)
-        ds (mapv (fn [{:keys [post recipients]}] {:post (check-stored-post post) :recipients (check-recipients recipients)})
-                 deliveries)]
+        ds (check-deliveries deliveries)]
     (cond (empty? ds) nil
           (satisfies? BatchFanOut f) (-fan-out-all! f ds)
           :else (doseq [{:keys [post recipients]} ds] (-fan-out! f post recipients)))
