@@ -6,11 +6,8 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.events-test :as et]
-            [herald.feed.servers.cassandra :as cass]
             [herald.feed.servers.kafka :as sk]
-            [herald.feed.servers.opensearch :as osn]
-            [herald.feed.servers.postgres :as pg]
-            [herald.feed.servers.redis :as rd]
+            [herald.feed.servers.scale :as scale]
             [herald.feed.test-util :as tu]))
 
 (set! *warn-on-reflection* true)
@@ -70,29 +67,9 @@
       (try (exercise sys)
            (finally (feed/stop! sys) (tu/delete-tree! dir))))))
 
-(def ^:private names (atom 0))
-
-(defn- fresh [prefix] (str prefix (Long/toString (System/currentTimeMillis) 36) "_" (swap! names inc)))
-
 (deftest ^:integration edits-and-deletes-on-every-real-server
-  (let [missing (or (some-> (:error (pg/info)) (str "PostgreSQL: "))
-                    (when-not (sk/bootstrap) (str "Kafka: " (sk/failure)))
-                    (some-> (:error (rd/info)) (str "Redis: "))
-                    (some->> (osn/skip-reason) (str "OpenSearch: ")))]
-    (if missing
-      (clojure.test/do-report {:type :skip :message missing})
-      (when-let [cp (cass/contact-point)]
-        (let [graph (pg/fresh-config) cache (rd/fresh-config) index (fresh "posts-")
-              env {"HERALD_PROFILE" "scale" "PG_URL" (:jdbc-url graph) "PG_USER" (:user graph)
-                   "PG_PASSWORD" (:password graph) "REDIS_URI" (:uri cache)
-                   "CASSANDRA_CONTACT_POINTS" cp "CASSANDRA_KEYSPACE" (fresh "posts")
-                   "OPENSEARCH_URL" (osn/url) "OPENSEARCH_INDEX" index
-                   "KAFKA_BOOTSTRAP" (sk/bootstrap) "KAFKA_TOPIC_PREFIX" (str index "-")
-                   "DATA_DIR" (tu/temp-dir "scale-posts-")
-                   ;; the :scale profile turns auth on; posts_test covers PATCH and DELETE with tokens
-                   "HERALD_AUTH" "false"}
-              sys (feed/start! {:env env :config {:http {:port 0 :host "127.0.0.1"}
-                                                  :store {:graph {:schema (:schema graph)}
-                                                          :cache {:prefix (:prefix cache)}}}})]
-          (try (exercise sys)
-               (finally (feed/stop! sys))))))))
+  (scale/with-servers "posts"
+    (fn [roles]
+      (let [sys (scale/start-feed! roles "posts")]
+        (try (exercise sys)
+             (finally (feed/stop! sys)))))))

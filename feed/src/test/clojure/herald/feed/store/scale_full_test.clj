@@ -4,11 +4,7 @@
   bundled :scale profile."
   (:require [clojure.test :refer [deftest is]]
             [herald.feed :as feed]
-            [herald.feed.servers.cassandra :as cass]
-            [herald.feed.servers.kafka :as sk]
-            [herald.feed.servers.opensearch :as osn]
-            [herald.feed.servers.postgres :as pg]
-            [herald.feed.servers.redis :as rd]
+            [herald.feed.servers.scale :as scale]
             [herald.feed.store :as s]
             [herald.feed.store.contract :refer [post-of]]
             [herald.feed.store.scale]
@@ -17,28 +13,8 @@
 
 (set! *warn-on-reflection* true)
 
-(def ^:private names (atom 0))
-
-(defn- fresh [prefix] (str prefix (Long/toString (System/currentTimeMillis) 36) "_" (swap! names inc)))
-
-(defn- with-servers
-  "(f {:graph :feeds :search :cache}) with the four role configs on the test servers (fresh schema, keyspace,
-  index, prefix), or a skip naming the server that is missing."
-  [f]
-  (let [missing (or (some-> (:error (pg/info)) (str "PostgreSQL: "))
-                    (when-not (sk/bootstrap) (str "Kafka: " (sk/failure)))
-                    (some-> (:error (rd/info)) (str "Redis: "))
-                    (some->> (osn/skip-reason) (str "OpenSearch: ")))]
-    (if missing
-      (clojure.test/do-report {:type :skip :message missing})
-      (when-let [cp (cass/contact-point)]
-        (f {:graph (assoc (pg/fresh-config) :type :postgres)
-            :feeds {:type :cassandra :contact-points [cp] :keyspace (fresh "full") :request-timeout-ms 30000}
-            :search {:type :opensearch :url (osn/url) :index (fresh "full-") :max-lag-ms 0}
-            :cache (assoc (rd/fresh-config) :type :redis)})))))
-
 (deftest ^:integration an-acknowledged-post-is-searchable-after-a-crash-while-search-was-down
-  (with-servers
+  (scale/with-servers
     (fn [roles]
       (let [config (assoc roles :type :scale)
             st (s/open-store config)
@@ -65,17 +41,9 @@
               (finally (s/close-store! st2)))))))))
 
 (deftest ^:integration the-service-runs-on-every-real-server
-  (with-servers
-    (fn [{:keys [graph feeds search cache]}]
-      (let [env {"HERALD_PROFILE" "scale" "PG_URL" (:jdbc-url graph) "PG_USER" (:user graph)
-                 "PG_PASSWORD" (:password graph) "REDIS_URI" (:uri cache)
-                 "CASSANDRA_CONTACT_POINTS" (first (:contact-points feeds)) "CASSANDRA_KEYSPACE" (:keyspace feeds)
-                 "OPENSEARCH_URL" (:url search) "OPENSEARCH_INDEX" (:index search)
-                 "KAFKA_BOOTSTRAP" (sk/bootstrap) "KAFKA_TOPIC_PREFIX" (str (:index search) "-")
-                 "DATA_DIR" (tu/temp-dir "scale-full-") "HERALD_AUTH" "false"}
-            sys (feed/start! {:env env :config {:http {:port 0 :host "127.0.0.1"}
-                                                :store {:graph {:schema (:schema graph)}
-                                                        :cache {:prefix (:prefix cache)}}}})
+  (scale/with-servers
+    (fn [roles]
+      (let [sys (scale/start-feed! roles "full")
             base (str "http://127.0.0.1:" (feed/port sys))
             req (fn [& args] (apply tu/request base args))]
         (try
