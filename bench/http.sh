@@ -19,21 +19,11 @@
 # See bench/README.md for the methodology.
 set -euo pipefail
 
-# With NICE, run in a session of our own: under the kernel's autogroup scheduling, nice(1) only weighs processes
-# of one session against each other, so the session's autogroup gets the nice level too (set below).
-# Ctrl-C and TERM reach this parent, which passes them on to the new session (whose trap stops the servers).
-if [ -n "${NICE:-}" ] && [ -z "${HERALD_BENCH_SESSION:-}" ] && command -v setsid >/dev/null; then
-  export HERALD_BENCH_SESSION=1
-  setsid -w "$0" "$@" &
-  child=$!
-  trap 'kill -TERM -- "-$child" 2>/dev/null || kill -TERM "$child" 2>/dev/null' INT TERM
-  rc=0
-  wait "$child" || rc=$?
-  while kill -0 "$child" 2>/dev/null; do wait "$child" || rc=$?; done
-  exit "$rc"
-fi
+BENCH_NAME=http
+source "$(dirname "$0")/lib/common.sh"
+source "$(dirname "$0")/lib/tail.sh"
+bench_session "$0" "$@"
 
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DURATION=${DURATION:-5}
 WARMUP=${WARMUP:-5}
 ROUNDS=${ROUNDS:-3}
@@ -47,73 +37,23 @@ PROFILE=${PROFILE:-}
 PROFILE_DIR=${PROFILE_DIR:-/tmp/herald-http-profiles}
 NICE=${NICE:-}
 SOURCE=${SOURCE:-head}
+TAIL=${TAIL:-1}
 read -r -a SERVER_LIST <<<"${SERVERS:-netty herald herald_vt}"
 TESTS=(plaintext json)
 
-log() { echo "bench/http: $*" >&2; }
-die() { log "$*"; exit 1; }
-if [ -n "$NICE" ] && [ -w /proc/self/autogroup ]; then
-  echo "$NICE" >/proc/self/autogroup 2>/dev/null || log "cannot set the autogroup's nice level to $NICE"
-fi
-
-WORK=$(mktemp -d /tmp/herald-bench-http.XXXXXX)
-declare -A PID PORT
-cleanup() {
-  local rc=$?
-  for s in "${!PID[@]}"; do kill "${PID[$s]}" 2>/dev/null || true; done
-  for s in "${!PID[@]}"; do wait "${PID[$s]}" 2>/dev/null || true; done
-  if [ $rc -eq 0 ]; then rm -rf "$WORK"; else log "failed (exit $rc); logs kept in $WORK"; fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bench_nice
+bench_workdir herald-bench-http
 
 # --- tools -------------------------------------------------------------------------------------------------
-JAVA_HOME=$("$ROOT/build/find-jdk.sh") || die "no JDK >= 21"
-export JAVA_HOME PATH="$JAVA_HOME/bin:$PATH"
-JAVA_MAJOR=$("$JAVA_HOME/bin/java" -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1)
-if [ "$JAVA_MAJOR" -ge 23 ]; then export MAVEN_OPTS=--sun-misc-unsafe-memory-access=allow; fi
-if ! command -v wrk >/dev/null; then
-  if [ "$(id -u)" = 0 ]; then
-    log "installing wrk"; apt-get install -y -qq wrk >/dev/null 2>&1 || { apt-get update -qq && apt-get install -y -qq wrk; }
-  fi
-  command -v wrk >/dev/null || die "wrk is missing: apt-get install wrk"
-fi
-CORES=$(nproc)
-if [ "$CORES" -ge 2 ] && command -v taskset >/dev/null; then
-  ON_SERVER=(taskset -c "$SERVER_CPU"); ON_WRK=(taskset -c "$WRK_CPU")
-  PINNING="server@cpu$SERVER_CPU wrk@cpu$WRK_CPU"
-else
-  ON_SERVER=(); ON_WRK=(); PINNING="unpinned"
-fi
-if [ -n "$NICE" ]; then
-  ON_SERVER=(nice -n "$NICE" "${ON_SERVER[@]}"); ON_WRK=(nice -n "$NICE" "${ON_WRK[@]}"); PINNING="$PINNING nice=$NICE"
-fi
+bench_jdk
+bench_wrk
+bench_pinning
 
 # --- build -------------------------------------------------------------------------------------------------
-# javac into a directory of our own rather than mvn test-compile into http/target: other builds running meanwhile
-# (make test, an IDE) rewrite http/target/classes and would change the classes under a running server.
-cd "$ROOT"
-mvn -o -q -B -pl http dependency:build-classpath -Dmdep.outputFile="$WORK/deps.txt" -Dmdep.includeScope=test \
-  >/dev/null || mvn -q -B -pl http dependency:build-classpath -Dmdep.outputFile="$WORK/deps.txt" \
-  -Dmdep.includeScope=test >/dev/null || die "cannot resolve the http module's test classpath"
-log "compiling http/src/main/java and the bench servers ($SOURCE)"
-# SOURCE=head (the default) benchmarks the committed http sources, so that the commit column says exactly what
-# ran and other people's edits in progress cannot break the build; SOURCE=worktree takes the files on disk.
-if [ "$SOURCE" = head ] && git rev-parse --verify -q HEAD >/dev/null 2>&1; then
-  mkdir -p "$WORK/src"
-  git archive HEAD http/src | tar -x -C "$WORK/src"
-  SRC="$WORK/src/http/src"
-  COMMIT=$(git rev-parse --short HEAD)
-else
-  SRC="$ROOT/http/src"
-  COMMIT=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
-  [ -n "$(git status --porcelain -- http/src 2>/dev/null)" ] && COMMIT="$COMMIT+worktree"
-fi
-find "$SRC/main/java" "$SRC/test/java/herald/http/bench" -name '*.java' >"$WORK/sources.txt"
-"$JAVA_HOME/bin/javac" --release 21 -nowarn -d "$WORK/classes" -cp "$(cat "$WORK/deps.txt")" @"$WORK/sources.txt" \
-  || die "javac failed"
-CP="${EXTRA_CP:+$EXTRA_CP:}$SRC/test/clojure:$SRC/main/clojure:$SRC/main/resources"
-CP="$CP:$WORK/classes:$(cat "$WORK/deps.txt")"
+# HEAD's committed http sources (SOURCE=head, the default) or the files on disk (SOURCE=worktree), compiled with
+# javac into a directory of our own (bench/lib/common.sh)
+bench_build "$SOURCE"
+CP="${EXTRA_CP:+$EXTRA_CP:}$CP"
 # BASE=<rev>: the same servers built from another revision (herald_base, herald_vt_base), for an A/B in one run
 BASE=${BASE:-}
 if [ -n "$BASE" ]; then
@@ -128,24 +68,13 @@ if [ -n "$BASE" ]; then
   log "BASE: herald_base and herald_vt_base run http/src of $BASE_REV"
 fi
 
-JVM_FLAGS=(-Xmx1g -Xms1g -XX:+UseParallelGC)
-[ "$JAVA_MAJOR" -ge 22 ] && JVM_FLAGS+=(--enable-native-access=ALL-UNNAMED)
-[ "$JAVA_MAJOR" -ge 23 ] && JVM_FLAGS+=(--sun-misc-unsafe-memory-access=allow)
+bench_jvm_flags -XX:+UseParallelGC
 if [ -n "$PROFILE" ]; then
   JVM_FLAGS+=(-XX:+EnableDynamicAgentLoading -XX:+UnlockDiagnosticVMOptions -XX:+DebugNonSafepoints)
 fi
-JVM_NAME=$("$JAVA_HOME/bin/java" -version 2>&1 | sed -n 's/.*Runtime Environment \([^ ]*\).*/\1/p' | head -1)
 OPTIONS="${JVM_FLAGS[*]}; io_threads=$IO_THREADS; conns=$CONNECTIONS; depth=$PIPELINE; duration=${DURATION}s; $PINNING"
 
-cat >"$WORK/pipeline.lua" <<'EOF'
-init = function(args)
-  local r = {}
-  local depth = tonumber(args[1]) or 1
-  for i = 1, depth do r[i] = wrk.format() end
-  req = table.concat(r)
-end
-request = function() return req end
-EOF
+bench_pipeline_lua
 
 # --- servers -----------------------------------------------------------------------------------------------
 server_main() {
@@ -158,75 +87,12 @@ server_main() {
     herald_vt) echo "clojure.main -m herald.http.bench-app --port 0 --mode virtual-threads --io-threads $IO_THREADS" ;;
     herald_base) [ -n "$BASE" ] || die "herald_base needs BASE=<rev>"; server_main herald ;;
     herald_vt_base) [ -n "$BASE" ] || die "herald_vt_base needs BASE=<rev>"; server_main herald_vt ;;
+    tail_*) server_main "${TAIL_BASE[$1]}" ;;  # the tail runs' fresh servers (bench/lib/tail.sh)
     *) die "unknown server $1 (netty, netty_validating, herald, herald_vt, herald_wp, herald_router, herald_base, herald_vt_base)" ;;
   esac
 }
 
-start_server() {
-  local s=$1 out="$WORK/$1.log" i
-  # shellcheck disable=SC2046
-  local cp="$CP"; case $s in *_base) cp="$BASE_CP" ;; esac
-  "${ON_SERVER[@]}" "$JAVA_HOME/bin/java" "${JVM_FLAGS[@]}" -cp "$cp" $(server_main "$s") >"$out" 2>&1 &
-  PID[$s]=$!
-  for i in $(seq 1 1200); do
-    if grep -qs '^READY ' "$out"; then PORT[$s]=$(awk '/^READY /{print $2; exit}' "$out"); break; fi
-    kill -0 "${PID[$s]}" 2>/dev/null || { cat "$out" >&2; die "$s exited before READY"; }
-    sleep 0.1
-  done
-  [ -n "${PORT[$s]:-}" ] || { cat "$out" >&2; die "$s not READY after 120 s"; }
-  check_responses "$s"
-  log "$s ready on port ${PORT[$s]} (pid ${PID[$s]})"
-}
-
-# Fails unless both routes answer 200 with the expected bodies.
-check_responses() {
-  local url="http://127.0.0.1:${PORT[$1]}" body
-  command -v curl >/dev/null || return 0
-  body=$(curl -sf "$url/plaintext") || die "$1: GET /plaintext failed"
-  [ "$body" = "Hello, World!" ] || die "$1: /plaintext answered '$body'"
-  body=$(curl -sf "$url/json") || die "$1: GET /json failed"
-  [ "$body" = '{"message":"Hello, World!"}' ] || die "$1: /json answered '$body'"
-}
-
-cpu_ticks() { sed 's/^.*) //' "/proc/$1/stat" | awk '{print $12 + $13}'; }
-# "busy total" ticks of the server's core (all cores when unpinned), from /proc/stat
-core_ticks() {
-  local c=cpu; [ "$PINNING" != unpinned ] && c=cpu$SERVER_CPU
-  awk -v c="$c" '$1 == c {t = 0; for (i = 2; i <= NF; i++) t += $i; print t - $5 - $6, t; exit}' /proc/stat
-}
-to_ms() { awk -v v="$1" 'BEGIN { n = v + 0; if (v ~ /us$/) n /= 1000; else if (v ~ /ms$/) n += 0; else if (v ~ /s$/) n *= 1000; printf "%.3f", n }'; }
-
-# run_wrk SERVER TEST SECONDS: runs wrk, leaves the parsed figures in the W_* variables.
-run_wrk() {
-  local s=$1 t=$2 secs=$3 url="http://127.0.0.1:${PORT[$1]}" out="$WORK/wrk.out" args
-  if [ "$t" = plaintext ]; then
-    args=(-s "$WORK/pipeline.lua" "$url/plaintext" -- "$PIPELINE")
-  else
-    args=(--latency "$url/json")
-  fi
-  local c0 s0 c1 s1
-  c0=$(cpu_ticks "${PID[$s]}"); s0=$(core_ticks)
-  "${ON_WRK[@]}" wrk -t1 -c"$CONNECTIONS" -d"${secs}s" --timeout 5s \
-    -H 'Accept: text/plain,text/html;q=0.9,application/xhtml+xml;q=0.9,application/xml;q=0.8,*/*;q=0.7' \
-    "${args[@]}" >"$out" 2>&1 || { cat "$out" >&2; die "wrk failed against $s"; }
-  c1=$(cpu_ticks "${PID[$s]}"); s1=$(core_ticks)
-  W_REQUESTS=$(awk '/requests in/{print $1; exit}' "$out")
-  W_RPS=$(awk '/^Requests\/sec:/{printf "%d", $2; exit}' "$out")
-  W_NON2XX=$(awk '/Non-2xx or 3xx responses:/{print $NF; exit}' "$out"); W_NON2XX=${W_NON2XX:-0}
-  W_ERRORS=$(awk '/Socket errors:/{gsub(",", ""); print $4 + $6 + $8 + $10; exit}' "$out"); W_ERRORS=${W_ERRORS:-0}
-  W_P50=""; W_P99=""
-  if [ "$t" = json ]; then
-    W_P50=$(to_ms "$(awk '$1 == "50%" {print $2; exit}' "$out")")
-    W_P99=$(to_ms "$(awk '$1 == "99%" {print $2; exit}' "$out")")
-  fi
-  W_CPU=$(awk -v d=$((c1 - c0)) -v hz="$(getconf CLK_TCK)" -v n="${W_REQUESTS:-0}" \
-    'BEGIN { if (n > 0) printf "%.2f", d / hz * 1e6 / n; else print "" }')
-  local b0 t0 b1 t1
-  read -r b0 t0 <<<"$s0"; read -r b1 t1 <<<"$s1"
-  # share of the server core's time not charged to the server: other processes, interrupts (noise indicator)
-  W_OTHER=$(awk -v b=$((b1 - b0 - c1 + c0)) -v t=$((t1 - t0)) 'BEGIN { if (t > 0 && b > 0) printf "%.1f", 100 * b / t; else print 0 }')
-  [ -n "$W_RPS" ] || { cat "$out" >&2; die "cannot parse wrk's output for $s $t"; }
-}
+server_cp() { case $1 in *_base) echo "$BASE_CP" ;; *) echo "$CP" ;; esac; }
 
 record() {
   local s=$1 t=$2 stamp commit=$COMMIT
@@ -234,18 +100,7 @@ record() {
   stamp=$(date -u +%Y-%m-%dT%H:%M:%SZ)
   [ -s "$RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,test,rps,cpu_us_per_req,requests,non2xx,socket_errors,p50_ms,p99_ms,server_core_other_pct" >"$RESULTS"
   echo "$stamp,$commit,$CORES shared: $PINNING,$JVM_NAME,ParallelGC,$OPTIONS,$s,$t,$W_RPS,$W_CPU,$W_REQUESTS,$W_NON2XX,$W_ERRORS,$W_P50,$W_P99,$W_OTHER" >>"$RESULTS"
-  if [ "$W_NON2XX" -eq 0 ]; then
-    echo "$W_RPS" >>"$WORK/rps.$s.$t"; echo "$W_CPU" >>"$WORK/cpu.$s.$t"
-  else
-    log "$s $t: $W_NON2XX non-2xx responses, run left out of the medians"
-  fi
-  log "$s $t: ${W_RPS} req/s, ${W_CPU} us CPU/req, p50=${W_P50:--} p99=${W_P99:--} ms, errors=$W_ERRORS, other load on the server core ${W_OTHER}%"
-}
-
-# median FILE [FORMAT]: the median of the numbers in FILE (one a line), 0 when there are none
-median() {
-  [ -s "$1" ] || { echo 0; return; }
-  sort -g "$1" | awk -v f="${2:-%d}" '{v[NR] = $1} END {printf f "\n", (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2}'
+  keep_run "$s" "$t"
 }
 
 # --- profiling (PROFILE=cpu,alloc) -------------------------------------------------------------------------
@@ -300,25 +155,15 @@ for s in "${SERVER_LIST[@]}"; do
   for t in "${TESTS[@]}"; do run_wrk "$s" "$t" "$WARMUP"; done
   log "$s warmed up"
 done
-for r in $(seq 1 "$ROUNDS"); do
-  order=("${SERVER_LIST[@]}")
-  if [ $((r % 2)) -eq 0 ]; then order=(); for s in "${SERVER_LIST[@]}"; do order=("$s" "${order[@]}"); done; fi
-  for t in "${TESTS[@]}"; do
-    for s in "${order[@]}"; do
-      run_wrk "$s" "$t" "$DURATION"
-      record "$s" "$t"
-      echo "$W_RPS" >"$WORK/round.$r.$s.$t"
-    done
-  done
-done
+run_rounds "${SERVER_LIST[*]}" "${TESTS[*]}"
 [ -n "$PROFILE" ] && profile_runs
+[ "$TAIL" = 1 ] && tail_runs
 
 for s in "${SERVER_LIST[@]}"; do
   for t in "${TESTS[@]}"; do
     echo "info $s $t rps=$(median "$WORK/rps.$s.$t") cpu_us_per_req=$(median "$WORK/cpu.$s.$t" %.2f) (medians of $ROUNDS)"
   done
 done
-ratio() { awk -v h="$1" -v n="$2" 'BEGIN { if (n > 0) printf "%.2f", h / n; else print "nan" }'; }
 for t in "${TESTS[@]}"; do
   for s in "${SERVER_LIST[@]}"; do
     [ "$s" = netty ] && continue
@@ -343,3 +188,4 @@ echo "info plaintext_vthreads herald_rps=$VP netty_rps=$NP ratio=$(ratio "$VP" "
 echo "plaintext herald_rps=$HP netty_rps=$NP ratio=$(ratio "$HP" "$NP")"
 echo "json herald_rps=$HJ netty_rps=$NJ ratio=$(ratio "$HJ" "$NJ")"
 echo "json_vthreads herald_rps=$VJ netty_rps=$NJ ratio=$(ratio "$VJ" "$NJ")"
+if [ "$TAIL" = 1 ]; then tail_summary; fi

@@ -1,0 +1,131 @@
+# bench/lib/tail.sh: bench/http.sh's tail latency part, sourced after bench/lib/common.sh. tail_runs measures raw
+# Netty's non-pipelined max rate (wrk, TAIL_CONNECTIONS connections), then for each server, started fresh with a VM
+# log (GC, safepoints, JIT compilations, epoch-millisecond stamps): `herald-load rate` at TAIL_SHARE of that max
+# for TAIL_WARMUP seconds (unrecorded, same connections) and TAIL_SECONDS recorded, the generator pinned to
+# WRK_CPU with its own safepoint log. The servers: raw Netty, herald on the event loop and on virtual threads
+# (ParallelGC, as the throughput runs), then herald on the event loop under each collector of TAIL_GCS.
+# What happened inside the recorded window (from herald-load's interval log) is read from the logs: the server's
+# safepoint pauses (every stop-the-world pause, whatever the collector), GC cycles, JIT compilations, the
+# generator's own pauses, and how busy the server's core was with other processes. tail_summary prints the
+# `tail ...` and `tail_gc ...` lines; every run is a row of TAIL_RESULTS.
+
+TAIL_SECONDS=${TAIL_SECONDS:-60}
+TAIL_WARMUP=${TAIL_WARMUP:-20}
+TAIL_CONNECTIONS=${TAIL_CONNECTIONS:-64}
+TAIL_SHARE=${TAIL_SHARE:-0.5}
+TAIL_RATE=${TAIL_RATE:-}
+TAIL_GCS=${TAIL_GCS:-parallel g1 zgc}
+TAIL_RESULTS=${TAIL_RESULTS:-$ROOT/bench/results/http-tail.csv}
+
+gc_flags() {
+  case $1 in
+    parallel) echo "-XX:+UseParallelGC" ;;
+    g1) echo "-XX:+UseG1GC" ;;
+    zgc) if [ "$JAVA_MAJOR" -ge 23 ]; then echo "-XX:+UseZGC"; else echo "-XX:+UseZGC -XX:+ZGenerational"; fi ;;
+    shenandoah) echo "-XX:+UseShenandoahGC" ;;
+    *) die "unknown collector $1 in TAIL_GCS (parallel, g1, zgc, shenandoah)" ;;
+  esac
+}
+gc_name() { case $1 in parallel) echo ParallelGC ;; g1) echo G1 ;; zgc) echo ZGC-generational ;; shenandoah) echo Shenandoah ;; esac; }
+
+# vm_log FILE: the -Xlog option for a VM log of GC cycles, safepoints and JIT compilations, stamped in epoch ms
+vm_log() { echo "-Xlog:gc,safepoint,jit+compilation=debug:file=$1:timemillis,tags"; }
+
+# window HLOG: "FROM TO" in epoch ms, the recorded part of a herald-load run: TAIL_SECONDS from its interval log's
+# StartTime (the intervals' offsets count from it, the warm-up excluded)
+window() {
+  awk -v d="$TAIL_SECONDS" '/^#\[StartTime: / {split($0, a, " "); printf "%.0f %.0f\n", a[2] * 1000, (a[2] + d) * 1000; exit}' "$1"
+}
+
+# vm_window LOG FROM TO: "pauses total_ms max_ms gc_cycles jit_compiles" inside [FROM, TO] of a vm_log
+vm_window() {
+  awk -v from="$2" -v to="$3" '
+    {t = $0; sub(/^\[/, "", t); sub(/ms\].*/, "", t); t += 0}
+    t < from || t > to {next}
+    /\[safepoint/ && /Total: / {v = $0; sub(/.*Total: /, "", v); v += 0; n++; tot += v; if (v > m) m = v}
+    /\[gc\] / && /GC\(/ && !/Using/ {g[gensub_id($0)] = 1}
+    /\[jit,compilation/ {j++}
+    function gensub_id(s) {sub(/.*GC\(/, "", s); sub(/\).*/, "", s); return s}
+    END {c = 0; for (k in g) c++; printf "%d %.1f %.1f %d %d\n", n, tot / 1e6, m / 1e6, c, j}' "$1"
+}
+
+# tail_run NAME BASE GC: starts BASE (a server_main name) as NAME under collector GC, runs herald-load against
+# it and leaves the figures in TR_* (and a CSV row)
+tail_run() {
+  local s=$1 base=$2 gc=$3 dir="$WORK/tail.$1" url c0 s0 c1 s1 from to f flags=()
+  for f in "${JVM_FLAGS[@]}"; do [ "$f" = -XX:+UseParallelGC ] || flags+=("$f"); done
+  read -r -a gcf <<<"$(gc_flags "$gc")"
+  TAIL_BASE[$s]=$base
+  start_server "$s" "${flags[@]}" "${gcf[@]}" "$(vm_log "$WORK/$s.vm.log")"
+  url="http://127.0.0.1:${PORT[$s]}/plaintext"
+  c0=$(cpu_ticks "${PID[$s]}"); s0=$(core_ticks)
+  HERALD_LOAD_JVM_OPTS="-Xmx1g -XX:+UseParallelGC $(vm_log "$WORK/$s.gen.log")" \
+    "${ON_WRK[@]}" "$ROOT/bin/herald-load" rate "$url" -R "$TAIL_RATE" -c "$TAIL_CONNECTIONS" \
+    -w "${TAIL_WARMUP}s" -d "${TAIL_SECONDS}s" --quiet -o "$dir" >"$dir.txt" 2>&1 \
+    || log "herald-load rate exited $? against $s: $(grep -m3 WARNING "$dir.txt" | tr '\n' ' ')"
+  c1=$(cpu_ticks "${PID[$s]}"); s1=$(core_ticks)
+  stop_server "$s"
+  read -r from to <<<"$(window "$dir/latency.hlog")"
+  read -r TR_PAUSES TR_PAUSE_MS TR_PAUSE_MAX TR_GCS TR_JIT <<<"$(vm_window "$WORK/$s.vm.log" "$from" "$to")"
+  read -r TR_GEN_PAUSES TR_GEN_PAUSE_MS TR_GEN_PAUSE_MAX _ TR_GEN_JIT <<<"$(vm_window "$WORK/$s.gen.log" "$from" "$to")"
+  read -r TR_ACHIEVED TR_P50 TR_P99 TR_P999 TR_P9999 TR_MAX TR_SP9999 TR_SMAX TR_ERRORS TR_LATE TR_WAITS <<<"$(jq -r \
+    '[.steps[0].achieved, .latency.p50, .latency.p99, .latency.p999, .latency.p9999, .latency.max,
+      .service.p9999, .service.max, ([.errors[]] | add), .steps[0]["late-sends"], .steps[0]["connection-waits"]]
+     | map(tostring) | join(" ")' "$dir/summary.json")"
+  TR_OTHER=$(other_pct - "$c0" "$s0" "$c1" "$s1")
+  TR_GC=$(gc_name "$gc")
+  for v in P99 P999 P9999 MAX; do eval "TAIL_${v}[\$s]=\$TR_$v"; done
+  TAIL_PAUSE_MAX[$s]=$TR_PAUSE_MAX
+  local line="server=$base gc=$TR_GC rate=$TAIL_RATE achieved=$TR_ACHIEVED p50_ms=$TR_P50 p99_ms=$TR_P99 p999_ms=$TR_P999"
+  line="$line p9999_ms=$TR_P9999 max_ms=$TR_MAX service_p9999_ms=$TR_SP9999 service_max_ms=$TR_SMAX errors=$TR_ERRORS"
+  line="$line late_sends=$TR_LATE connection_waits=$TR_WAITS server_pauses=$TR_PAUSES server_pause_total_ms=$TR_PAUSE_MS"
+  line="$line server_pause_max_ms=$TR_PAUSE_MAX gc_cycles=$TR_GCS jit_compiles=$TR_JIT gen_pauses=$TR_GEN_PAUSES"
+  line="$line gen_pause_max_ms=$TR_GEN_PAUSE_MAX gen_jit_compiles=$TR_GEN_JIT server_core_other_pct=$TR_OTHER load=$(cut -d' ' -f1 /proc/loadavg)"
+  echo "info tail_run $line" | tee -a "$WORK/tail.lines" >&2
+  [ -s "$TAIL_RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,rate,achieved_rps,p50_ms,p99_ms,p999_ms,p9999_ms,max_ms,service_p9999_ms,service_max_ms,errors,late_sends,connection_waits,server_pauses,server_pause_total_ms,server_pause_max_ms,gc_cycles,jit_compiles,gen_pauses,gen_pause_max_ms,gen_jit_compiles,server_core_other_pct,loadavg" >"$TAIL_RESULTS"
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$CORES shared: $PINNING,$JVM_NAME,$TR_GC,-Xmx1g -Xms1g io_threads=$IO_THREADS conns=$TAIL_CONNECTIONS warmup=${TAIL_WARMUP}s duration=${TAIL_SECONDS}s,$base,$TAIL_RATE,$TR_ACHIEVED,$TR_P50,$TR_P99,$TR_P999,$TR_P9999,$TR_MAX,$TR_SP9999,$TR_SMAX,$TR_ERRORS,$TR_LATE,$TR_WAITS,$TR_PAUSES,$TR_PAUSE_MS,$TR_PAUSE_MAX,$TR_GCS,$TR_JIT,$TR_GEN_PAUSES,$TR_GEN_PAUSE_MAX,$TR_GEN_JIT,$TR_OTHER,$(cut -d' ' -f1 /proc/loadavg)" >>"$TAIL_RESULTS"
+}
+
+declare -A TAIL_P99 TAIL_P999 TAIL_P9999 TAIL_MAX TAIL_PAUSE_MAX TAIL_BASE
+
+tail_runs() {
+  local s gc
+  command -v jq >/dev/null || die "jq is missing (apt-get install jq): the tail runs read herald-load's summary.json"
+  for s in "${!PID[@]}"; do stop_server "$s"; done
+  if [ -z "$TAIL_RATE" ]; then
+    TAIL_BASE[tail_max_netty]=netty
+    start_server tail_max_netty
+    run_wrk tail_max_netty plaintext_np 5 "$TAIL_CONNECTIONS"
+    run_wrk tail_max_netty plaintext_np 10 "$TAIL_CONNECTIONS"
+    stop_server tail_max_netty
+    TAIL_RATE=$(awk -v m="$W_RPS" -v f="$TAIL_SHARE" 'BEGIN {printf "%d", m * f}')
+    log "tail: raw Netty's non-pipelined max $W_RPS req/s ($TAIL_CONNECTIONS connections, wrk); rate $TAIL_RATE ($TAIL_SHARE)"
+    echo "info tail_max netty_np_rps=$W_RPS connections=$TAIL_CONNECTIONS share=$TAIL_SHARE rate=$TAIL_RATE"
+  fi
+  tail_run tail_netty netty parallel
+  tail_run tail_herald herald parallel
+  tail_run tail_herald_vt herald_vt parallel
+  for gc in $TAIL_GCS; do
+    [ "$gc" = parallel ] && continue  # tail_herald ran under ParallelGC
+    tail_run "tail_herald_$gc" herald "$gc"
+  done
+}
+
+tail_summary() {
+  local n=tail_netty h=tail_herald v=tail_herald_vt gc s best="" bv=""
+  [ -f "$WORK/tail.lines" ] && cat "$WORK/tail.lines"
+  echo "info tail_vthreads rate=$TAIL_RATE p99_ms=${TAIL_P99[$v]} p999_ms=${TAIL_P999[$v]} p9999_ms=${TAIL_P9999[$v]} max_ms=${TAIL_MAX[$v]} netty_p999_ms=${TAIL_P999[$n]} netty_p9999_ms=${TAIL_P9999[$n]}"
+  echo "info tail ratios herald/netty p999=$(ratio "${TAIL_P999[$h]}" "${TAIL_P999[$n]}") p9999=$(ratio "${TAIL_P9999[$h]}" "${TAIL_P9999[$n]}")" \
+    "herald_vt/netty p999=$(ratio "${TAIL_P999[$v]}" "${TAIL_P999[$n]}") p9999=$(ratio "${TAIL_P9999[$v]}" "${TAIL_P9999[$n]}")" \
+    "(targets: <= 1.1, p999 <= 5 ms, p9999 <= 20 ms); rows in ${TAIL_RESULTS#"$ROOT"/}; herald-load and the server shared the machine's $CORES cores ($PINNING)"
+  for gc in $TAIL_GCS; do
+    s=tail_herald_$gc; [ "$gc" = parallel ] && s=$h
+    echo "tail_gc gc=$(gc_name "$gc") p9999_ms=${TAIL_P9999[$s]} p999_ms=${TAIL_P999[$s]} p99_ms=${TAIL_P99[$s]} max_ms=${TAIL_MAX[$s]} server_pause_max_ms=${TAIL_PAUSE_MAX[$s]}"
+    # the best: the lowest p99.99, then the lowest p99.9
+    if [ -z "$best" ] || awk -v a="${TAIL_P9999[$s]}" -v b="${TAIL_P9999[$bv]}" -v c="${TAIL_P999[$s]}" -v d="${TAIL_P999[$bv]}" \
+      'BEGIN {exit !(a < b || (a == b && c < d))}'; then best=$gc; bv=$s; fi
+  done
+  echo "info tail_gc_best gc=$(gc_name "$best"): the lowest p99.99 (${TAIL_P9999[$bv]} ms; p99.9 ${TAIL_P999[$bv]} ms) of herald on the event loop;" \
+    "its longest safepoint pause in the window ${TAIL_PAUSE_MAX[$bv]} ms"
+  echo "tail rate=$TAIL_RATE p99_ms=${TAIL_P99[$h]} p999_ms=${TAIL_P999[$h]} p9999_ms=${TAIL_P9999[$h]} max_ms=${TAIL_MAX[$h]} netty_p999_ms=${TAIL_P999[$n]} netty_p9999_ms=${TAIL_P9999[$n]}"
+}
