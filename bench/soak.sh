@@ -66,11 +66,16 @@ stats() { curl -sf "http://127.0.0.1:${PORT[soak]}/stats" || echo "stats=unavail
 field() { tr ' ' '\n' <<<"$1" | awk -F= -v k="$2" '$1 == k {print $2; exit}'; }
 full_gc() { jcmd "${PID[soak]}" GC.run >/dev/null 2>&1 || log "jcmd GC.run failed"; }
 leaks() { grep -c 'LEAK:' "$WORK/soak.log" || true; }
-# sample MINUTE [gc]: one line of RSS, heap, direct memory and counters (after a full GC with "gc")
+# live_mb: the heap after the last full GC that jcmd asked for, from the GC log (a /stats reading after it would
+# include what the traffic allocated meanwhile)
+live_mb() {
+  grep -E 'Diagnostic Command|System.gc' "$OUT/gc.log" | grep -- '->' | tail -1 | sed 's/.*->\([0-9]*\)M.*/\1/'
+}
+# sample MINUTE [gc]: one line of RSS, heap, direct memory and counters (after a full GC with "gc": heap_live_mb)
 sample() {
-  [ "${2:-}" = gc ] && full_gc
-  local line
-  line="sample minute=$1 rss_mb=$(rss_mb) $(stats) leaks=$(leaks) load=$(cut -d' ' -f1 /proc/loadavg)"
+  local line live=""
+  [ "${2:-}" = gc ] && { full_gc; live=" heap_live_mb=$(live_mb)"; }
+  line="sample minute=$1 rss_mb=$(rss_mb)$live $(stats) leaks=$(leaks) load=$(cut -d' ' -f1 /proc/loadavg)"
   echo "$line" >>"$OUT/samples.txt"
   echo "$line"
 }
@@ -90,7 +95,7 @@ if [ -z "$RATE" ]; then
 fi
 sample 0 gc
 SECONDS_TOTAL=$((SOAK_MINUTES * 60))
-"${LOAD[@]}" rate "$URL" -R "$RATE" -c "$CONNECTIONS" -d "${SECONDS_TOTAL}s" --quiet -o "$OUT/load" \
+"${LOAD[@]}" rate "$URL" -R "$RATE" -c "$CONNECTIONS" -d "${SECONDS_TOTAL}s" --timeout 30s --quiet -o "$OUT/load" \
   >"$OUT/load.txt" 2>&1 &
 LOAD_PID=$!; PID[load]=$LOAD_PID
 "${ON_SERVER[@]}" "$JAVA_HOME/bin/java" -Xmx512m -XX:+UseParallelGC "$ROOT/bench/soak/SoakClients.java" \
@@ -104,7 +109,7 @@ for m in $(seq 1 "$SOAK_MINUTES"); do
     sleep 1
   done
   if [ "$m" -eq 1 ]; then
-    line=$(sample 1 gc); echo "$line"; RSS_START=$(field "$line" rss_mb); HEAP_START=$(field "$line" heap_used_mb)
+    line=$(sample 1 gc); echo "$line"; RSS_START=$(field "$line" rss_mb); HEAP_START=$(field "$line" heap_live_mb)
   elif [ "$m" -lt "$SOAK_MINUTES" ]; then
     sample "$m"
   fi
@@ -118,7 +123,7 @@ for i in 1 2 3 4 5; do curl -sf -o /dev/null "http://127.0.0.1:${PORT[soak]}/str
 sleep 2
 jcmd "${PID[soak]}" VM.native_memory summary.diff >"$OUT/native-memory-diff.txt" 2>&1 || true
 cp "$WORK/soak.log" "$OUT/server.log"
-RSS_END=$(field "$line" rss_mb); HEAP_END=$(field "$line" heap_used_mb)
+RSS_END=$(field "$line" rss_mb); HEAP_END=$(field "$line" heap_live_mb)
 # Netty's direct memory: its own counter, or the JDK's direct pool when Netty allocates through it (the larger;
 # with Netty's cleaner-based buffers both count the same buffers)
 DIRECT_END=$(awk -v a="$(field "$line" direct_pool_mb)" -v b="$(field "$line" netty_direct_mb)" \

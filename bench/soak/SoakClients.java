@@ -25,6 +25,8 @@ public class SoakClients {
     static final byte[] uploadData = new byte[16 << 20];
     static final Map<Integer, String> uploadDigest = new HashMap<>();
     static int streamKb;
+    /** Seconds any one step may take (a connect, a send, an echo, a whole response's next bytes). */
+    static final int TIMEOUT_S = 30;
 
     static void count(String k, long n) { counts.computeIfAbsent(k, x -> new LongAdder()).add(n); }
     static long get(String k) { LongAdder a = counts.get(k); return a == null ? 0 : a.sum(); }
@@ -86,8 +88,8 @@ public class SoakClients {
     static Socket socket(int rcvbuf) throws IOException {
         Socket s = new Socket();
         if (rcvbuf > 0) s.setReceiveBufferSize(rcvbuf);
-        s.setSoTimeout(60_000);
-        s.connect(new InetSocketAddress("127.0.0.1", port), 10_000);
+        s.setSoTimeout(TIMEOUT_S * 1000);
+        s.connect(new InetSocketAddress("127.0.0.1", port), TIMEOUT_S * 1000);
         return s;
     }
 
@@ -128,7 +130,7 @@ public class SoakClients {
             ? HttpRequest.BodyPublishers.ofInputStream(() -> new ByteArrayInputStream(uploadData, 0, mb << 20))
             : HttpRequest.BodyPublishers.ofByteArray(uploadData, 0, mb << 20);
         HttpRequest req = HttpRequest.newBuilder(URI.create("http://127.0.0.1:" + port + "/upload"))
-            .timeout(Duration.ofSeconds(60)).POST(body).build();
+            .timeout(Duration.ofSeconds(2 * TIMEOUT_S)).POST(body).build();
         HttpResponse<String> r = client.send(req, HttpResponse.BodyHandlers.ofString());
         String want = (mb << 20) + " " + uploadDigest.get(mb);
         if (r.statusCode() != 200 || !want.equals(r.body())) {
@@ -136,6 +138,12 @@ public class SoakClients {
         }
         count("uploads", 1); count("upload_mb", mb);
         Thread.sleep(200);
+    }
+
+    /** Waits up to TIMEOUT_S for f; a timeout says what was awaited. */
+    static <T> T await(CompletableFuture<T> f, String what) throws Exception {
+        try { return f.get(TIMEOUT_S, TimeUnit.SECONDS); }
+        catch (TimeoutException e) { throw new IOException("websocket " + what + ": nothing within " + TIMEOUT_S + " s"); }
     }
 
     static void ws(HttpClient client, Random rnd) throws Exception {
@@ -155,28 +163,28 @@ public class SoakClients {
             }
             public void onError(WebSocket w, Throwable t) { echoes.add(t); }
         };
-        WebSocket w = client.newWebSocketBuilder().connectTimeout(Duration.ofSeconds(10))
-            .buildAsync(URI.create("ws://127.0.0.1:" + port + "/ws"), listener).get(10, TimeUnit.SECONDS);
+        WebSocket w = await(client.newWebSocketBuilder().connectTimeout(Duration.ofSeconds(TIMEOUT_S))
+            .buildAsync(URI.create("ws://127.0.0.1:" + port + "/ws"), listener), "open");
         try {
             for (int i = 0; i < 50; i++) {
                 Object sent;
                 if (rnd.nextInt(4) == 0) {
                     byte[] b = new byte[1 + rnd.nextInt(64 * 1024)]; rnd.nextBytes(b); sent = b;
-                    w.sendBinary(ByteBuffer.wrap(b), true).get(10, TimeUnit.SECONDS);
+                    await(w.sendBinary(ByteBuffer.wrap(b), true), "send");
                 } else {
                     char[] c = new char[1 + rnd.nextInt(4096)];
                     for (int j = 0; j < c.length; j++) c[j] = (char) ('a' + rnd.nextInt(26));
                     sent = new String(c);
-                    w.sendText((String) sent, true).get(10, TimeUnit.SECONDS);
+                    await(w.sendText((String) sent, true), "send");
                 }
-                Object got = echoes.poll(10, TimeUnit.SECONDS);
+                Object got = echoes.poll(TIMEOUT_S, TimeUnit.SECONDS);
                 if (got instanceof Throwable t) throw new IOException("websocket error", t);
                 boolean same = sent instanceof byte[] b ? got instanceof byte[] g && Arrays.equals(b, g) : sent.equals(got);
-                if (!same) throw new IOException("websocket echo " + i + " differs (or none within 10 s)");
+                if (!same) throw new IOException("websocket echo " + i + " differs (or none within " + TIMEOUT_S + " s)");
                 count("ws_msgs", 1);
                 Thread.sleep(10);
             }
-            w.sendClose(WebSocket.NORMAL_CLOSURE, "bye").get(10, TimeUnit.SECONDS);
+            await(w.sendClose(WebSocket.NORMAL_CLOSURE, "bye"), "close");
             count("ws_sessions", 1);
         } finally {
             w.abort();
@@ -220,7 +228,7 @@ public class SoakClients {
             uploadDigest.put(mb, hex(md.digest()));
         }
         HttpClient client = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1)
-            .connectTimeout(Duration.ofSeconds(10)).build();
+            .connectTimeout(Duration.ofSeconds(TIMEOUT_S)).build();
         List<Thread> threads = new ArrayList<>();
         for (int i = 0; i < churn; i++) threads.add(loop("churn", i, SoakClients::churn));
         for (int i = 0; i < slow; i++) threads.add(loop("slow", i, SoakClients::slow));
