@@ -44,6 +44,7 @@ CORES=$(nproc); ON_SERVER=(); PINNING="unpinned"
 [ -n "${NICE:-}" ] && { ON_SERVER=(nice -n "$NICE"); PINNING="unpinned nice=$NICE"; }
 bench_build "$SOURCE"
 command -v jcmd >/dev/null || die "jcmd is missing (a JDK's bin)"
+"$JAVA_HOME/bin/javac" -nowarn -d "$WORK/clients" "$ROOT/bench/soak/SoakClients.java" || die "javac SoakClients.java failed"
 
 bench_jvm_flags "$GC"
 JVM_FLAGS=("${JVM_FLAGS[@]/-Xmx1g/-Xmx${HEAP_MB}m}"); JVM_FLAGS=("${JVM_FLAGS[@]/-Xms1g/-Xms${HEAP_MB}m}")
@@ -98,7 +99,15 @@ SECONDS_TOTAL=$((SOAK_MINUTES * 60))
 "${LOAD[@]}" rate "$URL" -R "$RATE" -c "$CONNECTIONS" -d "${SECONDS_TOTAL}s" --timeout 30s --quiet -o "$OUT/load" \
   >"$OUT/load.txt" 2>&1 &
 LOAD_PID=$!; PID[load]=$LOAD_PID
-"${ON_SERVER[@]}" "$JAVA_HOME/bin/java" -Xmx512m -XX:+UseParallelGC "$ROOT/bench/soak/SoakClients.java" \
+# the clients and the minute clock start when herald-load sends (its interval log appears when its recorded run
+# starts; a JVM starting on a busy machine can take minutes)
+for i in $(seq 1 600); do
+  [ -s "$OUT/load/latency.hlog" ] && break
+  kill -0 "$LOAD_PID" 2>/dev/null || die "herald-load exited before sending: $OUT/load.txt"
+  sleep 1
+done
+log "herald-load sends ${RATE} req/s; starting the clients"
+"${ON_SERVER[@]}" "$JAVA_HOME/bin/java" -Xmx512m -XX:+UseParallelGC -cp "$WORK/clients" SoakClients \
   "${PORT[soak]}" "$SECONDS_TOTAL" "${CLIENTS[@]}" "$STREAM_KB" >"$OUT/clients.txt" 2>"$OUT/clients-errors.txt" &
 CLIENTS_PID=$!; PID[clients]=$CLIENTS_PID
 START=$(date +%s)

@@ -5,7 +5,7 @@
 //   upload: POST /upload of 1, 4 or 16 MiB (Content-Length or chunked); the answer's SHA-256 must match
 //   ws:    WebSocket sessions of 50 echoed messages (text up to 4 KiB, binary up to 64 KiB), then closed and reopened
 // Prints a `clients ...` line per minute and at the end; errors (each with its first messages) go to stderr.
-// Usage: java SoakClients.java PORT SECONDS [churn=4] [slow=4] [upload=2] [ws=4] [stream_kb=4096]
+// Usage: java SoakClients.java PORT (or compiled: java -cp DIR SoakClients PORT SECONDS [churn=4] [slow=4] [upload=2] [ws=4] [stream_kb=4096])
 import java.io.*;
 import java.net.*;
 import java.net.http.*;
