@@ -5,6 +5,12 @@
 #   plaintext herald_rps=<n> netty_rps=<n> ratio=<herald/netty>
 #   json herald_rps=<n> netty_rps=<n> ratio=<herald/netty>
 #   json_vthreads herald_rps=<n> netty_rps=<n> ratio=<herald/netty>
+# then tail latency (bench/lib/tail.sh, unless TAIL=0): raw Netty's non-pipelined max, `herald-load rate` at half
+# of it against fresh servers (raw Netty, herald on the event loop and on virtual threads, herald under each GC of
+# TAIL_GCS), what the tail is made of (pauses, GC, JIT, the generator) from their VM logs, rows appended to
+# bench/results/http-tail.csv, and last:
+#   tail_gc gc=<name> p9999_ms=<x> p999_ms=<x> p99_ms=<x> max_ms=<x> server_pause_max_ms=<x>   (one per collector)
+#   tail rate=<n> p99_ms=<x> p999_ms=<x> p9999_ms=<x> max_ms=<x> netty_p999_ms=<x> netty_p9999_ms=<x>
 # Environment (defaults in brackets): DURATION [5] seconds per measured run, WARMUP [5] seconds per warm-up run,
 # ROUNDS [3], CONNECTIONS [256], PIPELINE [16], IO_THREADS [1] event loops per server, SERVER_CPU [0],
 # WRK_CPU [1], RESULTS [bench/results/http.csv], PROFILE [""] (comma list of async-profiler
@@ -15,7 +21,9 @@
 # [""] (prepended to the servers' classpath), NICE [""] (a nice level for servers and wrk, e.g. -10 on a
 # machine busy with other work), SOURCE [head] (head: the committed http sources; worktree: the files on disk),
 # BASE [""] (a git revision: adds the servers herald_base and herald_vt_base, built from that revision's http
-# sources, for an A/B in one run; add them to SERVERS).
+# sources, for an A/B in one run; add them to SERVERS), TAIL [1], TAIL_SECONDS [60], TAIL_WARMUP [20],
+# TAIL_CONNECTIONS [64], TAIL_SHARE [0.5], TAIL_RATE [measured], TAIL_GCS ["parallel g1 zgc"],
+# TAIL_RESULTS [bench/results/http-tail.csv]. Shared setup: bench/lib/common.sh.
 # See bench/README.md for the methodology.
 set -euo pipefail
 

@@ -76,16 +76,29 @@ tail_run() {
   TR_GC=$(gc_name "$gc")
   for v in P99 P999 P9999 MAX; do eval "TAIL_${v}[\$s]=\$TR_$v"; done
   TAIL_PAUSE_MAX[$s]=$TR_PAUSE_MAX
+  TAIL_CAUSE[$s]="$(tail_cause) (server pauses $TR_PAUSES, longest $TR_PAUSE_MAX ms; other load on its core $TR_OTHER%)"
   local line="server=$base gc=$TR_GC rate=$TAIL_RATE achieved=$TR_ACHIEVED p50_ms=$TR_P50 p99_ms=$TR_P99 p999_ms=$TR_P999"
   line="$line p9999_ms=$TR_P9999 max_ms=$TR_MAX service_p9999_ms=$TR_SP9999 service_max_ms=$TR_SMAX errors=$TR_ERRORS"
   line="$line late_sends=$TR_LATE connection_waits=$TR_WAITS server_pauses=$TR_PAUSES server_pause_total_ms=$TR_PAUSE_MS"
   line="$line server_pause_max_ms=$TR_PAUSE_MAX gc_cycles=$TR_GCS jit_compiles=$TR_JIT gen_pauses=$TR_GEN_PAUSES"
-  line="$line gen_pause_max_ms=$TR_GEN_PAUSE_MAX gen_jit_compiles=$TR_GEN_JIT server_core_other_pct=$TR_OTHER load=$(cut -d' ' -f1 /proc/loadavg)"
+  line="$line gen_pause_max_ms=$TR_GEN_PAUSE_MAX gen_jit_compiles=$TR_GEN_JIT server_core_other_pct=$TR_OTHER load=$(cut -d' ' -f1 /proc/loadavg) cause=$(tail_cause)"
   echo "info tail_run $line" | tee -a "$WORK/tail.lines" >&2
   [ -s "$TAIL_RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,rate,achieved_rps,p50_ms,p99_ms,p999_ms,p9999_ms,max_ms,service_p9999_ms,service_max_ms,errors,late_sends,connection_waits,server_pauses,server_pause_total_ms,server_pause_max_ms,gc_cycles,jit_compiles,gen_pauses,gen_pause_max_ms,gen_jit_compiles,server_core_other_pct,loadavg" >"$TAIL_RESULTS"
   echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$CORES shared: $PINNING,$JVM_NAME,$TR_GC,-Xmx1g -Xms1g io_threads=$IO_THREADS conns=$TAIL_CONNECTIONS warmup=${TAIL_WARMUP}s duration=${TAIL_SECONDS}s,$base,$TAIL_RATE,$TR_ACHIEVED,$TR_P50,$TR_P99,$TR_P999,$TR_P9999,$TR_MAX,$TR_SP9999,$TR_SMAX,$TR_ERRORS,$TR_LATE,$TR_WAITS,$TR_PAUSES,$TR_PAUSE_MS,$TR_PAUSE_MAX,$TR_GCS,$TR_JIT,$TR_GEN_PAUSES,$TR_GEN_PAUSE_MAX,$TR_GEN_JIT,$TR_OTHER,$(cut -d' ' -f1 /proc/loadavg)" >>"$TAIL_RESULTS"
 }
 
+# tail_cause: what the run's p99.99 (TR_P9999) is mostly made of, from the TR_* figures: "server-pauses" (its
+# longest stop-the-world pause is at least half of it), "generator-pauses" (the same for herald-load's JVM),
+# "send-waits" (the service time's p99.99 is under half of it: requests waited to be sent, because a server
+# stall kept every connection busy or the generator fell behind), else "service" (the server took that long
+# to answer without pausing: scheduling, i.e. other processes on its core, or JIT and the code itself)
+tail_cause() {
+  awk -v p="$TR_P9999" -v sp="$TR_PAUSE_MAX" -v gp="$TR_GEN_PAUSE_MAX" -v sv="$TR_SP9999" 'BEGIN {
+    if (p == "" || p == "null") print "none"; else if (sp >= p / 2) print "server-pauses";
+    else if (gp >= p / 2) print "generator-pauses"; else if (sv < p / 2) print "send-waits"; else print "service" }'
+}
+
+declare -A TAIL_CAUSE
 declare -A TAIL_P99 TAIL_P999 TAIL_P9999 TAIL_MAX TAIL_PAUSE_MAX TAIL_BASE
 
 tail_runs() {
@@ -126,6 +139,7 @@ tail_summary() {
       'BEGIN {exit !(a < b || (a == b && c < d))}'; then best=$gc; bv=$s; fi
   done
   echo "info tail_gc_best gc=$(gc_name "$best"): the lowest p99.99 (${TAIL_P9999[$bv]} ms; p99.9 ${TAIL_P999[$bv]} ms) of herald on the event loop;" \
-    "its longest safepoint pause in the window ${TAIL_PAUSE_MAX[$bv]} ms"
+    "what its p99.99 is made of: ${TAIL_CAUSE[$bv]}; a collector's tail differs from another's by its pauses only"\
+    "where the cause is server-pauses, otherwise the difference is the machine's, not the collector's"
   echo "tail rate=$TAIL_RATE p99_ms=${TAIL_P99[$h]} p999_ms=${TAIL_P999[$h]} p9999_ms=${TAIL_P9999[$h]} max_ms=${TAIL_MAX[$h]} netty_p999_ms=${TAIL_P999[$n]} netty_p9999_ms=${TAIL_P9999[$n]}"
 }
