@@ -1,0 +1,191 @@
+(ns herald.load.agent-test
+  "Distributed generators with real agent processes (child JVMs running `herald-load agent`) on loopback
+  against herald.http started in this JVM: the split, exact merged percentiles (against the union of the
+  agents' own .hlog records), the total rate, an agent behind its share, an agent killed mid-run, a busy
+  agent, bad --agents values, the feed workload split by users, and agents in other network namespaces."
+  (:require [clojure.java.io :as io]
+            [clojure.string :as str]
+            [clojure.test :refer [deftest is testing use-fixtures]]
+            [herald.load.agent-coordinator :as coordinator]
+            [herald.load.agent-wire :as wire]
+            [herald.load.impl.histogram :as hist]
+            [herald.load.main :as main]
+            [herald.load.test-server :as ts]
+            [herald.load.tls-support :refer [with-http-server]])
+  (:import (java.io BufferedReader DataInputStream DataOutputStream InputStreamReader)
+           (java.net Socket)
+           (java.util.concurrent TimeUnit)
+           (org.HdrHistogram Histogram HistogramLogReader)))
+
+(set! *warn-on-reflection* true)
+
+(defn- tmp-dir ^java.io.File []
+  (.toFile (java.nio.file.Files/createTempDirectory "herald-agent" (make-array java.nio.file.attribute.FileAttribute 0))))
+
+(defn start-agent
+  "Starts `herald-load agent` in a child JVM (this JVM's classpath) on 127.0.0.1 and a free port, keeping
+  its own .hlog records in a new directory; `prefix` (e.g. [\"ip\" \"netns\" \"exec\" NS]) wraps the command.
+  Returns {:process :port :name :hlog-dir}."
+  ([] (start-agent [] "127.0.0.1"))
+  ([prefix host]
+   (let [dir (tmp-dir)
+         java (str (System/getProperty "java.home") "/bin/java")
+         cmd (concat prefix [java "-XX:+UseSerialGC" "-XX:TieredStopAtLevel=1" "-Xmx256m" "-cp" (System/getProperty "java.class.path")
+                             "clojure.main" "-m" "herald.load.main" "agent" "--port" "0" "--host" host "--hlog-dir" (str dir)])
+         p (.start (doto (ProcessBuilder. ^java.util.List (vec cmd))
+                     (.redirectError (io/file dir "agent.log"))))
+         line (.readLine (BufferedReader. (InputStreamReader. (.getInputStream p))))
+         [_ port] (some->> line (re-find #"listening on \S+:(\d+) protocol=1"))]
+     (when-not port
+       (.destroyForcibly p)
+       (throw (ex-info (str "agent did not start: " line " " (slurp (io/file dir "agent.log"))) {:type ::agent})))
+     {:process p :port (parse-long port) :name (str host ":" port) :hlog-dir dir})))
+
+(defn stop-agent [{:keys [^Process process]}]
+  (.destroyForcibly process)
+  (.waitFor process 10 TimeUnit/SECONDS))
+
+(def ^:private agents (atom []))
+
+(use-fixtures :once (fn [f]
+                      (let [as (pmap (fn [_] (start-agent)) (range 3))]
+                        (reset! agents (vec as))
+                        (try (f) (finally (run! stop-agent as))))))
+
+(defn- handler
+  "Ring handler: /slow sleeps 20 ms; counts every request in `seen`."
+  [seen]
+  (fn [req]
+    (swap! seen inc)
+    (when (= "/slow" (:uri req)) (Thread/sleep 20))
+    {:status 200 :headers {"content-type" "text/plain"} :body "hello"}))
+
+(defn- as-agents [xs] (mapv #(select-keys % [:host :port :name]) (map #(assoc % :host "127.0.0.1") xs)))
+
+(defn- hlog-union
+  "Every interval histogram of the .hlog files in `dir` added into one (the agents' own records)."
+  ^Histogram [dirs]
+  (let [out (hist/histogram)]
+    (doseq [d dirs ^java.io.File f (.listFiles (io/file d)) :when (str/ends-with? (.getName f) ".hlog")]
+      (let [r (HistogramLogReader. f)]
+        (loop [] (when-let [h (.nextIntervalHistogram r)] (.add out ^Histogram h) (recur)))))
+    out))
+
+(defn- clear-hlogs! [xs]
+  (doseq [a xs ^java.io.File f (.listFiles (io/file (:hlog-dir a))) :when (str/ends-with? (.getName f) ".hlog")] (.delete f)))
+
+(deftest ^:integration rate-split-over-three-agents-merges-exactly
+  (let [seen (atom 0) as @agents]
+    (clear-hlogs! as)
+    (with-http-server [s (handler seen) {}]
+      (let [hlog (io/file (tmp-dir) "agents.hlog")
+            r (coordinator/execute :rate {:url (str "http://127.0.0.1:" (:port s) "/") :rate 300 :duration 2 :connections 6
+                                          :progress :quiet :agent-lead-ms 500 :hlog (str hlog)}
+                                   (as-agents as))
+            union (hlog-union (map :hlog-dir as))]
+        (testing "each agent ran a third of the rate on a third of the connections, and every one finished"
+          (is (= [:ok :ok :ok] (mapv :status (:agents r))) (pr-str (:agents r)))
+          (is (= [100.0 100.0 100.0] (mapv #(get-in % [:share :target-rate]) (:agents r))))
+          (is (= [2 2 2] (mapv #(get-in % [:share :connections]) (:agents r))))
+          (ts/when-calm (is (every? #(< (Math/abs (double (:start-skew-ms %))) 100.0) (:agents r)) (pr-str (map :start-skew-ms (:agents r))))))
+        (testing "merged figures are those of the union of the agents' own records"
+          (is (= (:requests r) (reduce + (map :requests (:agents r))) (.getTotalCount union) @seen))
+          (is (= (hist/summary union) (:latency r)))
+          (is (= (hist/summary union) (hist/summary (hist/decode (get-in r [:histograms :latency])))))
+          (is (= (:requests r) (reduce + (map :count (:intervals r)))) "the streamed intervals hold every request"))
+        (testing "the coordinator's .hlog tags every interval with its agent"
+          (let [tags (with-open [rd (io/reader hlog)] (set (keep #(second (re-find #"^Tag=([^,]+)," %)) (line-seq rd))))]
+            (is (= (set (map :name as)) tags))))
+        (ts/when-calm
+         (testing "the total rate within 1% of the target, no agent behind"
+           (is (< 297.0 (get-in r [:rate :achieved]) 303.0) (pr-str (:rate r) (:warnings r)))
+           (is (not-any? :behind? (:agents r)) (pr-str (:warnings r)))))))))
+
+(deftest ^:integration an-agent-short-of-connections-is-behind-its-share
+  (let [seen (atom 0) [a b] @agents]
+    (with-http-server [s (handler seen) {}]
+      ;; 120/s of 20 ms requests on 3 connections: the first agent's 2 carry 60/s, the second's 1 at most 50/s
+      (let [r (coordinator/execute :rate {:url (str "http://127.0.0.1:" (:port s) "/slow") :rate 120 :duration 2 :connections 3
+                                          :progress :quiet :agent-lead-ms 500}
+                                   (as-agents [a b]))
+            [fa fb] (:agents r)]
+        (is (= [2 1] [(get-in fa [:share :connections]) (get-in fb [:share :connections])]))
+        (is (:behind? fb) (pr-str fb))
+        (is (:stalled? fb) (pr-str fb))
+        (is (some #(str/starts-with? % (str "AGENT " (:name b) " FELL BEHIND ITS SHARE: achieved ")) (:warnings r)) (pr-str (:warnings r)))
+        (is (some #(str/starts-with? % (str "AGENT " (:name b) " STALLED")) (:warnings r)))
+        (ts/when-calm (is (not (:behind? fa)) (pr-str fa)))))))
+
+(deftest ^:integration an-agent-killed-mid-run-is-reported-and-the-run-ends-with-the-others
+  (let [seen (atom 0) victim (start-agent) [a] @agents]
+    (try
+      (with-http-server [s (handler seen) {}]
+        (let [out (tmp-dir)
+              run (future (let [o (java.io.StringWriter.) e (java.io.StringWriter.)]
+                            (binding [*out* o *err* e]
+                              [(main/run-cli ["rate" (str "http://127.0.0.1:" (:port s) "/") "--rate" "100" "-d" "3s" "-c" "4" "-q"
+                                              "--agents" (str (:name a) "," (:name victim)) "-o" (str out)])
+                               (str o) (str e)])))]
+          (Thread/sleep 2000)
+          (stop-agent victim)
+          (let [[code stdout] (deref run 30000 [:timeout "" ""])]
+            (is (= 2 code) stdout)
+            (is (re-find (re-pattern (str "AGENT " (:name victim) " DIED: .*its share \\(50.0/s over 2 connections\\) is missing")) stdout) stdout)
+            (is (re-find (re-pattern (str "herald-load agent=" (:name a) " status=ok")) stdout))
+            (is (re-find (re-pattern (str "herald-load agent=" (:name victim) " status=died")) stdout))
+            (is (re-find #"herald-load mode=rate requests=\d+" stdout))
+            (is (str/includes? (slurp (io/file out "report.html")) "<h2>Agents</h2>"))
+            (is (str/includes? (slurp (io/file out "summary.json")) "\"agents\"")))))
+      (finally (stop-agent victim)))))
+
+(defn- hello [port protocol]
+  (let [s (Socket. "127.0.0.1" (int port))
+        out (DataOutputStream. (.getOutputStream s))]
+    (wire/write-frame! out {:type :hello :protocol protocol :coordinator "test"})
+    [s (wire/read-frame (DataInputStream. (.getInputStream s)))]))
+
+(deftest ^:integration an-agent-refuses-a-second-coordinator-and-other-protocols
+  (let [{:keys [port]} (first @agents)
+        [^Socket s1 m1] (hello port wire/protocol-version)]
+    (try
+      (is (= :welcome (:type m1)))
+      (let [[^Socket s2 m2] (hello port wire/protocol-version)]
+        (.close s2)
+        (is (= :refused (:type m2)))
+        (is (str/starts-with? (:reason m2) "busy")))
+      (finally (.close s1)))
+    (Thread/sleep 300)
+    (let [[^Socket s3 m3] (hello port 99)]
+      (.close s3)
+      (is (= :refused (:type m3)))
+      (is (str/includes? (:reason m3) "protocol 99 not supported")))
+    (let [[^Socket s4 m4] (hello port wire/protocol-version)]
+      (.close s4)
+      (is (= :welcome (:type m4)) "free again once the first coordinator left"))))
+
+(deftest bad-agents-values-are-usage-errors
+  (doseq [v ["localhost" "h:0" "h:70000" "a:1,a:1" "," "h:p"]]
+    (let [e (java.io.StringWriter.)
+          code (binding [*err* e *out* (java.io.StringWriter.)]
+                 (main/run-cli ["rate" "http://127.0.0.1:9/" "--rate" "10" "--agents" v]))]
+      (is (= 1 code) v)
+      (is (str/includes? (str e) "bad --agents value") (str e)))))
+
+(defn- tiny-feed
+  "A fake feed service: POST /participant answers a new id, anything else 200 with an empty body."
+  []
+  (let [ids (atom 0)]
+    (fn [^com.sun.net.httpserver.HttpExchange ex]
+      (if (and (= "POST" (.getRequestMethod ex)) (= "/participant" (.getPath (.getRequestURI ex))))
+        (let [id (swap! ids inc)] (ts/respond! ex 200 (str "{\"id\":" id ",\"name\":\"n\",\"link\":\"/participant/" id "\"}")))
+        (ts/respond! ex 200 (if (= "GET" (.getRequestMethod ex)) "[]" "{}"))))))
+
+(deftest ^:integration the-feed-workload-splits-its-users
+  (ts/with-server [s (tiny-feed) 4]
+    (let [r (coordinator/execute :feed {:port (:port s) :users 4 :duration 1.5 :progress :quiet :agent-lead-ms 500}
+                                 (as-agents (take 2 @agents)))]
+      (is (= [2 2] (mapv #(get-in % [:share :users]) (:agents r))))
+      (is (= [:ok :ok] (mapv :status (:agents r))))
+      (is (pos? (:requests r)))
+      (is (= (:requests r) (reduce + (map :requests (:agents r)))))
+      (is (zero? (reduce + (vals (:errors r)))) (pr-str (:errors r))))))
