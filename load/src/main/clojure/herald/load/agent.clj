@@ -45,9 +45,11 @@
                    :on-histogram (fn [s e ^Histogram h]
                                    (when (and hlog (pos? (.getTotalCount h))) (hist/hlog-interval! hlog s e h))
                                    (send! {:type :interval :start-s s :end-s e :h (hist/encode h)}))}
+            ;; a coordinator sends data only: nothing that names a file here or runs code
+            opts (merge (dissoc opts :hlog :log-file :script :on-interval :on-step :on-send) hooks)
             r (try (case mode
-                     :rate (load/rate (merge opts hooks))
-                     :feed (load/feed (merge opts hooks)))
+                     :rate (load/rate opts)
+                     :feed (load/feed opts))
                    (finally (when hlog (hist/hlog-close! hlog))))]
         (send! {:type :result :result r}))
       (catch SocketException _ nil)

@@ -138,7 +138,10 @@
   (let [opts (validated mode opts)
         _ (check! mode opts agents)
         timeout-ms (long (* 1000 (max 5.0 (double (:timeout opts)))))
-        conns (mapv #(connect! % timeout-ms) agents)]
+        conns (reduce (fn [done a]
+                        (conj done (try (connect! a timeout-ms)
+                                        (catch Exception e (doseq [c done] (.close ^Socket (:socket c))) (throw e)))))
+                      [] agents)]
     (try
       (let [conns (mapv #(measure-clock % 5) conns)
             lead (double (:agent-lead-ms opts 1000))

@@ -99,6 +99,39 @@
   (let [n (reduce max 0 (map #(count (:intervals %)) recs))]
     (mapv #(merged-interval recs % target) (range n))))
 
+(defn- generator
+  "The agents' generator figures together: threads and CPU seconds summed, CPU per request over them all."
+  [results]
+  (let [gs (keep :generator results)
+        cpu (reduce + 0.0 (map #(double (:cpu-s % 0)) gs))
+        n (reduce + 0 (map #(long (:requests % 0)) results))]
+    (when (seq gs)
+      {:threads (reduce + 0 (map #(long (:threads % 0)) gs)) :cpu-s cpu
+       :cpu-us-per-request (when (pos? n) (/ (Math/round (/ (* cpu 1e6) n 0.01)) 100.0))})))
+
+(defn- merge-operations
+  "Feed results' per-operation figures together: counts, statuses and errors summed; the latency
+  percentiles (summaries only) are each agent's worst, :min the least."
+  [results]
+  (let [ops (keep :operations results)]
+    (when (seq ops)
+      (apply merge-with
+             (fn [a b]
+               {:latency (-> (merge-with (fn [x y] (if (and (number? x) (number? y)) (max x y) (or x y))) (:latency a) (:latency b))
+                             (assoc :count (+ (long (get-in a [:latency :count] 0)) (long (get-in b [:latency :count] 0))))
+                             (cond-> (and (get-in a [:latency :min]) (get-in b [:latency :min]))
+                               (assoc :min (min (get-in a [:latency :min]) (get-in b [:latency :min])))))
+                :status (merge-with + (:status a) (:status b))
+                :errors (merge-with + (:errors a) (:errors b))})
+             ops))))
+
+(defn- run-options
+  "The coordinator's options as data for the result's :meta (functions dropped, a JWT secret hidden)."
+  [opts agents]
+  (cond-> (into (sorted-map) (remove (comp fn? val)) (dissoc opts :phases))
+    (:jwt-secret opts) (assoc :jwt-secret "(hidden)")
+    true (assoc :agents (mapv :name agents))))
+
 (defn result
   "The merged result of a distributed run from the agents' records (`state`, by name), in the order of
   `agents`; throws :herald.load/agents-failed when no agent returned a result."
@@ -115,16 +148,19 @@
     (let [m (merge/merge-results results)
           achieved (double (get-in m [:rate :achieved]))]
       (with-meta
-        (assoc m
-               :label (str "merged (" (count results) " of " (count agents) " agents)")
-               :rate {:target target :achieved achieved}
-               :duration-s (or (:duration-s m) seconds)
-               :intervals (exact-intervals ok target)
-               :agents figures
-               :warnings (vec (concat (mapcat #(agent-warnings mode %) figures)
-                                      (when (and target (< achieved (* behind-fraction (double target))))
-                                        [(format "ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: an agent or the server fell short" achieved (double target))])
-                                      (mapcat own results))))
+        (cond-> (assoc m
+                       :label (str "merged (" (count results) " of " (count agents) " agents)")
+                       :rate {:target target :achieved achieved}
+                       :duration-s (or (:duration-s m) seconds)
+                       :intervals (exact-intervals ok target)
+                       :generator (generator results)
+                       :meta (assoc (:meta m) :options (run-options opts agents))
+                       :agents figures
+                       :warnings (vec (concat (mapcat #(agent-warnings mode %) figures)
+                                              (when (and target (< achieved (* behind-fraction (double target))))
+                                                [(format "ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: an agent or the server fell short" achieved (double target))])
+                                              (mapcat own results))))
+          (some :operations results) (assoc :operations (merge-operations results)))
         {:agent-results results}))))
 
 (defn failed?

@@ -4,6 +4,7 @@
   agents' own .hlog records), the total rate, an agent behind its share, an agent killed mid-run, a busy
   agent, bad --agents values, the feed workload split by users, and agents in other network namespaces."
   (:require [clojure.java.io :as io]
+            [clojure.java.shell :as shell]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing use-fixtures]]
             [herald.load.agent-coordinator :as coordinator]
@@ -45,12 +46,52 @@
   (.destroyForcibly process)
   (.waitFor process 10 TimeUnit/SECONDS))
 
-(def ^:private agents (atom []))
+(defn- sh! [& args]
+  (let [{:keys [exit err]} (apply shell/sh args)]
+    (when-not (zero? exit) (throw (ex-info (str (str/join " " args) ": " (str/trim err)) {:type ::sh})))))
 
-(use-fixtures :once (fn [f]
-                      (let [as (pmap (fn [_] (start-agent)) (range 3))]
-                        (reset! agents (vec as))
-                        (try (f) (finally (run! stop-agent as))))))
+(defn- netns-up
+  "A new network namespace joined to this one by a veth pair on a random 10.213.x.y/30:
+  {:ns :veth :host-addr :agent-addr}, or {:skip reason} when namespaces cannot be made here."
+  []
+  (let [id (str "hla" (mod (.pid (java.lang.ProcessHandle/current)) 100000))
+        x (rand-int 250) y (* 4 (rand-int 60))
+        n {:ns id :veth (str id "a") :host-addr (str "10.213." x "." (+ y 1)) :agent-addr (str "10.213." x "." (+ y 2))}]
+    (try
+      (sh! "ip" "netns" "add" id)
+      (sh! "ip" "link" "add" (:veth n) "type" "veth" "peer" "name" (str id "b"))
+      (sh! "ip" "link" "set" (str id "b") "netns" id)
+      (sh! "ip" "addr" "add" (str (:host-addr n) "/30") "dev" (:veth n))
+      (sh! "ip" "link" "set" (:veth n) "up")
+      (sh! "ip" "netns" "exec" id "ip" "addr" "add" (str (:agent-addr n) "/30") "dev" (str id "b"))
+      (sh! "ip" "netns" "exec" id "ip" "link" "set" (str id "b") "up")
+      (sh! "ip" "netns" "exec" id "ip" "link" "set" "lo" "up")
+      n
+      (catch Exception e
+        (shell/sh "ip" "link" "del" (:veth n))
+        (shell/sh "ip" "netns" "del" id)
+        {:skip (str "network namespaces cannot be made here (needs root and iproute2): " (ex-message e))}))))
+
+(defn- netns-down [{:keys [ns veth skip]}]
+  (when-not skip
+    (shell/sh "ip" "link" "del" veth)
+    (shell/sh "ip" "netns" "del" ns)))
+
+(def ^:private env
+  "The fixture's agents [a b c] (c in another network namespace when one could be made) and :server-host,
+  the address the test servers listen on (the host end of the veth pair, reachable from every agent)."
+  (atom {}))
+
+(use-fixtures :once
+  (fn [f]
+    (let [n (netns-up)
+          specs [[[] "127.0.0.1"] [[] "127.0.0.1"] (if (:skip n) [[] "127.0.0.1"] [["ip" "netns" "exec" (:ns n)] (:agent-addr n)])]
+          as (vec (pmap (fn [[prefix host]] (try (start-agent prefix host) (catch Exception e e))) specs))]
+      (try
+        (when-let [e (first (filter #(instance? Throwable %) as))] (throw e))
+        (reset! env {:agents as :netns n :server-host (if (:skip n) "127.0.0.1" (:host-addr n))})
+        (f)
+        (finally (run! #(when (map? %) (stop-agent %)) as) (netns-down n))))))
 
 (defn- handler
   "Ring handler: /slow sleeps 20 ms; counts every request in `seen`."
@@ -60,10 +101,10 @@
     (when (= "/slow" (:uri req)) (Thread/sleep 20))
     {:status 200 :headers {"content-type" "text/plain"} :body "hello"}))
 
-(defn- as-agents [xs] (mapv #(select-keys % [:host :port :name]) (map #(assoc % :host "127.0.0.1") xs)))
+(defn- as-agents [xs] (mapv #(let [[_ h p] (re-matches #"(.+):(\d+)" (:name %))] {:host h :port (parse-long p) :name (:name %)}) xs))
 
 (defn- hlog-union
-  "Every interval histogram of the .hlog files in `dir` added into one (the agents' own records)."
+  "Every interval histogram of the .hlog files in `dirs` added into one (the agents' own records)."
   ^Histogram [dirs]
   (let [out (hist/histogram)]
     (doseq [d dirs ^java.io.File f (.listFiles (io/file d)) :when (str/ends-with? (.getName f) ".hlog")]
@@ -74,12 +115,14 @@
 (defn- clear-hlogs! [xs]
   (doseq [a xs ^java.io.File f (.listFiles (io/file (:hlog-dir a))) :when (str/ends-with? (.getName f) ".hlog")] (.delete f)))
 
-(deftest ^:integration rate-split-over-three-agents-merges-exactly
-  (let [seen (atom 0) as @agents]
+(defn- url [s path] (str "http://" (:server-host @env) ":" (:port s) path))
+
+(defn- split-over-three [[a b c :as as]]
+  (let [seen (atom 0)]
     (clear-hlogs! as)
-    (with-http-server [s (handler seen) {}]
+    (with-http-server [s (handler seen) {:host (:server-host @env)}]
       (let [hlog (io/file (tmp-dir) "agents.hlog")
-            r (coordinator/execute :rate {:url (str "http://127.0.0.1:" (:port s) "/") :rate 300 :duration 2 :connections 6
+            r (coordinator/execute :rate {:url (url s "/") :rate 300 :duration 2 :connections 6
                                           :progress :quiet :agent-lead-ms 500 :hlog (str hlog)}
                                    (as-agents as))
             union (hlog-union (map :hlog-dir as))]
@@ -96,16 +139,21 @@
         (testing "the coordinator's .hlog tags every interval with its agent"
           (let [tags (with-open [rd (io/reader hlog)] (set (keep #(second (re-find #"^Tag=([^,]+)," %)) (line-seq rd))))]
             (is (= (set (map :name as)) tags))))
+        (if-let [why (get-in @env [:netns :skip])]
+          (clojure.test/do-report {:type :skip :message (str "agents across network namespaces: " why)})
+          (testing "the third agent ran in its own network namespace, over the veth pair"
+            (is (str/starts-with? (:name c) "10.213."))
+            (is (pos? (:requests (nth (:agents r) 2))))))
         (ts/when-calm
          (testing "the total rate within 1% of the target, no agent behind"
            (is (< 297.0 (get-in r [:rate :achieved]) 303.0) (pr-str (:rate r) (:warnings r)))
            (is (not-any? :behind? (:agents r)) (pr-str (:warnings r)))))))))
 
-(deftest ^:integration an-agent-short-of-connections-is-behind-its-share
-  (let [seen (atom 0) [a b] @agents]
-    (with-http-server [s (handler seen) {}]
+(defn- short-of-connections [a b]
+  (let [seen (atom 0)]
+    (with-http-server [s (handler seen) {:host (:server-host @env)}]
       ;; 120/s of 20 ms requests on 3 connections: the first agent's 2 carry 60/s, the second's 1 at most 50/s
-      (let [r (coordinator/execute :rate {:url (str "http://127.0.0.1:" (:port s) "/slow") :rate 120 :duration 2 :connections 3
+      (let [r (coordinator/execute :rate {:url (url s "/slow") :rate 120 :duration 2 :connections 3
                                           :progress :quiet :agent-lead-ms 500}
                                    (as-agents [a b]))
             [fa fb] (:agents r)]
@@ -116,27 +164,32 @@
         (is (some #(str/starts-with? % (str "AGENT " (:name b) " STALLED")) (:warnings r)))
         (ts/when-calm (is (not (:behind? fa)) (pr-str fa)))))))
 
-(deftest ^:integration an-agent-killed-mid-run-is-reported-and-the-run-ends-with-the-others
-  (let [seen (atom 0) victim (start-agent) [a] @agents]
-    (try
-      (with-http-server [s (handler seen) {}]
-        (let [out (tmp-dir)
-              run (future (let [o (java.io.StringWriter.) e (java.io.StringWriter.)]
-                            (binding [*out* o *err* e]
-                              [(main/run-cli ["rate" (str "http://127.0.0.1:" (:port s) "/") "--rate" "100" "-d" "3s" "-c" "4" "-q"
-                                              "--agents" (str (:name a) "," (:name victim)) "-o" (str out)])
-                               (str o) (str e)])))]
-          (Thread/sleep 2000)
-          (stop-agent victim)
-          (let [[code stdout] (deref run 30000 [:timeout "" ""])]
-            (is (= 2 code) stdout)
-            (is (re-find (re-pattern (str "AGENT " (:name victim) " DIED: .*its share \\(50.0/s over 2 connections\\) is missing")) stdout) stdout)
-            (is (re-find (re-pattern (str "herald-load agent=" (:name a) " status=ok")) stdout))
-            (is (re-find (re-pattern (str "herald-load agent=" (:name victim) " status=died")) stdout))
-            (is (re-find #"herald-load mode=rate requests=\d+" stdout))
-            (is (str/includes? (slurp (io/file out "report.html")) "<h2>Agents</h2>"))
-            (is (str/includes? (slurp (io/file out "summary.json")) "\"agents\"")))))
-      (finally (stop-agent victim)))))
+(defn- killed-mid-run [a victim]
+  (let [seen (atom 0)]
+    (with-http-server [s (handler seen) {:host (:server-host @env)}]
+      (let [out (tmp-dir)
+            run (future (let [o (java.io.StringWriter.) e (java.io.StringWriter.)]
+                          (binding [*out* o *err* e]
+                            [(main/run-cli ["rate" (url s "/") "--rate" "100" "-d" "3s" "-c" "4" "-q"
+                                            "--agents" (str (:name a) "," (:name victim)) "-o" (str out)])
+                             (str o) (str e)])))]
+        (Thread/sleep 2000)
+        (stop-agent victim)
+        (let [[code stdout stderr] (deref run 60000 [:timeout "" ""])]
+          (is (= 2 code) (str stdout stderr))
+          (is (re-find (re-pattern (str "AGENT " (:name victim) " DIED: .*its share \\(50.0/s over 2 connections\\) is missing")) stdout) stdout)
+          (is (re-find (re-pattern (str "herald-load agent=" (:name a) " status=ok")) stdout))
+          (is (re-find (re-pattern (str "herald-load agent=" (:name victim) " status=died")) stdout))
+          (is (re-find #"herald-load mode=rate requests=\d+" stdout))
+          (is (str/includes? (slurp (io/file out "report.html")) "<h2>Agents</h2>"))
+          (is (str/includes? (slurp (io/file out "summary.json")) "\"agents\"")))))))
+
+(deftest ^:integration three-agents-split-merge-fall-behind-and-die
+  ;; one deftest, so the order holds: the third agent is killed last
+  (let [[a b c] (:agents @env)]
+    (testing "split over three agents" (split-over-three [a b c]))
+    (testing "an agent short of connections is behind its share" (short-of-connections a b))
+    (testing "an agent killed mid-run is reported and the run ends with the others" (killed-mid-run a c))))
 
 (defn- hello [port protocol]
   (let [s (Socket. "127.0.0.1" (int port))
@@ -145,7 +198,7 @@
     [s (wire/read-frame (DataInputStream. (.getInputStream s)))]))
 
 (deftest ^:integration an-agent-refuses-a-second-coordinator-and-other-protocols
-  (let [{:keys [port]} (first @agents)
+  (let [{:keys [port]} (first (:agents @env))
         [^Socket s1 m1] (hello port wire/protocol-version)]
     (try
       (is (= :welcome (:type m1)))
@@ -183,7 +236,7 @@
 (deftest ^:integration the-feed-workload-splits-its-users
   (ts/with-server [s (tiny-feed) 4]
     (let [r (coordinator/execute :feed {:port (:port s) :users 4 :duration 1.5 :progress :quiet :agent-lead-ms 500}
-                                 (as-agents (take 2 @agents)))]
+                                 (as-agents (take 2 (:agents @env))))]
       (is (= [2 2] (mapv #(get-in % [:share :users]) (:agents r))))
       (is (= [:ok :ok] (mapv :status (:agents r))))
       (is (pos? (:requests r)))
