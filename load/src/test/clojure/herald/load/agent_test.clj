@@ -217,6 +217,10 @@
       (is (= :welcome (:type m4)) "free again once the first coordinator left"))))
 
 (deftest bad-agents-values-are-usage-errors
+  (is (str/includes? (with-out-str (is (zero? (main/run-cli ["agent" "--help"])))) "--port PORT"))
+  (binding [*err* (java.io.StringWriter.)]
+    (is (= 1 (main/run-cli ["agent"])) "agent wants --port")
+    (is (= 1 (main/run-cli ["rate" "http://127.0.0.1:9/" "--rate" "10" "--script" "x.clj" "--agents" "h:1"])) "no scripts with --agents"))
   (doseq [v ["localhost" "h:0" "h:70000" "a:1,a:1" "," "h:p"]]
     (let [e (java.io.StringWriter.)
           code (binding [*err* e *out* (java.io.StringWriter.)]

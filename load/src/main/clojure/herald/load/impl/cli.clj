@@ -247,6 +247,8 @@
   (case cmd
     :rate (do (when-not (some options [:rate :ramp :schedule])
                 (throw (ex-info "--rate (or --ramp or --schedule) is required" {:type :herald.load/bad-option :key :rate})))
+              (when (and (:agents options) (:script options))
+                (throw (ex-info "--script runs only in one generator, not with --agents" {:type :herald.load/bad-option :key :script})))
               (if (:agents options)
                 (distributed! :rate (engine-opts options args) options finish!)
                 (let [r (load/rate (engine-opts options args))] (finish! r options) (exit-code r))))
