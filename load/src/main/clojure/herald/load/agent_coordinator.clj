@@ -8,6 +8,8 @@
             [herald.load.impl.histogram :as hist]
             [herald.load.impl.options :as options]
             [herald.load.impl.progress :as progress]
+            [herald.load.impl.protocol :as protocol]
+            [herald.load.impl.request :as request]
             [herald.load.impl.schedule :as schedule])
   (:import (java.io BufferedInputStream BufferedOutputStream DataInputStream DataOutputStream)
            (java.net InetSocketAddress Socket)))
@@ -89,7 +91,7 @@
 
 (defn- validated [mode opts]
   (case mode
-    :rate (options/validate :rate opts)
+    :rate (-> (options/validate :rate opts) (protocol/validate (:tls? (request/parse-url (:url opts)))))
     :feed (feed-run/validate opts)))
 
 (defn- read-loop!
