@@ -172,11 +172,16 @@
   (let [seen (atom 0)]
     (with-http-server [s (handler seen) {:host (:server-host @env)}]
       (let [out (tmp-dir)
+            log (io/file (:hlog-dir victim) "agent.log")
+            connects #(count (re-seq #"coordinator \S+ connected" (slurp log)))
+            before (connects)
             run (future (let [o (java.io.StringWriter.) e (java.io.StringWriter.)]
                           (binding [*out* o *err* e]
                             [(main/run-cli ["rate" (url s "/") "--rate" "100" "-d" "3s" "-c" "4" "-q"
                                             "--agents" (str (:name a) "," (:name victim)) "-o" (str out)])
                              (str o) (str e)])))]
+        ;; kill it once its coordinator is connected and the run is under way
+        (loop [i 0] (when (and (< i 300) (<= (connects) before)) (Thread/sleep 50) (recur (inc i))))
         (Thread/sleep 2000)
         (stop-agent victim)
         (let [[code stdout stderr] (deref run 60000 [:timeout "" ""])]
