@@ -217,6 +217,11 @@
         (is (str/starts-with? (:reason m2) "busy")))
       (finally (.close s1)))
     (Thread/sleep 300)
+    (testing "a peer sending garbage is dropped; the agent still serves"
+      (with-open [g (doto (Socket. "127.0.0.1" (int port)) (.setSoTimeout 20000))]
+        (.write (.getOutputStream g) (.getBytes "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))
+        (.flush (.getOutputStream g))
+        (is (= -1 (.read (.getInputStream g))) "closed without an answer")))
     (let [[^Socket s3 m3] (hello port 99)]
       (.close s3)
       (is (= :refused (:type m3)))
@@ -224,6 +229,11 @@
     (let [[^Socket s4 m4] (hello port wire/protocol-version)]
       (.close s4)
       (is (= :welcome (:type m4)) "free again once the first coordinator left"))))
+
+(deftest agents-lists-parse
+  (is (= [{:host "gen1" :port 7400 :name "gen1:7400"} {:host "::1" :port 7401 :name "[::1]:7401"}
+          {:host "10.0.0.7" :port 1 :name "10.0.0.7:1"}]
+         (wire/parse-agents " gen1:7400, [::1]:7401,10.0.0.7:1"))))
 
 (deftest bad-agents-values-are-usage-errors
   (is (str/includes? (with-out-str (is (zero? (main/run-cli ["agent" "--help"])))) "--port PORT"))
@@ -254,4 +264,7 @@
       (is (= [:ok :ok] (mapv :status (:agents r))))
       (is (pos? (:requests r)))
       (is (= (:requests r) (reduce + (map :requests (:agents r)))))
+      (is (= (:requests r) (reduce + (map #(get-in % [:latency :count]) (vals (:operations r)))))
+          "the per-operation counts of both agents are summed")
+      (is (contains? (:operations r) "participant post"))
       (is (zero? (reduce + (vals (:errors r)))) (pr-str (:errors r))))))
