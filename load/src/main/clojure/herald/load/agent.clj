@@ -36,17 +36,18 @@
   [out {:keys [mode opts start-at run-id]} stop hlog-dir]
   (let [send! #(wire/write-frame! out %)]
     (try
-      (sleep-until! start-at #(deref stop))
-      (let [hlog (hlog-for hlog-dir (or run-id "run") (System/currentTimeMillis))
+      (let [hlog (hlog-for hlog-dir (or run-id "run") (long start-at))
             hooks {:progress :quiet
                    :handle-interrupt? false
+                   ;; the engine is built first, then waits for the instant: its set-up is not in the skew
+                   :before-start #(sleep-until! start-at (fn [] @stop))
                    :stop-when #(deref stop)
                    :on-start #(send! {:type :started :agent-ms (System/currentTimeMillis)})
                    :on-histogram (fn [s e ^Histogram h]
                                    (when (and hlog (pos? (.getTotalCount h))) (hist/hlog-interval! hlog s e h))
                                    (send! {:type :interval :start-s s :end-s e :h (hist/encode h)}))}
             ;; a coordinator sends data only: nothing that names a file here or runs code
-            opts (merge (dissoc opts :hlog :log-file :script :on-interval :on-step :on-send) hooks)
+            opts (merge (dissoc opts :hlog :log-file :script :on-interval :on-step :on-send :before-start) hooks)
             r (try (case mode
                      :rate (load/rate opts)
                      :feed (load/feed opts))

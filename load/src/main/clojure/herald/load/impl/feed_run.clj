@@ -97,6 +97,7 @@
         stop (atom false)
         group ^EventLoopGroup (Transport/group (int (:threads opts)))
         warmup-ms (long (* 1000 (double (:warmup opts))))
+        _ (when-let [f (:before-start opts)] (f))
         ;; requests started during the warm-up (JIT, caches, connections) are sent but not recorded
         r (rec/recorder (:log-file opts) (+ (System/currentTimeMillis) warmup-ms))
         report (or (:on-interval opts) (progress/reporter (:progress opts)))]
@@ -119,7 +120,7 @@
         {:herald.load/result 1
          :mode :feed
          ;; the secret never reaches a result file or a report
-         :meta (meta/run-meta (cond-> (dissoc opts :on-interval :on-histogram :on-start :stop-when) (:jwt-secret opts) (assoc :jwt-secret "(hidden)")))
+         :meta (meta/run-meta (cond-> (dissoc opts :on-interval :on-histogram :on-start :stop-when :before-start) (:jwt-secret opts) (assoc :jwt-secret "(hidden)")))
          :url (str (if (:https? opts) "https://" "http://") (:host opts) ":" (:port opts) "/")
          :protocol (protocol/protocol-name opts (:https? opts))
          :rate {:target (some-> (:rate-cap opts) double) :achieved (/ (.getTotalCount total) (max 1e-9 seconds))}

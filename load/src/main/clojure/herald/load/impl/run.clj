@@ -178,10 +178,11 @@
         total-l (hist/histogram) total-s (hist/histogram)
         minutes (agg/aggregator)
         report (or (:on-interval opts) (progress/reporter (:progress opts)))
-        step-report (or (:on-step opts) (when (> (count (:phases opts)) 1) (progress/step-reporter (:progress opts))))
-        started (System/currentTimeMillis)]
+        step-report (or (:on-step opts) (when (> (count (:phases opts)) 1) (progress/step-reporter (:progress opts))))]
     (try
-      (let [cpu0 (process-cpu-nanos)
+      (let [_ (when-let [f (:before-start opts)] (f))
+            started (System/currentTimeMillis)
+            cpu0 (process-cpu-nanos)
             done (.start engine)
             _ (when-let [f (:on-start opts)] (f))
             hlog (when-let [p (:hlog opts)] (hist/hlog-writer p (+ started (long (* 1000 (:warmup opts))))))
@@ -218,7 +219,7 @@
                             1000.0))))]
         {:herald.load/result 1
          :mode mode
-         :meta (meta/run-meta (dissoc opts :on-interval :on-step :on-send ::stop? :phases :on-histogram :on-start :stop-when))
+         :meta (meta/run-meta (dissoc opts :on-interval :on-step :on-send ::stop? :phases :on-histogram :on-start :stop-when :before-start))
          :url (:url opts)
          :protocol (protocol/protocol-name opts (:tls? (request/parse-url (:url opts))))
          :streams (:streams opts)
