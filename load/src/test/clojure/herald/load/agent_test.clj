@@ -10,6 +10,7 @@
             [herald.load.agent-coordinator :as coordinator]
             [herald.load.agent-wire :as wire]
             [herald.load.impl.histogram :as hist]
+            [herald.load.impl.output :as output]
             [herald.load.main :as main]
             [herald.load.test-server :as ts]
             [herald.load.tls-support :refer [with-http-server]])
@@ -258,8 +259,13 @@
 
 (deftest ^:integration the-feed-workload-splits-its-users
   (ts/with-server [s (tiny-feed) 4]
-    (let [r (coordinator/execute :feed {:port (:port s) :users 4 :duration 1.5 :progress :quiet :agent-lead-ms 500}
-                                 (as-agents (take 2 (:agents @env))))]
+    (let [out (tmp-dir)
+          code (binding [*out* (java.io.StringWriter.) *err* (java.io.StringWriter.)]
+                 (main/run-cli ["feed" "--port" (str (:port s)) "-u" "4" "-d" "1.5s" "-q" "-o" (str out)
+                                "--agents" (str/join "," (map :name (take 2 (:agents @env))))]))
+          r (output/read-result (io/file out "result.edn"))]
+      (is (= 0 code))
+      (is (str/includes? (slurp (io/file out "report.html")) "<h2>Agents</h2>"))
       (is (= [2 2] (mapv #(get-in % [:share :users]) (:agents r))))
       (is (= [:ok :ok] (mapv :status (:agents r))))
       (is (pos? (:requests r)))
