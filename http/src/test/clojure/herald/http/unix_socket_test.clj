@@ -136,6 +136,12 @@
     (let [data (try (http/start-server echo-handler opts) nil (catch Exception e (ex-data e)))]
       (is (= {:type :herald.http/invalid-option :key k} (select-keys data [:type :key])) (pr-str opts)))))
 
+(deftest kqueue-where-it-is-missing-is-an-invalid-transport
+  (when-not (re-find #"(?i)mac|bsd" (System/getProperty "os.name"))
+    (let [data (try (http/start-server echo-handler {:port 0 :transport :kqueue}) nil
+                    (catch Exception e (ex-data e)))]
+      (is (= {:type :herald.http/invalid-option :key :transport :value :kqueue} data)))))
+
 (def ^:private curl? (zero? (:exit (try (shell/sh "curl" "--version") (catch Exception _ {:exit 1})))))
 
 (deftest curl-over-a-unix-socket

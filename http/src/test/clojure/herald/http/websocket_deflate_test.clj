@@ -194,3 +194,7 @@
           (is (= 1009 (:code (read-frame c))))
           (ts/close! c)))
       (is (seq @errors) "the listener heard of it"))))
+
+(deftest websocket-compression-option-is-a-boolean
+  (is (= {:type :herald.http/invalid-option :key :websocket-compression? :value "yes"}
+         (try (http/start-server echo {:port 0 :websocket-compression? "yes"}) nil (catch Exception e (ex-data e))))))

@@ -3,7 +3,8 @@
   (:require [herald.http.impl.options :as options]
             [herald.http.impl.response :as response]
             [herald.http.impl.websocket :as websocket])
-  (:import (herald.http.server AccessLog HandlerStats HeraldServer Hooks UnixSocketFile$InUseException)
+  (:import (herald.http.exception TransportUnavailableException)
+           (herald.http.server AccessLog HandlerStats HeraldServer Hooks UnixSocketFile$InUseException)
            (java.util.logging Level Logger)))
 
 (set! *warn-on-reflection* true)
@@ -29,6 +30,11 @@
         hooks (Hooks. handler (or (:error-logger opts) default-error-logger)
                       response/body-writer websocket/listener (:error-response opts) log)]
     (try (HeraldServer/start config hooks)
+         (catch TransportUnavailableException e
+           (when log (.close log))
+           (throw (ex-info (str "invalid herald.http option :transport " (.transport config) ": " (.getMessage e))
+                           {:type :herald.http/invalid-option :key :transport
+                            :value (keyword (.toLowerCase (str (.transport config))))} e)))
          (catch UnixSocketFile$InUseException e
            (when log (.close log))
            (throw (ex-info (str "cannot serve on Unix socket " (.unixSocket config) ": " (.getMessage e))

@@ -1,6 +1,7 @@
 package herald.http.server;
 
 import herald.http.config.Transport;
+import herald.http.exception.TransportUnavailableException;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.Epoll;
@@ -31,15 +32,15 @@ record Transports(String name, IoHandlerFactory io, Class<? extends ServerChanne
         return switch (t) {
             case EPOLL -> {
                 if (!Epoll.isAvailable()) {
-                    throw new IllegalStateException("epoll transport unavailable", Epoll.unavailabilityCause());
+                    throw new TransportUnavailableException("epoll transport unavailable", Epoll.unavailabilityCause());
                 }
                 yield epoll();
             }
             case KQUEUE -> {
                 Transports k = kqueue();
                 if (k == null) {
-                    throw new IllegalStateException("kqueue transport unavailable (needs macOS or BSD and "
-                        + "io.netty:netty-transport-native-kqueue on the classpath)");
+                    throw new TransportUnavailableException("kqueue transport unavailable (needs macOS or BSD and "
+                        + "io.netty:netty-transport-native-kqueue on the classpath)", null);
                 }
                 yield k;
             }
