@@ -44,8 +44,8 @@
   | `:shutdown-timeout-ms` | int | `10000` | how long `stop-server` waits for in-flight requests |
   | `:io-threads` | int | cores | Netty event loop threads |
   | `:transport` | keyword | `:auto` | `:auto` (epoll when available, else kqueue when available, else NIO), `:epoll`, `:kqueue` (macOS/BSD, needs `io.netty/netty-transport-native-kqueue` on the classpath), `:nio` |
-  | `:unix-socket` | String, File or Path | none | also serve on this Unix domain socket (HTTP/1.1 and h2c); with `:unix-socket` and no `:port`, serve only on the socket (`server-port` is then -1). A stale socket file is replaced; a live one or a file that is not a socket throws ex-info `{:type :herald.http/unix-socket-in-use :path p :live? b}`; the file is removed on stop. Requests over it carry `:remote-addr \"127.0.0.1\"`, `:server-port 80` and `:server-name` from `Host` (else `\"localhost\"`) (docs/http.md, Unix domain sockets) |
-  | `:unix-socket-permissions` | String | none: the umask's | the socket file's mode as `\"rw-rw----\"`, set right after the bind |
+  | `:unix-socket` | String, File, Path or nil | nil (none) | also serve on this Unix domain socket (HTTP/1.1 and h2c); with `:unix-socket` and no `:port`, serve only on the socket (`server-port` is then -1). A stale socket file is replaced; a live one or a file that is not a socket throws ex-info `{:type :herald.http/unix-socket-in-use :path p :live? b}`; the file is removed on stop. Requests over it carry `:remote-addr \"127.0.0.1\"`, `:server-port 80` and `:server-name` from `Host` (else `\"localhost\"`) (docs/http.md, Unix domain sockets) |
+  | `:unix-socket-permissions` | String or nil | nil: the umask's | the socket file's mode as `\"rw-rw----\"`, set right after the bind |
   | `:server-header` | String or nil | `\"herald\"` | the `Server` header value; `nil` sends none (a handler's own `Server` header wins) |
   | `:proxy?` | boolean | `false` | trust `X-Forwarded-For` (first address -> `:remote-addr`) and `X-Forwarded-Proto` (-> `:scheme`) |
   | `:error-logger` | fn | logs to java.util.logging | `(fn [throwable request])`, called for each handler failure (the client gets a 500 with no stack trace) |

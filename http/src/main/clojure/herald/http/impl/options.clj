@@ -136,10 +136,12 @@
                   "a collection of paths starting with /"
                   (fn [^ServerConfig$Builder b v] (.healthPaths b ^java.util.Collection (vec v)))]
    :http2? [boolean? "a boolean" (fn [^ServerConfig$Builder b v] (.http2 b (boolean v)))]
-   :unix-socket [socket-path? (str "a path (String, File or java.nio.file.Path) of 1-" ServerConfig/MAX_SOCKET_PATH_BYTES
-                                   " UTF-8 bytes")
-                 (fn [^ServerConfig$Builder b v] (.unixSocket b (str v)))]
-   :unix-socket-permissions [#(and (string? %) (re-matches #"([r-][w-][x-]){3}" %)) "a String like \"rw-rw----\""
+   :unix-socket [#(or (nil? %) (socket-path? %))
+                 (str "nil or a path (String, File or java.nio.file.Path) of 1-" ServerConfig/MAX_SOCKET_PATH_BYTES
+                      " UTF-8 bytes")
+                 (fn [^ServerConfig$Builder b v] (.unixSocket b (some-> v str)))]
+   :unix-socket-permissions [#(or (nil? %) (and (string? %) (re-matches #"([r-][w-][x-]){3}" %)))
+                             "nil or a String like \"rw-rw----\""
                              (fn [^ServerConfig$Builder b v] (.unixSocketPermissions b ^String v))]
    :websocket-compression? [boolean? "a boolean"
                             (fn [^ServerConfig$Builder b v] (.websocketCompression b (boolean v)))]
