@@ -83,6 +83,43 @@
           (is (= (if (= :nio transport) "nio" "epoll") (:transport (http/server-stats s)))))
         (is (not (exists? path)) "stop removed the socket file")))))
 
+(defn- h2-frame ^bytes [type flags stream ^bytes payload]
+  (let [n (alength payload)]
+    (byte-array (concat (map unchecked-byte [(bit-shift-right n 16) (bit-shift-right n 8) n type flags
+                                             (bit-shift-right stream 24) (bit-shift-right stream 16)
+                                             (bit-shift-right stream 8) stream])
+                        payload))))
+
+(defn- read-h2-frame
+  "{:type :flags :stream :payload} from `in`."
+  [^java.io.InputStream in]
+  (let [^bytes h (.readNBytes in 9)
+        u (fn [i] (bit-and (aget h i) 0xff))
+        n (+ (bit-shift-left (u 0) 16) (bit-shift-left (u 1) 8) (u 2))]
+    (when (< (alength h) 9) (throw (ex-info "connection closed" {})))
+    {:type (u 3) :flags (u 4) :stream (bit-and (+ (bit-shift-left (u 5) 24) (bit-shift-left (u 6) 16)
+                                                  (bit-shift-left (u 7) 8) (u 8)) 0x7fffffff)
+     :payload (.readNBytes in (int n))}))
+
+(deftest h2c-prior-knowledge-over-a-unix-socket
+  (let [path (sock-path)]
+    (with-uds [_ echo-handler {:unix-socket path}]
+      (let [frames (within 5000 #(let [c (uds-open path)]
+                                   (try (ts/write! c (byte-array (concat (.getBytes "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
+                                                                         (h2-frame 4 0 0 (byte-array 0))
+                                                                         ;; HPACK static table: :method GET, :scheme http, :path /
+                                                                         (h2-frame 1 5 1 (byte-array (map unchecked-byte [0x82 0x86 0x84]))))))
+                                        (loop [acc []]
+                                          (let [f (read-h2-frame (:in c)) acc (conj acc f)]
+                                            (if (and (= 1 (:stream f)) (pos? (bit-and 1 (:flags f)))) acc (recur acc))))
+                                        (finally (.close ^SocketChannel (:channel c))))))
+            on-1 (filter #(= 1 (:stream %)) frames)]
+        (is (= 4 (:type (first frames))) "the server's SETTINGS first")
+        (is (= 0x88 (bit-and 0xff (aget ^bytes (:payload (first on-1)) 0))) ":status 200 (HPACK static index 8)")
+        (is (= {:remote-addr "127.0.0.1" :server-name "localhost" :server-port 80 :scheme :http
+                :protocol "HTTP/2.0" :uri "/"}
+               (read-string (apply str (for [f on-1 :when (zero? (:type f))] (String. ^bytes (:payload f) "UTF-8"))))))))))
+
 (deftest tcp-and-a-unix-socket-side-by-side
   (let [path (sock-path)]
     (with-uds [s echo-handler {:unix-socket path :port 0 :host "127.0.0.1"}]
