@@ -73,7 +73,7 @@
   (.stop server))
 
 (defn server-port
-  "The port `server` listens on (the real one when started with `:port 0`)."
+  "The port `server` listens on (the real one when started with `:port 0`); -1 when it serves only a Unix socket."
   ^long [^HeraldServer server]
   (.port server))
 
