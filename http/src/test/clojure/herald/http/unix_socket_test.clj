@@ -183,7 +183,7 @@
 
 (deftest curl-over-a-unix-socket
   (if-not curl?
-    (println "SKIPPED curl-over-a-unix-socket: curl is not installed")
+    (clojure.test/do-report {:type :skip :message "curl-over-a-unix-socket: curl is not installed"})
     (let [path (sock-path)]
       (with-uds [_ echo-handler {:unix-socket path}]
         (testing "HTTP/1.1"
@@ -197,6 +197,6 @@
           (let [{:keys [exit out err]} (shell/sh "curl" "-sS" "--max-time" "5" "--http2-prior-knowledge"
                                                  "--unix-socket" path "http://localhost/c2")]
             (if (str/includes? (str err) "not support")
-              (println "SKIPPED h2c over curl: this curl has no HTTP/2")
+              (clojure.test/do-report {:type :skip :message "h2c over curl: this curl has no HTTP/2"})
               (do (is (zero? exit) err)
                   (is (= "HTTP/2.0" (:protocol (read-string out))))))))))))
