@@ -120,6 +120,25 @@
                 :protocol "HTTP/2.0" :uri "/"}
                (read-string (apply str (for [f on-1 :when (zero? (:type f))] (String. ^bytes (:payload f) "UTF-8"))))))))))
 
+(deftest a-websocket-over-a-unix-socket
+  (let [path (sock-path)
+        ws (fn [_] {:ring.websocket/listener {:on-message (fn [sock m] (http/ws-send sock (str "echo " m)))}})]
+    (with-uds [_ ws {:unix-socket path}]
+      (let [[status frame]
+            (within 5000 #(let [c (uds-open path)]
+                            (try (ts/write! c (str "GET /ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                                                   "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                                                   "Sec-WebSocket-Version: 13\r\n\r\n"))
+                                 (let [r (ts/read-response c true)]
+                                   ;; a masked text frame "hi" (mask 0 0 0 0 keeps the payload as is)
+                                   (ts/write! c (byte-array (map unchecked-byte [0x81 0x82 0 0 0 0 (int \h) (int \i)])))
+                                   (let [^java.io.InputStream in (:in c)
+                                         b0 (.read in) n (bit-and (.read in) 0x7f)]
+                                     [(:status r) [b0 (String. (.readNBytes in (int n)) "UTF-8")]]))
+                                 (finally (.close ^SocketChannel (:channel c))))))]
+        (is (= 101 status))
+        (is (= [0x81 "echo hi"] frame) "a final unmasked text frame back")))))
+
 (deftest tcp-and-a-unix-socket-side-by-side
   (let [path (sock-path)]
     (with-uds [s echo-handler {:unix-socket path :port 0 :host "127.0.0.1"}]
