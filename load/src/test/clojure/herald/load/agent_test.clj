@@ -127,14 +127,14 @@
       (reset! seen 0)
       (clear-hlogs! as)
       (let [hlog (io/file (tmp-dir) "agents.hlog")
-            r (coordinator/execute :rate {:url (url s "/") :rate 300 :duration 2 :connections 6
+            r (coordinator/execute :rate {:url (url s "/") :rate 300 :duration 2 :connections 12
                                           :progress :quiet :agent-lead-ms 500 :hlog (str hlog)}
                                    (as-agents as))
             union (hlog-union (map :hlog-dir as))]
         (testing "each agent ran a third of the rate on a third of the connections, and every one finished"
           (is (= [:ok :ok :ok] (mapv :status (:agents r))) (pr-str (:agents r)))
           (is (= [100.0 100.0 100.0] (mapv #(get-in % [:share :target-rate]) (:agents r))))
-          (is (= [2 2 2] (mapv #(get-in % [:share :connections]) (:agents r))))
+          (is (= [4 4 4] (mapv #(get-in % [:share :connections]) (:agents r))))
           (ts/when-calm (is (every? #(< (Math/abs (double (:start-skew-ms %))) 100.0) (:agents r)) (pr-str (map :start-skew-ms (:agents r))))))
         (testing "merged figures are those of the union of the agents' own records"
           (is (= (:requests r) (reduce + (map :requests (:agents r))) (.getTotalCount union) @seen))
