@@ -77,7 +77,7 @@
       (when-not (contains? (template-params template) pname)
         (invalid ctx :parameters p (str "a path parameter of the template (" (str/join ", " (keys (template-params template))) ")")))
       (when (false? (:required p)) (invalid ctx :parameters p "required (a path parameter always is)")))
-    (cond-> (assoc (dissoc p :in :name) :name pname :in (name in))
+    (cond-> (into (array-map :name pname :in (name in)) (dissoc p :in :name))
       (= :path in) (assoc :required true))))
 
 (defn- status-key [ctx s]
