@@ -16,8 +16,8 @@
 (def defaults
   "The options of the Kafka event log (`:events` with `:type :kafka`), see `check`."
   {:bootstrap-servers "127.0.0.1:9092" :topic-prefix "herald-" :partitions 12 :replication-factor 1
-   :min-insync-replicas nil :retention-ms 604800000 :send-timeout-ms 10000 :linger-ms 1 :threads 1 :commit-interval-ms 100
-   :index-flush-ms 500 :batch-size 500 :retries :forever :backoff-ms 100 :backoff-max-ms 10000 :data-dir "data"
+   :min-insync-replicas nil :retention-ms 604800000 :send-timeout-ms 10000 :linger-ms 1 :threads 1 :commit-interval-ms 1000
+   :fan-out-flush-ms 100 :index-flush-ms 500 :fetch-min-bytes 65536 :fetch-max-wait-ms 100 :batch-size 500 :retries :forever :backoff-ms 100 :backoff-max-ms 10000 :data-dir "data"
    :producer {} :streams {}})
 
 (defn- int-in? [lo hi] (fn [v] (and (int? v) (<= (long lo) (long v) (long hi)))))
@@ -33,7 +33,10 @@
    :linger-ms [(int-in? 0 1000) "an integer in 0..1000"]
    :threads [(int-in? 1 64) "an integer in 1..64"]
    :commit-interval-ms [(int-in? 1 600000) "an integer in 1..600000"]
+   :fan-out-flush-ms [(int-in? 1 600000) "an integer in 1..600000"]
    :index-flush-ms [(int-in? 1 600000) "an integer in 1..600000"]
+   :fetch-min-bytes [(int-in? 1 52428800) "an integer in 1..52428800"]
+   :fetch-max-wait-ms [(int-in? 0 10000) "an integer in 0..10000"]
    :batch-size [(int-in? 1 100000) "an integer in 1..100000"]
    :retries [#(or (= :forever %) ((int-in? 0 1000000) %)) ":forever or a non-negative integer"]
    :backoff-ms [(int-in? 1 600000) "an integer in 1..600000"]
