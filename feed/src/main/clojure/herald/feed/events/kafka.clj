@@ -60,6 +60,10 @@
 
 (defn posts-topic "The topic of post records." [{:keys [topic-prefix]}] (str topic-prefix "posts"))
 (defn ids-topic "The one-partition topic whose offsets are post id blocks." [{:keys [topic-prefix]}] (str topic-prefix "post-ids"))
+(defn dead-letter-topic
+  "The topic of the records of the posts topic that a job could not apply (see herald.feed.jobs.derived)."
+  [{:keys [topic-prefix]}]
+  (str topic-prefix "posts-dead-letter"))
 
 (defn- props ^Properties [m]
   (doto (Properties.) (.putAll (into {} (map (fn [[k v]] [(if (keyword? k) (name k) (str k)) (str v)])) m))))
@@ -70,14 +74,17 @@
              {:type :herald.feed/unavailable :operation what} c)))
 
 (defn ensure-topics!
-  "Creates the posts topic (`:partitions`, `:replication-factor`, `:min-insync-replicas`, `:retention-ms`) and the
-  ids topic (one partition) when missing; an existing topic is left as it is. Returns {:posts name :ids name}. Throws
+  "Creates the posts topic (`:partitions`, `:replication-factor`, `:min-insync-replicas`, `:retention-ms`), the
+  ids topic and the dead-letter topic (one partition each) when missing; an existing topic is left as it is.
+  Returns {:posts name :ids name :dead-letter name}. Throws
   :herald.feed/unavailable when the brokers cannot be reached within `:send-timeout-ms`."
   [{:keys [bootstrap-servers partitions replication-factor min-insync-replicas retention-ms send-timeout-ms] :as o}]
   (let [cfg (cond-> {} min-insync-replicas (assoc "min.insync.replicas" (str min-insync-replicas)))
         topics [(doto (NewTopic. ^String (posts-topic o) (int partitions) (short replication-factor))
                   (.configs (assoc cfg "retention.ms" (str retention-ms))))
-                (doto (NewTopic. ^String (ids-topic o) (int 1) (short replication-factor)) (.configs cfg))]]
+                (doto (NewTopic. ^String (ids-topic o) (int 1) (short replication-factor)) (.configs cfg))
+                (doto (NewTopic. ^String (dead-letter-topic o) (int 1) (short replication-factor))
+                  (.configs (assoc cfg "retention.ms" (str retention-ms))))]]
     (with-open [admin (Admin/create (props {"bootstrap.servers" bootstrap-servers
                                             "default.api.timeout.ms" send-timeout-ms
                                             "request.timeout.ms" (min 30000 (long send-timeout-ms))}))]
@@ -87,7 +94,7 @@
                (when-not (instance? TopicExistsException (.getCause e))
                  (throw (unavailable (str "creating topic " (.name t)) e))))
              (catch TimeoutException e (throw (unavailable (str "creating topic " (.name t)) e))))))
-    {:posts (posts-topic o) :ids (ids-topic o)}))
+    {:posts (posts-topic o) :ids (ids-topic o) :dead-letter (dead-letter-topic o)}))
 
 (def ^:private ^Serializer value-serializer
   "Record values: a byte array as it is (`record-bytes`), a string as its UTF-8 bytes (`edn-text`)."

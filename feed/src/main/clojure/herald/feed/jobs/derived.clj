@@ -67,11 +67,13 @@
          (:streams o)))
 
 (defn- submit!
-  "Submits `job` on :kafka-streams under application id `app-id`, reading `topic`, with `inject` for its output."
+  "Submits `job` on :kafka-streams under application id `app-id`, reading `topic`, with `inject` for its output;
+  a record the job cannot apply goes to `(:dead-letter! o)` with the job's name."
   [job app-id topic inject o]
   (jobs/watch!
    (flow/submit-job job
                     {:runtime :kafka-streams
+                     :on-error (fn [e] ((:dead-letter! o) (:job/name job) e))
                      :data-dir (:data-dir o)
                      :checkpoint-interval-ms (:commit-interval-ms o)
                      :inject (assoc inject :posts {:kafka/topic topic})
@@ -87,7 +89,8 @@
 
 (defn submit-jobs!
   "Starts the fan-out and indexing jobs of `store` on the Kafka posts `topic` (options of
-  herald.feed.events.kafka/check): application ids `<:topic-prefix>fan-out` and `<:topic-prefix>index`, so every
+  herald.feed.events.kafka/check, with `:dead-letter!`, a fn of the job name and herald.flow's error map
+  `{:task :segment :exception}`, for the records a job cannot apply): application ids `<:topic-prefix>fan-out` and `<:topic-prefix>index`, so every
   instance joins the same two consumer groups and Kafka spreads the partitions over them. Returns
   {:fan-out handle :index handle}."
   [store topic o]
