@@ -73,27 +73,38 @@
     (ex-info (str "Kafka: " what " failed: " (.getMessage ^Throwable c))
              {:type :herald.feed/unavailable :operation what} c)))
 
+(defn create-topics!
+  "Creates `topics` (NewTopic values) on the brokers at `bootstrap-servers` when missing; an existing topic is
+  left as it is. A failure, or no answer within `timeout-ms`, throws `(fail topic-name cause)`. The one topic
+  creation routine of the feed (the event log's topics here, the per-minute job's in herald.feed.jobs.perf-kafka)."
+  [bootstrap-servers topics timeout-ms fail]
+  (with-open [admin (Admin/create (props {"bootstrap.servers" bootstrap-servers
+                                          "default.api.timeout.ms" timeout-ms
+                                          "request.timeout.ms" (min 30000 (long timeout-ms))
+                                          ;; an unreachable broker: Kafka's clients log each reconnection try
+                                          "reconnect.backoff.max.ms" 10000}))]
+    (doseq [[^NewTopic t f] (map vector topics (vals (.values (.createTopics admin ^java.util.Collection topics))))]
+      (try (.get ^org.apache.kafka.common.KafkaFuture f (long timeout-ms) TimeUnit/MILLISECONDS)
+           (catch ExecutionException e
+             (when-not (instance? TopicExistsException (.getCause e))
+               (throw (fail (.name t) (.getCause e)))))
+           (catch TimeoutException e (throw (fail (.name t) e)))))))
+
 (defn ensure-topics!
   "Creates the posts topic (`:partitions`, `:replication-factor`, `:min-insync-replicas`, `:retention-ms`), the
   ids topic and the dead-letter topic (one partition each) when missing; an existing topic is left as it is.
-  Returns {:posts name :ids name :dead-letter name}. Throws
-  :herald.feed/unavailable when the brokers cannot be reached within `:send-timeout-ms`."
+  Returns {:posts name :ids name :dead-letter name}. Throws :herald.feed/unavailable when the brokers cannot be
+  reached within `:send-timeout-ms`."
   [{:keys [bootstrap-servers partitions replication-factor min-insync-replicas retention-ms send-timeout-ms] :as o}]
-  (let [cfg (cond-> {} min-insync-replicas (assoc "min.insync.replicas" (str min-insync-replicas)))
-        topics [(doto (NewTopic. ^String (posts-topic o) (int partitions) (short replication-factor))
-                  (.configs (assoc cfg "retention.ms" (str retention-ms))))
-                (doto (NewTopic. ^String (ids-topic o) (int 1) (short replication-factor)) (.configs cfg))
-                (doto (NewTopic. ^String (dead-letter-topic o) (int 1) (short replication-factor))
-                  (.configs (assoc cfg "retention.ms" (str retention-ms))))]]
-    (with-open [admin (Admin/create (props {"bootstrap.servers" bootstrap-servers
-                                            "default.api.timeout.ms" send-timeout-ms
-                                            "request.timeout.ms" (min 30000 (long send-timeout-ms))}))]
-      (doseq [[^NewTopic t f] (map vector topics (vals (.values (.createTopics admin ^java.util.Collection topics))))]
-        (try (.get ^org.apache.kafka.common.KafkaFuture f (long send-timeout-ms) TimeUnit/MILLISECONDS)
-             (catch ExecutionException e
-               (when-not (instance? TopicExistsException (.getCause e))
-                 (throw (unavailable (str "creating topic " (.name t)) e))))
-             (catch TimeoutException e (throw (unavailable (str "creating topic " (.name t)) e))))))
+  (let [cfg (cond-> {} min-insync-replicas (assoc "min.insync.replicas" (str min-insync-replicas)))]
+    (create-topics! bootstrap-servers
+                    [(doto (NewTopic. ^String (posts-topic o) (int partitions) (short replication-factor))
+                       (.configs (assoc cfg "retention.ms" (str retention-ms))))
+                     (doto (NewTopic. ^String (ids-topic o) (int 1) (short replication-factor)) (.configs cfg))
+                     (doto (NewTopic. ^String (dead-letter-topic o) (int 1) (short replication-factor))
+                       (.configs (assoc cfg "retention.ms" (str retention-ms))))]
+                    send-timeout-ms
+                    (fn [topic cause] (unavailable (str "creating topic " topic) cause)))
     {:posts (posts-topic o) :ids (ids-topic o) :dead-letter (dead-letter-topic o)}))
 
 (def ^:private ^Serializer value-serializer
