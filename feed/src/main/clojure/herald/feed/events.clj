@@ -64,7 +64,8 @@
   gives the post an id (herald.feed.events.ids: unique across instances) and a :ts (this instance's clock),
   appends {:post :recipients} to the posts topic keyed by the sender and waits for the brokers' acknowledgement
   (acks=all, idempotent producer), then upserts the author's outbound copy (read-your-writes from any instance)
-  and returns the post. `store` must have the feeds/LoggedFeeds role."
+  and returns the post. A record a job cannot apply goes to the dead-letter topic (`dead-letter-fn`). `store`
+  must have the feeds/LoggedFeeds role."
   [store opts]
   (when-not (store/logged-feeds? store)
     (throw (ex-info "the store cannot be derived from the Kafka log (no feeds/LoggedFeeds role): use the :scale or :memory store with :events :kafka"
