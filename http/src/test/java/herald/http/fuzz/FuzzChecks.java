@@ -21,6 +21,7 @@ final class FuzzChecks {
 
     static {
         ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
+        clojure.lang.RT.count(null); // loads clojure.core now, not inside the first input (seconds on a busy machine)
         LeakWatcher.install();
         java.util.logging.Logger.getLogger("io.netty.util.ResourceLeakDetector").addHandler(new java.util.logging.Handler() {
             @Override
@@ -40,6 +41,9 @@ final class FuzzChecks {
     }
 
     private final List<ByteBuf> written = new ArrayList<>();
+
+    /** Loads what every input needs (Clojure, the leak watcher) before the first one. */
+    static void warmUp() {}
 
     /** Writes {@code data[from, to)} into {@code ch} as one read, in a buffer this check follows. */
     void write(EmbeddedChannel ch, byte[] data, int from, int to) {

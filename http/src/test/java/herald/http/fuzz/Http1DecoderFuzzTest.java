@@ -50,7 +50,7 @@ class Http1DecoderFuzzTest {
     /** What one connection answered, Date values removed, and how many requests its handler saw. */
     record Run(String answers, int handled) {}
 
-    private static Run run(byte[] data, int... cuts) {
+    static Run run(byte[] data, int... cuts) {
         List<Throwable> errors = new ArrayList<>();
         int[] handled = {0};
         AFn handler = new AFn() {
@@ -122,6 +122,11 @@ class Http1DecoderFuzzTest {
                 throw new AssertionError("cut at " + a + " and " + b + " the answers differ:\n" + whole + "\n---\n" + cut);
             }
         }
+    }
+
+    @org.junit.jupiter.api.BeforeAll
+    static void warmUp() {
+        FuzzChecks.warmUp();
     }
 
     @AfterAll

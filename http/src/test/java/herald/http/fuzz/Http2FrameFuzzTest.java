@@ -102,6 +102,11 @@ class Http2FrameFuzzTest {
         return counts;
     }
 
+    @org.junit.jupiter.api.BeforeAll
+    static void warmUp() {
+        FuzzChecks.warmUp();
+    }
+
     @AfterAll
     static void noLeaks() throws InterruptedException {
         FuzzChecks.assertNoLeaks();

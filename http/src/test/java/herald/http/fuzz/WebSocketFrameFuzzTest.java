@@ -142,8 +142,11 @@ class WebSocketFrameFuzzTest {
         return false;
     }
 
-    /** A valid-looking first frame header (FIN, no RSV, text or binary, masked) declaring more than the limit. */
-    private static boolean firstFrameOversize(byte[] data) {
+    /**
+     * A valid-looking first frame header (FIN, no RSV, text or binary, masked) declaring more than the limit in the
+     * minimal length encoding (RFC 6455 5.2: a longer encoding than needed is a protocol error, 1002, not 1009).
+     */
+    static boolean firstFrameOversize(byte[] data) {
         if (data.length < 2 || (data[0] & 0xff) != 0x81 && (data[0] & 0xff) != 0x82 || (data[1] & 0x80) == 0) {
             return false;
         }
@@ -151,10 +154,19 @@ class WebSocketFrameFuzzTest {
         if (len7 == 126) {
             return data.length >= 4 && ((data[2] & 0xff) << 8 | data[3] & 0xff) > MAX_FRAME;
         }
-        if (len7 == 127) {
-            return data.length >= 10 && data[2] >= 0; // a 64-bit length with the top bit clear (RFC 6455 5.2)
+        if (len7 == 127 && data.length >= 10) {
+            long n = 0;
+            for (int i = 2; i < 10; i++) {
+                n = n << 8 | data[i] & 0xff;
+            }
+            return n > 0xffff; // the top bit set makes n negative: not a length (RFC 6455 5.2)
         }
         return false;
+    }
+
+    @org.junit.jupiter.api.BeforeAll
+    static void warmUp() {
+        FuzzChecks.warmUp();
     }
 
     @AfterAll

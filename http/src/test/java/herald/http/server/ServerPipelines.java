@@ -4,7 +4,9 @@ import clojure.lang.AFn;
 import clojure.lang.IFn;
 import herald.http.config.ServerConfig;
 import herald.http.http2.PrefaceDetector;
+import io.netty.channel.DefaultChannelId;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.channel.local.LocalServerChannel;
 import io.netty.channel.group.DefaultChannelGroup;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.util.List;
@@ -38,7 +40,9 @@ public final class ServerPipelines {
         ServerContext server = new ServerContext(config, new Hooks(handler, logger, null, websocketAdapter), null,
             BLOCKING, new DefaultChannelGroup(GlobalEventExecutor.INSTANCE));
         ServerInitializer init = new ServerInitializer(server);
-        EmbeddedChannel ch = new EmbeddedChannel();
+        // a server channel as parent, as for an accepted connection: Netty's HTTP/2 multiplexer takes a channel
+        // without one for a client's, and refuses the client-initiated stream 1 ("misconfigured for upgrade")
+        EmbeddedChannel ch = new EmbeddedChannel(new LocalServerChannel(), DefaultChannelId.newInstance(), true, false);
         if (config.http2) {
             ch.pipeline().addLast("herald-h2c-preface", new PrefaceDetector(init));
         } else {
