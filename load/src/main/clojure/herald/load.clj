@@ -43,6 +43,10 @@
   | :on-step           | fn                | nil            | called with each step's map once it settled, instead of printing |
   | :on-send           | fn                | nil            | (fn [k intended-ns sent-ns]) per request sent, on the event loop (tests, tracing) |
   | :handle-interrupt? | boolean           | false          | Ctrl-C stops the run early and still returns results |
+  | :on-histogram      | fn                | nil            | (fn [start-s end-s histogram]) per interval with its latency histogram (an agent streams it; copy it to keep it) |
+  | :on-start          | fn                | nil            | (fn []) called once the load has started |
+  | :stop-when         | fn                | nil            | (fn []) asked every interval; true stops the run (results so far returned) |
+  | :before-start      | fn                | nil            | (fn []) called once the engine is built, just before the load starts (an agent waits there for the agreed instant) |
   | :http2?            | boolean           | false          | HTTP/2: h2 by ALPN on https://, h2c by prior knowledge on http:// |
   | :streams           | int               | 1              | requests in flight per HTTP/2 connection (needs :http2?) |
   | :ca-cert           | path              | nil            | https: trust the certificates of this PEM file instead of the JDK's CAs |
@@ -118,7 +122,8 @@
   | :streams           | int      | 1           | users sharing one HTTP/2 connection (a stream each); needs :http2? |
   | :jwt-secret        | string   | nil         | an auth-on feed's HS256 secret (>= 32 bytes): each request acting as a participant carries `Authorization: Bearer` with a token minted for it (subject its id) |
   | :jwt-issuer, :jwt-audience | string | nil | the tokens' iss and aud, when the feed checks them |
-  | :progress, :interval, :on-interval, :handle-interrupt? | | | as in `rate` |"
+  | :progress, :interval, :on-interval, :handle-interrupt? | | | as in `rate` |
+  | :on-histogram, :on-start, :stop-when, :before-start | fn | nil | as in `rate` (:on-start once the users started, before the warm-up) |"
   [opts]
   (feed-run/execute opts))
 
