@@ -124,3 +124,25 @@
             (throw (forbidden subject (name param) id)))
           (handler (assoc req ::subject subject))))
       handler)))
+
+;; ---------------------------------------------------------------------------------------------------
+;; a public route's optional viewer (search filtered by the searcher's mutes and blocks)
+
+(defn viewer
+  "The participant a request on a public route speaks for, when it says so (for read-time filtering: search hides
+  the posts of the viewer's mutes and blocks). `claimed` is the participant id the request names (its `viewer`
+  parameter), or nil. With an `authenticator` (auth on): the subject of the bearer token when the request sends an
+  Authorization header (401 for a bad one), which `claimed` must then be (403 for another participant); `claimed`
+  without a token is a 401, so nobody reads another's hidden set. With auth off (nil `authenticator`): `claimed`.
+  nil when the request names no one: the public, unfiltered answer."
+  [authenticator req claimed]
+  (if authenticator
+    (if (str/blank? (get-in req [:headers "authorization"]))
+      (when claimed
+        (throw (unauthorized (str "'viewer' needs a bearer token for /participant/" claimed
+                                  ": send Authorization: Bearer <JWT>, or leave 'viewer' out") false)))
+      (let [subject (authenticate authenticator (bearer-token req))]
+        (when (and claimed (not= (long claimed) (long subject)))
+          (throw (forbidden subject "viewer" claimed)))
+        subject))
+    claimed))

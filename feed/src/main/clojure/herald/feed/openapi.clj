@@ -109,6 +109,10 @@
                               " beyond the stores' bounds, is a 400")}
    :keywords {:name "keywords" :in "query" :required true :schema {:type "string"}
               :description "words that must all occur in a post's subject or story"}
+   :viewer {:name "viewer" :in "query" :required false :schema {:type "string" :example "/participant/7"}
+            :description (str "the searcher (a participant link or id): the posts of those it mutes or blocks, or who block"
+                              " it, are left out. With auth on the searcher is the bearer token's participant (optional"
+                              " on search), and `viewer`, when sent, must be that participant")}
    :from {:name "from" :in "query" :required false
           :schema {:type "string" :pattern "^([0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
           :description "start: epoch millis, ISO-8601 instant, UTC date-time or date"}

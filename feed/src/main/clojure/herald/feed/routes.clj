@@ -113,8 +113,9 @@
     :summary "A participant's inbound feed, newest first" :params [:id :limit :before] :response ["Inbound"]
     :errors [400 404] :link? true :auth :self}
    {:path "/outbound" :method :get :entity :outbound :op :search :handler h/search-outbound
-    :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit :before]
-    :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400] :link? true}
+    :summary "Search posts: the sender link of each matching post, newest first" :params [:keywords :limit :before :viewer]
+    :response {:type "array" :items {:type "string" :example "/participant/7"}} :errors [400 404] :link? true
+    :error-docs {401 "with auth on: a bad bearer token, or `viewer` without one" 403 "with auth on: `viewer` is not the token's participant"}}
    ;; relationships (issue 11)
    {:path "/participant/:id/friends/:otherId" :method :delete :entity :friends :op :delete :handler h/delete-friend
     :summary "End a friendship, both sides (204 also when they were not friends)" :params [:id :otherId]

@@ -179,14 +179,14 @@
     (open-only st (counting reporter index-errors degraded #(refresh! st))))
 
   search/SearchPages
-  (-search-page [st keywords {:keys [limit before]}]
+  (-search-page [st keywords {:keys [limit before hidden]}]
     (open-only st
       (counting reporter search-errors nil
                 #(do (catch-up! st)
                      (let [hs (schema/hits (second (http/request client "search" :post
                                                                  (str "/" index "/_search?filter_path=hits.hits.fields")
                                                                  (schema/search-page-body keywords (inc (long limit))
-                                                                                          (some-> before cursor/decode)))))
+                                                                                          (some-> before cursor/decode) hidden))))
                            more? (> (count hs) (long limit))
                            shown (if more? (pop hs) hs)]
                        {:items shown :next (cursor/for-page shown more?)})))))

@@ -92,11 +92,13 @@
                                                  "zero_terms_query" "none"}}}]}}})
 
 (defn search-page-body
-  "The _search body of a page (issue 11): as `search-body` with `n` hits, the `id` and `ts` doc values too, and
-  after the hit sorted at `after` ([ts id], nil for the first page)."
-  [keywords n after]
+  "The _search body of a page (issue 11): as `search-body` with `n` hits, the `id` and `ts` doc values too, after
+  the hit sorted at `after` ([ts id], nil for the first page), and none of the senders in `hidden` (ids, nil or
+  empty for none: a `must_not` terms query on `from`, which OpenSearch answers from its doc values)."
+  [keywords n after hidden]
   (cond-> (assoc (search-body keywords n) "docvalue_fields" ["from" "ts" "id"])
-    after (assoc "search_after" after)))
+    after (assoc "search_after" after)
+    (seq hidden) (assoc-in ["query" "bool" "must_not"] [{"terms" {"from" (vec (sort hidden))}}])))
 
 (defn hits
   "[{:id :from :ts}] of a page's _search response, in hit order."
