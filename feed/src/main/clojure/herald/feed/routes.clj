@@ -17,7 +17,7 @@
 
 ;; Every handler is a fn of (ctx req). ctx is the service context (herald.feed.service/context: :store :fanout
 ;; :limits) with the server's parts (:recorder :version :draining? :server :auth :config) and what `ring-handler`
-;; builds once (:openapi-json, :dashboard-options, :dashboard-live).
+;; builds once (:openapi-json, :dashboard-options, :dashboard-live: a delay, the hub is made when the first viewer comes).
 
 (defn- text-response [content-type ^String s]
   {:status 200 :headers {"content-type" content-type} :body s})
@@ -25,10 +25,12 @@
 (defn- health [_ _] (h/json-response {:status "ok"}))
 
 (defn- ready [{:keys [store draining?]} _]
-  (let [ok? (and (not @draining?) (try (store/ready? store) (catch Exception _ false)))]
+  (let [store-ok? (try (store/ready? store) (catch Exception _ false))   ; asked once per probe
+        draining (boolean @draining?)
+        ok? (and store-ok? (not draining))]
     (h/json-response (if ok? 200 503) {:status (if ok? "ready" "unavailable")
-                                       :store (if (try (store/ready? store) (catch Exception _ false)) "open" "closed")
-                                       :draining @draining?}
+                                       :store (if store-ok? "open" "closed")
+                                       :draining draining}
                      nil)))
 
 (defn- metrics-page [{:keys [recorder fanout store server]} _]
@@ -70,7 +72,7 @@
 (defn- openapi-doc [ctx _]
   {:status 200 :headers {"content-type" "application/json; charset=utf-8"} :body @(:openapi-json ctx)})
 
-(defn- dashboard-live [ctx req] ((:dashboard-live ctx) req))
+(defn- dashboard-live [ctx req] (@(:dashboard-live ctx) req))
 
 (def table
   "The route table, a plain value read by both the router (`ring-handler`) and the OpenAPI document
@@ -185,7 +187,7 @@
                    {:openapi-json (delay (http/write-json-bytes
                                           (openapi/document table (:version env) {:auth? (some? (:auth env))})))
                     :dashboard-options dash-opts
-                    :dashboard-live (live/handler (live/hub env dash-opts))})
+                    :dashboard-live (delay (live/handler (live/hub env dash-opts)))})
         by-path (reduce (fn [m {:keys [path method handler entity op] :as spec}]
                           (let [ring (auth/wrap-route (fn [req] (handler ctx req)) spec (:auth env))
                                 ring (if entity
