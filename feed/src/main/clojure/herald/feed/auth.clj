@@ -109,7 +109,8 @@
   "Ring middleware for route spec `spec` (see herald.feed.routes/table): with an `authenticator` and
   `:auth :self` on the spec, a request needs a bearer token (401 without one or with a bad one) whose subject is
   the path's participant, path param `(:auth-param spec :id)` (403 when it is another). Without `:auth`, or with
-  auth off (nil `authenticator`), `handler` itself: public routes never look at the Authorization header."
+  auth off (nil `authenticator`), `handler` itself: public routes never look at the Authorization header (except
+  search's handler, through `viewer`)."
   [handler spec authenticator]
   (let [rule (:auth spec)
         param (:auth-param spec :id)]
