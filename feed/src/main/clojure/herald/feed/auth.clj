@@ -106,7 +106,8 @@
       (try (let [n (Long/parseLong s)] (when (pos? n) n)) (catch NumberFormatException _ nil)))))
 
 (defn wrap-route
-  "Ring middleware for route spec `spec` (see herald.feed.routes/table): with an `authenticator` and
+  "Ring middleware for route spec `spec` {:path :auth :auth-param} (herald.feed.routes/ring-handler makes it from an
+  operation's `:herald.feed/auth` and `:herald.feed/auth-param`): with an `authenticator` and
   `:auth :self` on the spec, a request needs a bearer token (401 without one or with a bad one) whose subject is
   the path's participant, path param `(:auth-param spec :id)` (403 when it is another). Without `:auth`, or with
   auth off (nil `authenticator`), `handler` itself: public routes never look at the Authorization header (except
