@@ -6,6 +6,7 @@
             [herald.http.impl.server :as server]
             [herald.http.json :as json]
             [herald.http.middleware :as middleware]
+            [herald.http.openapi :as openapi]
             [herald.http.router :as router])
   (:import (herald.http.server HeraldServer)
            (herald.http.websocket HeraldWebSocket)))
@@ -145,6 +146,46 @@
   syntax and options. Path params land in `(:path-params request)`; 404, 405 with Allow, automatic HEAD/OPTIONS."
   ([routes] (router/router routes))
   ([routes opts] (router/router routes opts)))
+
+(defn openapi
+  "The OpenAPI 3.1.0 document (a Clojure map ready for `write-json`) of `router-or-routes`: a router built by
+  `router`, or route data. Every route with a handler for an OpenAPI method is one path, its template in OpenAPI
+  syntax (`/participant/:id` -> `/participant/{id}`, `/files/*path` -> `/files/{path}`), in declaration order.
+  Documentation is plain data in the route's map (for all its methods) or in a method's `{:handler h ..}` map
+  (which wins); matching never reads it:
+
+  | key | type | becomes |
+  |-----|------|---------|
+  | `:summary` `:description` | String | the operation's |
+  | `:operation-id` | String | `operationId`; unique in the document |
+  | `:tags` | vector of Strings | `tags` |
+  | `:parameters` | vector of `{:in :path/:query/:header/:cookie :name n :schema json-schema :required? :description ..}` | `parameters`; path parameters of the template that are not given are added (`{:type \"string\"}`) |
+  | `:request` | `{:content {content-type json-schema} :required bool :description s}` | `requestBody` |
+  | `:responses` | `{status {:description s :content {content-type json-schema} :headers {name {:schema ..}}}}` | `responses`; status an int, `\"4XX\"` or `\"default\"`; description defaults to the reason phrase |
+  | `:security` | vector of requirement maps | `security` |
+  | `:deprecated` | boolean | `deprecated` |
+
+  A parent route's `:tags` `:parameters` `:responses` `:security` `:deprecated` apply to its children
+  (parameters by :in and :name, responses by status, tags added; the child's win). HEAD answered by the GET
+  handler and the router's automatic OPTIONS are not listed (a route's own `:head`/`:options` handler is); an
+  `:any` handler is listed as GET, PUT, POST, DELETE and PATCH where the route has no handler of its own (its
+  `:operation-id` suffixed `-get` ..); CONNECT and WebDAV methods have no place in OpenAPI and are left out.
+
+  | option | type | meaning |
+  |--------|------|---------|
+  | `:info` | map, required | the Info object: `{:title s :version s :description ..}` |
+  | `:servers` | vector | Server objects, `[{:url \"https://api.example\"}]` |
+  | `:components` | map | the Components object as is (`:schemas`, `:securitySchemes`, ..), for `$ref`s |
+  | `:security` | vector | the document's default security requirement |
+  | `:tags` | vector | Tag objects |
+
+  Errors (ex-info): a bad documentation value or an unknown key inside one (a parameter's `:schme`) ->
+  `{:type :herald.http/invalid-openapi :route path :method m :key k}`; two operations with one operationId, or two
+  routes that are one OpenAPI path (`/a/:x` and `/a/*y`) -> `:herald.http/invalid-openapi`; an unknown route data
+  key -> `:herald.http/malformed-route` with `:key` (as `router` throws); a bad option ->
+  `:herald.http/invalid-option`. Reference: docs/http-routing.md#openapi."
+  [router-or-routes opts]
+  (openapi/openapi router-or-routes opts))
 
 (def ^:private file-options #{:prefix :index-files :content-types :precompressed? :dotfiles? :follow-symlinks?
                               :cache-control})

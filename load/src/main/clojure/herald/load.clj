@@ -2,7 +2,9 @@
   "herald.load: constant-rate HTTP load without coordinated omission, closed-loop max load, the wall
   search, the reference news feed workload, and the analysis of their results (percentile spectra, .hgrm,
   .hlog, per-minute aggregates, HTML reports with plots, comparisons)."
-  (:require [herald.load.impl.aggregate :as agg]
+  (:require [herald.load.impl.agent :as agent]
+            [herald.load.impl.agent-coordinator :as coordinator]
+            [herald.load.impl.aggregate :as agg]
             [herald.load.impl.feed-run :as feed-run]
             [herald.load.impl.lab :as lab]
             [herald.load.impl.merge :as merge]
@@ -190,3 +192,19 @@
   "Per-minute aggregate rows as CSV text."
   [rows]
   (agg/rows->csv rows))
+
+(defn agent-server
+  "Starts a load generator agent that one coordinator at a time drives (`herald-load agent`): options
+  :host (default 0.0.0.0), :port (0: any free port), :hlog-dir (this agent's own .hlog per run), :log (fn of
+  a line per coordinator), :warm-up? (default true). Returns {:port :close (fn [])}. See docs/load.md,
+  \"Distributed generators\"."
+  [opts]
+  (agent/serve! opts))
+
+(defn on-agents
+  "Runs `mode` (:rate or :feed) with `opts` (as `rate` or `feed`) split over `agents` ([{:host :port :name}]):
+  the rate (or the users and rate cap) divided, one start instant, interval histograms streamed back.
+  Returns the merged result with :agents (per-agent figures and warnings). Extra options: :agent-lead-ms
+  (default 1000), :hlog (one .hlog of every agent's intervals, tagged by agent)."
+  [mode opts agents]
+  (coordinator/execute mode opts agents))

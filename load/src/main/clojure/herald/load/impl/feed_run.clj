@@ -98,13 +98,15 @@
         group ^EventLoopGroup (Transport/group (int (:threads opts)))
         warmup-ms (long (* 1000 (double (:warmup opts))))
         _ (when-let [f (:before-start opts)] (f))
-        ;; requests started during the warm-up (JIT, caches, connections) are sent but not recorded
-        r (rec/recorder (:log-file opts) (+ (System/currentTimeMillis) warmup-ms))
+        ;; requests started during the warm-up (JIT, caches, connections) are sent but not recorded; the
+        ;; warm-up is timed from the moment the users run (starting them may take long on a busy machine)
+        r (rec/recorder (:log-file opts) (if (pos? warmup-ms) Long/MAX_VALUE Long/MIN_VALUE))
         report (or (:on-interval opts) (progress/reporter (:progress opts)))]
     (try
       (let [users (feed/start-users! opts target group r stop)
             _ (when-let [f (:on-start opts)] (f))
             warm-until (+ (System/nanoTime) (* 1000000 warmup-ms))
+            _ (when (pos? warmup-ms) (rec/record-from! r (+ (System/currentTimeMillis) warmup-ms)))
             body (fn []
                    (while (and (not @stop) (< (System/nanoTime) warm-until)) (Thread/sleep 20))
                    (.getIntervalHistogram ^Recorder (:interval r))

@@ -1,10 +1,11 @@
-(ns herald.load.agent
-  "A load generator agent: listens on a TCP port for one coordinator at a time (herald.load.agent-wire's
+(ns herald.load.impl.agent
+  "A load generator agent: listens on a TCP port for one coordinator at a time (herald.load.impl.agent-wire's
   protocol), runs the rate or feed share it is given at the instant agreed, streams its interval histograms
   back and sends its result; a second coordinator is refused while one is connected."
   (:require [clojure.java.io :as io]
-            [herald.load :as load]
-            [herald.load.agent-wire :as wire]
+            [herald.load.impl.feed-run :as feed-run]
+            [herald.load.impl.run :as run]
+            [herald.load.impl.agent-wire :as wire]
             [herald.load.impl.histogram :as hist])
   (:import (com.sun.net.httpserver HttpExchange HttpHandler HttpServer)
            (java.io BufferedInputStream BufferedOutputStream DataInputStream DataOutputStream)
@@ -49,8 +50,8 @@
             ;; a coordinator sends data only: nothing that names a file here or runs code
             opts (merge (dissoc opts :hlog :log-file :script :on-interval :on-step :on-send :before-start) hooks)
             r (try (case mode
-                     :rate (load/rate opts)
-                     :feed (load/feed opts))
+                     :rate (run/execute :rate opts)
+                     :feed (feed-run/execute opts))
                    (finally (when hlog (hist/hlog-close! hlog))))]
         (send! {:type :result :result r}))
       (catch SocketException _ nil)
@@ -114,7 +115,7 @@
                                         (.sendResponseHeaders ex 200 -1)
                                         (.close ex)))))
               (.start))]
-    (try (load/rate {:url (str "http://127.0.0.1:" (.getPort (.getAddress srv)) "/") :rate 200 :duration 0.5
+    (try (run/execute :rate {:url (str "http://127.0.0.1:" (.getPort (.getAddress srv)) "/") :rate 200 :duration 0.5
                      :connections 2 :progress :quiet})
          (finally (.stop srv 0)))))
 

@@ -1,9 +1,9 @@
-(ns herald.load.agent-coordinator
+(ns herald.load.impl.agent-coordinator
   "The coordinator's side of distributed load: connects to every agent (hello, clock offset from a few
   pings), splits the rate or the users, starts every share at one agreed instant, gathers the streamed
   interval histograms and the results, and notices an agent that dies."
-  (:require [herald.load.agent-report :as report]
-            [herald.load.agent-wire :as wire]
+  (:require [herald.load.impl.agent-report :as report]
+            [herald.load.impl.agent-wire :as wire]
             [herald.load.impl.feed-run :as feed-run]
             [herald.load.impl.histogram :as hist]
             [herald.load.impl.options :as options]

@@ -1,4 +1,4 @@
-(ns herald.load.agent-report
+(ns herald.load.impl.agent-report
   "The figures of a distributed run: the agents' results merged exactly (HdrHistogram addition), merged
   intervals from the streamed interval histograms, per-agent figures, the warnings (an agent behind its
   share, stalled, dead or failed), the per-agent lines and the report's agents table."

@@ -1,4 +1,4 @@
-(ns herald.load.agent-wire
+(ns herald.load.impl.agent-wire
   "The agent protocol's framing and messages: every message is one EDN map, sent as a 4-byte big-endian
   length followed by that many bytes of UTF-8 (read with clojure.edn, so a peer can never make us run code);
   and the parsing of the --agents list.
