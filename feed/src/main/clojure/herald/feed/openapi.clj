@@ -109,6 +109,10 @@
                               " beyond the stores' bounds, is a 400")}
    :keywords {:in :query :name "keywords" :required true :schema {:type "string"}
               :description "words that must all occur in a post's subject or story"}
+   :viewer {:in :query :name "viewer" :required false :schema {:type "string" :example "/participant/7"}
+            :description (str "the searcher (a participant link or id): the posts of those it mutes or blocks, or who block"
+                              " it, are left out. With auth on the searcher is the bearer token's participant (optional"
+                              " on search), and `viewer`, when sent, must be that participant")}
    :from {:in :query :name "from" :required false
           :schema {:type "string" :pattern "^([0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
           :description "start: epoch millis, ISO-8601 instant, UTC date-time or date"}
@@ -122,7 +126,7 @@
 
 (defn params
   "The route data `:parameters` of the feed's parameters named `ks` (:id :postId :otherId :limit :before :keywords
-  :from :to :file :v)."
+  :viewer :from :to :file :v)."
   [& ks]
   (mapv #(or (parameter-table %) (throw (ex-info (str "no feed parameter " %) {:type :herald.feed/config :key %})))
         ks))

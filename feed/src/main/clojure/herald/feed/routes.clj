@@ -17,7 +17,7 @@
 
 ;; Every handler is a fn of (ctx req). ctx is the service context (herald.feed.service/context: :store :fanout
 ;; :limits) with the server's parts (:recorder :version :draining? :server :auth :config) and what `ring-handler`
-;; builds once (:openapi-json, :dashboard-options, :dashboard-live).
+;; builds once (:openapi-json, :dashboard-options, :dashboard-live: a delay, the hub is made when the first viewer comes).
 
 (defn- text-response [content-type ^String s]
   {:status 200 :headers {"content-type" content-type} :body s})
@@ -25,10 +25,12 @@
 (defn- health [_ _] (h/json-response {:status "ok"}))
 
 (defn- ready [{:keys [store draining?]} _]
-  (let [ok? (and (not @draining?) (try (store/ready? store) (catch Exception _ false)))]
+  (let [store-ok? (try (store/ready? store) (catch Exception _ false))   ; asked once per probe
+        draining (boolean @draining?)
+        ok? (and store-ok? (not draining))]
     (h/json-response (if ok? 200 503) {:status (if ok? "ready" "unavailable")
-                                       :store (if (try (store/ready? store) (catch Exception _ false)) "open" "closed")
-                                       :draining @draining?}
+                                       :store (if store-ok? "open" "closed")
+                                       :draining draining}
                      nil)))
 
 (defn- metrics-page [{:keys [recorder fanout store server]} _]
@@ -70,7 +72,7 @@
 (defn- openapi-doc [ctx _]
   {:status 200 :headers {"content-type" "application/json; charset=utf-8"} :body @(:openapi-json ctx)})
 
-(defn- dashboard-live [ctx req] ((:dashboard-live ctx) req))
+(defn- dashboard-live [ctx req] (@(:dashboard-live ctx) req))
 
 (def table
   "The route table: herald.http route data, one `[path {method operation}]` per path, read both by the router
@@ -125,8 +127,11 @@
            :responses (api/responses (api/paged (api/ok ["Inbound"])) 400 404)}}]
    ["/outbound"
     {:get {:handler h/search-outbound :herald.feed/perf [:outbound :search] :operation-id "outbound-search"
-           :summary "Search posts: the sender link of each matching post, newest first" :parameters (api/params :keywords :limit :before)
-           :responses (api/responses (api/paged (api/ok {:type "array" :items {:type "string" :example "/participant/7"}})) 400)}}]
+           :summary "Search posts: the sender link of each matching post, newest first"
+           :parameters (api/params :keywords :limit :before :viewer)
+           :responses (api/responses (api/paged (api/ok {:type "array" :items {:type "string" :example "/participant/7"}})) 400
+                                     [401 "with auth on: a bad bearer token, or `viewer` without one"]
+                                     [403 "with auth on: `viewer` is not the token's participant"] 404)}}]
    ;; relationships (issue 11)
    ["/participant/:id/friends/:otherId"
     {:delete {:handler h/delete-friend :herald.feed/perf [:friends :delete] :operation-id "friends-delete" :herald.feed/auth :self
@@ -210,7 +215,7 @@
                    {:openapi-json (delay (http/write-json-bytes
                                           (api/document table (:version env) {:auth? (some? (:auth env))})))
                     :dashboard-options dash-opts
-                    :dashboard-live (live/handler (live/hub env dash-opts))})
+                    :dashboard-live (delay (live/handler (live/hub env dash-opts)))})
         ring-of (fn [path {:keys [handler] :as op}]
                   (let [ring (auth/wrap-route (fn [req] (handler ctx req))
                                               (cond-> {:path path :auth (:herald.feed/auth op)}
