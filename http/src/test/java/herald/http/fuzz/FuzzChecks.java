@@ -16,28 +16,10 @@ import java.util.List;
  * made it; {@link #assertNoLeaks()} (after the corpus) forces a collection.
  */
 final class FuzzChecks {
-    /** Leak reports seen so far (Netty logs them to java.util.logging: no SLF4J binding on the test classpath). */
-    private static final List<String> LEAKS = new java.util.concurrent.CopyOnWriteArrayList<>();
-
     static {
         ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
         clojure.lang.RT.count(null); // loads clojure.core now, not inside the first input (seconds on a busy machine)
         LeakWatcher.install();
-        java.util.logging.Logger.getLogger("io.netty.util.ResourceLeakDetector").addHandler(new java.util.logging.Handler() {
-            @Override
-            public void publish(java.util.logging.LogRecord r) {
-                String m = String.valueOf(r.getMessage());
-                if (m.contains("LEAK:")) {
-                    LEAKS.add(m);
-                }
-            }
-
-            @Override
-            public void flush() {}
-
-            @Override
-            public void close() {}
-        });
     }
 
     private final List<ByteBuf> written = new ArrayList<>();
@@ -82,8 +64,9 @@ final class FuzzChecks {
             }
         }
         written.clear();
-        if (!LEAKS.isEmpty()) {
-            throw new AssertionError("Netty reported a leak: " + LEAKS.get(0));
+        List<String> leaks = LeakWatcher.reported();
+        if (!leaks.isEmpty()) {
+            throw new AssertionError("Netty reported a leak: " + leaks.get(0));
         }
     }
 

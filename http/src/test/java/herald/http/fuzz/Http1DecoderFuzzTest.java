@@ -19,7 +19,6 @@ import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.zip.CRC32;
-import org.junit.jupiter.api.AfterAll;
 
 /**
  * Fuzzes herald's HTTP/1.1 decoder (heads, fixed and chunked bodies, pipelining) through the pipeline the server
@@ -29,7 +28,7 @@ import org.junit.jupiter.api.AfterAll;
  * than the limit; the same bytes fed in one read and cut into three reads give the same answers; every buffer is
  * released and Netty's leak detector stays quiet.
  */
-class Http1DecoderFuzzTest {
+class Http1DecoderFuzzTest extends ChannelFuzzTarget {
     static final int MAX_LINE = 256;
     static final int MAX_HEADER = 1024;
     static final long MAX_BODY = 1000;
@@ -124,13 +123,4 @@ class Http1DecoderFuzzTest {
         }
     }
 
-    @org.junit.jupiter.api.BeforeAll
-    static void warmUp() {
-        FuzzChecks.warmUp();
-    }
-
-    @AfterAll
-    static void noLeaks() throws InterruptedException {
-        FuzzChecks.assertNoLeaks();
-    }
 }

@@ -14,7 +14,6 @@ import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
-import org.junit.jupiter.api.AfterAll;
 
 /**
  * Fuzzes the server's h2c path (the preface detector, Netty's HTTP/2 codec behind herald's {@code GuardedCodec},
@@ -23,7 +22,7 @@ import org.junit.jupiter.api.AfterAll;
  * GOAWAY first; each request its handler answered got a HEADERS frame unless the connection went away; every
  * buffer is released and the leak detector stays quiet.
  */
-class Http2FrameFuzzTest {
+class Http2FrameFuzzTest extends ChannelFuzzTarget {
     private static final byte[] PREFACE = "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n".getBytes(StandardCharsets.US_ASCII);
     private static final ServerConfig CONFIG = ServerConfig.builder().mode(HandlerMode.EVENT_LOOP)
         .maxHeaderBytes(1024).maxBodyBytes(1000).http2MaxConcurrentStreams(8)
@@ -102,13 +101,4 @@ class Http2FrameFuzzTest {
         return counts;
     }
 
-    @org.junit.jupiter.api.BeforeAll
-    static void warmUp() {
-        FuzzChecks.warmUp();
-    }
-
-    @AfterAll
-    static void noLeaks() throws InterruptedException {
-        FuzzChecks.assertNoLeaks();
-    }
 }

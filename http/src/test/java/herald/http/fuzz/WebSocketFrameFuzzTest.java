@@ -15,7 +15,6 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
-import org.junit.jupiter.api.AfterAll;
 
 /**
  * Fuzzes the WebSocket frame path as herald sets it up after an upgrade (Netty's frame decoder with herald's
@@ -24,7 +23,7 @@ import org.junit.jupiter.api.AfterAll;
  * first carries 1002, 1007 or 1009 (RFC 6455 7.4.1: never 1011 for what a client sent); a first frame declared
  * larger than {@code :websocket-max-frame-bytes} gets 1009; every buffer is released, the leak detector stays quiet.
  */
-class WebSocketFrameFuzzTest {
+class WebSocketFrameFuzzTest extends ChannelFuzzTarget {
     static final int MAX_FRAME = 256;
     private static final ServerConfig CONFIG = ServerConfig.builder().mode(HandlerMode.EVENT_LOOP)
         .websocketMaxFrameBytes(MAX_FRAME).idleTimeoutMs(0).requestTimeoutMs(0).headerTimeoutMs(0).http2(false)
@@ -164,13 +163,4 @@ class WebSocketFrameFuzzTest {
         return false;
     }
 
-    @org.junit.jupiter.api.BeforeAll
-    static void warmUp() {
-        FuzzChecks.warmUp();
-    }
-
-    @AfterAll
-    static void noLeaks() throws InterruptedException {
-        FuzzChecks.assertNoLeaks();
-    }
 }
