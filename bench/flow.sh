@@ -29,13 +29,13 @@ SEGMENTS="${SEGMENTS:-3000000}"
 ROUNDS="${ROUNDS:-5}"
 FUSE="${FUSE:-true}"
 FLOW_JVM_OPTS="${FLOW_JVM_OPTS:--Xms1g -Xmx1g -XX:+UseParallelGC}"
-mkdir -p bench/results/tmp
-cpfile=bench/results/tmp/flow-cp.txt
+mkdir -p target/bench
+cpfile=target/bench/flow-cp.txt
 mvn -o -q -pl flow dependency:build-classpath -Dmdep.outputFile="$PWD/$cpfile" -Dmdep.includeScope=test >/dev/null \
   || mvn -q -pl flow dependency:build-classpath -Dmdep.outputFile="$PWD/$cpfile" -Dmdep.includeScope=test >/dev/null
 mvn -o -q -pl flow compile >/dev/null || mvn -q -pl flow compile >/dev/null
 cp="flow/src/main/clojure:flow/src/test/clojure:flow/target/classes:$(cat "$cpfile")"
-out=bench/results/tmp/flow-last.txt
+out=target/bench/flow-last.txt
 # shellcheck disable=SC2086
 timeout 170 java $FLOW_JVM_OPTS -cp "$cp" clojure.main -m herald.flow.bench "$SEGMENTS" "$ROUNDS" "$FUSE" | tee "$out"
 commit="$(git rev-parse --short HEAD)$(git diff --quiet -- flow || echo -dirty)"
@@ -55,10 +55,10 @@ if [ "${KAFKA:-true}" = true ]; then
   KAFKA_SERDE="${KAFKA_SERDE:-codec}"
   KAFKA_BATCH="${KAFKA_BATCH:-0}"
   KAFKA_COMMIT_MS="${KAFKA_COMMIT_MS:-100}"
-  kout=bench/results/tmp/flow-kafka-last.txt
+  kout=target/bench/flow-kafka-last.txt
   kcp="$cp" kopts=()
   if [ -n "${KAFKA_PROFILE:-}" ]; then
-    pw=bench/results/tmp/async-profiler
+    pw=target/bench/async-profiler
     mkdir -p "$pw" "$KAFKA_PROFILE"
     get=(dependency:copy -Dartifact=tools.profiler:async-profiler:4.2 -DoutputDirectory="$PWD/$pw" -Dmdep.stripVersion=true)
     mvn -o -q -B "${get[@]}" >/dev/null 2>&1 || mvn -q -B "${get[@]}" >/dev/null

@@ -3,11 +3,11 @@
 # execution mode (event-loop, virtual-threads, worker-pool) as a lab target. The lab injects the cell's JDK and
 # JVM options: JAVA (the cell's bin/java), JAVA_OPTS (its GC, heap and GC log options), PORT. The first call
 # compiles http/src/main/java and the bench servers (javac --release 21, as bench/http.sh does) into
-# $HERALD_LAB_BUILD [bench/results/tmp/lab-http] and resolves the module's classpath; later calls reuse them.
+# $HERALD_LAB_BUILD [target/bench/lab-http] and resolves the module's classpath; later calls reuse them.
 set -euo pipefail
 mode=${1:?usage: http-server.sh event-loop|virtual-threads|worker-pool}
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-BUILD=${HERALD_LAB_BUILD:-$ROOT/bench/results/tmp/lab-http}
+BUILD=${HERALD_LAB_BUILD:-$ROOT/target/bench/lab-http}
 if [ ! -f "$BUILD/ok" ]; then
   mkdir -p "$BUILD"
   jdk=$("$ROOT/build/find-jdk.sh")

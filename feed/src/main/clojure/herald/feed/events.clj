@@ -5,6 +5,7 @@
             [herald.feed.fanout :as fanout]
             [herald.feed.jobs.derived :as derived]
             [herald.feed.store :as store]
+            [herald.feed.store.feeds :as feeds]
             [herald.feed.store.clock :as clock]
             [herald.flow :as flow])
   (:import (java.util.concurrent.atomic AtomicLong)
@@ -40,10 +41,10 @@
   gives the post an id (herald.feed.events.ids: unique across instances) and a :ts (this instance's clock),
   appends {:post :recipients} to the posts topic keyed by the sender and waits for the brokers' acknowledgement
   (acks=all, idempotent producer), then upserts the author's outbound copy (read-your-writes from any instance)
-  and returns the post. `store` must have the store/LoggedFeeds role."
+  and returns the post. `store` must have the feeds/LoggedFeeds role."
   [store opts]
   (when-not (store/logged-feeds? store)
-    (throw (ex-info "the store cannot be derived from the Kafka log (no store/LoggedFeeds role): use the :scale or :memory store with :events :kafka"
+    (throw (ex-info "the store cannot be derived from the Kafka log (no feeds/LoggedFeeds role): use the :scale or :memory store with :events :kafka"
                     {:type :herald.feed/config :key [:events :type] :value :kafka})))
   (let [o (kafka/check opts)
         {:keys [posts]} (kafka/ensure-topics! o)

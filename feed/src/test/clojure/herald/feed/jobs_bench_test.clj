@@ -8,6 +8,8 @@
             [herald.feed.perf :as perf]
             [herald.feed.service :as svc]
             [herald.feed.store :as store]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.search :as search]
             [herald.feed.test-util :as u])
   (:import (java.lang.management ManagementFactory)))
 
@@ -39,7 +41,7 @@
     (let [c (- (thread-cpu) c0)] (fanout/await-idle f 60000) (/ (double c) n))))
 
 (def ^:private noop-store
-  (reify store/InboundStore (-fan-out! [_ _ _]) store/SearchIndex (-index-batch! [_ _]) (-index! [_ _])))
+  (reify feeds/InboundStore (-fan-out! [_ _ _]) search/SearchIndex (-index-batch! [_ _]) (-index! [_ _])))
 
 (defn- publish-round [ctx ids story n]
   (let [c0 (thread-cpu)]

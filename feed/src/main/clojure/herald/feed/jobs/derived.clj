@@ -2,6 +2,7 @@
   "The fan-out and indexing jobs on the Kafka log: their store-writing outputs (idempotent, throwing so that herald.flow retries them) and their submission on the :kafka-streams runtime, one consumer group per job."
   (:require [herald.feed.jobs :as jobs]
             [herald.feed.store :as store]
+            [herald.feed.store.feeds :as feeds]
             [herald.flow :as flow]
             [herald.flow.spi :as spi]))
 
@@ -25,7 +26,7 @@
 
   | key | type | meaning |
   |---|---|---|
-  | `:feeds/store` | store | the feed's store (with the store/LoggedFeeds role) |"
+  | `:feeds/store` | store | the feed's store (with the feeds/LoggedFeeds role) |"
   [task]
   (let [s (store-option task :feeds/store)]
     (reify spi/Output

@@ -52,7 +52,7 @@
 (defn inbound-output
   "The fan-out job's output: `store/fan-out!` per post (every recipient's inbound upsert and the completion
   of the post's fan-out record, one atomic write in the embedded store), or, when the store has the
-  `herald.feed.store/BatchFanOut` capability, one `-fan-out-all!` per batch (one atomic write for the
+  `herald.feed.store.feeds/BatchFanOut` capability, one `-fan-out-all!` per batch (one atomic write for the
   batch; should it throw, post by post with retries). Idempotent, so a replay is harmless.
 
   | key | type | meaning |

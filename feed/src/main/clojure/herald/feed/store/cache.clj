@@ -1,6 +1,6 @@
 (ns herald.feed.store.cache
-  "A Caffeine cache: the in-process Cache role of a store (participant lookups and friend lists, see herald.feed.store)."
-  (:require [herald.feed.store :as store])
+  "The cache role: its contract (`Cache`) and its in-process backend, a Caffeine cache (participant lookups, friend
+  lists and hidden sets, see herald.feed.store; the :scale profile's Redis backend is herald.feed.store.redis)."
   (:import (com.github.benmanes.caffeine.cache Caffeine)
            (com.github.benmanes.caffeine.cache.stats CacheStats)
            (java.time Duration)
@@ -8,8 +8,16 @@
 
 (set! *warn-on-reflection* true)
 
+(defprotocol Cache
+  "A bounded cache of derived values (participant lookups, friend lists). Guarantees: -fetch returns the
+  cached value or loads, caches and returns it (nil is not cached); -invalidate! waits for an in-flight
+  load of the key, so a value loaded before a write is never served after the write's invalidation."
+  (-fetch [c k load] "The value for k, calling (load) on a miss.")
+  (-invalidate! [c k] "Drops k.")
+  (-cache-stats [c] "A map of counters: :hits :misses :evictions :size."))
+
 (deftype CaffeineCache [^com.github.benmanes.caffeine.cache.Cache cache]
-  store/Cache
+  Cache
   (-fetch [_ k load] (.get cache k (reify Function (apply [_ _] (load)))))
   (-invalidate! [_ k] (.invalidate cache k))
   (-cache-stats [_]

@@ -1,9 +1,10 @@
 (ns herald.feed.store.cassandra
   "The :feeds role of the :scale store on Cassandra: outbound and inbound feeds, posts by id, pending fan-outs
-  and the post log (OutboundStore, InboundStore, LoggedFeeds, herald.feed.store.scale.spi/PostLog, herald.feed.store/BatchFanOut)."
+  and the post log (OutboundStore, InboundStore, LoggedFeeds, herald.feed.store.scale.spi/PostLog, herald.feed.store.feeds/BatchFanOut)."
   (:require [clojure.string :as str]
             [herald.feed.outage :as outage]
-            [herald.feed.store :as store]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.cassandra.schema :as schema]
             [herald.feed.store.cassandra.session :as cs]
             [herald.feed.store.clock :as clock]
@@ -162,7 +163,7 @@
 
 (defn- author-copy
   "The statements of a post's author copy: its outbound row and its pointer by id (no post-log row, no pending
-  fan-out: with a log outside the store, store/LoggedFeeds)."
+  fan-out: with a log outside the store, feeds/LoggedFeeds)."
   [ps {:keys [id ts from occurred subject story]}]
   [(st ps :insert-outbound from ts id occurred subject story) (st ps :insert-post id from ts)])
 
@@ -296,7 +297,7 @@
 
 (deftype CassandraFeeds [^CqlSession session ps opts ^AtomicLong last-ts marks ^Set pending ^AtomicLong swept
                          ^AtomicBoolean open? reporter]
-  store/OutboundStore
+  feeds/OutboundStore
   (-publish! [_ post recipients]
     (guarded open? reporter
      (let [ts (clock/tick! last-ts)
@@ -315,7 +316,7 @@
      (when-let [p (first (cs/rows pointer* (cs/execute! session "reading a post" (st ps :post-by-id id))))]
        (first (fetch-posts session ps (:fanout-concurrency opts) [(assoc p :id id)])))))
 
-  store/InboundStore
+  feeds/InboundStore
   (-deliver! [_ recipient post]
     (guarded open? reporter
      (let [{:keys [id ts from occurred subject story]} post]
@@ -341,16 +342,16 @@
        (maybe-sweep! session ps swept)
        nil)))
 
-  store/BatchFanOut
+  feeds/BatchFanOut
   (-fan-out-all! [_ deliveries]
     (guarded open? reporter (fan-out-all! session ps opts pending deliveries) (maybe-sweep! session ps swept)))
 
-  store/LoggedFeeds
+  feeds/LoggedFeeds
   (-put-outbound! [_ post]
     (guarded open? reporter (cs/execute! session "storing the author's copy" (unlogged (author-copy ps post))) nil))
   (-deliver-all! [_ deliveries] (guarded open? reporter (deliver-all! session ps opts deliveries)))
 
-  store/LoggedEdits
+  feeds/LoggedEdits
   (-delete-outbound! [_ post]
     (guarded open? reporter (run-bounded! session (delete-author ps post) 3 "deleting the author's copy" identity) nil))
   (-apply-changes! [_ changes] (guarded open? reporter (apply-changes! session ps opts changes)))
@@ -358,7 +359,7 @@
   spi/PostLog
   (-posts-after [_ ts limit] (guarded open? reporter (posts-after session ps (:fanout-concurrency opts) ts limit)))
 
-  store/Lifecycle
+  lifecycle/Lifecycle
   (-close! [_] (when (.compareAndSet open? true false) (.close session)) nil)
   (-ready? [_]
     (and (.get open?) (not (.isClosed session))
@@ -376,7 +377,7 @@
 (defn open
   "Opens the Cassandra :feeds backend: connects, creates the keyspace and tables if missing (CREATE ... IF NOT
   EXISTS) and prepares its statements. Returns an object implementing herald.feed.store's OutboundStore,
-  InboundStore and Lifecycle, herald.feed.store.scale.spi/PostLog and herald.feed.store/BatchFanOut.
+  InboundStore and Lifecycle, herald.feed.store.scale.spi/PostLog and herald.feed.store.feeds/BatchFanOut.
 
   | key                 | type              | default                    | meaning |
   |---------------------|-------------------|----------------------------|---------|

@@ -1,7 +1,10 @@
 (ns herald.feed.store.embedded
   "The embedded store: RocksDB for participants, the graph, feeds and fan-out; Lucene for search."
   (:require [clojure.java.io :as io]
-            [herald.feed.store :as store]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.lifecycle :as lifecycle]
+            [herald.feed.store.search :as search]
             [herald.feed.store.clock :as clock]
             [herald.feed.store.cursor :as cursor]
             [herald.feed.store.embedded.codec :as c]
@@ -121,7 +124,7 @@
   (get-in db [:pending family]))
 
 (deftype EmbeddedStore [db idx ids ^AtomicLong last-ts post-lock ^objects locks rw state]
-  store/ParticipantStore
+  graph/ParticipantStore
   (-create-participant! [_ name]
     (guarded
      (let [id (.incrementAndGet ^AtomicLong (:participant ids))]
@@ -130,7 +133,7 @@
   (-participant [_ id]
     (guarded (some->> (rocks/get-bytes db :participants (c/long-key id)) c/decode-string (hash-map :id id :name))))
 
-  store/FriendStore
+  graph/FriendStore
   (-befriend! [_ a b]
     (guarded
      (locking (pair-lock locks a b)
@@ -140,7 +143,7 @@
      (mapv (fn [[k v]] {:id (c/key-long v 0) :from id :to (c/key-long k 8)})
            (rocks/scan db :friends (c/long-key id) #(c/owner-prefix? % id) Long/MAX_VALUE))))
 
-  store/Relations
+  graph/Relations
   ;; each write under the pair's stripe lock, as -befriend!: a block and a befriend of one pair are serialized
   (-unfriend! [_ a b] (guarded (locking (pair-lock locks a b) (rel/unfriend! db a b))))
   (-mute! [_ a b] (guarded (locking (pair-lock locks a b) (rel/add! db :mutes a b))))
@@ -151,12 +154,12 @@
   (-blocks [_ id] (guarded (rel/others db :blocks id)))
   (-hidden [_ id] (guarded (rel/hidden db id)))
 
-  store/SearchPages
+  search/SearchPages
   ;; the cursor's ts is the post's, from its key in :posts (the index holds ids only)
   (-search-page [_ keywords opts]
     (guarded (ix/search-page idx state keywords opts #(some-> (rocks/get-bytes db :posts (c/long-key %)) c/feed-key-ts))))
 
-  store/OutboundStore
+  feeds/OutboundStore
   (-publish! [_ post recipients]
     (guarded
      (let [post (locking post-lock
@@ -171,7 +174,7 @@
   (-outbound [_ sender opts] (guarded (outbound-page db sender opts)))
   (-post [_ id] (guarded (edits/current-post db id)))
 
-  store/InboundStore
+  feeds/InboundStore
   (-deliver! [_ recipient post]
     (guarded (rocks/put! db :inbound (c/feed-key recipient (:ts post) (:id post)) (c/long-key (:from post)))))
   (-fan-out! [_ post recipients]
@@ -191,7 +194,7 @@
   (-complete-fanout! [_ post-id]
     (guarded (rocks/delete! db :fanout (c/long-key post-id)) (.remove (pending db :fanout) post-id) nil))
 
-  store/BatchFanOut
+  feeds/BatchFanOut
   (-fan-out-all! [_ deliveries]
     (guarded
      ;; one write for the batch: one WAL append and one write group instead of one per post
@@ -200,24 +203,24 @@
        (rocks/write! db wb))
      (doseq [{:keys [post]} deliveries] (.remove (pending db :fanout) (:id post)))))
 
-  store/SearchIndex
+  search/SearchIndex
   (-index! [_ post] (guarded (ix/index-posts! idx state [post]) nil))
   (-index-batch! [_ posts] (guarded (ix/index-posts! idx state posts) nil))
   (-search [_ keywords {:keys [limit]}] (guarded (ix/search idx state keywords limit)))
   (-refresh-search! [_] (guarded (lucene/refresh! idx)))
 
-  store/PostEdits
+  feeds/PostEdits
   (-edit-post! [_ id changes]
     (guarded (edits/edit! db idx state (aget locks (mod (hash [:post id]) stripes)) id changes)))
   (-delete-post! [_ id]
     (guarded (edits/delete! db idx state (aget locks (mod (hash [:post id]) stripes)) id)))
 
-  store/SearchEdits
+  search/SearchEdits
   (-reindex! [_ post]
     (guarded (lucene/replace-post! idx (:id post) #(edits/current-post db (:id post)) (constantly false)) nil))
   (-unindex! [_ id] (guarded (lucene/replace-post! idx id (constantly nil) (constantly false)) nil))
 
-  store/Lifecycle
+  lifecycle/Lifecycle
   (-close! [_]
     (let [[old _] (swap-vals! state assoc :open? false)]
       (when (:open? old)

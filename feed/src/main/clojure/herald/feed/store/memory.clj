@@ -1,6 +1,9 @@
 (ns herald.feed.store.memory
   "The in-memory store: every protocol over one atom; volatile, and the model the other backends must match."
-  (:require [herald.feed.store :as store]
+  (:require [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.lifecycle :as lifecycle]
+            [herald.feed.store.search :as search]
             [herald.feed.store.clock :as clock]
             [herald.feed.store.cursor :as cursor]
             [herald.feed.store.text :as text]))
@@ -97,7 +100,7 @@
   (let [[old _] (swap-vals! state f)] (contains? (get-in old [k a]) b)))
 
 (deftype MemoryStore [state open?]
-  store/ParticipantStore
+  graph/ParticipantStore
   (-create-participant! [this name]
     (let [[_ new] (swap-vals! state #(let [id (inc (long (get-in % [:seq :participant])))]
                                        (-> % (assoc-in [:seq :participant] id)
@@ -107,14 +110,14 @@
   (-participant [_ id]
     (when-let [name (get-in @state [:participants id])] {:id id :name name}))
 
-  store/FriendStore
+  graph/FriendStore
   (-befriend! [_ a b]
     (let [[old new] (swap-vals! state #(if-let [bl (blocker % a b)] (blocked! bl) (befriend % a b)))]
       {:id (get-in new [:friends a b]) :from a :to b :created? (nil? (get-in old [:friends a b]))}))
   (-friends [_ id]
     (mapv (fn [[other fid]] {:id fid :from id :to other}) (get-in @state [:friends id])))
 
-  store/Relations
+  graph/Relations
   (-unfriend! [_ a b]
     (let [[old _] (swap-vals! state unfriend a b)] (some? (get-in old [:friends a b]))))
   (-mute! [_ a b] (relation! state #(add-to % :mutes a b) :mutes a b))
@@ -129,14 +132,14 @@
     (let [st @state]
       (into (into (set (get-in st [:mutes id])) (get-in st [:blocks id])) (get-in st [:blocked-by id]))))
 
-  store/OutboundStore
+  feeds/OutboundStore
   (-publish! [_ post recipients]
     (let [[_ new] (swap-vals! state publish post recipients)]
       (get-in new [:posts (get-in new [:seq :post])])))
   (-outbound [_ sender opts] (page (get-in @state [:outbound sender]) opts))
   (-post [_ id] (get-in @state [:posts id]))
 
-  store/InboundStore
+  feeds/InboundStore
   (-deliver! [_ recipient post] (swap! state put-feed :inbound recipient post) nil)
   (-fan-out! [_ post recipients]
     (swap! state (fn [st] (-> (reduce #(put-feed %1 :inbound %2 post) st recipients)
@@ -150,7 +153,7 @@
       (map (fn [[id rs]] {:post (get-in st [:posts id]) :recipients rs}) (:fanouts st))))
   (-complete-fanout! [_ post-id] (swap! state update :fanouts dissoc post-id) nil)
 
-  store/LoggedFeeds
+  feeds/LoggedFeeds
   (-put-outbound! [_ post]
     (swap! state (fn [st] (if (contains? (:deleted st) (:id post))
                             st
@@ -167,14 +170,14 @@
                            st deliveries)))
     nil)
 
-  store/SearchIndex
+  search/SearchIndex
   (-index! [_ post]
     ;; the current version when this store holds the post (an edit may have overtaken the indexing job)
     (swap! state (fn [st] (if (contains? (:deleted st) (:id post))
                             st
                             (assoc-in st [:index (:id post)] (index-entry (get-in st [:posts (:id post)] post))))))
     nil)
-  (-index-batch! [s posts] (run! #(store/-index! s %) posts) nil)
+  (-index-batch! [s posts] (run! #(search/-index! s %) posts) nil)
   (-search [_ keywords {:keys [limit]}]
     (let [ks (text/terms keywords)]
       (if (empty? ks)
@@ -187,13 +190,13 @@
 
   (-refresh-search! [_] nil)
 
-  store/PostEdits
+  feeds/PostEdits
   (-edit-post! [_ id changes]
     (let [[_ new] (swap-vals! state edit-post id changes)] (get-in new [:posts id])))
   (-delete-post! [_ id]
     (let [[old _] (swap-vals! state delete-post id)] (get-in old [:posts id])))
 
-  store/LoggedEdits
+  feeds/LoggedEdits
   (-delete-outbound! [_ post] (swap! state delete-post (:id post)) nil)
   (-apply-changes! [_ changes]
     (swap! state (fn [st] (reduce (fn [st {:keys [edit delete]}]
@@ -203,13 +206,13 @@
                                   st changes)))
     nil)
 
-  store/SearchEdits
+  search/SearchEdits
   (-reindex! [_ post]
     (swap! state (fn [st] (if (contains? (:deleted st) (:id post)) st (assoc-in st [:index (:id post)] (index-entry post)))))
     nil)
   (-unindex! [_ id] (swap! state (fn [st] (-> st (update :index dissoc id) (update :deleted conj id)))) nil)
 
-  store/SearchPages
+  search/SearchPages
   (-search-page [_ keywords {:keys [limit before]}]
     (let [ks (text/terms keywords)
           after (when before (cursor/decode before))
@@ -225,7 +228,7 @@
           shown (if (> (count hits) (long limit)) (pop hits) hits)]
       {:items shown :next (cursor/for-page shown (> (count hits) (long limit)))}))
 
-  store/Lifecycle
+  lifecycle/Lifecycle
   (-close! [_] (reset! open? false) nil)
   (-ready? [_] @open?)
   (-stats [_]

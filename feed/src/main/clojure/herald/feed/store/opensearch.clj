@@ -3,7 +3,8 @@
   spi/IndexProgress and Lifecycle. See `open` for the options and docs/feed-scale-opensearch.md."
   (:require [clojure.string :as str]
             [herald.feed.outage :as outage]
-            [herald.feed.store :as store]
+            [herald.feed.store.lifecycle :as lifecycle]
+            [herald.feed.store.search :as search]
             [herald.feed.store.cursor :as cursor]
             [herald.feed.store.opensearch.http :as http]
             [herald.feed.store.opensearch.schema :as schema]
@@ -154,7 +155,7 @@
 (defrecord OpenSearchIndex [client index max-lag-ms bulk-size reporter ^AtomicBoolean open? ^AtomicBoolean degraded
                             ^AtomicLong index-errors ^AtomicLong search-errors ^AtomicLong write-gen
                             ^AtomicLong refreshed-gen ^AtomicLong dirty-since refresh-lock]
-  store/SearchIndex
+  search/SearchIndex
   (-index! [st post]
     (open-only st
       (counting reporter index-errors degraded
@@ -177,7 +178,7 @@
   (-refresh-search! [st]
     (open-only st (counting reporter index-errors degraded #(refresh! st))))
 
-  store/SearchPages
+  search/SearchPages
   (-search-page [st keywords {:keys [limit before]}]
     (open-only st
       (counting reporter search-errors nil
@@ -209,7 +210,7 @@
                     {"indexed_through" (long ts)})
       nil))
 
-  store/Lifecycle
+  lifecycle/Lifecycle
   (-close! [_]
     ;; the client's selector thread ends once requests in flight are done (HttpClient is AutoCloseable on JDK 21+)
     (when (.compareAndSet open? true false) (.close ^java.net.http.HttpClient (:http client)))
@@ -290,8 +291,8 @@
 
 ;; issue 11: a post's document replaced (an edit) or removed (a delete)
 (extend-type OpenSearchIndex
-  store/SearchEdits
-  (-reindex! [st post] (store/-index! st post))
+  search/SearchEdits
+  (-reindex! [st post] (search/-index! st post))
   (-unindex! [st id]
     (let [{:keys [client index reporter index-errors degraded]} st]
       (open-only st

@@ -2,7 +2,8 @@
   "Participants and friendships on PostgreSQL (plain JDBC over a HikariCP pool): the :scale store's :graph role."
   (:require [herald.feed.quiet]
             [herald.feed.outage :as outage]
-            [herald.feed.store :as store]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.postgres.jdbc :as jdbc]
             [herald.feed.store.postgres.schema :as schema])
   (:import (com.zaxxer.hikari HikariDataSource HikariPoolMXBean)
@@ -76,7 +77,7 @@
        (finally (.setAutoCommit c# true)))))
 
 (deftype PostgresStore [^HikariDataSource ds ^AtomicBoolean open? reporter]
-  store/ParticipantStore
+  graph/ParticipantStore
   (-create-participant! [_ name]
     (with-conn "creating a participant"
       (let [id (first (jdbc/query conn "INSERT INTO participants (name) VALUES (?) RETURNING id" [(utf8 name)]
@@ -88,7 +89,7 @@
                                       #(jdbc/bytes-col % 1)))]
         {:id id :name (string b)})))
 
-  store/FriendStore
+  graph/FriendStore
   (-befriend! [_ a b]
     (let [lo (min (long a) (long b)) hi (max (long a) (long b))]
       (with-conn "befriending"
@@ -112,7 +113,7 @@
       (jdbc/query conn friends-sql [(long id) (long id)]
                   (fn [rs] {:id (jdbc/long-col rs 1) :from id :to (jdbc/long-col rs 2)}))))
 
-  store/Relations
+  graph/Relations
   (-unfriend! [_ a b]
     (with-conn "unfriending"
       (seq (jdbc/query conn "DELETE FROM friendships WHERE lo = ? AND hi = ? RETURNING id"
@@ -150,7 +151,7 @@
     (with-conn "reading the hidden set"
       (set (jdbc/query conn hidden-sql [(long id) (long id) (long id)] #(jdbc/long-col % 1)))))
 
-  store/Lifecycle
+  lifecycle/Lifecycle
   (-close! [_] (when (.compareAndSet open? true false) (.close ds)) nil)
   (-ready? [_] (and (.get open?) (not (outage/down? reporter)) (.isRunning ds)))
   (-stats [_]

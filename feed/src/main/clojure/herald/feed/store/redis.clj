@@ -4,7 +4,8 @@
   (:require [clojure.edn :as edn]
             [clojure.string :as str]
             [herald.feed.outage :as outage]
-            [herald.feed.store :as store])
+            [herald.feed.store.cache :as cache]
+            [herald.feed.store.lifecycle :as lifecycle])
   (:import (java.net URI URISyntaxException)
            (java.util List)
            (java.util.concurrent.atomic AtomicBoolean AtomicLong)
@@ -84,7 +85,7 @@
   (or (some->> (re-find (re-pattern (str "(?m)^" field ":(\\d+)")) info) second Long/parseLong) 0))
 
 (deftype RedisCache [^JedisPool pool prefix ttl version-ttl ^AtomicBoolean open? counters reporter]
-  store/Cache
+  cache/Cache
   (-fetch [_ k load]
     (let [kk (pr-str k)
           vk (str prefix "v:" kk) gk (str prefix "g:" kk) sk (str prefix "seq")
@@ -122,10 +123,10 @@
       (merge server {:hits (.get ^AtomicLong (:hits counters)) :misses (.get ^AtomicLong (:misses counters))
                      :errors (.get ^AtomicLong (:errors counters))})))
 
-  store/Lifecycle
+  lifecycle/Lifecycle
   (-close! [_] (when (.compareAndSet open? true false) (.close pool)) nil)
   (-ready? [_] (.get open?))
-  (-stats [this] (store/-cache-stats this)))
+  (-stats [this] (cache/-cache-stats this)))
 
 (defn- clear!
   "Deletes every cached value under prefix (SCAN + UNLINK, a batch at a time); returns how many."

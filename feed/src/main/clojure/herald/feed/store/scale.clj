@@ -3,6 +3,8 @@
   a map of roles (herald.feed.store/role-map); without a log, search is derived from the feeds' post log
   and its progress kept as a search mark."
   (:require [herald.feed.store :as store]
+            [herald.feed.store.lifecycle :as lifecycle]
+            [herald.feed.store.search :as search]
             [herald.feed.store.scale.indexing :as ix]
             [herald.feed.store.scale.roles :as roles])
   (:import (java.util.concurrent Executors ScheduledExecutorService ThreadFactory TimeUnit)
@@ -14,7 +16,7 @@
 (def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.store"))
 
 (deftype MarkProgress [tracker ^ScheduledExecutorService marker search]
-  store/SearchProgress
+  search/SearchProgress
   (-tracked-publish! [_ publish]
     (let [token (ix/publishing! tracker)]
       (try
@@ -22,7 +24,7 @@
         (catch Throwable t (ix/abandoned! tracker token) (throw t)))))
   (-indexed! [_ posts] (ix/indexed! tracker posts))
 
-  store/Lifecycle
+  lifecycle/Lifecycle
   (-close! [_]
     (.shutdown marker)
     (.awaitTermination marker 10 TimeUnit/SECONDS)
@@ -35,7 +37,7 @@
 (defn- distinct-backends
   "The backends to close / ask for readiness: each once, search first, the cache too when it has a lifecycle."
   [{:keys [graph feeds search cache]}]
-  (distinct (filter #(satisfies? store/Lifecycle %) [search feeds graph cache])))
+  (distinct (filter #(satisfies? lifecycle/Lifecycle %) [search feeds graph cache])))
 
 (def ^:private defaults {:index-mark-ms 1000 :index-retry-ms 30000 :catch-up-batch 500 :search-progress :mark})
 
@@ -98,7 +100,7 @@
       (store/role-map roles)
       (let [[m n] (try (ix/catch-up! feeds search (:catch-up-batch opts))
                        (catch Throwable t
-                         (run! #(try (store/-close! %) (catch Throwable _ nil)) (distinct-backends backends))
+                         (run! #(try (lifecycle/-close! %) (catch Throwable _ nil)) (distinct-backends backends))
                          (throw (ex-info (str "the :scale store could not bring search up to date: " (ex-message t))
                                          {:type :herald.feed.store/unavailable :key [:search]} t))))
             tracker (ix/tracker m)]

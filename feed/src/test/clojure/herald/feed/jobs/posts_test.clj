@@ -4,7 +4,9 @@
             [herald.feed.fanout :as fanout]
             [herald.feed.jobs.posts :as posts]
             [herald.feed.service :as svc]
-            [herald.feed.store :as store])
+            [herald.feed.store :as store]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.search :as search])
   (:import (java.util.concurrent CountDownLatch TimeUnit)))
 
 (set! *warn-on-reflection* true)
@@ -56,17 +58,17 @@
   [st attempts]
   (let [s (:feeds st)]
     (reify
-      store/InboundStore
+      feeds/InboundStore
       (-fan-out! [_ post recipients]
         (let [n (get (swap! attempts update (:subject post) (fnil inc 0)) (:subject post))]
           (when (or (= "never" (:subject post)) (and (= "flaky" (:subject post)) (<= n 2)))
             (throw (RuntimeException. "store busy")))
-          (store/-fan-out! s post recipients)))
-      store/SearchIndex
+          (feeds/-fan-out! s post recipients)))
+      search/SearchIndex
       (-index-batch! [_ posts]
-        (if (some #(= "never" (:subject %)) posts) (throw (RuntimeException. "bad batch")) (store/-index-batch! s posts)))
+        (if (some #(= "never" (:subject %)) posts) (throw (RuntimeException. "bad batch")) (search/-index-batch! s posts)))
       (-index! [_ post]
-        (if (= "never" (:subject post)) (throw (RuntimeException. "index broken")) (store/-index! s post))))))
+        (if (= "never" (:subject post)) (throw (RuntimeException. "index broken")) (search/-index! s post))))))
 
 (deftest failures-are-retried-then-reported-and-the-job-goes-on
   (let [s (store/open-store {:type :memory})
@@ -93,9 +95,9 @@
 
 (defn- blocking-store [^CountDownLatch gate seen]
   (reify
-    store/InboundStore
+    feeds/InboundStore
     (-fan-out! [_ post _] (.await gate 30 TimeUnit/SECONDS) (swap! seen conj (:id post)))
-    store/SearchIndex
+    search/SearchIndex
     (-index-batch! [_ _])
     (-index! [_ _])))
 
@@ -118,9 +120,9 @@
 (deftest close-drains-queued-posts-then-refuses-more
   (let [seen (atom #{})
         f (posts/flow-fanout (reify
-                               store/InboundStore
+                               feeds/InboundStore
                                (-fan-out! [_ post _] (Thread/sleep 1) (swap! seen conj (:id post)))
-                               store/SearchIndex
+                               search/SearchIndex
                                (-index-batch! [_ _])
                                (-index! [_ _]))
                              {:threads 1 :batch-size 8})]

@@ -1,8 +1,9 @@
 (ns herald.feed.store.batch-fanout-test
-  "The fan-out of a batch of posts in one write (herald.feed.store/BatchFanOut): the embedded store delivers every post, completes every record, survives a reopen and stays idempotent; the fan-out job's output writes a batch at once and falls back to post-by-post writes when the batch write throws."
+  "The fan-out of a batch of posts in one write (herald.feed.store.feeds/BatchFanOut): the embedded store delivers every post, completes every record, survives a reopen and stays idempotent; the fan-out job's output writes a batch at once and falls back to post-by-post writes when the batch write throws."
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.jobs.posts :as posts]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
             [herald.feed.store.contract :refer [post-of]]
             [herald.feed.store.fixtures :as fx]
             [herald.flow.spi :as spi]))
@@ -55,11 +56,11 @@
   (let [calls (atom [])
         fail-batch? (atom false)
         st (reify
-             s/BatchFanOut
+             feeds/BatchFanOut
              (-fan-out-all! [_ ds]
                (swap! calls conj [:batch (mapv (comp :id :post) ds)])
                (when @fail-batch? (throw (RuntimeException. "batch refused"))))
-             s/InboundStore
+             feeds/InboundStore
              (-fan-out! [_ post _] (swap! calls conj [:one (:id post)])))
         done (atom [])
         out (output st (fn [ok? sg] (swap! done conj [ok? (get-in sg [:post :id])])))]

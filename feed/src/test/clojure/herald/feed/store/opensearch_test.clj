@@ -6,6 +6,7 @@
             [clojure.test :refer [deftest is testing]]
             [herald.feed.servers.opensearch :as node]
             [herald.feed.store :as s]
+            [herald.feed.store.search :as search]
             [herald.feed.store.memory :as memory]
             [herald.feed.store.opensearch :as os]
             [herald.feed.store.opensearch.http :as http]
@@ -111,7 +112,7 @@
     (let [st (open-fresh)]
       (try
         ;; a post the store's validation would reject, sent to the backend directly: its item fails on the server
-        (let [d (thrown-data #(s/-index-batch! st [(post 1 10 100 "bulk ok") (assoc (post 2 20 200 "bulk bad") :from "x")
+        (let [d (thrown-data #(search/-index-batch! st [(post 1 10 100 "bulk ok") (assoc (post 2 20 200 "bulk bad") :from "x")
                                                    (post 3 30 300 "bulk ok")]))]
           (is (= ::os/bulk-failed (:type d)))
           (is (= ["2"] (mapv :id (:failed d))) "the failed item is named by post id")

@@ -4,6 +4,7 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.servers.postgres :as pg]
             [herald.feed.store :as s]
+            [herald.feed.store.graph :as graph]
             [herald.feed.store.contract :as contract :refer [thrown-type]]
             [herald.feed.store.postgres :as postgres]
             [herald.feed.store.scale.roles :as roles])
@@ -103,7 +104,7 @@
    (let [st (postgres/open (pg/fresh-config))]
      (try
        (is (= ::s/invalid (thrown-type #(s/befriend! st 1 1))) "checked before SQL")
-       (let [e (try (s/-befriend! st 3 3) nil (catch clojure.lang.ExceptionInfo e e))]
+       (let [e (try (graph/-befriend! st 3 3) nil (catch clojure.lang.ExceptionInfo e e))]
          (is (= :herald.feed.store.postgres/sql-error (:type (ex-data e))) "a violated CHECK constraint")
          (is (= "23514" (:sql-state (ex-data e)))))
        (finally (s/close-store! st))))))

@@ -5,6 +5,8 @@
             [herald.feed.servers.postgres :as pg]
             [herald.feed.servers.redis :as rd]
             [herald.feed.store :as s]
+            [herald.feed.store.cache :as cache]
+            [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.contract :as contract :refer [thrown-type]]
             [herald.feed.store.redis :as redis]
             [herald.feed.store.scale.roles :as roles])
@@ -35,17 +37,17 @@
          loads (atom 0)
          v {:id 7 :name "Zoë 🚀 \u0000 \"q\" \\/" :friends [{:id 1 :from 7 :to 9}] :n 12.5 :k :kw}]
      (try
-       (is (= v (s/-fetch c [:participant 7] #(do (swap! loads inc) v))))
-       (is (= v (s/-fetch c [:participant 7] #(do (swap! loads inc) :wrong))) "served from Redis")
+       (is (= v (cache/-fetch c [:participant 7] #(do (swap! loads inc) v))))
+       (is (= v (cache/-fetch c [:participant 7] #(do (swap! loads inc) :wrong))) "served from Redis")
        (is (= 1 @loads))
-       (is (nil? (s/-fetch c [:participant 8] #(do (swap! loads inc) nil))))
-       (is (nil? (s/-fetch c [:participant 8] #(do (swap! loads inc) nil))))
+       (is (nil? (cache/-fetch c [:participant 8] #(do (swap! loads inc) nil))))
+       (is (nil? (cache/-fetch c [:participant 8] #(do (swap! loads inc) nil))))
        (is (= 3 @loads) "nil is not cached")
-       (s/-invalidate! c [:participant 7])
-       (is (= :new (s/-fetch c [:participant 7] (constantly :new))) "reloaded after invalidation")
-       (is (= {:hits 1 :misses 4} (select-keys (s/-cache-stats c) [:hits :misses])))
-       (is (pos? (:size (s/-cache-stats c))))
-       (finally (s/-close! c))))))
+       (cache/-invalidate! c [:participant 7])
+       (is (= :new (cache/-fetch c [:participant 7] (constantly :new))) "reloaded after invalidation")
+       (is (= {:hits 1 :misses 4} (select-keys (cache/-cache-stats c) [:hits :misses])))
+       (is (pos? (:size (cache/-cache-stats c))))
+       (finally (lifecycle/-close! c))))))
 
 (deftest ^:integration a-load-that-started-before-an-invalidation-is-not-kept
   (rd/when-up
@@ -53,16 +55,16 @@
          source (atom :old)
          loaded (CountDownLatch. 1)
          go-on (CountDownLatch. 1)
-         slow (future (s/-fetch c :k (fn [] (let [v @source] (.countDown loaded) (.await go-on) v))))]
+         slow (future (cache/-fetch c :k (fn [] (let [v @source] (.countDown loaded) (.await go-on) v))))]
      (try
        (is (.await loaded 10 TimeUnit/SECONDS))
        (reset! source :new)            ; the write ...
-       (s/-invalidate! c :k)            ; ... and its invalidation, while the slow load holds :old
+       (cache/-invalidate! c :k)            ; ... and its invalidation, while the slow load holds :old
        (.countDown go-on)
        (is (= :old @slow) "the racing caller gets what it loaded")
-       (is (= :new (s/-fetch c :k #(deref source))) "but :old was not stored: the next fetch loads :new")
-       (is (= :new (s/-fetch c :k (constantly :wrong))) "and keeps it")
-       (finally (s/-close! c))))))
+       (is (= :new (cache/-fetch c :k #(deref source))) "but :old was not stored: the next fetch loads :new")
+       (is (= :new (cache/-fetch c :k (constantly :wrong))) "and keeps it")
+       (finally (lifecycle/-close! c))))))
 
 (deftest ^:integration concurrent-loads-and-invalidations-end-fresh
   (rd/when-up
@@ -72,45 +74,45 @@
          readers (for [_ (range 6)]
                    (.submit pool ^Callable
                             (fn [] (dotimes [i 400]
-                                     (let [k (mod i 8)] (s/-fetch c k #(get @source k)))))))
+                                     (let [k (mod i 8)] (cache/-fetch c k #(get @source k)))))))
          writers (for [_ (range 2)]
                    (.submit pool ^Callable
                             (fn [] (dotimes [i 200]
                                      (let [k (rand-int 8)]
                                        (swap! source update k inc)
-                                       (s/-invalidate! c k))))))]
+                                       (cache/-invalidate! c k))))))]
      (try
        (run! #(.get ^Future %) (doall (concat readers writers)))
        (doseq [k (range 8)]
-         (is (= (get @source k) (s/-fetch c k #(get @source k))) (str "key " k " is fresh after the last write")))
-       (finally (.shutdownNow pool) (s/-close! c))))))
+         (is (= (get @source k) (cache/-fetch c k #(get @source k))) (str "key " k " is fresh after the last write")))
+       (finally (.shutdownNow pool) (lifecycle/-close! c))))))
 
 (deftest ^:integration opening-drops-the-values-of-the-previous-run
   (rd/when-up
    (let [config (rd/fresh-config)
          c1 (redis/open config)]
      ;; a crash between a write and its invalidation would leave this value stale
-     (s/-fetch c1 [:friends 1] (constantly [:before-the-crash]))
-     (s/-fetch c1 [:friends 2] (constantly [:before-the-crash]))
+     (cache/-fetch c1 [:friends 1] (constantly [:before-the-crash]))
+     (cache/-fetch c1 [:friends 2] (constantly [:before-the-crash]))
      (let [c2 (redis/open (assoc config :clear-on-open? false))
-           kept (s/-fetch c2 [:friends 1] (constantly [:after]))
+           kept (cache/-fetch c2 [:friends 1] (constantly [:after]))
            c3 (redis/open config)]
        (try
          (is (= [:before-the-crash] kept) "kept without :clear-on-open?")
-         (is (= [:after] (s/-fetch c3 [:friends 1] (constantly [:after]))) "dropped on open")
-         (is (= [:after] (s/-fetch c3 [:friends 2] (constantly [:after]))))
-         (is (= [:after] (s/-fetch c1 [:friends 2] (constantly [:wrong]))) "the value read since is cached again")
-         (finally (run! s/-close! [c1 c2 c3])))))))
+         (is (= [:after] (cache/-fetch c3 [:friends 1] (constantly [:after]))) "dropped on open")
+         (is (= [:after] (cache/-fetch c3 [:friends 2] (constantly [:after]))))
+         (is (= [:after] (cache/-fetch c1 [:friends 2] (constantly [:wrong]))) "the value read since is cached again")
+         (finally (run! lifecycle/-close! [c1 c2 c3])))))))
 
 (deftest ^:integration values-expire-after-the-ttl
   (rd/when-up
    (let [c (redis/open (assoc (rd/fresh-config) :ttl-ms 1000))]
      (try
-       (s/-fetch c :k (constantly 1))
-       (is (= 1 (s/-fetch c :k (constantly 2))))
+       (cache/-fetch c :k (constantly 1))
+       (is (= 1 (cache/-fetch c :k (constantly 2))))
        (Thread/sleep 1300)
-       (is (= 2 (s/-fetch c :k (constantly 2))) "expired, loaded again")
-       (finally (s/-close! c))))))
+       (is (= 2 (cache/-fetch c :k (constantly 2))) "expired, loaded again")
+       (finally (lifecycle/-close! c))))))
 
 (deftest ^:integration an-unreachable-server-fails-the-open
   (let [port (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s))
@@ -126,14 +128,14 @@
       (clojure.test/do-report {:type :skip :message (str "Redis could not start: " error)})
       (let [c (redis/open {:uri uri :timeout-ms 200})]
         (try
-          (is (= 1 (s/-fetch c :k (constantly 1))))
-          (is (= 1 (s/-fetch c :k (constantly 2))) "cached")
+          (is (= 1 (cache/-fetch c :k (constantly 1))))
+          (is (= 1 (cache/-fetch c :k (constantly 2))) "cached")
           (stop)
-          (is (= 5 (s/-fetch c :k (constantly 5))) "served by the loader")
-          (is (= 1 (:errors (s/-cache-stats c))))
-          (is (= ::s/unavailable (thrown-type #(s/-invalidate! c :k))))
-          (finally (s/-close! c) (try (stop) (catch Exception _ nil))))
-        (is (= ::s/closed (thrown-type #(s/-fetch c :k (constantly 1)))))))))
+          (is (= 5 (cache/-fetch c :k (constantly 5))) "served by the loader")
+          (is (= 1 (:errors (cache/-cache-stats c))))
+          (is (= ::s/unavailable (thrown-type #(cache/-invalidate! c :k))))
+          (finally (lifecycle/-close! c) (try (stop) (catch Exception _ nil))))
+        (is (= ::s/closed (thrown-type #(cache/-fetch c :k (constantly 1)))))))))
 
 (deftest bad-options-name-the-key
   (doseq [[opts k] [[{:uri "http://x"} :uri] [{:ttl-ms 5} :ttl-ms] [{:prefix ""} :prefix] [{:prefix "a*"} :prefix]

@@ -3,6 +3,8 @@
   catch-up after a crash (a search backend that fails or is closed while posts are published)."
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.store :as s]
+            [herald.feed.store.lifecycle :as lifecycle]
+            [herald.feed.store.search :as search]
             [herald.feed.store.contract :as contract :refer [post-of thrown-type]]
             [herald.feed.store.memory :as memory]
             [herald.feed.store.scale :as scale]
@@ -66,15 +68,15 @@
 ;; catch-up: backends that outlive one open (a memory feeds store handed in, a search index that can fail)
 
 (deftype HeldSearch [inner mark fail?]
-  s/SearchIndex
-  (-index! [_ post] (when @fail? (throw (ex-info "search down" {:type ::down}))) (s/-index! inner post))
-  (-index-batch! [_ posts] (when @fail? (throw (ex-info "search down" {:type ::down}))) (s/-index-batch! inner posts))
-  (-search [_ k opts] (s/-search inner k opts))
+  search/SearchIndex
+  (-index! [_ post] (when @fail? (throw (ex-info "search down" {:type ::down}))) (search/-index! inner post))
+  (-index-batch! [_ posts] (when @fail? (throw (ex-info "search down" {:type ::down}))) (search/-index-batch! inner posts))
+  (-search [_ k opts] (search/-search inner k opts))
   (-refresh-search! [_] nil)
   spi/IndexProgress
   (-indexed-through [_] @mark)
   (-set-indexed-through! [_ ts] (when @fail? (throw (ex-info "search down" {:type ::down}))) (reset! mark ts))
-  s/Lifecycle
+  lifecycle/Lifecycle
   (-close! [_] nil)
   (-ready? [_] (not @fail?))
   (-stats [_] {:indexed-posts (count (:index @(.-state ^herald.feed.store.memory.MemoryStore inner)))}))

@@ -3,6 +3,7 @@
   (:require [clojure.java.io :as io]
             [clojure.test :refer [deftest is testing]]
             [herald.feed.store :as s]
+            [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.contract :refer [post-of thrown-type]]
             [herald.feed.store.embedded]
             [herald.feed.store.embedded.codec :as c]
@@ -173,9 +174,9 @@
             (s/complete-fanout! st (:id (nth ps 30)))
             (is (= 19 (:pending-fanouts (s/stats st))) "idempotent completion is counted once")
             (let [m (s/stats st)]
-              (is (= (set (filter s/counter-stats (keys m))) (:herald.feed.store/counters (meta m))))
+              (is (= (set (filter lifecycle/counter-stats (keys m))) (:herald.feed.store/counters (meta m))))
               (is (every? (:herald.feed.store/counters (meta m)) [:index-errors :search-errors :cache-hits :cache-misses :cache-evictions]))
-              (is (every? s/stat-help (keys m)) "every stat has a help text")))
+              (is (every? lifecycle/stat-help (keys m)) "every stat has a help text")))
           (finally (s/close-store! st)))
         (let [st (open dir)]
           (try

@@ -1,7 +1,8 @@
 (ns herald.feed.store.scale.indexing
   "The :scale store's search bookkeeping: which published posts wait for indexing, the index mark kept by the
   search backend (spi/IndexProgress), and the catch-up from the feeds backend's post log on open."
-  (:require [herald.feed.store :as store]
+  (:require [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.search :as search]
             [herald.feed.store.scale.spi :as spi])
   (:import (java.util.concurrent ConcurrentHashMap ConcurrentSkipListMap)
            (java.util.concurrent.atomic AtomicLong)
@@ -84,8 +85,8 @@
                     waiting)]
     (if (empty? stale)
       0
-      (let [posts (into [] (keep #(store/-post feeds %)) stale)]
-        (store/-index-batch! search posts)
+      (let [posts (into [] (keep #(feeds/-post feeds %)) stale)]
+        (search/-index-batch! search posts)
         (indexed! t posts)
         (.info log (str "indexed " (count posts) " posts that had waited for search more than " retry-ms " ms"))
         (count posts)))))
@@ -116,6 +117,6 @@
             (when-not (> top m)
               (throw (ex-info (str "the :feeds backend's -posts-after " m " returned no post after " m)
                               {:type :herald.feed.store/invalid :key :feeds :value top})))
-            (store/-index-batch! search posts)
+            (search/-index-batch! search posts)
             (spi/-set-indexed-through! search top)
             (recur top (+ n (count posts)))))))))

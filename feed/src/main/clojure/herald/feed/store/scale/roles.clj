@@ -1,7 +1,7 @@
 (ns herald.feed.store.scale.roles
   "Opening the :scale store's role backends from config: one backend per role :type, loaded on demand, the roles
   put in memory ({:type :memory}, never by leaving a role out) sharing one memory store."
-  (:require [herald.feed.store :as store]
+  (:require [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.cache :as cache]
             [herald.feed.store.memory :as memory]
             [herald.feed.store.scale.memory]))
@@ -90,8 +90,8 @@
   config)
 
 (defn- close-quietly [x]
-  (when (satisfies? store/Lifecycle x)
-    (try (store/-close! x) (catch Throwable _ nil))))
+  (when (satisfies? lifecycle/Lifecycle x)
+    (try (lifecycle/-close! x) (catch Throwable _ nil))))
 
 (defn- open-role [role config shared]
   (let [t (role-type role config)]

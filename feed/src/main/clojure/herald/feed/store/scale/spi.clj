@@ -13,7 +13,7 @@
 
   A role given `{:type :memory}` (or left out) is served by one shared in-memory store, so a test can put one
   real server behind one role. Each backend namespace has a public `open` taking that role's config map (without
-  :type) and returning an object that implements the role's protocols and herald.feed.store/Lifecycle
+  :type) and returning an object that implements the role's protocols and herald.feed.store.lifecycle/Lifecycle
   (-close! -ready? -stats).
 
   How the :scale store uses this SPI: on open it reads the search backend's -indexed-through once, then calls

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# bench/results/http2-bench.sh: HTTP/2 figures with h2load (nghttp2-client). Servers pinned to core 0, h2load to
+# bench/micro/http2-bench.sh: HTTP/2 figures with h2load (nghttp2-client). Servers pinned to core 0, h2load to
 # core 1, one event loop each, same JVM flags as bench/http.sh. Servers:
 #   herald      herald.http.bench-app, :mode :event-loop, h2c with prior knowledge  (proto h2)
 #   herald_h1   the same server, HTTP/1.1 with h2load --h1 (16-deep pipelining)      (proto h1)

@@ -1,5 +1,5 @@
-;; bench/results/flow-idle.clj: idle CPU of a herald.flow job with no input: queue-input -> f (x2) -> out (x2), optional data-dir.
-;; Run: java -cp "flow/src/main/clojure:$(cat bench/results/tmp/flow-cp.txt):flow/target/classes" clojure.main bench/results/flow-idle.clj 10 [data-dir]
+;; bench/micro/flow-idle.clj: idle CPU of a herald.flow job with no input: queue-input -> f (x2) -> out (x2), optional data-dir.
+;; Run: java -cp "flow/src/main/clojure:$(cat target/bench/flow-cp.txt):flow/target/classes" clojure.main bench/micro/flow-idle.clj 10 [data-dir]
 ;; (flow-cp.txt is written by bench/flow.sh)
 (require '[herald.flow :as flow])
 (import '(java.util.concurrent ArrayBlockingQueue) '(java.lang.management ManagementFactory ThreadMXBean))
