@@ -13,7 +13,7 @@ FEED_JAR := feed/target/herald-feed.jar
 # ParallelGC: on 2 cores shared with clients it served ~2x the posts/s of ZGC (bench/results/feed.csv)
 JVM_OPTS ?= -XX:+UseParallelGC -Xmx2g --enable-native-access=ALL-UNNAMED
 
-.PHONY: run test build jar clean bench bench-http bench-feed bench-flow bench-load test-deps
+.PHONY: run test build install jar repl clean bench bench-http bench-feed bench-flow bench-load test-deps
 
 ## make run: build if needed, then start the news feed service on embedded storage (PORT, DATA_DIR override)
 run: $(FEED_JAR)
@@ -26,6 +26,13 @@ jar: $(FEED_JAR)
 
 build:
 	$(MVN) -q -DskipTests install
+
+## make install: the modules' jars into ~/.m2 as dev.herald:herald-{http,flow,load,feed} (README, Use from another project)
+install: build
+
+## make repl: a REPL with every module on the classpath (Maven's), plus a socket REPL on REPL_PORT (5555)
+repl:
+	build/repl.sh
 
 ## make test: every test of every module; the last line is "N passed, N failed, N skipped"
 test: test-deps

@@ -6,6 +6,7 @@
             [herald.http.impl.server :as server]
             [herald.http.json :as json]
             [herald.http.middleware :as middleware]
+            [herald.http.openapi :as openapi]
             [herald.http.router :as router])
   (:import (herald.http.server HeraldServer)
            (herald.http.websocket HeraldWebSocket)))
@@ -43,12 +44,15 @@
   | `:header-timeout-ms` | int | `10000` | a new connection that has not sent a complete request head this long after it opened (after its first bytes on plaintext with HTTP/2 on) is closed, with 408 when part of a head arrived (`0`: never; later requests are bounded by `:idle-timeout-ms` and `:request-timeout-ms`) |
   | `:shutdown-timeout-ms` | int | `10000` | how long `stop-server` waits for in-flight requests |
   | `:io-threads` | int | cores | Netty event loop threads |
-  | `:transport` | keyword | `:auto` | `:auto` (epoll when available, else NIO), `:epoll`, `:nio` |
+  | `:transport` | keyword | `:auto` | `:auto` (epoll when available, else kqueue when available, else NIO), `:epoll`, `:kqueue` (macOS/BSD, needs `io.netty/netty-transport-native-kqueue` on the classpath), `:nio` |
+  | `:unix-socket` | String, File, Path or nil | nil (none) | also serve on this Unix domain socket (HTTP/1.1 and h2c); with `:unix-socket` and no `:port`, serve only on the socket (`server-port` is then -1). A stale socket file is replaced; a live one or a file that is not a socket throws ex-info `{:type :herald.http/unix-socket-in-use :path p :live? b}`; the file is removed on stop. Requests over it carry `:remote-addr \"127.0.0.1\"`, `:server-port 80` and `:server-name` from `Host` (else `\"localhost\"`) (docs/http.md, Unix domain sockets) |
+  | `:unix-socket-permissions` | String or nil | nil: the umask's | the socket file's mode as `\"rw-rw----\"`, set right after the bind |
   | `:server-header` | String or nil | `\"herald\"` | the `Server` header value; `nil` sends none (a handler's own `Server` header wins) |
   | `:proxy?` | boolean | `false` | trust `X-Forwarded-For` (first address -> `:remote-addr`) and `X-Forwarded-Proto` (-> `:scheme`) |
   | `:error-logger` | fn | logs to java.util.logging | `(fn [throwable request])`, called for each handler failure (the client gets a 500 with no stack trace) |
   | `:error-response` | fn | none: plain text | `(fn [status info])` returning the Ring response for an answer herald makes itself: a request refused before its handler (400, 408, 413, 414, 417, 431, 501, 505; the connection closes after it), 503 at `:max-pending` or `:max-connections`, 500 for a failed handler; `info` is `{:reason keyword :message String}`, e.g. `{:reason :body-too-large ...}`; it runs on the event loop and must not block; when it throws or returns no response map the default text answer is sent (docs/http.md, Error answers) |
-  | `:websocket-max-frame-bytes` | int | `1048576` | largest WebSocket message (frames aggregated); larger ones close with 1009 |
+  | `:websocket-max-frame-bytes` | int | `1048576` | largest WebSocket message (frames aggregated; after decompression with permessage-deflate); larger ones close with 1009 |
+  | `:websocket-compression?` | boolean | `false` | accept permessage-deflate (RFC 7692) when a client offers it: messages both ways are deflated (RSV1); off by default because each compressed socket holds about 300 KB of zlib state and costs CPU per message (docs/http.md, WebSocket compression) |
   | `:max-pipelined` | int | `16` | pipelined requests buffered per connection before the server stops reading it |
   | `:max-write-buffer-bytes` | int | `65536` | response bytes queued for one connection (a client that does not read) above which the server stops reading its requests and starting its next pipelined one, until they drain below half |
   | `:tls` | map | none | serve HTTPS on `:port` from PEM files: `{:cert-chain-file :private-key-file}` (String or File; PKCS#8 key), optional `:private-key-password`, `:client-auth` (`:none` default, `:optional`, `:require`) and `:trust-cert-file` (PEM CAs client certificates are checked against) |
@@ -70,7 +74,7 @@
   (.stop server))
 
 (defn server-port
-  "The port `server` listens on (the real one when started with `:port 0`)."
+  "The port `server` listens on (the real one when started with `:port 0`); -1 when it serves only a Unix socket."
   ^long [^HeraldServer server]
   (.port server))
 
@@ -87,7 +91,7 @@
   | `:queue-wait-ms-max` | the longest such wait since the server started (ms) |
   | `:rejected` | requests answered 503 because `:max-pending` handlers were pending |
   | `:errors` | error answers herald wrote itself since it started (not the handler's), as a map of status to count, e.g. `{413 2, 503 7}`: 400/408/413/414/417/431/501/505 for requests refused before the handler, 503 at `:max-pending` or `:max-connections`, 500 for a handler that failed or returned no valid response; counted by the status herald chose, also when `:error-response` answered; `{}` when none |
-  | `:transport` | `\"epoll\"` or `\"nio\"` |
+  | `:transport` | `\"epoll\"`, `\"kqueue\"` or `\"nio\"` |
   | `:access-log` | only with `:access-log` on: `{:written n :dropped n}`, lines written and dropped (queue full) |
 
   The mean queue wait over an interval is the change of `:queue-wait-ms-total` divided by the change of
@@ -142,6 +146,46 @@
   syntax and options. Path params land in `(:path-params request)`; 404, 405 with Allow, automatic HEAD/OPTIONS."
   ([routes] (router/router routes))
   ([routes opts] (router/router routes opts)))
+
+(defn openapi
+  "The OpenAPI 3.1.0 document (a Clojure map ready for `write-json`) of `router-or-routes`: a router built by
+  `router`, or route data. Every route with a handler for an OpenAPI method is one path, its template in OpenAPI
+  syntax (`/participant/:id` -> `/participant/{id}`, `/files/*path` -> `/files/{path}`), in declaration order.
+  Documentation is plain data in the route's map (for all its methods) or in a method's `{:handler h ..}` map
+  (which wins); matching never reads it:
+
+  | key | type | becomes |
+  |-----|------|---------|
+  | `:summary` `:description` | String | the operation's |
+  | `:operation-id` | String | `operationId`; unique in the document |
+  | `:tags` | vector of Strings | `tags` |
+  | `:parameters` | vector of `{:in :path/:query/:header/:cookie :name n :schema json-schema :required? :description ..}` | `parameters`; path parameters of the template that are not given are added (`{:type \"string\"}`) |
+  | `:request` | `{:content {content-type json-schema} :required bool :description s}` | `requestBody` |
+  | `:responses` | `{status {:description s :content {content-type json-schema} :headers {name {:schema ..}}}}` | `responses`; status an int, `\"4XX\"` or `\"default\"`; description defaults to the reason phrase |
+  | `:security` | vector of requirement maps | `security` |
+  | `:deprecated` | boolean | `deprecated` |
+
+  A parent route's `:tags` `:parameters` `:responses` `:security` `:deprecated` apply to its children
+  (parameters by :in and :name, responses by status, tags added; the child's win). HEAD answered by the GET
+  handler and the router's automatic OPTIONS are not listed (a route's own `:head`/`:options` handler is); an
+  `:any` handler is listed as GET, PUT, POST, DELETE and PATCH where the route has no handler of its own (its
+  `:operation-id` suffixed `-get` ..); CONNECT and WebDAV methods have no place in OpenAPI and are left out.
+
+  | option | type | meaning |
+  |--------|------|---------|
+  | `:info` | map, required | the Info object: `{:title s :version s :description ..}` |
+  | `:servers` | vector | Server objects, `[{:url \"https://api.example\"}]` |
+  | `:components` | map | the Components object as is (`:schemas`, `:securitySchemes`, ..), for `$ref`s |
+  | `:security` | vector | the document's default security requirement |
+  | `:tags` | vector | Tag objects |
+
+  Errors (ex-info): a bad documentation value or an unknown key inside one (a parameter's `:schme`) ->
+  `{:type :herald.http/invalid-openapi :route path :method m :key k}`; two operations with one operationId, or two
+  routes that are one OpenAPI path (`/a/:x` and `/a/*y`) -> `:herald.http/invalid-openapi`; an unknown route data
+  key -> `:herald.http/malformed-route` with `:key` (as `router` throws); a bad option ->
+  `:herald.http/invalid-option`. Reference: docs/http-routing.md#openapi."
+  [router-or-routes opts]
+  (openapi/openapi router-or-routes opts))
 
 (def ^:private file-options #{:prefix :index-files :content-types :precompressed? :dotfiles? :follow-symlinks?
                               :cache-control})

@@ -2,7 +2,9 @@
   "herald.load: constant-rate HTTP load without coordinated omission, closed-loop max load, the wall
   search, the reference news feed workload, and the analysis of their results (percentile spectra, .hgrm,
   .hlog, per-minute aggregates, HTML reports with plots, comparisons)."
-  (:require [herald.load.impl.aggregate :as agg]
+  (:require [herald.load.impl.agent :as agent]
+            [herald.load.impl.agent-coordinator :as coordinator]
+            [herald.load.impl.aggregate :as agg]
             [herald.load.impl.feed-run :as feed-run]
             [herald.load.impl.lab :as lab]
             [herald.load.impl.merge :as merge]
@@ -43,6 +45,10 @@
   | :on-step           | fn                | nil            | called with each step's map once it settled, instead of printing |
   | :on-send           | fn                | nil            | (fn [k intended-ns sent-ns]) per request sent, on the event loop (tests, tracing) |
   | :handle-interrupt? | boolean           | false          | Ctrl-C stops the run early and still returns results |
+  | :on-histogram      | fn                | nil            | (fn [start-s end-s histogram]) per interval with its latency histogram (an agent streams it; copy it to keep it) |
+  | :on-start          | fn                | nil            | (fn []) called once the load has started |
+  | :stop-when         | fn                | nil            | (fn []) asked every interval; true stops the run (results so far returned) |
+  | :before-start      | fn                | nil            | (fn []) called once the engine is built, just before the load starts (an agent waits there for the agreed instant) |
   | :http2?            | boolean           | false          | HTTP/2: h2 by ALPN on https://, h2c by prior knowledge on http:// |
   | :streams           | int               | 1              | requests in flight per HTTP/2 connection (needs :http2?) |
   | :ca-cert           | path              | nil            | https: trust the certificates of this PEM file instead of the JDK's CAs |
@@ -118,7 +124,8 @@
   | :streams           | int      | 1           | users sharing one HTTP/2 connection (a stream each); needs :http2? |
   | :jwt-secret        | string   | nil         | an auth-on feed's HS256 secret (>= 32 bytes): each request acting as a participant carries `Authorization: Bearer` with a token minted for it (subject its id) |
   | :jwt-issuer, :jwt-audience | string | nil | the tokens' iss and aud, when the feed checks them |
-  | :progress, :interval, :on-interval, :handle-interrupt? | | | as in `rate` |"
+  | :progress, :interval, :on-interval, :handle-interrupt? | | | as in `rate` |
+  | :on-histogram, :on-start, :stop-when, :before-start | fn | nil | as in `rate` (:on-start once the users started, before the warm-up) |"
   [opts]
   (feed-run/execute opts))
 
@@ -185,3 +192,19 @@
   "Per-minute aggregate rows as CSV text."
   [rows]
   (agg/rows->csv rows))
+
+(defn agent-server
+  "Starts a load generator agent that one coordinator at a time drives (`herald-load agent`): options
+  :host (default 0.0.0.0), :port (0: any free port), :hlog-dir (this agent's own .hlog per run), :log (fn of
+  a line per coordinator), :warm-up? (default true). Returns {:port :close (fn [])}. See docs/load.md,
+  \"Distributed generators\"."
+  [opts]
+  (agent/serve! opts))
+
+(defn on-agents
+  "Runs `mode` (:rate or :feed) with `opts` (as `rate` or `feed`) split over `agents` ([{:host :port :name}]):
+  the rate (or the users and rate cap) divided, one start instant, interval histograms streamed back.
+  Returns the merged result with :agents (per-agent figures and warnings). Extra options: :agent-lead-ms
+  (default 1000), :hlog (one .hlog of every agent's intervals, tagged by agent)."
+  [mode opts agents]
+  (coordinator/execute mode opts agents))

@@ -106,10 +106,12 @@
       (try (let [n (Long/parseLong s)] (when (pos? n) n)) (catch NumberFormatException _ nil)))))
 
 (defn wrap-route
-  "Ring middleware for route spec `spec` (see herald.feed.routes/table): with an `authenticator` and
+  "Ring middleware for route spec `spec` {:path :auth :auth-param} (herald.feed.routes/ring-handler makes it from an
+  operation's `:herald.feed/auth` and `:herald.feed/auth-param`): with an `authenticator` and
   `:auth :self` on the spec, a request needs a bearer token (401 without one or with a bad one) whose subject is
   the path's participant, path param `(:auth-param spec :id)` (403 when it is another). Without `:auth`, or with
-  auth off (nil `authenticator`), `handler` itself: public routes never look at the Authorization header."
+  auth off (nil `authenticator`), `handler` itself: public routes never look at the Authorization header (except
+  search's handler, through `viewer`)."
   [handler spec authenticator]
   (let [rule (:auth spec)
         param (:auth-param spec :id)]
@@ -124,3 +126,25 @@
             (throw (forbidden subject (name param) id)))
           (handler (assoc req ::subject subject))))
       handler)))
+
+;; ---------------------------------------------------------------------------------------------------
+;; a public route's optional viewer (search filtered by the searcher's mutes and blocks)
+
+(defn viewer
+  "The participant a request on a public route speaks for, when it says so (for read-time filtering: search hides
+  the posts of the viewer's mutes and blocks). `claimed` is the participant id the request names (its `viewer`
+  parameter), or nil. With an `authenticator` (auth on): the subject of the bearer token when the request sends an
+  Authorization header (401 for a bad one), which `claimed` must then be (403 for another participant); `claimed`
+  without a token is a 401, so nobody reads another's hidden set. With auth off (nil `authenticator`): `claimed`.
+  nil when the request names no one: the public, unfiltered answer."
+  [authenticator req claimed]
+  (if authenticator
+    (if (str/blank? (get-in req [:headers "authorization"]))
+      (when claimed
+        (throw (unauthorized (str "'viewer' needs a bearer token for /participant/" claimed
+                                  ": send Authorization: Bearer <JWT>, or leave 'viewer' out") false)))
+      (let [subject (authenticate authenticator (bearer-token req))]
+        (when (and claimed (not= (long claimed) (long subject)))
+          (throw (forbidden subject "viewer" claimed)))
+        subject))
+    claimed))

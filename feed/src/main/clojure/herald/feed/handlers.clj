@@ -1,6 +1,7 @@
 (ns herald.feed.handlers
   "Ring handlers of the feed's HTTP API: request parsing, response rendering in the reference format, and per-request performance recording."
   (:require [clojure.string :as str]
+            [herald.feed.auth :as auth]
             [herald.feed.errors :as err]
             [herald.feed.forms :as forms]
             [herald.feed.outage :as outage]
@@ -228,13 +229,17 @@
   [ctx req] (feed-page ctx req svc/inbound (fn [id] (partial inbound-json id))))
 
 (defn search-outbound
-  "GET /outbound?keywords=&limit=&before= -> [sender link of each matching post], newest first; a Link rel=next
-  header when more match."
+  "GET /outbound?keywords=&limit=&before=&viewer= -> [sender link of each matching post], newest first; a Link
+  rel=next header when more match. A known searcher (herald.feed.auth/viewer: the token's participant with auth
+  on, the `viewer` parameter with auth off) does not see the posts of the participants it mutes or blocks or who
+  block it."
   [ctx req]
   (let [q (:query-params req)
-        opts (check-cursor! (svc/page-opts (:limits ctx) q :default-search-limit :max-search-limit))]
-    (page-response req opts (svc/search-page ctx (get q "keywords") opts) (comp svc/link :from)
-                   (str "keywords=" (encode (get q "keywords")) "&"))))
+        opts (check-cursor! (svc/page-opts (:limits ctx) q :default-search-limit :max-search-limit))
+        v (get q "viewer")
+        viewer (auth/viewer (:auth ctx) req (when (some? v) (svc/parse-link "viewer" v)))]
+    (page-response req opts (svc/search-page ctx (get q "keywords") opts viewer) (comp svc/link :from)
+                   (str "keywords=" (encode (get q "keywords")) "&" (when (some? v) (str "viewer=" (encode v) "&"))))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; issue 11: a post's link /participant/:id/outbound/:postId

@@ -45,7 +45,8 @@
   "The address the server binds, as operators should see it: 0.0.0.0 is every interface."
   [cfg port]
   (let [host (str (get-in cfg [:http :host] "0.0.0.0"))]
-    (str host ":" port (when (#{"0.0.0.0" "::" ""} host) ", all interfaces"))))
+    (str host ":" port (when (#{"0.0.0.0" "::" ""} host) ", all interfaces")
+         (when-let [sock (get-in cfg [:http :unix-socket])] (str ", and unix:" sock)))))
 
 (defn- config-error?
   "True when `t` or one of its causes is a config error (a component's own option check, a store's included)."

@@ -1,6 +1,7 @@
 (ns herald.feed.openapi
-  "The OpenAPI 3.0 document of the feed's HTTP API, generated from the route table so that every route is described."
-  (:require [clojure.string :as str]))
+  "The feed's OpenAPI facts: its component schemas, the pieces its route table's documentation is made of, and the
+  document herald.http/openapi builds from that table."
+  (:require [herald.http :as http]))
 
 (set! *warn-on-reflection* true)
 
@@ -24,8 +25,8 @@
    :description "the post's link: GET, PATCH and DELETE it"})
 
 (def ^:private dashboard-schema
-  (let [n {:type "number" :nullable true}
-        i {:type "integer" :nullable true}
+  (let [n {:type ["number" "null"]}
+        i {:type ["integer" "null"]}
         lag {:type "object" :properties {:posts i :reason {:type "string" :description "why there is no figure"}}}]
     {:type "object" :description "herald.feed.dashboard/snapshot: the last :dashboard :minutes minutes, the current one partly"
      :properties {:now {:type "string" :format "date-time"} :now_ms {:type "integer"}
@@ -91,107 +92,122 @@
 
 (defn- ref-schema [n] {"$ref" (str "#/components/schemas/" n)})
 
-(defn- content [schema]
-  {"application/json" {:schema schema}})
+(defn- json-content [schema] {"application/json" schema})
 
-(def ^:private parameters
-  {:id {:name "id" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
+(def ^:private parameter-table
+  {:id {:in :path :name "id" :required true :schema {:type "integer" :format "int64" :minimum 1}
         :description "participant id"}
-   :postId {:name "postId" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
+   :postId {:in :path :name "postId" :required true :schema {:type "integer" :format "int64" :minimum 1}
             :description "post id (the `id` of a post item)"}
-   :otherId {:name "otherId" :in "path" :required true :schema {:type "integer" :format "int64" :minimum 1}
-           :description "the other participant's id (otherId)"}
-   :limit {:name "limit" :in "query" :required false :schema {:type "integer" :minimum 1 :maximum 1000}
+   :otherId {:in :path :name "otherId" :required true :schema {:type "integer" :format "int64" :minimum 1}
+             :description "the other participant's id (otherId)"}
+   :limit {:in :query :name "limit" :required false :schema {:type "integer" :minimum 1 :maximum 1000}
            :description "page size (default 50; search: default 100); an empty value is a 400"}
-   :before {:name "before" :in "query" :required false
+   :before {:in :query :name "before" :required false
             :schema {:type "string" :minLength 3 :maxLength 26 :pattern "^(0|[1-9a-z][0-9a-z]*)\\.[1-9a-z][0-9a-z]*$"}
             :description (str "opaque cursor from the previous page's Link rel=\"next\" header; anything else, or a cursor"
                               " beyond the stores' bounds, is a 400")}
-   :keywords {:name "keywords" :in "query" :required true :schema {:type "string"}
+   :keywords {:in :query :name "keywords" :required true :schema {:type "string"}
               :description "words that must all occur in a post's subject or story"}
-   :from {:name "from" :in "query" :required false
+   :viewer {:in :query :name "viewer" :required false :schema {:type "string" :example "/participant/7"}
+            :description (str "the searcher (a participant link or id): the posts of those it mutes or blocks, or who block"
+                              " it, are left out. With auth on the searcher is the bearer token's participant (optional"
+                              " on search), and `viewer`, when sent, must be that participant")}
+   :from {:in :query :name "from" :required false
           :schema {:type "string" :pattern "^([0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
           :description "start: epoch millis, ISO-8601 instant, UTC date-time or date"}
-   :to {:name "to" :in "query" :required false
+   :to {:in :query :name "to" :required false
         :schema {:type "string" :pattern "^([0-9]+|[0-9]{4}-[0-9]{2}-[0-9]{2}(T[0-9]{2}:[0-9]{2}.*)?)$"}
         :description "end, as from (a date means the end of that day); not before from"}
-   :file {:name "file" :in "path" :required true :schema {:type "string" :enum ["dashboard.js" "dashboard.css" "favicon.svg"]}
+   :file {:in :path :name "file" :required true :schema {:type "string" :enum ["dashboard.js" "dashboard.css" "favicon.svg"]}
           :description "the asset's name"}
-   :v {:name "v" :in "query" :required false :schema {:type "string"}
+   :v {:in :query :name "v" :required false :schema {:type "string"}
        :description "the asset's content hash (as the page links it): cached for a year when it matches"}})
 
-(defn- error-responses [codes]
-  (into {} (for [c codes]
-             [(str c) (case (long c)
-                        413 {:description "body too large: a JSON Error (above the feed's limit or the server's hard cap)"
-                             :content (content (ref-schema "Error"))}
-                        503 {:description "not ready: the store is closed or the service is draining"
-                             :content (content {:type "object"})}
-                        {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant (or post)"
-                                            409 "conflict: a block between the two participants (unblock first)"
-                                            401 "with auth on: no bearer token, or one that does not verify (WWW-Authenticate: Bearer)"
-                                            403 "with auth on: the token's participant is not the path's"
-                                            415 "unsupported Content-Type" "error")
-                         :content (content (ref-schema "Error"))})])))
+(defn params
+  "The route data `:parameters` of the feed's parameters named `ks` (:id :postId :otherId :limit :before :keywords
+  :viewer :from :to :file :v)."
+  [& ks]
+  (mapv #(or (parameter-table %) (throw (ex-info (str "no feed parameter " %) {:type :herald.feed/config :key %})))
+        ks))
 
-(defn- response-of [{:keys [response response-type response-content]}]
-  (case (if response-content :content response-type)
-    :content {:description "OK" :content response-content}
-    :text {:description "OK" :content {"text/plain" {:schema {:type "string"}}}}
-    :none {:description "No Content"}
-    {:description "OK" :content (content (cond (string? response) (ref-schema response)
-                                               (vector? response) {:type "array" :items (ref-schema (first response))}
-                                               :else (or response {:type "object"})))}))
-
-(defn- body-of [schema-name]
+(defn body
+  "The route data `:request` of a body of component schema `schema-name`, as JSON or as a form."
+  [schema-name]
   {:required true
-   :content {"application/json" {:schema (ref-schema schema-name)}
-             "application/x-www-form-urlencoded" {:schema (ref-schema schema-name)}}})
+   :content {"application/json" (ref-schema schema-name) "application/x-www-form-urlencoded" (ref-schema schema-name)}})
 
-(defn operation-id
-  "The route's unique operationId: entity-op for the contract (outbound-search), else the path's
-  words and the method (perf-log-get, openapi-get)."
-  [{:keys [entity op path method]}]
-  (if entity
-    (str (name entity) "-" (name op))
-    (str (str/join "-" (re-seq #"[A-Za-z0-9]+" (str/replace path #"\.json$" ""))) "-" (name method))))
+(defn ok
+  "A 200 response of JSON `response`: a component schema's name, `[name]` for an array of them, or a JSON Schema."
+  [response]
+  {200 {:description "OK"
+        :content (json-content (cond (string? response) (ref-schema response)
+                                     (vector? response) {:type "array" :items (ref-schema (first response))}
+                                     :else response))}})
+
+(defn ok-content
+  "A 200 response of `content` (content type -> JSON Schema)."
+  [content]
+  {200 {:description "OK" :content content}})
+
+(def ok-text "A 200 response of plain text." (ok-content {"text/plain" {:type "string"}}))
+
+(def no-content "A 204 response." {204 {:description "No Content"}})
+
+(defn paged
+  "`responses` whose 200 carries the Link header of a page with older items."
+  [responses]
+  (assoc-in responses [200 :headers "Link"]
+            {:schema {:type "string"} :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}))
+
+(defn- error-response [c]
+  (case (long c)
+    413 {:description "body too large: a JSON Error (above the feed's limit or the server's hard cap)"
+         :content (json-content (ref-schema "Error"))}
+    503 {:description "not ready: the store is closed or the service is draining"
+         :content (json-content {:type "object"})}
+    {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant (or post)"
+                        409 "conflict: a block between the two participants (unblock first)"
+                        401 "with auth on: no bearer token, or one that does not verify (WWW-Authenticate: Bearer)"
+                        403 "with auth on: the token's participant is not the path's"
+                        415 "unsupported Content-Type" "error")
+     :content (json-content (ref-schema "Error"))}))
+
+(defn responses
+  "The route data `:responses` of an operation: `success` (`ok`, `ok-content`, `ok-text`, `no-content`, `paged`)
+  and the feed's JSON error answers for `errors`, each a status or [status description]."
+  [success & errors]
+  (into success (for [e errors]
+                  (if (vector? e)
+                    [(first e) {:description (second e) :content (json-content (ref-schema "Error"))}]
+                    [e (error-response e)]))))
 
 (def security-schemes
-  "The bearer token scheme of routes marked `:auth :self` (herald.feed.auth; required only when auth is on)."
+  "The bearer token scheme of routes marked `:herald.feed/auth :self` (herald.feed.auth; required only when auth is on)."
   {"bearerAuth" {:type "http" :scheme "bearer" :bearerFormat "JWT"
                  :description (str "A JWT whose subject (sub) is the participant id: HS256 with the service's secret, or"
                                    " RS256/ES256 with a key of its JWK set. Needed only when the service runs with auth on"
                                    " (the :scale profile's default; `make run` keeps it off).")}})
 
-(defn- operation [auth-on? {:keys [summary params body errors entity op link? auth] :as route}]
-  (cond-> {:summary summary
-           :operationId (operation-id route)
-           :responses (merge {(if (= :none (:response-type route)) "204" "200") (cond-> (response-of route)
-                                      link? (assoc :headers {"Link" {:schema {:type "string"}
-                                                                     :description "<...?limit=n&before=cursor>; rel=\"next\" when older items remain"}}))}
-                             (error-responses (cond-> (vec errors) auth (into [401 403])))
-                             (into {} (for [[c d] (:error-docs route)] [(str c) {:description d :content (content (ref-schema "Error"))}])))}
-    (seq params) (assoc :parameters (mapv parameters params))
-    body (assoc :requestBody (body-of body))
-    ;; auth on: only the path's participant, with a token; auth off: anyone ({} is "no requirement")
-    auth (assoc :security (if auth-on? [{"bearerAuth" []}] [{} {"bearerAuth" []}]))))
-
-(defn openapi-path
-  "The OpenAPI form of a router path: /participant/:id -> /participant/{id}."
-  [path]
-  (str/replace path #":([A-Za-z][A-Za-z0-9_-]*)" "{$1}"))
+(defn- with-auth
+  "`table` whose `:herald.feed/auth :self` operations require the bearer scheme (auth on), or accept it (auth off:
+  `{}` is \"no requirement\"), and answer 401 and 403."
+  [table auth-on?]
+  (mapv (fn [[path data]]
+          [path (into {} (for [[m op] data]
+                           [m (cond-> op
+                                (= :self (:herald.feed/auth op))
+                                (-> (assoc :security (if auth-on? [{"bearerAuth" []}] [{} {"bearerAuth" []}]))
+                                    (update :responses merge {401 (error-response 401) 403 (error-response 403)})))]))])
+        table))
 
 (defn document
-  "The OpenAPI 3.0.3 document (a Clojure map ready for JSON) of `routes`, a seq of route specs
-  {:path :method :summary :params [..] :body schema-name :response schema-name-or-[name] :errors [..] :auth}.
-  `:auth?` says whether the service runs with auth on: the `:auth :self` operations then require the bearer
-  scheme, else it is optional (ignored)."
-  ([routes version] (document routes version {}))
-  ([routes version {:keys [auth?]}]
-  {:openapi "3.0.3"
-   :info {:title "herald.feed" :version version
-          :description "The news feed service: the reference contract plus paging, health, metrics and performance figures."}
-   :paths (reduce (fn [paths {:keys [path method] :as route}]
-                    (assoc-in paths [(openapi-path path) (name method)] (operation (boolean auth?) route)))
-                  (sorted-map) routes)
-   :components {:schemas schemas :securitySchemes security-schemes}}))
+  "The OpenAPI 3.1.0 document (a Clojure map ready for JSON) of route table `table` (herald.feed.routes/table),
+  built by herald.http/openapi with the feed's schemas and security scheme. `:auth?` says whether the service runs
+  with auth on: the `:herald.feed/auth :self` operations then require the bearer scheme, else it is optional."
+  ([table version] (document table version {}))
+  ([table version {:keys [auth?]}]
+   (http/openapi (with-auth table (boolean auth?))
+                 {:info {:title "herald.feed" :version version
+                         :description "The news feed service: the reference contract plus paging, health, metrics and performance figures."}
+                  :components {:schemas schemas :securitySchemes security-schemes}})))

@@ -241,14 +241,18 @@
 
 (defn search-page
   "A page {:items [{:id :from}] :next} of the posts matching every word of `keywords`, newest first; `opts`
-  {:limit :before} from `page-opts` (a cursor already checked)."
-  [{:keys [store]} keywords opts]
-  (when (nil? keywords) (throw (err/bad-request "'keywords' is required" "keywords")))
-  (let [kw (single "keywords" keywords)]
-    (when (str/blank? kw)
-      (throw (err/bad-request (str "'keywords' must hold at least one word, got " (err/json-text kw)) "keywords" kw)))
-    (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
-    (store/search-page store kw opts)))
+  {:limit :before} from `page-opts` (a cursor already checked). With a `viewer` (a participant id, 404 naming
+  `viewer` when unknown), the posts of its hidden set (store/hidden: whom it mutes or blocks, who block it) are left
+  out by the search itself, so the page still holds `limit` items while other matches remain."
+  ([ctx keywords opts] (search-page ctx keywords opts nil))
+  ([{:keys [store] :as ctx} keywords opts viewer]
+   (when (nil? keywords) (throw (err/bad-request "'keywords' is required" "keywords")))
+   (let [kw (single "keywords" keywords)]
+     (when (str/blank? kw)
+       (throw (err/bad-request (str "'keywords' must hold at least one word, got " (err/json-text kw)) "keywords" kw)))
+     (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
+     (when viewer (participant ctx viewer "viewer"))
+     (store/search-page store kw (cond-> opts viewer (assoc :hidden (store/hidden store viewer)))))))
 
 (defn resume-pending!
   "Resubmits every fan-out the store recorded but did not complete (after a crash); returns the count."

@@ -418,8 +418,12 @@
       (set (graph/-hidden g id)))))
 
 (defn search-page
-  "Search role. A page {:items [{:id :from}] :next cursor} (items may carry :ts) of the posts whose subject or story contain every
-  term of keywords, newest first; opts {:limit n :before cursor} as `outbound` (:before the :next of the
-  previous page). Keywords without any word give an empty page."
+  "Search role. A page {:items [{:id :from}] :next cursor} (items may carry :ts) of the posts whose subject or story
+  contain every term of keywords, newest first; opts {:limit n :before cursor} as `outbound` (:before the :next of
+  the previous page), and :hidden, a set of participant ids whose posts the page leaves out (a searcher's
+  `hidden`): the page still holds :limit items while other matches remain. Keywords without any word give an
+  empty page."
   ([s keywords] (search-page s keywords nil))
-  ([s keywords opts] (search/-search-page (lc/role s :search) (v/check-string :keywords keywords) (v/page-opts opts))))
+  ([s keywords opts]
+   (search/-search-page (lc/role s :search) (v/check-string :keywords keywords)
+                        (assoc (v/page-opts opts) :hidden (v/check-hidden (:hidden opts))))))

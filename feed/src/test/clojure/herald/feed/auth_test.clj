@@ -135,8 +135,12 @@
             (is (= 200 (:status (r! out-a :method :post :json (post a) :token (hs {:sub a :exp-s -30}))))))
           (testing "everything else stays public, and ignores a bad token"
             (doseq [p [(str "/participant/" a) (str "/participant/" a "/friends") out-a "/outbound?keywords=auth"]]
-              (is (= 200 (:status (r! p))) p)
+              (is (= 200 (:status (r! p))) p))
+            (doseq [p [(str "/participant/" a) (str "/participant/" a "/friends") out-a]]
               (is (= 200 (:status (r! p :token "garbage"))) p)))
+          (testing "search reads a token when one is sent (it hides that participant's mutes and blocks): a bad one is a 401"
+            (is (unauthorized? (r! "/outbound?keywords=auth" :token "garbage")))
+            (is (= 200 (:status (r! "/outbound?keywords=auth" :token ta)))))
           (testing "a malformed path id is the handler's 400, after authentication"
             (is (= 400 (:status (r! "/participant/abc/outbound" :method :post :json (post a) :token ta))))
             (is (= 401 (:status (r! "/participant/abc/outbound" :method :post :json (post a))))))

@@ -61,6 +61,8 @@
     (is (= {:type :memory} (:store (config/load-config nil {:env {"HERALD_PROFILE" "memory"}} nil))))
     (is (= 1 (get-in (config/load-config nil {:env {"PORT" "1"}} {:http {:host "h"}}) [:http :port])))
     (is (= "h" (get-in (config/load-config nil {:env {}} {:http {:host "h"}}) [:http :host])))
+    (is (nil? (get-in c [:http :unix-socket])) "no Unix socket unless UNIX_SOCKET is set")
+    (is (= "/run/f.sock" (get-in (config/load-config nil {:env {"UNIX_SOCKET" "/run/f.sock"}} nil) [:http :unix-socket])))
     (is (thrown-with-msg? clojure.lang.ExceptionInfo #"does not exist"
                           (config/load-config "/nonexistent/feed.edn" {} nil)))))
 

@@ -1,13 +1,19 @@
 (ns herald.feed.openapi-test
-  "Tests of /openapi.json over real HTTP: a unique operationId on every route and the constraints the service enforces."
-  (:require [clojure.string :as str]
-            [clojure.test :refer [deftest is testing]]
+  "Tests of /openapi.json over real HTTP: valid OpenAPI 3.1, a unique operationId on every route and the constraints
+  the service enforces."
+  (:require [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.openapi :as openapi]
             [herald.feed.routes :as routes]
-            [herald.feed.test-util :as u]))
+            [herald.feed.test-util :as u]
+            [herald.http.openapi :as http-openapi]))
 
 (set! *warn-on-reflection* true)
+
+;; herald.http's test helper (the official OAS 3.1 schema with networknt's validator), from http's source tree
+(load-file "../http/src/test/clojure/herald/http/oas_check.clj")
+
+(defn- table-operations [] (for [[path ops] routes/table [method _] ops] [path method]))
 
 (defn- operations [doc]
   (for [[path methods] (get doc "paths") [method op] methods] [path method op]))
@@ -19,9 +25,9 @@
             ops (operations doc)
             ids (map #(get (nth % 2) "operationId") ops)]
         (testing "every route is documented with an operationId, and the ids are unique (F3)"
-          (is (= (count routes/table) (count ops)))
-          (doseq [{:keys [path method]} routes/table]
-            (is (string? (get-in doc ["paths" (openapi/openapi-path path) (name method) "operationId"]))
+          (is (= (count (table-operations)) (count ops)))
+          (doseq [[path method] (table-operations)]
+            (is (string? (get-in doc ["paths" (http-openapi/path path) (name method) "operationId"]))
                 (str method " " path)))
           (is (= (count ids) (count (distinct ids))) (str "duplicates: " (pr-str (sort ids))))
           (is (every? #(re-matches #"[a-z][a-z0-9-]*" %) ids)))
@@ -39,5 +45,9 @@
             (is (get-in doc ["paths" "/ready" "get" "responses" "503"]))
             (is (get-in doc ["paths" "/participant" "post" "responses" "413" "content" "application/json"]))
             (is (nil? (get-in doc ["paths" "/participant" "post" "responses" "413" "content" "text/plain"]))
-                "the server's own 413 is JSON too"))))
+                "the server's own 413 is JSON too")))
+        (testing "valid against the official OpenAPI 3.1 schema, as served (auth off) and with auth on"
+          (is (= "3.1.0" (get doc "openapi")))
+          (is (= [] (herald.http.oas-check/problems doc)))
+          (is (= [] (herald.http.oas-check/problems (openapi/document routes/table "test" {:auth? true}))))))
       (finally (feed/stop! sys)))))

@@ -36,6 +36,8 @@
   | `:any`            | Ring handler          | every method without a handler of its own                |
   | `:name`           | any                   | put in the request as `:herald.http/route-name`          |
   | `:middleware`     | vector                | wraps this route's (and its children's) handlers; each entry is `(fn [handler] handler)` or `[f & args]` called as `(apply f handler args)`; the first entry is the outermost |
+  | `:summary` `:description` `:operation-id` `:tags` `:parameters` `:request` `:responses` `:security` `:deprecated` | data | documentation, here or in a method's `{:handler h ..}` map: read by `herald.http.openapi/openapi`, never by matching |
+  | a qualified keyword | any                   | the application's own data (`:my.app/perf`), kept and ignored |
 
   Matching takes the raw `:uri`. At every segment a static segment wins over a `:param`, which wins over a
   `*wildcard`, with backtracking (`/a/new` beats `/a/:id` whatever the order). The handler gets the request
@@ -60,7 +62,8 @@
 
   Errors at construction (ex-info): two routes matching exactly the same paths (a duplicate template or
   `/a/:x` beside `/a/:y`) -> `{:type :herald.http/route-conflict :routes [{:path :name} {:path :name}]}`;
-  a malformed template or route -> `{:type :herald.http/malformed-route :route path}`; one `:name` on two
+  a malformed template or route -> `{:type :herald.http/malformed-route :route path}` (with `:key k` for an
+  unknown or bad data key); one `:name` on two
   routes -> `{:type :herald.http/duplicate-route-name :name n :routes [p1 p2]}`; a bad option ->
   `{:type :herald.http/invalid-option :key k}`.
 
@@ -69,11 +72,13 @@
   ([routes] (router routes {}))
   ([routes opts]
    (json/check-options! "router" router-options opts)
-   (let [trie (impl/compile-routes routes (:middleware opts))]
+   (let [flat (impl/flatten-routes routes)
+         trie (impl/compile-flat flat (:middleware opts))]
      (RingRouter. trie
                   (paths/name-index trie)
                   (:not-found opts impl/default-not-found)
-                  (:method-not-allowed opts impl/default-method-not-allowed)))))
+                  (:method-not-allowed opts impl/default-method-not-allowed)
+                  flat))))
 
 (defn match
   "Matches the raw `path` against `r` (a router built by `router`, or route data) without calling any

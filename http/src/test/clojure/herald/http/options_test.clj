@@ -17,7 +17,7 @@
   (doseq [[k v] {:port 70000 :host 1 :mode :fibers :async? "yes" :worker-threads 0 :max-pending -1
                  :max-body-bytes -5 :max-header-bytes 10 :max-request-line-bytes 1 :idle-timeout-ms -1
                  :request-timeout-ms 1.5 :max-connections 0 :shutdown-timeout-ms "10" :io-threads 0
-                 :transport :kqueue :server-header "a\r\nb" :proxy? 1 :error-logger "log"
+                 :transport :bsd :server-header "a\r\nb" :proxy? 1 :error-logger "log"
                  :websocket-max-frame-bytes 10 :max-pipelined 0 :no-such-option true}]
     (testing (str k)
       (is (= {:type :herald.http/invalid-option :key k :value v} (error-of {k v}))))))

@@ -26,6 +26,8 @@ Commands:
   merge R...    one result from generators that ran side by side (histograms merged exactly)
   lab SPEC      the study in one command: every target x JDK x JVM option set of SPEC.edn started
                 fresh, swept to its wall under an SLO, with CPU, RSS, GC pauses, flame graphs, one report
+  agent         a generator that a coordinator drives: rate or feed with --agents host:port,...
+                splits the load over agents started at one instant, and merges their histograms
   aggregate LOG per-minute count/median/p95/p99/max of a reference performance log (- for stdin)
 
 Run `herald-load COMMAND --help` for a command's options. Results go to --out DIR: result.edn,

@@ -6,11 +6,11 @@
             [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.search :as search]
             [herald.feed.store.clock :as clock]
-            [herald.feed.store.cursor :as cursor]
             [herald.feed.store.embedded.codec :as c]
             [herald.feed.store.embedded.edits :as edits]
             [herald.feed.store.embedded.indexing :as ix]
             [herald.feed.store.embedded.lucene :as lucene]
+            [herald.feed.store.embedded.pages :as pages]
             [herald.feed.store.embedded.relations :as rel]
             [herald.feed.store.embedded.rocks :as rocks])
   (:import (java.util Set)
@@ -38,40 +38,6 @@
          (throw (ex-info "the store is closed" {:type :herald.feed.store/closed})))
        ~@body
        (finally (.unlock l#)))))
-
-(defn- scan-page
-  "[rows more?] of owner's feed in family: up to limit [key value] rows after the cursor."
-  [db family owner {:keys [limit before]}]
-  (let [start (if before
-                (let [[ts id] (cursor/decode before)] (c/feed-key owner ts (inc (long id))))
-                (c/long-key owner))
-        rows (rocks/scan db family start #(c/owner-prefix? % owner) (inc (long limit)))]
-    [(take limit rows) (> (count rows) (long limit))]))
-
-(defn- outbound-page [db owner opts]
-  (let [[rows more?] (scan-page db :outbound owner opts)
-        items (mapv (fn [[_ v]] (c/decode-post v)) rows)]
-    {:items items :next (cursor/for-page items more?)}))
-
-(defn- inbound-page
-  "Inbound entries are references (the value is the sender): the posts are read from outbound, so an edit shows
-  at once; an entry whose post is deleted names no outbound row and is skipped, and the scan goes on until the
-  page is full."
-  [db owner {:keys [limit before]}]
-  (let [limit (long limit)]
-    (loop [start (if before
-                   (let [[ts id] (cursor/decode before)] (c/feed-key owner ts (inc (long id))))
-                   (c/long-key owner))
-           acc []]
-      (let [want (- (inc limit) (count acc))
-            rows (rocks/scan db :inbound start #(c/owner-prefix? % owner) want)
-            oks (map (fn [[^bytes k v]] (c/feed-key (c/key-long v 0) (c/feed-key-ts k) (c/key-long k 16))) rows)
-            acc (into acc (keep #(some-> ^bytes % c/decode-post)) (rocks/multi-get db :outbound oks))]
-        (if (or (> (count acc) limit) (< (count rows) want))
-          (let [items (vec (take limit acc))]
-            {:items items :next (cursor/for-page items (> (count acc) limit))})
-          (let [^bytes k (first (peek rows))]
-            (recur (c/feed-key owner (c/feed-key-ts k) (inc (c/key-long k 16))) acc)))))))
 
 (defn- outbound-post [db ok]
   (some->> (rocks/get-bytes db :outbound ok) c/decode-post))
@@ -171,7 +137,7 @@
          (catch Throwable t (ix/untrack! idx (:id post)) (throw t)))
        (when (seq recipients) (.add (pending db :fanout) (:id post)))
        post)))
-  (-outbound [_ sender opts] (guarded (outbound-page db sender opts)))
+  (-outbound [_ sender opts] (guarded (pages/outbound-page db sender opts)))
   (-post [_ id] (guarded (edits/current-post db id)))
 
   feeds/InboundStore
@@ -183,7 +149,7 @@
        (fan-out-batch! db wb post recipients)
        (rocks/write! db wb))
      (.remove (pending db :fanout) (:id post))))
-  (-inbound [_ recipient opts] (guarded (inbound-page db recipient opts)))
+  (-inbound [_ recipient opts] (guarded (pages/inbound-page db recipient opts)))
   (-pending-fanouts [_]
     (guarded
      (let [acc (volatile! [])]

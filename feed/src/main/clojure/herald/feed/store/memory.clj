@@ -213,14 +213,16 @@
   (-unindex! [_ id] (swap! state (fn [st] (-> st (update :index dissoc id) (update :deleted conj id)))) nil)
 
   search/SearchPages
-  (-search-page [_ keywords {:keys [limit before]}]
+  (-search-page [_ keywords {:keys [limit before hidden]}]
     (let [ks (text/terms keywords)
           after (when before (cursor/decode before))
+          hidden (or hidden #{})
           hits (if (empty? ks)
                  []
                  (->> (:index @state)
                       (keep (fn [[id {:keys [ts from terms]}]]
-                              (when (and (every? terms ks) (or (nil? after) (neg? (compare [ts id] after))))
+                              (when (and (every? terms ks) (not (contains? hidden from))
+                                         (or (nil? after) (neg? (compare [ts id] after))))
                                 {:id id :from from :ts ts})))
                       (sort-by (juxt :ts :id) #(compare %2 %1))
                       (take (inc (long limit)))

@@ -5,6 +5,7 @@
             [herald.feed.outage :as outage]
             [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.search :as search]
+            [herald.feed.store.clock :as clock]
             [herald.feed.store.cursor :as cursor]
             [herald.feed.store.opensearch.http :as http]
             [herald.feed.store.opensearch.schema :as schema]
@@ -137,10 +138,11 @@
         (throw t)))))
 
 (defn- bulk!
-  "Indexes posts (at most :bulk-size) in one _bulk request; a failed item throws ex-info naming every failed
-  post id (the items that succeeded stay indexed: indexing again is idempotent)."
+  "Indexes posts (at most :bulk-size) in one _bulk request, each at its :ts as external version (an item refused for
+  a newer version is no failure); a failed item throws ex-info naming every failed post id (the items that succeeded
+  stay indexed: indexing again is idempotent)."
   [{:keys [client index] :as st} posts]
-  (let [[_ resp] (http/request client "bulk" :post (str "/" index "/_bulk") (schema/bulk-body posts)
+  (let [[_ resp] (http/request client "bulk" :post (str "/" index "/_bulk") (schema/bulk-body posts :ts)
                                {:ndjson? true})
         failed (schema/bulk-failures resp)]
     (when (< (count failed) (count posts)) (wrote! st))
@@ -152,6 +154,12 @@
                       {:type ::bulk-failed :op "bulk" :failed failed
                        :error (:error (first failed))})))))
 
+(defn- put-doc!
+  "Indexes post's document at external version `v` (schema/versioned); a 409 (a newer version is indexed) is no error."
+  [{:keys [client index]} post v]
+  (http/request client "index" :put (str "/" index "/_doc/" (:id post) "?" (schema/versioned v)) (schema/document post)
+                {:ok #{200 201 409}}))
+
 (defrecord OpenSearchIndex [client index max-lag-ms bulk-size reporter ^AtomicBoolean open? ^AtomicBoolean degraded
                             ^AtomicLong index-errors ^AtomicLong search-errors ^AtomicLong write-gen
                             ^AtomicLong refreshed-gen ^AtomicLong dirty-since refresh-lock]
@@ -159,7 +167,7 @@
   (-index! [st post]
     (open-only st
       (counting reporter index-errors degraded
-                #(do (http/request client "index" :put (str "/" index "/_doc/" (:id post)) (schema/document post))
+                #(do (put-doc! st post (:ts post))
                      (wrote! st)
                      nil))))
   (-index-batch! [st posts]
@@ -179,14 +187,14 @@
     (open-only st (counting reporter index-errors degraded #(refresh! st))))
 
   search/SearchPages
-  (-search-page [st keywords {:keys [limit before]}]
+  (-search-page [st keywords {:keys [limit before hidden]}]
     (open-only st
       (counting reporter search-errors nil
                 #(do (catch-up! st)
                      (let [hs (schema/hits (second (http/request client "search" :post
                                                                  (str "/" index "/_search?filter_path=hits.hits.fields")
                                                                  (schema/search-page-body keywords (inc (long limit))
-                                                                                          (some-> before cursor/decode)))))
+                                                                                          (some-> before cursor/decode) hidden))))
                            more? (> (count hs) (long limit))
                            shown (if more? (pop hs) hs)]
                        {:items shown :next (cursor/for-page shown more?)})))))
@@ -292,11 +300,19 @@
 ;; issue 11: a post's document replaced (an edit) or removed (a delete)
 (extend-type OpenSearchIndex
   search/SearchEdits
-  (-reindex! [st post] (search/-index! st post))
+  (-reindex! [st post]
+    (let [{:keys [reporter index-errors degraded]} st]
+      (open-only st
+        (counting reporter index-errors degraded
+                  #(do (put-doc! st post (schema/edit-version post (clock/now-micros))) (wrote! st) nil)))))
   (-unindex! [st id]
     (let [{:keys [client index reporter index-errors degraded]} st]
       (open-only st
         (counting reporter index-errors degraded
-                  #(do (http/request client "unindex" :delete (str "/" index "/_doc/" id) nil {:ok #{200 404}})
+                  ;; at now as external version: an indexing batch still holding the post is refused afterwards (for
+                  ;; index.gc_deletes, 60 s: see docs/feed-scale-opensearch.md)
+                  #(do (http/request client "unindex" :delete
+                                     (str "/" index "/_doc/" id "?" (schema/versioned (clock/now-micros))) nil
+                                     {:ok #{200 404 409}})
                        (wrote! st)
                        nil))))))

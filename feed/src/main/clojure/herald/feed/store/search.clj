@@ -27,7 +27,9 @@
   "The search role's paged search: like -search, with a cursor. Guarantees as SearchIndex; the cursor is the
   (ts, post id) of the last hit shown (herald.feed.store.cursor), hits are ordered newest first by (ts, id)."
   (-search-page [s keywords opts] "A page {:items [{:id post-id :from sender}] :next cursor} (items may carry :ts) of the
-  newest posts matching every keyword term, older than opts' :before cursor when given; opts {:limit :before}."))
+  newest posts matching every keyword term, older than opts' :before cursor when given, leaving out the posts of the
+  senders in opts' :hidden (a set of ids, nil or empty for none) in the search itself, so that a page holds :limit
+  items while matching posts of other senders remain; opts {:limit :before :hidden}."))
 
 (defprotocol SearchProgress
   "The search role's bookkeeping where the store itself tracks which published posts wait for the index (the

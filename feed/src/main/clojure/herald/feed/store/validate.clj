@@ -84,3 +84,9 @@
   (let [a (check-id :id a) b (check-id :target b)]
     (when (= a b) (invalid (str "a participant cannot " what " itself: " a) :target b))
     [a b]))
+
+(defn check-hidden
+  "`hidden` (nil or a set of participant ids) as a set of longs, nil when empty; else throws naming :hidden."
+  [hidden]
+  (when-not (or (nil? hidden) (set? hidden)) (invalid (str ":hidden must be a set of ids, got " (pr-str hidden)) :hidden hidden))
+  (not-empty (into #{} (map #(check-id :hidden %)) hidden)))

@@ -203,7 +203,7 @@
              ;; issue 11 relationships and search pages
              "unfriend" (relations/checks "unfriend") "mutes" (relations/checks "mutes")
              "blocks" (relations/checks "blocks") "block-races" (relations/checks "block-races")
-             "search-pages" (relations/checks "search-pages")
+             "search-pages" (relations/checks "search-pages") "search-hidden" (relations/checks "search-hidden")
              ;; issue 11 edits and deletes
              "edits" edits))
 

@@ -107,6 +107,31 @@
             (is (< (/ (- (System/nanoTime) t0) 1e6) 3000.0) "visible within a few refresh intervals"))
           (finally (drop! st)))))))
 
+(deftest an-older-version-never-replaces-an-edit-or-a-delete
+  (with-node
+    (let [st (open-fresh)]
+      (try
+        ;; what an indexing batch of the :scale store with local events may still hold when the edit or delete
+        ;; is applied (issue 11): the post as published, at its ts
+        (s/index! st (post 1 10 100 "old words"))
+        (s/reindex! st (post 1 10 100 "new words"))
+        (s/index-batch! st [(post 1 10 100 "old words") (post 5 50 500 "other words")])
+        (s/index! st (post 1 10 100 "old words"))
+        (is (= [] (s/search st "old")) "the stale batch and index! did not put the old version back")
+        (is (= [50 10] (s/search st "words")))
+        (is (= [10] (s/search st "new")))
+        (s/reindex! st (post 1 10 100 "newer words"))
+        (is (= [10] (s/search st "newer")) "a later edit still replaces the earlier one")
+        (s/index! st (post 2 20 200 "deleted words"))
+        (s/unindex! st 2)
+        (s/index-batch! st [(post 2 20 200 "deleted words")])
+        (is (= [] (s/search st "deleted")) "a delete is not undone by a stale batch")
+        (s/unindex! st 3)
+        (s/index! st (post 3 30 300 "early delete"))
+        (is (= [] (s/search st "early")) "nor when the delete reached the index before the post")
+        (is (= 0 (:index-errors (s/stats st))) "a refused stale write is no error")
+        (finally (drop! st))))))
+
 (deftest bulk-item-failures-are-reported
   (with-node
     (let [st (open-fresh)]

@@ -108,6 +108,34 @@
     (is (= {:items [] :next nil} (s/search-page st " ;, ")))
     (is (= :herald.feed.store/bad-cursor (:type (thrown #(s/search-page st "wren" {:before "nope"})))))))
 
+(defn- search-hidden
+  "A searcher's hidden senders (opts :hidden) are left out by the search itself: every page is full while visible
+  hits remain, also when hidden hits come first, between and last, and no page is empty."
+  [st]
+  (let [[a b c] (map :id (repeatedly 3 #(s/create-participant! st "p")))
+        senders [b a b b c a b b b]                         ; oldest first: the newest three and the oldest are b's
+        ps (vec (for [[i from] (map-indexed vector senders)]
+                  (s/publish! st {:from from :occurred "2026-11-22" :subject "hide" :story (str "finch " i)} [])))
+        _ (s/index-batch! st ps)
+        _ (s/refresh-search! st)
+        walk (fn [hidden n]
+               (loop [acc [] sizes [] before nil]
+                 (let [{:keys [items next]} (s/search-page st "finch" (cond-> {:limit n :hidden hidden} before (assoc :before before)))
+                       acc (into acc (map #(select-keys % [:id :from])) items)
+                       sizes (conj sizes (count items))]
+                   (if next (recur acc sizes next) [acc sizes]))))
+        visible (fn [hidden] (vec (for [p (rseq ps) :when (not (contains? hidden (:from p)))] (select-keys p [:id :from]))))]
+    (doseq [hidden [#{b} #{b c} #{a b c} #{c 999999}] n [1 2 3 10]]
+      (let [[items sizes] (walk hidden n)
+            expect (visible hidden)]
+        (is (= expect items) (str "hidden " hidden ", pages of " n ": every visible hit once, newest first"))
+        (is (every? #(= n %) (butlast sizes)) (str "hidden " hidden ": every page but the last holds " n))
+        (is (or (empty? expect) (pos? (long (peek sizes)))) (str "hidden " hidden ": no empty last page"))))
+    (is (= (visible #{}) (first (walk #{} 4)) (first (walk nil 4))) "an empty or nil :hidden hides nothing")
+    (is (= :herald.feed.store/invalid (:type (thrown #(s/search-page st "finch" {:hidden [b]})))) ":hidden is a set")
+    (is (= :herald.feed.store/invalid (:type (thrown #(s/search-page st "finch" {:hidden #{0}})))) "of ids")))
+
 (def checks
   "name -> (fn [store]), merged into herald.feed.store.contract/checks."
-  (array-map "unfriend" unfriend "mutes" mutes "blocks" blocks "block-races" block-races "search-pages" search-pages))
+  (array-map "unfriend" unfriend "mutes" mutes "blocks" blocks "block-races" block-races "search-pages" search-pages
+             "search-hidden" search-hidden))

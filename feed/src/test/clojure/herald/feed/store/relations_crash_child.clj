@@ -11,7 +11,8 @@
   (.flush out))
 
 (defn -main
-  "Args: data-dir. Loops until killed, on a new pair x, y each time: befriend, x mutes y, y blocks x, and on odd
+  "Args: data-dir. Loops until killed, on a new pair x, y each time: befriend, x posts to y (delivered), x mutes y,
+  y blocks x (which ends the friendship), x deletes its post (\"D x y ts id\": y's copy must be gone), and on odd
   rounds x unmutes y."
   [dir]
   (let [st (s/open-store {:type :embedded :data-dir dir :block-cache-mb 8 :write-buffer-mb 4 :index-ram-mb 16})
@@ -20,7 +21,10 @@
     (loop [i 0]
       (let [x (:id (s/create-participant! st "x")) y (:id (s/create-participant! st "y"))]
         (s/befriend! st x y) (ack out "B" x y)
-        (s/mute! st x y) (ack out "M" x y)
-        (s/block! st y x) (ack out "K" x y)
+        (let [p (s/publish! st {:from x :occurred "2026-11-26" :subject "s" :story "doomed"} [y])]
+          (s/fan-out! st p [y])
+          (s/mute! st x y) (ack out "M" x y)
+          (s/block! st y x) (ack out "K" x y)
+          (s/delete-post! st (:id p)) (ack out "D" x y (:ts p) (:id p)))
         (when (odd? i) (s/unmute! st x y) (ack out "U" x y)))
       (recur (inc i)))))

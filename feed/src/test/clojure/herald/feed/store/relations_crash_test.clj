@@ -1,10 +1,13 @@
 (ns herald.feed.store.relations-crash-test
-  "kill -9 of the embedded store's relationships (issue 11): a child JVM befriends, mutes, blocks and unmutes and
-  prints each acknowledged write; the test SIGKILLs it, reopens the directory and finds every acknowledged write."
+  "kill -9 of the embedded store's relationships (issue 11): a child JVM befriends, mutes, blocks and unmutes, and
+  deletes a post delivered before the block, printing each acknowledged write; the test SIGKILLs it, reopens the
+  directory and finds every acknowledged write, and no inbound copy of an acknowledged delete in RocksDB."
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.store :as s]
+            [herald.feed.store.embedded.codec :as c]
+            [herald.feed.store.embedded.rocks :as rocks]
             [herald.feed.store.fixtures :as fx])
   (:import (java.io BufferedReader)
            (java.util.concurrent TimeUnit)))
@@ -39,7 +42,14 @@
     (try
       (let [lines (acks dir log 200)
             by-pair (group-by (fn [[_ x y]] [(Long/parseLong x) (Long/parseLong y)]) (remove #(= ["READY"] %) lines))
+            deleted (for [[op x y ts id] lines :when (= "D" op)] (mapv #(Long/parseLong %) [y ts id]))
+            left (let [db (rocks/open-db (io/file dir "rocksdb") {:sync? false :block-cache-mb 8 :write-buffer-mb 4})]
+                   ;; RocksDB itself, before any read of the store could tidy up
+                   (try (count (filter (fn [[y ts id]] (rocks/get-bytes db :inbound (c/feed-key y ts id))) deleted))
+                        (finally (rocks/close-db! db))))
             st (s/open-store {:type :embedded :data-dir dir})]
+        (is (<= 100 (count deleted)) "the child acknowledged deletes")
+        (is (= 0 left) "no inbound copy of an acknowledged delete after a block ended the friendship")
         (is (<= 200 (count (filter #(= "K" (first %)) lines))) (str "the child acknowledged blocks; see " log))
         (try
           ;; the pair in flight at the kill may also hold the write that followed its last acknowledged one (done

@@ -17,7 +17,7 @@
             :worker-pool HandlerMode/WORKER_POOL
             :event-loop HandlerMode/EVENT_LOOP})
 
-(def transports {:auto Transport/AUTO :epoll Transport/EPOLL :nio Transport/NIO})
+(def transports {:auto Transport/AUTO :epoll Transport/EPOLL :kqueue Transport/KQUEUE :nio Transport/NIO})
 
 (defn- redact
   "`v` with a :tls map's key password removed, for error messages and ex-data."
@@ -50,6 +50,10 @@
 
 (defn- ssl-context ^SslContext [v]
   (if (instance? SSLContext v) (TlsContexts/fromJdk v) v))
+
+(defn- socket-path? [v]
+  (and (or (string? v) (instance? File v) (instance? java.nio.file.Path v))
+       (<= 1 (count (.getBytes (str v) "UTF-8")) ServerConfig/MAX_SOCKET_PATH_BYTES)))
 
 (def access-log-formats {:common AccessLog$Format/COMMON :combined AccessLog$Format/COMBINED
                          :json AccessLog$Format/JSON})
@@ -104,7 +108,7 @@
    :shutdown-timeout-ms [(int-in 0 Long/MAX_VALUE) "a non-negative integer"
                          (fn [^ServerConfig$Builder b v] (.shutdownTimeoutMs b (long v)))]
    :io-threads [(int-in 1 1024) "an integer 1-1024" (fn [^ServerConfig$Builder b v] (.ioThreads b (int v)))]
-   :transport [transports "one of :auto, :epoll, :nio"
+   :transport [transports "one of :auto, :epoll, :kqueue, :nio"
                (fn [^ServerConfig$Builder b v] (.transport b ^Transport (transports v)))]
    :server-header [#(or (nil? %) (and (string? %) (not (re-find #"[\r\n]" %)))) "a String without CR/LF, or nil"
                    (fn [^ServerConfig$Builder b v] (.serverHeader b ^String v))]
@@ -132,6 +136,15 @@
                   "a collection of paths starting with /"
                   (fn [^ServerConfig$Builder b v] (.healthPaths b ^java.util.Collection (vec v)))]
    :http2? [boolean? "a boolean" (fn [^ServerConfig$Builder b v] (.http2 b (boolean v)))]
+   :unix-socket [#(or (nil? %) (socket-path? %))
+                 (str "nil or a path (String, File or java.nio.file.Path) of 1-" ServerConfig/MAX_SOCKET_PATH_BYTES
+                      " UTF-8 bytes")
+                 (fn [^ServerConfig$Builder b v] (.unixSocket b (some-> v str)))]
+   :unix-socket-permissions [#(or (nil? %) (and (string? %) (re-matches #"([r-][w-][x-]){3}" %)))
+                             "nil or a String like \"rw-rw----\""
+                             (fn [^ServerConfig$Builder b v] (.unixSocketPermissions b ^String v))]
+   :websocket-compression? [boolean? "a boolean"
+                            (fn [^ServerConfig$Builder b v] (.websocketCompression b (boolean v)))]
    :http2-max-concurrent-streams [(int-in 1 max-int) "a positive integer"
                                   (fn [^ServerConfig$Builder b v] (.http2MaxConcurrentStreams b (int v)))]})
 
@@ -156,7 +169,9 @@
 (defn config
   "The ServerConfig for a validated option map."
   ^ServerConfig [opts]
-  (let [b (reduce-kv (fn [b k v] ((nth (specs k) 2) b v)) (ServerConfig/builder) (validate! opts))]
+  (let [b (reduce-kv (fn [b k v] ((nth (specs k) 2) b v)) (ServerConfig/builder) (validate! opts))
+        ;; with :unix-socket, TCP is served only when :port is given
+        b (.tcp ^ServerConfig$Builder b (or (nil? (:unix-socket opts)) (contains? opts :port)))]
     (try (.build ^ServerConfig$Builder b)
          (catch IllegalArgumentException e
            (throw (ex-info (str "invalid herald.http options: " (.getMessage e))

@@ -12,25 +12,44 @@
   #{:get :head :post :put :delete :patch :options :trace :connect
     :propfind :proppatch :mkcol :copy :move :lock :unlock :report :search :purge})
 
-(defn- bad-route [msg route]
-  (throw (ex-info msg {:type :herald.http/malformed-route :route route})))
+(defn- bad-route
+  ([msg route] (throw (ex-info msg {:type :herald.http/malformed-route :route route})))
+  ([msg route k] (throw (ex-info msg {:type :herald.http/malformed-route :route route :key k}))))
+
+(def meta-keys
+  "Documentation keys a route's data map, or a method's `{:handler h ..}` map, may carry (read by
+  herald.http.openapi, never by matching)."
+  #{:summary :description :operation-id :tags :parameters :request :responses :security :deprecated})
+
+(defn- own-key?
+  "Qualified keywords (`:my.app/perf`) are the application's own route data: kept, ignored by herald.http."
+  [k]
+  (and (keyword? k) (some? (namespace k))))
+
+(defn- check-method-map! [path k v]
+  (when-not (and (ifn? (:handler v)) (sequential? (:middleware v [])))
+    (bad-route (str "route " path " " k " must be a handler function or {:handler f :middleware [...]}, got "
+                    (pr-str v)) path k))
+  (doseq [mk (keys v) :when (not (or (#{:handler :middleware} mk) (meta-keys mk) (own-key? mk)))]
+    (bad-route (str "route " path " " k " has an unknown key " mk "; expected :handler, :middleware, "
+                    (sort meta-keys) " or a qualified keyword") path mk)))
 
 (defn- check-data! [path data]
   (doseq [[k v] data]
     (cond
-      (#{:name :middleware} k) nil
+      (or (#{:name :middleware} k) (meta-keys k) (own-key? k)) nil
       (or (route-methods k) (= :any k))
-      (when-not (if (map? v)
-                  (and (ifn? (:handler v)) (every? #{:handler :middleware} (keys v))
-                       (sequential? (:middleware v [])))
-                  (ifn? v))
-        (bad-route (str "route " path " " k " must be a handler function or {:handler f :middleware [...]}, got "
-                        (pr-str v)) path))
+      (if (map? v)
+        (check-method-map! path k v)
+        (when-not (ifn? v)
+          (bad-route (str "route " path " " k " must be a handler function or {:handler f :middleware [...]}, got "
+                          (pr-str v)) path k)))
       :else (bad-route (str "route " path " has an unknown key " k "; expected a method keyword "
-                            (sort (conj route-methods :any)) ", :name or :middleware") path)))
+                            (sort (conj route-methods :any)) ", :name, :middleware, " (sort meta-keys)
+                            " or a qualified keyword") path k)))
   (when-let [mw (:middleware data)]
     (when-not (sequential? mw)
-      (bad-route (str "route " path " :middleware must be a vector, got " (pr-str mw)) path))))
+      (bad-route (str "route " path " :middleware must be a vector, got " (pr-str mw)) path :middleware))))
 
 (defn- join-path [prefix path]
   (cond (str/blank? prefix) path
@@ -39,10 +58,11 @@
         :else (str prefix path)))
 
 (defn flatten-routes
-  "Turns nested route data into `[{:path p :data {...} :middleware [...]}]` in declaration order.
-  A route is `[path data? & children]`; children are routes, or seqs of routes (nil ignored)."
-  ([routes] (flatten-routes "" [] routes))
-  ([prefix mw routes]
+  "Turns nested route data into `[{:path p :data {...} :middleware [...] :parents [{...}]}]` in declaration
+  order (`:parents`: the data maps of the enclosing routes, outermost first). A route is
+  `[path data? & children]`; children are routes, or seqs of routes (nil ignored)."
+  ([routes] (flatten-routes "" [] [] routes))
+  ([prefix mw parents routes]
    (cond
      (nil? routes) []
      (and (vector? routes) (string? (first routes)))
@@ -56,10 +76,10 @@
        (when (and (empty? children) (not-any? (conj route-methods :any) (keys data)))
          (bad-route (str "route " full " has no handler and no child routes") full))
        (cond-> (if (some (conj route-methods :any) (keys data))
-                 [{:path full :data data :middleware mw'}]
+                 [{:path full :data data :middleware mw' :parents parents}]
                  [])
-         (seq children) (into (mapcat #(flatten-routes full mw' %) children))))
-     (sequential? routes) (into [] (mapcat #(flatten-routes prefix mw %) routes))
+         (seq children) (into (mapcat #(flatten-routes full mw' (cond-> parents data (conj data)) %) children))))
+     (sequential? routes) (into [] (mapcat #(flatten-routes prefix mw parents %) routes))
      :else (bad-route (str "a route must be [\"/path\" {...}], got " (pr-str routes)) routes))))
 
 (defn- apply-middleware [handler mws]
@@ -78,11 +98,12 @@
                         (apply-middleware v mws))])]
     (Endpoint. ^java.util.Map (apply array-map (mapcat identity handlers)))))
 
-(defn compile-routes
-  "Builds the Java Router from route data; conflicts and malformed templates become ex-info."
-  ^Router [routes global-mw]
+(defn compile-flat
+  "Builds the Java Router from flattened routes (`flatten-routes`); conflicts and malformed templates become
+  ex-info."
+  ^Router [flat global-mw]
   (let [b (Router/builder)]
-    (doseq [{:keys [path data] :as r} (flatten-routes routes)]
+    (doseq [{:keys [path data] :as r} flat]
       (try (.add b ^String path (:name data) (endpoint r global-mw))
            (catch MalformedRouteException e
              (throw (ex-info (.getMessage e) {:type :herald.http/malformed-route :route path
@@ -94,6 +115,11 @@
                                 :routes [{:path (.template a) :name (.name a)}
                                          {:path (.template b2) :name (.name b2)}]} e))))))
     (.build b)))
+
+(defn compile-routes
+  "Builds the Java Router from route data; conflicts and malformed templates become ex-info."
+  ^Router [routes global-mw]
+  (compile-flat (flatten-routes routes) global-mw))
 
 (def ^:private json-type "application/json; charset=utf-8")
 
@@ -131,7 +157,8 @@
 (defn options-response [^Endpoint ep]
   {:status 204 :headers {"Allow" (.allow ep)}})
 
-(deftype RingRouter [^Router trie names not-found method-not-allowed]
+(deftype RingRouter [^Router trie names not-found method-not-allowed flat]
+  ;; `flat`: the flattened route data, kept for documentation (herald.http.openapi); matching never reads it
   clojure.lang.IFn
   (invoke [_ req]
     (if-let [m (.match trie (:uri req))]
@@ -167,3 +194,8 @@
   "The name -> Route index of a RingRouter."
   [^RingRouter r]
   (.-names r))
+
+(defn flat-of
+  "The flattened route data (`flatten-routes`) a RingRouter was built from."
+  [^RingRouter r]
+  (.-flat r))

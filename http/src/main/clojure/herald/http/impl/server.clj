@@ -3,7 +3,8 @@
   (:require [herald.http.impl.options :as options]
             [herald.http.impl.response :as response]
             [herald.http.impl.websocket :as websocket])
-  (:import (herald.http.server AccessLog HandlerStats HeraldServer Hooks)
+  (:import (herald.http.exception TransportUnavailableException)
+           (herald.http.server AccessLog HandlerStats HeraldServer Hooks UnixSocketFile$InUseException)
            (java.util.logging Level Logger)))
 
 (set! *warn-on-reflection* true)
@@ -29,10 +30,21 @@
         hooks (Hooks. handler (or (:error-logger opts) default-error-logger)
                       response/body-writer websocket/listener (:error-response opts) log)]
     (try (HeraldServer/start config hooks)
+         (catch TransportUnavailableException e
+           (when log (.close log))
+           (throw (ex-info (str "invalid herald.http option :transport " (.transport config) ": " (.getMessage e))
+                           {:type :herald.http/invalid-option :key :transport
+                            :value (keyword (.toLowerCase (str (.transport config))))} e)))
+         (catch UnixSocketFile$InUseException e
+           (when log (.close log))
+           (throw (ex-info (str "cannot serve on Unix socket " (.unixSocket config) ": " (.getMessage e))
+                           {:type :herald.http/unix-socket-in-use :path (.unixSocket config) :live? (.live e)} e)))
          (catch java.io.IOException e
            (when log (.close log))
-           (throw (ex-info (str "cannot bind " (.host config) ":" (.port config) ": " (.getMessage e))
-                           {:type :herald.http/bind-failed :host (.host config) :port (.port config)} e)))
+           (throw (ex-info (str "cannot bind " (if (.tcp config) (str (.host config) ":" (.port config)) "")
+                                (when-let [p (.unixSocket config)] (str " unix:" p)) ": " (.getMessage e))
+                           {:type :herald.http/bind-failed :host (.host config) :port (.port config)
+                            :unix-socket (.unixSocket config)} e)))
          (catch Throwable e
            (when log (.close log))
            (throw e)))))

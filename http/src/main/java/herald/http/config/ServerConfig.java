@@ -7,6 +7,8 @@ import java.util.Objects;
  * layer validates types and names the offending key before it gets here.
  */
 public final class ServerConfig {
+    /** The longest Unix socket path every platform takes (sun_path is 104 bytes on macOS, 108 on Linux). */
+    public static final int MAX_SOCKET_PATH_BYTES = 103;
     public final String host;
     public final int port;
     public final HandlerMode mode;
@@ -42,6 +44,14 @@ public final class ServerConfig {
     public final int reservedConnections;
     /** The paths (without query) a reserve connection may ask for. */
     public final java.util.Set<String> healthPaths;
+    /** Serve on {@code host:port}; false only with {@link #unixSocket} (a socket-only server). */
+    public final boolean tcp;
+    /** The path of a Unix domain socket to serve on as well (or alone); null for none. */
+    public final String unixSocket;
+    /** The socket file's permissions as {@code "rw-rw----"}; null leaves what the umask gives. */
+    public final String unixSocketPermissions;
+    /** Offer permessage-deflate (RFC 7692) to WebSocket clients that ask for it. */
+    public final boolean websocketCompression;
 
     private ServerConfig(Builder b) {
         host = b.host;
@@ -71,6 +81,10 @@ public final class ServerConfig {
         http2MaxConcurrentStreams = b.http2MaxConcurrentStreams;
         reservedConnections = b.reservedConnections;
         healthPaths = java.util.Set.copyOf(b.healthPaths);
+        tcp = b.tcp;
+        unixSocket = b.unixSocket;
+        unixSocketPermissions = b.unixSocketPermissions;
+        websocketCompression = b.websocketCompression;
     }
 
     /** A builder holding the documented defaults. */
@@ -107,6 +121,10 @@ public final class ServerConfig {
         private int reservedConnections = 0;
         private java.util.Set<String> healthPaths = java.util.Set.of("/health");
         private int http2MaxConcurrentStreams = 128;
+        private boolean tcp = true;
+        private String unixSocket;
+        private String unixSocketPermissions;
+        private boolean websocketCompression = false;
 
         public Builder host(String v) { host = Objects.requireNonNull(v, "host"); return this; }
         public Builder port(int v) { port = v; return this; }
@@ -135,6 +153,10 @@ public final class ServerConfig {
         public Builder reservedConnections(int v) { reservedConnections = v; return this; }
         public Builder healthPaths(java.util.Collection<String> v) { healthPaths = java.util.Set.copyOf(v); return this; }
         public Builder http2MaxConcurrentStreams(int v) { http2MaxConcurrentStreams = v; return this; }
+        public Builder tcp(boolean v) { tcp = v; return this; }
+        public Builder unixSocket(String v) { unixSocket = v; return this; }
+        public Builder unixSocketPermissions(String v) { unixSocketPermissions = v; return this; }
+        public Builder websocketCompression(boolean v) { websocketCompression = v; return this; }
 
         /** Checks every range and returns the immutable config. */
         public ServerConfig build() {
@@ -157,6 +179,12 @@ public final class ServerConfig {
             check(reservedConnections >= 0, "reservedConnections", reservedConnections);
             check(http2MaxConcurrentStreams >= 1, "http2MaxConcurrentStreams", http2MaxConcurrentStreams);
             check(sslContext == null || sslContext.isServer(), "sslContext (a client context)", sslContext);
+            check(tcp || unixSocket != null, "tcp (false without a unixSocket)", tcp);
+            check(unixSocket == null || (!unixSocket.isBlank()
+                && unixSocket.getBytes(java.nio.charset.StandardCharsets.UTF_8).length <= MAX_SOCKET_PATH_BYTES),
+                "unixSocket (1-" + MAX_SOCKET_PATH_BYTES + " bytes)", unixSocket);
+            check(unixSocketPermissions == null || unixSocketPermissions.matches("([r-][w-][x-]){3}"),
+                "unixSocketPermissions (like rw-rw----)", unixSocketPermissions);
             return new ServerConfig(this);
         }
 

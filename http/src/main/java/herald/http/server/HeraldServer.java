@@ -2,26 +2,20 @@ package herald.http.server;
 
 import herald.http.config.HandlerMode;
 import herald.http.config.ServerConfig;
-import herald.http.config.Transport;
 import io.netty.bootstrap.ServerBootstrap;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.ServerChannel;
 import io.netty.channel.WriteBufferWaterMark;
-import io.netty.channel.epoll.Epoll;
-import io.netty.channel.epoll.EpollIoHandler;
-import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.group.DefaultChannelGroup;
-import io.netty.channel.nio.NioIoHandler;
-import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import java.io.Closeable;
+import java.io.IOException;
 import java.net.InetSocketAddress;
+import java.nio.file.Path;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -43,55 +37,81 @@ public final class HeraldServer implements Closeable {
 
     private final ServerContext context;
     private final EventLoopGroup group;
+    /** The TCP server channel; null for a Unix-socket-only server. */
     private final Channel serverChannel;
+    /** The Unix domain socket server channel; null when there is none. */
+    private final Channel unixChannel;
     private final String transport;
     private final ScheduledFuture<?> dateTask;
     private CompletableFuture<Void> stopped;
 
-    private HeraldServer(ServerContext context, EventLoopGroup group, Channel serverChannel, String transport) {
+    private HeraldServer(ServerContext context, EventLoopGroup group, Channel serverChannel, Channel unixChannel,
+                         String transport) {
         this.context = context;
         this.group = group;
         this.serverChannel = serverChannel;
+        this.unixChannel = unixChannel;
         this.transport = transport;
         this.dateTask = HttpDate.start(group);
     }
 
-    /** Binds {@code config.host:config.port} and starts serving {@code hooks.handler}. */
-    public static HeraldServer start(ServerConfig config, Hooks hooks) throws InterruptedException {
-        boolean epoll = switch (config.transport) {
-            case EPOLL -> {
-                if (!Epoll.isAvailable()) {
-                    throw new IllegalStateException("epoll transport unavailable", Epoll.unavailabilityCause());
-                }
-                yield true;
-            }
-            case NIO -> false;
-            case AUTO -> Epoll.isAvailable();
-        };
-        IoHandlerFactory io = epoll ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
+    /**
+     * Binds {@code config.host:config.port} (unless {@code config.tcp} is off) and {@code config.unixSocket} (when
+     * set) and starts serving {@code hooks.handler}. A Unix socket path held by a live socket or by a file that is
+     * not a socket throws {@link UnixSocketFile.InUseException}; a stale socket file is replaced.
+     */
+    public static HeraldServer start(ServerConfig config, Hooks hooks) throws InterruptedException, IOException {
+        Transports t = Transports.choose(config.transport);
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(config.ioThreads,
-            new DefaultThreadFactory("herald-http-io"), io);
-        Class<? extends ServerChannel> channelClass =
-            epoll ? EpollServerSocketChannel.class : NioServerSocketChannel.class;
+            new DefaultThreadFactory("herald-http-io"), t.io());
         ServerContext ctx = new ServerContext(config, hooks, handlerExecutor(config),
             Executors.newThreadPerTaskExecutor(Thread.ofVirtual().name("herald-http-stream-", 0).factory()),
             new DefaultChannelGroup("herald-http", GlobalEventExecutor.INSTANCE));
+        Channel tcp = null;
         try {
-            ServerBootstrap b = new ServerBootstrap()
-                .group(group)
-                .channel(channelClass)
-                .option(ChannelOption.SO_BACKLOG, 1024)
-                .option(ChannelOption.SO_REUSEADDR, true)
-                .childOption(ChannelOption.TCP_NODELAY, true)
-                .childOption(ChannelOption.SO_KEEPALIVE, true)
-                .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
-                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK,
-                    new WriteBufferWaterMark(config.maxWriteBufferBytes / 2, config.maxWriteBufferBytes))
-                .childHandler(new ServerInitializer(ctx));
-            Channel ch = b.bind(config.host, config.port).sync().channel();
-            ctx.serverPort = ((InetSocketAddress) ch.localAddress()).getPort();
-            return new HeraldServer(ctx, group, ch, epoll ? "epoll" : "nio");
-        } catch (InterruptedException | RuntimeException e) {
+            ServerInitializer init = new ServerInitializer(ctx);
+            WriteBufferWaterMark marks = new WriteBufferWaterMark(config.maxWriteBufferBytes / 2,
+                config.maxWriteBufferBytes);
+            ctx.serverPort = -1;
+            if (config.tcp) {
+                tcp = new ServerBootstrap()
+                    .group(group)
+                    .channel(t.tcp())
+                    .option(ChannelOption.SO_BACKLOG, 1024)
+                    .option(ChannelOption.SO_REUSEADDR, true)
+                    .childOption(ChannelOption.TCP_NODELAY, true)
+                    .childOption(ChannelOption.SO_KEEPALIVE, true)
+                    .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, marks)
+                    .childHandler(init)
+                    .bind(config.host, config.port).sync().channel();
+                ctx.serverPort = ((InetSocketAddress) tcp.localAddress()).getPort();
+            }
+            Channel unix = null;
+            if (config.unixSocket != null) {
+                Path path = Path.of(config.unixSocket);
+                UnixSocketFile.prepare(path);
+                unix = new ServerBootstrap()
+                    .group(group)
+                    .channel(t.unix())
+                    .option(ChannelOption.SO_BACKLOG, 1024)
+                    .childOption(ChannelOption.ALLOCATOR, PooledByteBufAllocator.DEFAULT)
+                    .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, marks)
+                    .childHandler(init)
+                    .bind(t.unixAddress(path)).sync().channel();
+                try {
+                    UnixSocketFile.permit(path, config.unixSocketPermissions);
+                } catch (IOException | RuntimeException e) {
+                    unix.close().awaitUninterruptibly();
+                    UnixSocketFile.remove(path);
+                    throw e;
+                }
+            }
+            return new HeraldServer(ctx, group, tcp, unix, t.name());
+        } catch (InterruptedException | IOException | RuntimeException e) {
+            if (tcp != null) {
+                tcp.close().awaitUninterruptibly();
+            }
             group.shutdownGracefully(0, 0, TimeUnit.MILLISECONDS);
             shutdownExecutors(ctx);
             throw e;
@@ -111,17 +131,22 @@ public final class HeraldServer implements Closeable {
         return pool;
     }
 
-    /** The bound port (the real one when started with port 0). */
+    /** The bound port (the real one when started with port 0); -1 for a Unix-socket-only server. */
     public int port() {
         return context.serverPort;
     }
 
-    /** "epoll" or "nio". */
     /** The access log, or null when it is off. */
     public AccessLog accessLog() {
         return context.accessLog;
     }
 
+    /** The Unix domain socket path served, or null. */
+    public String unixSocket() {
+        return context.config.unixSocket;
+    }
+
+    /** "epoll", "kqueue" or "nio". */
     public String transport() {
         return transport;
     }
@@ -165,7 +190,13 @@ public final class HeraldServer implements Closeable {
     private void drainAndClose() {
         try {
             context.draining = true;
-            serverChannel.close().awaitUninterruptibly();
+            if (serverChannel != null) {
+                serverChannel.close().awaitUninterruptibly();
+            }
+            if (unixChannel != null) {
+                unixChannel.close().awaitUninterruptibly();
+                UnixSocketFile.remove(Path.of(context.config.unixSocket));
+            }
             for (Channel ch : context.channels) {
                 ch.eventLoop().execute(() -> ch.pipeline().fireUserEventTriggered(SHUTDOWN_EVENT));
             }

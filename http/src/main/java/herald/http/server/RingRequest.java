@@ -49,6 +49,17 @@ public final class RingRequest {
 
     /** Per-connection facts, computed once per channel. */
     public static final class Connection {
+        /** {@code :remote-addr} of a request over a Unix domain socket (the peer is on this host). */
+        public static final String UNIX_REMOTE_ADDR = "127.0.0.1";
+        /** {@code :server-name} of a request over a Unix domain socket that has no Host header. */
+        public static final String UNIX_SERVER_NAME = "localhost";
+        /** {@code :server-port} of a request over a Unix domain socket: the http scheme's default port. */
+        public static final int UNIX_SERVER_PORT = 80;
+
+        private static boolean isUnix(SocketAddress a) {
+            return a instanceof java.net.UnixDomainSocketAddress || a instanceof io.netty.channel.unix.DomainSocketAddress;
+        }
+
         final Integer serverPort;
         final String remoteAddr;
         final String localAddr;
@@ -58,9 +69,17 @@ public final class RingRequest {
         /** The client certificate once read: NO_CERT when there is none; null until read. */
         private volatile Object clientCert;
 
-        /** The facts of {@code ch}; {@code fallbackPort} when its local address is not an inet address. */
+        /**
+         * The facts of {@code ch}; {@code fallbackPort} when its local address is not an inet address. A Unix domain
+         * socket connection has no addresses: it gets {@link #UNIX_REMOTE_ADDR}, {@link #UNIX_SERVER_NAME} (when the
+         * request has no Host) and {@link #UNIX_SERVER_PORT}, what a client on this host going through TCP would get.
+         */
         static Connection of(Channel ch, int fallbackPort, boolean proxy) {
             SocketAddress local = ch.localAddress();
+            if (isUnix(local)) {
+                return new Connection(UNIX_SERVER_PORT, UNIX_REMOTE_ADDR, UNIX_SERVER_NAME, proxy,
+                    ch.pipeline().get(SslHandler.class));
+            }
             int port = local instanceof InetSocketAddress isa ? isa.getPort() : fallbackPort;
             return new Connection(port, ip(ch.remoteAddress()), ip(local), proxy, ch.pipeline().get(SslHandler.class));
         }

@@ -11,19 +11,18 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelPipeline;
-import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.http2.Http2ConnectionEncoder;
 import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.stream.ChunkedWriteHandler;
 import herald.http.http2.ResponseHeaders;
 
 /**
- * Sets up each accepted channel: connection limit, TLS when configured, then HTTP/1.1 (herald's decoder with limits, the
+ * Sets up each accepted channel (TCP or Unix domain socket): connection limit, TLS when configured, then HTTP/1.1 (herald's decoder with limits, the
  * HTTP connection handler) or, with {@code http2} on, whatever the client chose: ALPN on TLS, the h2c preface or
  * {@code Upgrade: h2c} on plaintext. It is also the {@link Http2Host} the HTTP/2 handlers build streams with: each
  * stream gets its own {@link HttpConnection}, so limits, handler modes and response rules are shared.
  */
-final class ServerInitializer extends ChannelInitializer<SocketChannel> implements Http2Host {
+final class ServerInitializer extends ChannelInitializer<Channel> implements Http2Host {
     static final String DECODER = "herald-http-decoder";
     static final String HANDLER = "herald-http";
     static final String TLS = "herald-tls";
@@ -37,7 +36,7 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
     }
 
     @Override
-    protected void initChannel(SocketChannel ch) {
+    protected void initChannel(Channel ch) {
         if (server.draining) {
             ch.close();
             return;
@@ -54,7 +53,8 @@ final class ServerInitializer extends ChannelInitializer<SocketChannel> implemen
             }
             return;
         }
-        java.net.InetAddress from = ch.remoteAddress() == null ? null : ch.remoteAddress().getAddress();
+        // a Unix domain socket peer has no address: the per-address limit does not apply to it
+        java.net.InetAddress from = ch.remoteAddress() instanceof java.net.InetSocketAddress isa ? isa.getAddress() : null;
         if (from != null && !server.acquire(from)) {
             server.connections.decrementAndGet();
             server.stats.error(503);

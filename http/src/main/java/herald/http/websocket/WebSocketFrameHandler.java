@@ -29,9 +29,17 @@ final class WebSocketFrameHandler extends ChannelDuplexHandler {
     private final CloseHandshake handshake;
     private boolean closeWritten;
 
+    /** The largest message delivered; larger ones fail with 1009 (inflated ones can pass the decoder's check). */
+    private final int maxMessageBytes;
+
     WebSocketFrameHandler(HeraldWebSocket socket) {
+        this(socket, Integer.MAX_VALUE);
+    }
+
+    WebSocketFrameHandler(HeraldWebSocket socket, int maxMessageBytes) {
         this.socket = socket;
         this.handshake = socket.handshake();
+        this.maxMessageBytes = maxMessageBytes;
     }
 
     @Override
@@ -39,6 +47,18 @@ final class WebSocketFrameHandler extends ChannelDuplexHandler {
         try {
             if (handshake.failed()) {
                 return; // the peer broke the protocol: nothing after that is delivered
+            }
+            if (msg instanceof WebSocketFrame f && f.rsv() != 0) {
+                // left set after permessage-deflate took RSV1 off: RSV2/RSV3, or RSV1 on a control frame
+                handshake.fail(CloseCodes.PROTOCOL_ERROR, "reserved bits set",
+                    new CorruptedWebSocketFrameException(WebSocketCloseStatus.PROTOCOL_ERROR, "reserved bits set"));
+                return;
+            }
+            if ((msg instanceof TextWebSocketFrame || msg instanceof BinaryWebSocketFrame)
+                && ((WebSocketFrame) msg).content().readableBytes() > maxMessageBytes) {
+                handshake.fail(CloseCodes.TOO_BIG, "Message too big",
+                    new TooLongFrameException("message over " + maxMessageBytes + " bytes once inflated"));
+                return;
             }
             if (msg instanceof TextWebSocketFrame t) {
                 socket.message(t.text());
@@ -102,7 +122,7 @@ final class WebSocketFrameHandler extends ChannelDuplexHandler {
             int code = status == null ? CloseCodes.PROTOCOL_ERROR : status.code();
             String reason = c.getMessage() != null ? c.getMessage() : status == null ? "" : status.reasonText();
             handshake.fail(code, reason, cause);
-        } else if (cause instanceof TooLongFrameException) {
+        } else if (cause instanceof TooLongFrameException || Compression.tooBig(cause)) {
             handshake.fail(CloseCodes.TOO_BIG, "Message too big", cause);
         } else if (cause instanceof IOException || cause.getCause() instanceof IOException) {
             if (!handshake.failed()) {

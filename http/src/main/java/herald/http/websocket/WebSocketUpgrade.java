@@ -9,9 +9,11 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.group.ChannelGroup;
 import io.netty.handler.codec.http.DefaultFullHttpRequest;
+import io.netty.handler.codec.http.DefaultHttpHeaders;
 import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponseEncoder;
@@ -21,6 +23,7 @@ import io.netty.handler.codec.http.websocketx.WebSocketFrameAggregator;
 import io.netty.handler.codec.http.websocketx.WebSocketServerHandshaker;
 import io.netty.handler.codec.http.websocketx.WebSocketServerHandshakerFactory;
 import io.netty.handler.codec.http.websocketx.WebSocketVersion;
+import io.netty.handler.codec.http.websocketx.extensions.WebSocketServerExtension;
 import java.util.concurrent.Executor;
 
 /** Upgrades an HTTP exchange whose Ring response carries {@code :ring.websocket/listener}. */
@@ -70,9 +73,10 @@ public final class WebSocketUpgrade {
             return false;
         }
         Object proto = RT.get(response, RingKeys.WS_PROTOCOL);
+        WebSocketServerExtension deflate = Compression.negotiate(req, config);
         WebSocketDecoderConfig dc = WebSocketDecoderConfig.newBuilder()
             .maxFramePayloadLength(config.websocketMaxFrameBytes)
-            .allowExtensions(false)
+            .allowExtensions(deflate != null) // RSV1 marks a compressed message; without the extension it fails
             // WebSocketFrameHandler sends the close frame: the decoder's own would bypass the encoder after it
             .closeOnProtocolViolation(false)
             .build();
@@ -89,12 +93,22 @@ public final class WebSocketUpgrade {
         ChannelPipeline p = ctx.pipeline();
         p.addBefore(ctx.name(), "herald-http-encoder", new HttpResponseEncoder());
         HeraldWebSocket socket = new HeraldWebSocket(ctx.channel(), listener, executor);
-        handshaker.handshake(ctx.channel(), full, null, ctx.channel().newPromise());
+        HttpHeaders extra = null;
+        if (deflate != null) {
+            extra = new DefaultHttpHeaders().add(HttpHeaderNames.SEC_WEBSOCKET_EXTENSIONS,
+                Compression.responseHeader(deflate));
+        }
+        handshaker.handshake(ctx.channel(), full, extra, ctx.channel().newPromise());
+        if (deflate != null) {
+            // inflate right after the frame decoder, before UTF-8 checks and aggregation; deflate what the socket sends
+            p.addBefore(ctx.name(), "herald-ws-inflate", deflate.newExtensionDecoder());
+            p.addBefore(ctx.name(), "herald-ws-deflate", deflate.newExtensionEncoder());
+        }
         // Netty adds this only in WebSocketServerProtocolHandler: invalid UTF-8 text fails with 1007 (RFC 6455 8.1);
         // like the decoder and the aggregator it only raises the error, WebSocketFrameHandler sends the close frame
         p.addBefore(ctx.name(), "herald-ws-utf8", new Utf8FrameValidator(false));
         p.addBefore(ctx.name(), "herald-ws-aggregator", new WebSocketFrameAggregator(config.websocketMaxFrameBytes));
-        p.replace(ctx.name(), "herald-ws", new WebSocketFrameHandler(socket));
+        p.replace(ctx.name(), "herald-ws", new WebSocketFrameHandler(socket, config.websocketMaxFrameBytes));
         socket.opened();
         return true;
     }

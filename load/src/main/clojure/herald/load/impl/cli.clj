@@ -3,6 +3,10 @@
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
             [herald.load :as load]
+            [herald.load.impl.agent :as agent]
+            [herald.load.impl.agent-coordinator :as coordinator]
+            [herald.load.impl.agent-report :as agent-report]
+            [herald.load.impl.agent-wire :as wire]
             [herald.load.impl.aggregate :as agg]
             [herald.load.impl.output :as output]
             [herald.load.impl.merge :as merge]
@@ -15,7 +19,7 @@
 
 (def commands
   "The subcommands."
-  #{:rate :max :sweep :feed :report :compare :merge :aggregate :lab})
+  #{:rate :max :sweep :feed :report :compare :merge :aggregate :lab :agent})
 
 (def parse-seconds
   "\"10s\", \"500ms\", \"2m\", \"1h\" or a plain number of seconds, as seconds (a double)."
@@ -54,6 +58,9 @@
    [nil "--http2" "HTTP/2: h2 by ALPN on https://, h2c by prior knowledge on http://" :id :http2?]
    [nil "--streams N" "requests in flight per HTTP/2 connection (default 1)" :parse-fn parse-long]])
 
+(def ^:private agents-spec
+  [nil "--agents LIST" "run on these agents (host:port,host:port), the rate or users split evenly"])
+
 (def ^:private tls-specs
   [["-k" "--insecure" "https: trust any certificate, skip the host name check (testing only)" :id :insecure?]
    [nil "--cacert FILE" "https: trust the certificates of this PEM file (e.g. a self-signed server's)" :id :ca-cert]
@@ -66,7 +73,7 @@
     :rate (concat [["-R" "--rate RATE|PHASES" "requests/s, or steps and ramps: 1000:30s,2000:30s or 1000..5000:60s" :parse-fn parse-rate]
                    [nil "--ramp FROM..TO:TIME" "a linear ramp (same grammar as --rate)"]
                    [nil "--schedule EDN|@FILE" "phases as EDN: [{:rate 1000 :duration 30} {:rate 1000 :to 5000 :duration 60}]"]]
-                  engine-specs tls-specs common)
+                  [agents-spec] engine-specs tls-specs common)
     :max (concat engine-specs tls-specs common)
     :sweep (concat [[nil "--p99 MS" "p99 bound in ms" :id :p99-bound :parse-fn parse-double]
                     [nil "--p999 MS" "p99.9 bound in ms (default 2 x p99)" :id :p999-bound :parse-fn parse-double]
@@ -105,7 +112,8 @@
                    [nil "--jwt-issuer ISS" "the tokens' iss claim (env HERALD_JWT_ISSUER)"
                     :default-fn (fn [_] (not-empty (System/getenv "HERALD_JWT_ISSUER"))) :default-desc ""]
                    [nil "--jwt-audience AUD" "the tokens' aud claim (env HERALD_JWT_AUDIENCE)"
-                    :default-fn (fn [_] (not-empty (System/getenv "HERALD_JWT_AUDIENCE"))) :default-desc ""]]
+                    :default-fn (fn [_] (not-empty (System/getenv "HERALD_JWT_AUDIENCE"))) :default-desc ""]
+                   agents-spec]
                   tls-specs common)
     (:report :compare) [["-o" "--out DIR" "write report.html and PNGs into DIR"]
                         [nil "--steps" "one row (and one overlaid series) per step of stepped runs"]
@@ -114,12 +122,16 @@
     :lab [["-o" "--out DIR" "the lab's directory (default: lab-results/<spec name>); a rerun resumes the missing cells"]
           [nil "--dry-run" "validate SPEC and list the cells, start nothing" :id :dry-run?]
           ["-h" "--help"]]
+    :agent [["-p" "--port PORT" "TCP port to listen on (0: any free port, printed)" :parse-fn parse-long]
+            [nil "--host HOST" "address to listen on" :default "0.0.0.0"]
+            [nil "--hlog-dir DIR" "also keep each run's interval histograms in DIR/RUN-ID.hlog"]
+            ["-h" "--help"]]
     :aggregate [[nil "--csv FILE" "write CSV there (default: stdout)"] [nil "--edn FILE" "also write EDN"] ["-h" "--help"]]))
 
 (defn arg-help
   "The positional arguments of `cmd`, for usage lines."
   [cmd]
-  (case cmd (:rate :max :sweep) "URL [options]" :feed "[options]" (:report :compare :merge) "RESULT.edn... [options]" :lab "SPEC.edn [options]" :aggregate "LOGFILE|- [options]"))
+  (case cmd (:rate :max :sweep) "URL [options]" (:feed :agent) "[options]" (:report :compare :merge) "RESULT.edn... [options]" :lab "SPEC.edn [options]" :aggregate "LOGFILE|- [options]"))
 
 (defn- schedule-opts
   "--rate, --ramp and --schedule as the API's :rate or :schedule (only one of them may be given)."
@@ -208,19 +220,46 @@
         failed (+ (reduce + 0 (vals (:errors r))) (long (or (:backlog r) 0)) (long (or (:connect-failures r) 0)))]
     (if (and (zero? ok) (pos? failed)) 2 0)))
 
+(defn- agent! [{:keys [port host hlog-dir]}]
+  (when-not port (throw (ex-info "agent wants --port PORT" {:type :herald.load/bad-option :key :port})))
+  (let [a (agent/serve! {:host host :port port :hlog-dir hlog-dir
+                         :log #(binding [*out* *err*] (println "herald-load agent:" %) (flush))})]
+    (println (str "herald-load agent listening on " host ":" (:port a) " protocol=" wire/protocol-version))
+    (flush)
+    @(promise)))
+
+(defn- distributed!
+  "A rate or feed run split over the --agents: per-agent lines, the merged result, the agents' report;
+  exit 2 when an agent died or failed."
+  [mode o options finish!]
+  (let [agents (wire/parse-agents (:agents options))
+        o (cond-> (dissoc o :agents)
+            (and (:out options) (not (:hlog o))) (assoc :hlog (str (io/file (:out options) "latency.hlog"))))
+        r (coordinator/execute mode o agents)]
+    (run! println (agent-report/agent-lines r))
+    (finish! r options)
+    (when-let [dir (:out options)] (spit (io/file dir "report.html") (agent-report/html r)))
+    (if (agent-report/failed? r) 2 (exit-code r))))
+
 (defn dispatch
   "Runs subcommand `cmd` with parsed `options` and `args`; `finish!` prints and writes a run result."
   [cmd options args finish!]
   (case cmd
     :rate (do (when-not (some options [:rate :ramp :schedule])
                 (throw (ex-info "--rate (or --ramp or --schedule) is required" {:type :herald.load/bad-option :key :rate})))
-              (let [r (load/rate (engine-opts options args))] (finish! r options) (exit-code r)))
+              (when (and (:agents options) (:script options))
+                (throw (ex-info "--script runs only in one generator, not with --agents" {:type :herald.load/bad-option :key :script})))
+              (if (:agents options)
+                (distributed! :rate (engine-opts options args) options finish!)
+                (let [r (load/rate (engine-opts options args))] (finish! r options) (exit-code r))))
     :max (let [r (load/max-load (engine-opts options args))] (finish! r options) (exit-code r))
     :sweep (sweep! options args)
     :feed (let [o (cond-> (-> options (dissoc :out :quiet :label :help :form) (assoc :handle-interrupt? true))
                     (:form options) (assoc :body-format :form)
                     (:quiet options) (assoc :progress :quiet))]
-            (let [r (load/feed o)] (finish! r options) (exit-code r)))
+            (if (:agents options)
+              (distributed! :feed o options finish!)
+              (let [r (load/feed o)] (finish! r options) (exit-code r))))
     (:report :compare)
     (let [results (cond->> (mapv output/read-result args)
                     (:steps options) (into [] (mapcat (fn [r] (if (seq (:steps r))
@@ -231,6 +270,7 @@
       (when-let [dir (:out options)] (doseq [p (load/report! dir results)] (println "wrote" p)))
       0)
     :lab (lab! options args)
+    :agent (agent! options)
     :merge
     (let [results (mapv output/read-result args)]
       (when (< (count results) 2) (throw (ex-info "merge needs two or more result files" {:type :herald.load/bad-option :key :results})))

@@ -13,10 +13,10 @@
 
 (defn recorder
   "A new recorder; `log-file` (optional) receives one reference log line per answered request. Requests
-  started before epoch ms `from-ms` (a warm-up) are not recorded."
+  started before epoch ms `from-ms` (a warm-up; `record-from!` moves it) are not recorded."
   ([log-file] (recorder log-file Long/MIN_VALUE))
   ([log-file from-ms]
-  {:from-ms (long from-ms)
+  {:from-ms (java.util.concurrent.atomic.AtomicLong. (long from-ms))
    :lock (Object.)
    :ops (HashMap.)
    :status (HashMap.)
@@ -26,15 +26,21 @@
    :interval-errors (java.util.concurrent.atomic.AtomicLong.)
    :log (when log-file (io/make-parents (io/file log-file)) (io/writer (io/file log-file)))}))
 
+(defn record-from!
+  "Records only requests started at or after epoch ms `from-ms` from now on (the end of a warm-up that
+  starts once the users run)."
+  [{:keys [^java.util.concurrent.atomic.AtomicLong from-ms]} ms]
+  (.set from-ms (long ms)))
+
 (defn- bump! [^Map m k] (.merge m k 1 (reify java.util.function.BiFunction (apply [_ a b] (+ (long a) (long b))))))
 
 (defn record!
   "Records one request started at epoch ms `time-ms`. `status` 0 with an `error-kind` (\"connect\",
   \"timeout\", ...) means no response; any status outside 200..299 counts as a status error (a DELETE's 204 is
   a success)."
-  [{:keys [from-ms lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
+  [{:keys [^java.util.concurrent.atomic.AtomicLong from-ms lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
    time-ms entity operation code latency-us error-kind]
-  (when (>= (long time-ms) (long from-ms))
+  (when (>= (long time-ms) (.get from-ms))
   (let [k (str entity " " operation)]
     (when (or error-kind (not (<= 200 (long code) 299))) (.incrementAndGet interval-errors))
     (if error-kind

@@ -83,7 +83,8 @@
           entry {:t (/ (Math/round (* 1000.0 t)) 1000.0) :count (.getTotalCount h)
                  :rate (/ (.getTotalCount h) (max 1e-9 (- t last-t))) :target (:rate-cap r) :errors (- errs last-err)
                  :latency (select-keys (hist/summary h) [:p50 :p90 :p99 :p999 :max])}
-          done? (or (>= now (long stop-at)) @stopped?)]
+          done? (or (>= now (long stop-at)) @stopped? (boolean (some-> (:stop-when r) (apply []))))]
+      (when-let [f (:on-histogram r)] (f last-t t h))
       (report entry)
       (if done? [(conj intervals entry) (- now t0)] (recur (conj intervals entry) t0 t errs)))))
 
@@ -96,12 +97,16 @@
         stop (atom false)
         group ^EventLoopGroup (Transport/group (int (:threads opts)))
         warmup-ms (long (* 1000 (double (:warmup opts))))
-        ;; requests started during the warm-up (JIT, caches, connections) are sent but not recorded
-        r (rec/recorder (:log-file opts) (+ (System/currentTimeMillis) warmup-ms))
+        _ (when-let [f (:before-start opts)] (f))
+        ;; requests started during the warm-up (JIT, caches, connections) are sent but not recorded; the
+        ;; warm-up is timed from the moment the users run (starting them may take long on a busy machine)
+        r (rec/recorder (:log-file opts) (if (pos? warmup-ms) Long/MAX_VALUE Long/MIN_VALUE))
         report (or (:on-interval opts) (progress/reporter (:progress opts)))]
     (try
       (let [users (feed/start-users! opts target group r stop)
+            _ (when-let [f (:on-start opts)] (f))
             warm-until (+ (System/nanoTime) (* 1000000 warmup-ms))
+            _ (when (pos? warmup-ms) (rec/record-from! r (+ (System/currentTimeMillis) warmup-ms)))
             body (fn []
                    (while (and (not @stop) (< (System/nanoTime) warm-until)) (Thread/sleep 20))
                    (.getIntervalHistogram ^Recorder (:interval r))
@@ -117,7 +122,7 @@
         {:herald.load/result 1
          :mode :feed
          ;; the secret never reaches a result file or a report
-         :meta (meta/run-meta (cond-> (dissoc opts :on-interval) (:jwt-secret opts) (assoc :jwt-secret "(hidden)")))
+         :meta (meta/run-meta (cond-> (dissoc opts :on-interval :on-histogram :on-start :stop-when :before-start) (:jwt-secret opts) (assoc :jwt-secret "(hidden)")))
          :url (str (if (:https? opts) "https://" "http://") (:host opts) ":" (:port opts) "/")
          :protocol (protocol/protocol-name opts (:https? opts))
          :rate {:target (some-> (:rate-cap opts) double) :achieved (/ (.getTotalCount total) (max 1e-9 seconds))}

@@ -116,7 +116,7 @@
 (defn- collect-loop
   "Waits for `done`, collecting an interval every `interval` seconds, and reporting each, the last (possibly
   partial) one included; returns the intervals."
-  [^LoadEngine engine ^CompletableFuture done {:keys [interval phases method]} total-l total-s hlog report minutes watch]
+  [^LoadEngine engine ^CompletableFuture done {:keys [interval phases method] :as opts} total-l total-s hlog report minutes watch]
   (loop [intervals [] last-t 0.0 last-errors 0]
     (let [finished? (try (.get done (nanos interval) TimeUnit/NANOSECONDS) true
                          (catch TimeoutException _ false))
@@ -131,9 +131,11 @@
       (when (pos? (.getTotalCount l))
         (agg/add-histogram! minutes (System/currentTimeMillis) "request" (str/lower-case (name method)) l))
       (when (and hlog (pos? (.getTotalCount l))) (hist/hlog-interval! hlog last-t t l))
+      (when-let [f (:on-histogram opts)] (f last-t t l))
       (let [intervals (if (or (pos? (:count entry)) (> t last-t)) (conj intervals entry) intervals)]
         (when (or (not finished?) (pos? (:count entry)) (> t last-t)) (report entry))
         (when (and watch (not finished?)) (watch))
+        (when (and (not finished?) (:stop-when opts) ((:stop-when opts))) (.stop engine))
         (if finished? intervals (recur intervals t errors))))))
 
 (defn- warnings [mode target achieved backlog connect-failures connect-causes errors step-list {:keys [host other]}]
@@ -176,11 +178,13 @@
         total-l (hist/histogram) total-s (hist/histogram)
         minutes (agg/aggregator)
         report (or (:on-interval opts) (progress/reporter (:progress opts)))
-        step-report (or (:on-step opts) (when (> (count (:phases opts)) 1) (progress/step-reporter (:progress opts))))
-        started (System/currentTimeMillis)]
+        step-report (or (:on-step opts) (when (> (count (:phases opts)) 1) (progress/step-reporter (:progress opts))))]
     (try
-      (let [cpu0 (process-cpu-nanos)
+      (let [_ (when-let [f (:before-start opts)] (f))
+            started (System/currentTimeMillis)
+            cpu0 (process-cpu-nanos)
             done (.start engine)
+            _ (when-let [f (:on-start opts)] (f))
             hlog (when-let [p (:hlog opts)] (hist/hlog-writer p (+ started (long (* 1000 (:warmup opts))))))
             watch (when (and (= mode :rate) (or step-report (::stop? opts)))
                     (live-steps engine (:phases opts) (slots opts) (advise-streams step-report opts) (::stop? opts)))
@@ -215,7 +219,7 @@
                             1000.0))))]
         {:herald.load/result 1
          :mode mode
-         :meta (meta/run-meta (dissoc opts :on-interval :on-step :on-send ::stop? :phases))
+         :meta (meta/run-meta (dissoc opts :on-interval :on-step :on-send ::stop? :phases :on-histogram :on-start :stop-when :before-start))
          :url (:url opts)
          :protocol (protocol/protocol-name opts (:tls? (request/parse-url (:url opts))))
          :streams (:streams opts)

@@ -76,13 +76,16 @@
     (reindex! db idx state id mk)
     p))
 
-(defn- friend-ids [db id]
-  (mapv (fn [[k _]] (c/key-long k 8)) (rocks/scan db :friends (c/long-key id) #(c/owner-prefix? % id) Long/MAX_VALUE)))
+(defn- pair-ids
+  "The second ids of `id`'s entries in `family` (:friends, or :former: whose friendship with id ended)."
+  [db family id]
+  (mapv (fn [[k _]] (c/key-long k 8)) (rocks/scan db family (c/long-key id) #(c/owner-prefix? % id) Long/MAX_VALUE)))
 
 (defn delete!
   "Deletes post `id` under `lock`: one atomic write removes its outbound row, its pending fan-out record and
-  the inbound rows of its pending recipients and of its sender's current friends, and writes its tombstone and
-  a reindex marker. Returns the post as it was, or nil."
+  the inbound rows of everyone who may hold a copy (its pending recipients, its sender's current friends and
+  former friends: a copy delivered before an unfriend or a block), and writes its tombstone and a reindex marker.
+  Returns the post as it was, or nil."
   [db idx state lock id]
   (when-let [[p mk] (locking lock
                       (when-let [ok (live-key db id)]
@@ -93,7 +96,8 @@
                             (.delete wb (cf db :outbound) ok)
                             (.put wb (cf db :posts) (c/long-key id) (c/tombstone ok))
                             (.delete wb (cf db :fanout) (c/long-key id))
-                            (doseq [r (distinct (concat pending (friend-ids db (:from old))))]
+                            (doseq [r (distinct (concat pending (pair-ids db :friends (:from old))
+                                                        (pair-ids db :former (:from old))))]
                               (.delete wb (cf db :inbound) (c/feed-key r (:ts old) id)))
                             (.put wb (cf db :reindex) mk no-bytes)
                             (rocks/write! db wb))

@@ -113,11 +113,11 @@
 
 (defn search-page
   "A page {:items [{:id :from}] :next cursor} of the newest posts matching every term of `keywords`, after the
-  cursor's post id (opts {:limit :before}); `ts-of` gives a post id's ts for the :next cursor. Failures as
+  cursor's post id, none of a sender in :hidden (opts {:limit :before :hidden}); `ts-of` gives a post id's ts for the :next cursor. Failures as
   `search`."
-  [idx state keywords {:keys [limit before]} ts-of]
+  [idx state keywords {:keys [limit before hidden]} ts-of]
   (let [below (when before (second (cursor/decode before)))
-        hits (counted state #(lucene/search-page idx (text/terms keywords) (inc (long limit)) below))
+        hits (counted state #(lucene/search-page idx (text/terms keywords) (inc (long limit)) below hidden))
         more? (> (count hits) (long limit))
         shown (if more? (pop hits) hits)]
     {:items shown :next (when more? (let [id (:id (peek shown))] (cursor/encode (or (ts-of id) 0) id)))}))

@@ -210,9 +210,14 @@
                (or (zero? max-lag-ms) (>= (stale-ms idx) max-lag-ms)))
       (refresh! idx g))))
 
-(defn- query [terms]
+(defn- query
+  "Every term a MUST; the posts of the senders in `hidden` (ids, may be empty) a MUST_NOT on the `from` doc values
+  (checked only for the documents the terms match)."
+  [terms hidden]
   (let [b (BooleanQuery$Builder.)]
     (doseq [^String t terms] (.add b (TermQuery. (Term. ^String text/field t)) BooleanClause$Occur/MUST))
+    (when (seq hidden)
+      (.add b (NumericDocValuesField/newSlowSetQuery "from" (long-array hidden)) BooleanClause$Occur/MUST_NOT))
     (.build b)))
 
 (defn- senders
@@ -244,14 +249,14 @@
 (defn- top
   "(f leaves hits) over the newest n hits of the terms, below post id `below` when given (the index sort makes
   that a search-after on id)."
-  [{:keys [^SearcherManager manager] :as idx} terms n below f]
+  [{:keys [^SearcherManager manager] :as idx} terms hidden n below f]
   (catch-up! idx)
   (let [^IndexSearcher s (.acquire manager)
         after (when below (FieldDoc. Integer/MAX_VALUE Float/NaN (object-array [(Long/valueOf (long below))])))]
     (try
       ;; hit-count threshold = n: each segment stops after n hits (its newest, by the index sort), instead of
       ;; counting up to 1,000 hits first for a total nobody reads
-      (let [^TopFieldDocs top (.search s ^org.apache.lucene.search.Query (query terms)
+      (let [^TopFieldDocs top (.search s ^org.apache.lucene.search.Query (query terms hidden)
                                        (TopFieldCollectorManager. newest-first (int n) ^FieldDoc after (int n)))]
         (f (.leaves (.getIndexReader s)) (.-scoreDocs top)))
       (finally (.release manager s)))))
@@ -260,14 +265,15 @@
   "Sender ids of the newest limit posts containing every term. Sees every document indexed max-lag-ms or
   more before the call (every document when max-lag-ms is 0)."
   [idx terms limit]
-  (if (empty? terms) [] (top idx terms limit nil senders)))
+  (if (empty? terms) [] (top idx terms nil limit nil senders)))
 
 (defn search-page
-  "[{:id :from}] of the newest n posts containing every term with a post id below `below` (nil: any), as search."
-  [idx terms n below]
+  "[{:id :from}] of the newest n posts containing every term with a post id below `below` (nil: any), none of a
+  sender in `hidden` (a set of ids, or nil), as search."
+  [idx terms n below hidden]
   (if (empty? terms)
     []
-    (top idx terms n below
+    (top idx terms hidden n below
          (fn [leaves ^"[Lorg.apache.lucene.search.ScoreDoc;" hits]
            (mapv (fn [h from] {:id (long (aget (.-fields ^FieldDoc h) 0)) :from from}) hits (senders leaves hits))))))
 

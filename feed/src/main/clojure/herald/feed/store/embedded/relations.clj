@@ -36,24 +36,31 @@
           (.delete wb h (c/pair-key a b)))))
     (rocks/write! db wb)))
 
-(defn unfriend!
-  "Deletes both friends entries of a and b; true when they were friends. The friendships record stays (its id is
-  never reused)."
+(defn- end-friendship
+  "The entries that end the friendship of a and b, when they are friends: both friends entries deleted, both
+  `former` entries put (a later delete of a post of either removes the other's inbound copy of it)."
   [db a b]
-  (let [had? (related? db :friends a b)]
-    (when had? (write-pairs! db [[:delete :friends a b] [:delete :friends b a]]))
-    had?))
+  (when (related? db :friends a b)
+    [[:delete :friends a b] [:delete :friends b a] [:put :former a b] [:put :former b a]]))
+
+(defn unfriend!
+  "Ends the friendship of a and b (see `end-friendship`) in one write; true when they were friends. The
+  friendships record stays (its id is never reused)."
+  [db a b]
+  (let [entries (end-friendship db a b)]
+    (when entries (write-pairs! db entries))
+    (some? entries)))
 
 (def ^:private extra
   "What a relationship entry writes besides itself: a block ends the friendship and is indexed by its target."
-  {:mutes (fn [_ _] [])
-   :blocks (fn [a b] [[:put :blocked-by b a] [:delete :friends a b] [:delete :friends b a]])})
+  {:mutes (fn [_ _ _] [])
+   :blocks (fn [db a b] (into [[:put :blocked-by b a]] (end-friendship db a b)))})
 
 (defn add!
   "Adds a's entry of b in family (:mutes or :blocks) with what it implies, in one write; {:from :target :created?}."
   [db family a b]
   (let [had? (related? db family a b)]
-    (write-pairs! db (into [[:put family a b]] ((extra family) a b)))
+    (write-pairs! db (into [[:put family a b]] ((extra family) db a b)))
     {:from a :target b :created? (not had?)}))
 
 (defn remove!

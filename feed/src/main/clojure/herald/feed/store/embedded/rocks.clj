@@ -18,9 +18,11 @@
   (blocker, target) -> a marker, blocked-by (target, blocker) -> a marker; an unfriend deletes the two friends
   entries and keeps the friendships record (so friendship ids are never reused). Posts (issue 11): reindex (post
   id, seq) -> nothing: an edit or delete whose search index change is not in a Lucene commit yet (written with the
-  edit, cleared after the commit); a deleted post's posts entry is a tombstone (its outbound key and one more byte)."
+  edit, cleared after the commit); a deleted post's posts entry is a tombstone (its outbound key and one more byte);
+  former (owner, other) -> a marker, both ways, written by the unfriend or block that ends a friendship: a later
+  delete of a post of owner's also removes other's inbound copy of it (delivered while they were friends)."
   [:participants :friendships :friends :posts :outbound :inbound :fanout :search-pending :mutes :blocks :blocked-by
-   :reindex])
+   :reindex :former])
 
 (def ^:private feed-families #{:outbound :inbound})
 

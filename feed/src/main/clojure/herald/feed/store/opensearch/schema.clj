@@ -56,25 +56,42 @@
   [{:keys [id from ts occurred subject story]}]
   {"id" id "from" from "ts" ts "occurred" occurred "subject" subject "story" story})
 
+(defn versioned
+  "The query string of a write of a post's document at external version `v` (issue 11): OpenSearch refuses it (409)
+  when the index holds a higher version of that document, or a delete of it (for `index.gc_deletes`, 60 s by
+  default). A post is indexed at its :ts, an edit at a later time (`edit-version`), a delete likewise, so an
+  indexing batch that still holds an older version of a post never puts it back."
+  [v]
+  (str "version=" v "&version_type=external_gte"))
+
+(defn edit-version
+  "The external version of an edit or a delete of `post` made now: the wall clock in epoch micros, above the post's ts."
+  [post now-micros]
+  (max (long now-micros) (inc (long (:ts post)))))
+
 (defn bulk-body
-  "The NDJSON body of a _bulk request indexing posts (each under its id: indexing again replaces it)."
-  ^String [posts]
+  "The NDJSON body of a _bulk request indexing posts (each under its id: indexing again replaces it), each at
+  external version (version-of post) (see `versioned`)."
+  ^String [posts version-of]
   (let [sb (StringBuilder.)]
     (doseq [p posts]
-      (.append sb "{\"index\":{\"_id\":\"") (.append sb (str (:id p))) (.append sb "\"}}\n")
+      (.append sb "{\"index\":{\"_id\":\"") (.append sb (str (:id p)))
+      (.append sb "\",\"version\":") (.append sb (str (long (version-of p))))
+      (.append sb ",\"version_type\":\"external_gte\"}}\n")
       (.append sb (json/write-json (document p))) (.append sb "\n"))
     (str sb)))
 
 (defn bulk-failures
   "The failed items of a _bulk response: [{:id post-id-string :status n :error \"type: reason\"}], empty when
-  every item succeeded."
+  every item succeeded. A 409 (the index holds a newer version of the post, see `versioned`) is no failure: the
+  item had nothing to change."
   [resp]
   (if-not (get resp "errors")
     []
     (into []
           (keep (fn [item]
                   (let [r (or (get item "index") (first (vals item)))]
-                    (when-let [e (get r "error")]
+                    (when-let [e (and (not= 409 (get r "status")) (get r "error"))]
                       {:id (get r "_id") :status (get r "status")
                        :error (if (map? e) (str (get e "type") ": " (get e "reason")) (str e))}))))
           (get resp "items"))))
@@ -92,11 +109,13 @@
                                                  "zero_terms_query" "none"}}}]}}})
 
 (defn search-page-body
-  "The _search body of a page (issue 11): as `search-body` with `n` hits, the `id` and `ts` doc values too, and
-  after the hit sorted at `after` ([ts id], nil for the first page)."
-  [keywords n after]
+  "The _search body of a page (issue 11): as `search-body` with `n` hits, the `id` and `ts` doc values too, after
+  the hit sorted at `after` ([ts id], nil for the first page), and none of the senders in `hidden` (ids, nil or
+  empty for none: a `must_not` terms query on `from`, which OpenSearch answers from its doc values)."
+  [keywords n after hidden]
   (cond-> (assoc (search-body keywords n) "docvalue_fields" ["from" "ts" "id"])
-    after (assoc "search_after" after)))
+    after (assoc "search_after" after)
+    (seq hidden) (assoc-in ["query" "bool" "must_not"] [{"terms" {"from" (vec (sort hidden))}}])))
 
 (defn hits
   "[{:id :from :ts}] of a page's _search response, in hit order."
