@@ -139,7 +139,8 @@
   On Kafka Streams every task that reads a topic (an input, a regrouped or windowed task's repartition
   topic) has `:lag-by-partition` `{partition records-lag}` for the partitions this instance reads and `:lag`
   their sum, and `:kafka` `{:state :process-rate :process-total :commit-rate :records-lag-max}` comes from
-  the client's own metrics."
+  the client's own metrics, with `:group-lag` (the input records the application's consumer group, every
+  instance, has not committed; refreshed in the background at most once a second, nil until known)."
   [handle]
   (if (kafka? handle)
     ((kafka 'job-metrics) handle)

@@ -1,7 +1,9 @@
 (ns herald.feed.events-test
-  "The feed on the Kafka log with the memory store, one instance over HTTP: the author reads a post at once, the Kafka Streams jobs deliver and index it, lag in /metrics; config errors name the key."
-  (:require [clojure.test :refer [deftest is testing]]
+  "The feed on the Kafka log with the memory store, one instance over HTTP: the author reads a post at once, the Kafka Streams jobs deliver and index it, lag in /metrics (this instance's and the cluster's), a record the jobs cannot apply goes to the dead-letter topic; config errors name the key."
+  (:require [clojure.edn]
+            [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
+            [herald.feed.events.kafka :as kafka]
             [herald.feed.servers.kafka :as sk]
             [herald.feed.test-util :as u]))
 
@@ -13,10 +15,27 @@
   {:type :kafka :bootstrap-servers bootstrap :topic-prefix prefix :partitions 4 :data-dir dir
    :commit-interval-ms 100 :streams {"session.timeout.ms" 6000 "heartbeat.interval.ms" 1000}})
 
+(defn- read-topic
+  "[key value] of the first `n` records of `topic` (values read as EDN), or what came within `timeout-ms`."
+  [bootstrap topic n timeout-ms]
+  (with-open [c (let [^java.util.Map props {"bootstrap.servers" bootstrap "auto.offset.reset" "earliest"
+                                            "enable.auto.commit" "false" "group.id" (str "read-" (random-uuid))}]
+                  (org.apache.kafka.clients.consumer.KafkaConsumer.
+                   props (org.apache.kafka.common.serialization.StringDeserializer.)
+                   (org.apache.kafka.common.serialization.StringDeserializer.)))]
+    (let [^java.util.Collection topics [topic]] (.subscribe c topics))
+    (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))]
+      (loop [got []]
+        (if (or (>= (count got) (long n)) (> (System/currentTimeMillis) deadline))
+          got
+          (recur (into got (for [^org.apache.kafka.clients.consumer.ConsumerRecord r (.poll c (java.time.Duration/ofMillis 200))]
+                             [(.key r) (clojure.edn/read-string (.value r))]))))))))
+
 (deftest ^:integration posts-go-through-kafka
   (sk/with-kafka bootstrap
     (let [dir (u/temp-dir "feed-kafka-")
-          sys (u/start-feed! nil {:events (kafka-events bootstrap (str "t" (random-uuid) "-") dir)})
+          events (kafka-events bootstrap (str "t" (random-uuid) "-") dir)
+          sys (u/start-feed! nil {:events events})
           base (feed/url sys)
           req (fn [& args] (apply u/request base args))
           id #(get-in (req "/participant" :method :post :json {:name %}) [:json "id"])]
@@ -39,7 +58,33 @@
           (let [m (:body (req "/metrics"))]
             (is (re-find #"(?m)^herald_feed_fanout_fan_out_lag 0$" m))
             (is (re-find #"(?m)^herald_feed_fanout_index_lag 0$" m))
-            (is (re-find #"(?m)^herald_feed_fanout_submitted_total 30$" m))))
+            (is (re-find #"(?m)^herald_feed_fanout_submitted_total 30$" m)))
+          (testing "the cluster-wide lag (the consumer groups' committed offsets) comes down to 0"
+            (let [deadline (+ (System/currentTimeMillis) 15000)
+                  m (loop [] (let [m (:body (req "/metrics"))]
+                               (if (or (and (re-find #"(?m)^herald_feed_fanout_fan_out_cluster_lag 0$" m)
+                                            (re-find #"(?m)^herald_feed_fanout_index_cluster_lag 0$" m))
+                                       (> (System/currentTimeMillis) deadline))
+                                 m
+                                 (do (Thread/sleep 200) (recur)))))]
+              (is (re-find #"(?m)^herald_feed_fanout_fan_out_cluster_lag 0$" m))
+              (is (re-find #"(?m)^herald_feed_fanout_index_cluster_lag 0$" m))))
+          (testing "a record the jobs cannot apply goes to the dead-letter topic, counted; the jobs go on"
+            (with-open [p (kafka/producer (kafka/check (dissoc events :type)))]
+              (kafka/send! p (kafka/posts-topic events) "x" (kafka/edn-text {:foo 1}) 10000)
+              (kafka/send! p (kafka/posts-topic events) "x" (byte-array [(unchecked-byte 0xB1) 99]) 10000))
+            (let [deadline (+ (System/currentTimeMillis) 30000)
+                  count-line #"(?m)^herald_feed_fanout_dead_letters_total (\d+)$"
+                  n (loop [] (let [n (some-> (re-find count-line (:body (req "/metrics"))) second parse-long)]
+                               (if (or (= 4 n) (> (System/currentTimeMillis) deadline)) n (do (Thread/sleep 200) (recur)))))]
+              (is (= 4 n) "two records, each refused by both jobs"))
+            (let [dead (read-topic bootstrap (kafka/dead-letter-topic events) 4 20000)]
+              (is (= #{"feed-fan-out" "feed-index"} (set (map first dead))) "keyed by the job")
+              (is (= 2 (count (filter #(:bytes (second %)) dead))) "the undecodable record's bytes, by each job")
+              (is (every? #(re-find #"bad-record|Undecodable" (:error (second %))) dead)))
+            (is (= 200 (:status (req (str (link a) "/outbound") :method :post :json {:subject "after" :story "after"}))))
+            (is (true? (feed/await-fanout sys 60000)))
+            (is (= "after" (get-in (req (str (link b) "/inbound?limit=1")) [:json 0 "subject"])))))
         (finally (feed/stop! sys) (u/delete-tree! dir))))))
 
 (deftest the-kafka-log-needs-a-derivable-store

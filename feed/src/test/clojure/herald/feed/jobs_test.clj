@@ -29,6 +29,11 @@
   (let [p {:id 9 :from 1 :ts 5 :subject "s" :story "t" :occurred "2026-11-22"}]
     (is (= {:post p :recipients [2 3]} (posts/fan-out {:post p :recipients [2 1 3 2]})) "no repeats, not the sender")
     (is (= {:post p} (posts/document {:post p :recipients [2]})))
+    (is (= {:edit p} (posts/fan-out {:edit p})) "a change record passes")
+    (doseq [bad [{:foo 1} {:post {:subject "no id"} :recipients [2]} {:post p :recipients "2"} {:edit {:id 9}}]
+            f [posts/fan-out posts/document]]
+      (is (= :herald.feed/bad-record (:type (ex-data (try (f bad) nil (catch clojure.lang.ExceptionInfo e e)))))
+          (str "refused: " (pr-str bad))))
     (is (nil? (jperf/open-minute {:event :watermark :group [:a :b] :lower 0 :value {}})) "the timer's emit ignores closes")
     (is (= {:entity :a :operation :b :minute 2 :histogram nil :statuses nil :final? true}
            (jperf/closed-minute {:event :job-completed :group [:a :b] :lower 120000 :value {}})))))

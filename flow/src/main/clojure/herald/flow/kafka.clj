@@ -172,7 +172,8 @@
         streams (KafkaStreams. ^org.apache.kafka.streams.Topology (:topology built) props)
         done (promise)
         status (atom {:status :running :started-at (System/currentTimeMillis)})
-        state {:done done :status status :error (atom nil) :killed (atom false) :admin (delay (admin props))}
+        state {:done done :status status :error (atom nil) :killed (atom false) :admin (delay (admin props))
+               :group-lag (atom {:at 0 :value nil :asking false})}
         sampler (doto (Executors/newSingleThreadScheduledExecutor
                        (reify java.util.concurrent.ThreadFactory
                          (newThread [_ r] (doto (Thread. r (str "herald-flow-kafka-metrics-" (name (:job/name job)))) (.setDaemon true)))))
@@ -208,6 +209,20 @@
          (every? (fn [_] (progress/await-caught-up @admin group (set (map :topic repartition-topics)) ended? (left)))
                  repartition-topics))))
 
+(defn- group-lag
+  "The cluster-wide lag of the job's input topics (progress/group-lag) as last asked of the brokers; asks again
+  on a background thread when that answer is older than a second, so a caller never waits for the brokers.
+  nil before the first answer, and while they do not answer."
+  [{:keys [admin opts inputs done] cache :group-lag}]
+  (let [{:keys [at value asking]} @cache now (System/currentTimeMillis)]
+    (when (and (not asking) (not (realized? done)) (> (- now (long at)) 1000))
+      (swap! cache assoc :asking true)
+      (future
+        (let [v (try (progress/group-lag @admin (get-in opts [:kafka :application-id]) (set (vals inputs)))
+                     (catch Exception _ nil))]
+          (reset! cache {:at (System/currentTimeMillis) :value v :asking false}))))
+    value))
+
 (defn- metric-values
   "[group name tags value] of every metric of the client."
   [^KafkaStreams streams]
@@ -217,7 +232,7 @@
 
 (defn job-metrics
   "The job's metrics map (see `herald.flow/job-metrics`)."
-  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job plugin-outputs retry-states repartition-topics]}]
+  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job plugin-outputs retry-states repartition-topics] :as handle}]
   (let [ms (metric-values streams)
         sum (fn [g n] (reduce + 0.0 (for [[g' n' _ v] ms :when (and (= g g') (= n n'))] v)))
         topic-of (merge (into {} (for [{:keys [topic task]} repartition-topics] [task topic])) inputs)
@@ -232,6 +247,7 @@
                    :process-rate (sum "stream-thread-metrics" "process-rate")
                    :process-total (sum "stream-thread-metrics" "process-total")
                    :commit-rate (sum "stream-thread-metrics" "commit-rate")
+                   :group-lag (group-lag handle)
                    :records-lag-max (reduce max 0.0 (for [[g n _ v] ms :when (and (= g "consumer-fetch-manager-metrics")
                                                                                   (= n "records-lag-max"))] v))}
            :tasks (into {} (for [[tname m] metrics]

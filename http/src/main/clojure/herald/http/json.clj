@@ -15,7 +15,7 @@
   | array          | persistent vector                                                    |
   | string         | String (`\\/`, `\\uXXXX` and surrogate pairs decoded)                   |
   | integer        | Long when it fits, else clojure.lang.BigInt                          |
-  | decimal        | Double, or BigDecimal with `:bigdecimals? true`                      |
+  | decimal        | Double (beyond its range, as 1e400: malformed), or BigDecimal with `:bigdecimals? true` |
   | true/false/null| Boolean / nil                                                        |
 
   With `:keywords? true` a key \"ns/name\" becomes `:ns/name`. Duplicate keys: the last wins, unless

@@ -16,8 +16,8 @@
 (def defaults
   "The options of the Kafka event log (`:events` with `:type :kafka`), see `check`."
   {:bootstrap-servers "127.0.0.1:9092" :topic-prefix "herald-" :partitions 12 :replication-factor 1
-   :min-insync-replicas nil :retention-ms 604800000 :send-timeout-ms 10000 :linger-ms 1 :threads 1 :commit-interval-ms 100
-   :index-flush-ms 500 :batch-size 500 :retries :forever :backoff-ms 100 :backoff-max-ms 10000 :data-dir "data"
+   :min-insync-replicas nil :retention-ms 604800000 :send-timeout-ms 10000 :linger-ms 1 :threads 1 :commit-interval-ms 1000
+   :fan-out-flush-ms 100 :index-flush-ms 500 :fetch-min-bytes 65536 :fetch-max-wait-ms 100 :batch-size 500 :retries :forever :backoff-ms 100 :backoff-max-ms 10000 :data-dir "data"
    :producer {} :streams {}})
 
 (defn- int-in? [lo hi] (fn [v] (and (int? v) (<= (long lo) (long v) (long hi)))))
@@ -33,7 +33,10 @@
    :linger-ms [(int-in? 0 1000) "an integer in 0..1000"]
    :threads [(int-in? 1 64) "an integer in 1..64"]
    :commit-interval-ms [(int-in? 1 600000) "an integer in 1..600000"]
+   :fan-out-flush-ms [(int-in? 1 600000) "an integer in 1..600000"]
    :index-flush-ms [(int-in? 1 600000) "an integer in 1..600000"]
+   :fetch-min-bytes [(int-in? 1 52428800) "an integer in 1..52428800"]
+   :fetch-max-wait-ms [(int-in? 0 10000) "an integer in 0..10000"]
    :batch-size [(int-in? 1 100000) "an integer in 1..100000"]
    :retries [#(or (= :forever %) ((int-in? 0 1000000) %)) ":forever or a non-negative integer"]
    :backoff-ms [(int-in? 1 600000) "an integer in 1..600000"]
@@ -57,6 +60,10 @@
 
 (defn posts-topic "The topic of post records." [{:keys [topic-prefix]}] (str topic-prefix "posts"))
 (defn ids-topic "The one-partition topic whose offsets are post id blocks." [{:keys [topic-prefix]}] (str topic-prefix "post-ids"))
+(defn dead-letter-topic
+  "The topic of the records of the posts topic that a job could not apply (see herald.feed.jobs.derived)."
+  [{:keys [topic-prefix]}]
+  (str topic-prefix "posts-dead-letter"))
 
 (defn- props ^Properties [m]
   (doto (Properties.) (.putAll (into {} (map (fn [[k v]] [(if (keyword? k) (name k) (str k)) (str v)])) m))))
@@ -66,25 +73,39 @@
     (ex-info (str "Kafka: " what " failed: " (.getMessage ^Throwable c))
              {:type :herald.feed/unavailable :operation what} c)))
 
+(defn create-topics!
+  "Creates `topics` (NewTopic values) on the brokers at `bootstrap-servers` when missing; an existing topic is
+  left as it is. A failure, or no answer within `timeout-ms`, throws `(fail topic-name cause)`. The one topic
+  creation routine of the feed (the event log's topics here, the per-minute job's in herald.feed.jobs.perf-kafka)."
+  [bootstrap-servers topics timeout-ms fail]
+  (with-open [admin (Admin/create (props {"bootstrap.servers" bootstrap-servers
+                                          "default.api.timeout.ms" timeout-ms
+                                          "request.timeout.ms" (min 30000 (long timeout-ms))
+                                          ;; an unreachable broker: Kafka's clients log each reconnection try
+                                          "reconnect.backoff.max.ms" 10000}))]
+    (doseq [[^NewTopic t f] (map vector topics (vals (.values (.createTopics admin ^java.util.Collection topics))))]
+      (try (.get ^org.apache.kafka.common.KafkaFuture f (long timeout-ms) TimeUnit/MILLISECONDS)
+           (catch ExecutionException e
+             (when-not (instance? TopicExistsException (.getCause e))
+               (throw (fail (.name t) (.getCause e)))))
+           (catch TimeoutException e (throw (fail (.name t) e)))))))
+
 (defn ensure-topics!
-  "Creates the posts topic (`:partitions`, `:replication-factor`, `:min-insync-replicas`, `:retention-ms`) and the
-  ids topic (one partition) when missing; an existing topic is left as it is. Returns {:posts name :ids name}. Throws
-  :herald.feed/unavailable when the brokers cannot be reached within `:send-timeout-ms`."
+  "Creates the posts topic (`:partitions`, `:replication-factor`, `:min-insync-replicas`, `:retention-ms`), the
+  ids topic and the dead-letter topic (one partition each) when missing; an existing topic is left as it is.
+  Returns {:posts name :ids name :dead-letter name}. Throws :herald.feed/unavailable when the brokers cannot be
+  reached within `:send-timeout-ms`."
   [{:keys [bootstrap-servers partitions replication-factor min-insync-replicas retention-ms send-timeout-ms] :as o}]
-  (let [cfg (cond-> {} min-insync-replicas (assoc "min.insync.replicas" (str min-insync-replicas)))
-        topics [(doto (NewTopic. ^String (posts-topic o) (int partitions) (short replication-factor))
-                  (.configs (assoc cfg "retention.ms" (str retention-ms))))
-                (doto (NewTopic. ^String (ids-topic o) (int 1) (short replication-factor)) (.configs cfg))]]
-    (with-open [admin (Admin/create (props {"bootstrap.servers" bootstrap-servers
-                                            "default.api.timeout.ms" send-timeout-ms
-                                            "request.timeout.ms" (min 30000 (long send-timeout-ms))}))]
-      (doseq [[^NewTopic t f] (map vector topics (vals (.values (.createTopics admin ^java.util.Collection topics))))]
-        (try (.get ^org.apache.kafka.common.KafkaFuture f (long send-timeout-ms) TimeUnit/MILLISECONDS)
-             (catch ExecutionException e
-               (when-not (instance? TopicExistsException (.getCause e))
-                 (throw (unavailable (str "creating topic " (.name t)) e))))
-             (catch TimeoutException e (throw (unavailable (str "creating topic " (.name t)) e))))))
-    {:posts (posts-topic o) :ids (ids-topic o)}))
+  (let [cfg (cond-> {} min-insync-replicas (assoc "min.insync.replicas" (str min-insync-replicas)))]
+    (create-topics! bootstrap-servers
+                    [(doto (NewTopic. ^String (posts-topic o) (int partitions) (short replication-factor))
+                       (.configs (assoc cfg "retention.ms" (str retention-ms))))
+                     (doto (NewTopic. ^String (ids-topic o) (int 1) (short replication-factor)) (.configs cfg))
+                     (doto (NewTopic. ^String (dead-letter-topic o) (int 1) (short replication-factor))
+                       (.configs (assoc cfg "retention.ms" (str retention-ms))))]
+                    send-timeout-ms
+                    (fn [topic cause] (unavailable (str "creating topic " topic) cause)))
+    {:posts (posts-topic o) :ids (ids-topic o) :dead-letter (dead-letter-topic o)}))
 
 (def ^:private ^Serializer value-serializer
   "Record values: a byte array as it is (`record-bytes`), a string as its UTF-8 bytes (`edn-text`)."

@@ -58,19 +58,30 @@
       (-flush! [_])
       (-close-output! [_]))))
 
+(defn- streams-config
+  "The Kafka Streams properties of both jobs: the consumers' fetches wait for `:fetch-min-bytes` or
+  `:fetch-max-wait-ms` (a fetch of one or two records per partition cost the broker and the instance a request
+  each), then the membership timeouts, then `:streams` over them."
+  [o]
+  (merge {"fetch.min.bytes" (:fetch-min-bytes o) "fetch.max.wait.ms" (:fetch-max-wait-ms o)
+          "session.timeout.ms" 10000 "heartbeat.interval.ms" 2000}
+         (:streams o)))
+
 (defn- submit!
-  "Submits `job` on :kafka-streams under application id `app-id`, reading `topic`, with `inject` for its output."
+  "Submits `job` on :kafka-streams under application id `app-id`, reading `topic`, with `inject` for its output;
+  a record the job cannot apply goes to `(:dead-letter! o)` with the job's name."
   [job app-id topic inject o]
   (jobs/watch!
    (flow/submit-job job
                     {:runtime :kafka-streams
+                     :on-error (fn [e] ((:dead-letter! o) (:job/name job) e))
                      :data-dir (:data-dir o)
                      :checkpoint-interval-ms (:commit-interval-ms o)
                      :inject (assoc inject :posts {:kafka/topic topic})
                      :kafka {:bootstrap-servers (:bootstrap-servers o) :application-id app-id
                              :processing-guarantee :at-least-once :threads (:threads o) :start-from :earliest
                              :replication-factor (:replication-factor o)
-                             :config (merge {"session.timeout.ms" 10000 "heartbeat.interval.ms" 2000} (:streams o))}})))
+                             :config (streams-config o)}})))
 
 (defn group-ids
   "The application ids (consumer groups) of the fan-out and indexing jobs for options `o`."
@@ -79,16 +90,19 @@
 
 (defn submit-jobs!
   "Starts the fan-out and indexing jobs of `store` on the Kafka posts `topic` (options of
-  herald.feed.events.kafka/check): application ids `<:topic-prefix>fan-out` and `<:topic-prefix>index`, so every
+  herald.feed.events.kafka/check, with `:dead-letter!`, a fn of the job name and herald.flow's error map
+  `{:task :segment :exception}`, for the records a job cannot apply): application ids `<:topic-prefix>fan-out` and `<:topic-prefix>index`, so every
   instance joins the same two consumer groups and Kafka spreads the partitions over them. Returns
   {:fan-out handle :index handle}."
   [store topic o]
-  (let [jo (assoc o :log :kafka :index-threads (:threads o) :batch-timeout-ms 50 :output-flush-ms (:commit-interval-ms o))
+  ;; the outputs write every :fan-out-flush-ms / :index-flush-ms (the visibility lag); the offsets commit every
+  ;; :commit-interval-ms (each commit also writes what is pending first), so a commit is not paid per small batch
+  (let [jo (assoc o :log :kafka :index-threads (:threads o) :batch-timeout-ms 50)
         [fg ig] (group-ids o)
-        fj (submit! (jobs/fan-out-job jo) fg topic {:inbound {:feeds/store store}} o)
-        ;; every stream task (partition) writes its own bulk: flushed every 5 ms (herald.flow's default), one
-        ;; instance holding 12 partitions sent a bulk per few posts and fell seconds behind
-        ;; (bench/results/feed-scale.md); search visibility waits for the server's refresh (1 s) anyway
+        fj (submit! (jobs/fan-out-job (assoc jo :output-flush-ms (:fan-out-flush-ms o))) fg topic
+                    {:inbound {:feeds/store store}} o)
+        ;; the stream tasks (partitions) of a thread share one batch (herald.flow.kafka.output): one bulk per
+        ;; :index-flush-ms per thread; search visibility waits for the server's refresh (1 s) anyway
         flush-ms (:index-flush-ms o)]
     (try {:fan-out fj
           :index (submit! (jobs/index-job (assoc jo :output-flush-ms flush-ms)) ig topic {:search {:search/store store}}

@@ -1,6 +1,7 @@
 (ns herald.feed.jobs.perf-kafka
   "The per-minute job cluster-wide (`:events {:type :kafka}`): every instance sends its requests (summed per minute into HdrHistograms) to one topic, the job runs on Kafka Streams under one application id for the cluster (merged histograms, exactly-once window state) and writes minute rows to a compacted topic that every instance reads from the beginning into its view."
   (:require [clojure.edn :as edn]
+            [herald.feed.events.kafka :as kafka]
             [herald.feed.jobs :as jobs]
             [herald.feed.jobs.mailbox :as mailbox]
             [herald.feed.jobs.minutes :as minutes]
@@ -16,7 +17,7 @@
            (org.apache.kafka.clients.consumer ConsumerRecord KafkaConsumer)
            (org.apache.kafka.clients.producer KafkaProducer)
            (org.apache.kafka.common IsolationLevel TopicPartition)
-           (org.apache.kafka.common.errors TopicExistsException WakeupException)
+           (org.apache.kafka.common.errors WakeupException)
            (org.apache.kafka.common.serialization ByteArrayDeserializer ByteArraySerializer Deserializer Serde Serdes Serializer)))
 
 (set! *warn-on-reflection* true)
@@ -67,20 +68,18 @@
   "Creates the requests topic and the compacted minutes topic when missing."
   [events {:keys [requests minutes]} {:keys [retention-minutes allowed-lateness-ms]}]
   (let [keep-ms (+ (* 60000 (inc (long retention-minutes))) (long allowed-lateness-ms))
-        rf (short (:replication-factor events 1))
-        topics [(doto (NewTopic. ^String requests 1 rf)
-                  (.configs {"retention.ms" (str (max 3600000 (* 2 (long allowed-lateness-ms))))}))
-                (doto (NewTopic. ^String minutes 1 rf)
-                  (.configs {"cleanup.policy" "compact,delete" "retention.ms" (str keep-ms)
-                             "segment.ms" (str (min keep-ms 3600000))}))]]
-    (with-open [admin (Admin/create (client-props events {"default.api.timeout.ms" "20000" "request.timeout.ms" "10000"}))]
-      (doseq [^NewTopic t topics]
-        (try (.get (.all (.createTopics admin [t])) 20 TimeUnit/SECONDS)
-             (catch java.util.concurrent.ExecutionException e
-               (when-not (instance? TopicExistsException (.getCause e))
-                 (throw (ex-info (str "Kafka at " (:bootstrap-servers events) ": creating topic " (.name t) " failed: "
-                                      (.getMessage (.getCause e)))
-                                 {:type :herald.feed/kafka-unavailable :topic (.name t)} (.getCause e))))))))))
+        rf (short (:replication-factor events 1))]
+    (kafka/create-topics! (str (:bootstrap-servers events))
+                          [(doto (NewTopic. ^String requests 1 rf)
+                             (.configs {"retention.ms" (str (max 3600000 (* 2 (long allowed-lateness-ms))))}))
+                           (doto (NewTopic. ^String minutes 1 rf)
+                             (.configs {"cleanup.policy" "compact,delete" "retention.ms" (str keep-ms)
+                                        "segment.ms" (str (min keep-ms 3600000))}))]
+                          20000
+                          (fn [topic ^Throwable cause]
+                            (ex-info (str "Kafka at " (:bootstrap-servers events) ": creating topic " topic " failed: "
+                                          (.getMessage cause))
+                                     {:type :herald.feed/kafka-unavailable :topic topic} cause)))))
 
 (defn- producer ^KafkaProducer [events]
   ;; send blocks only the sender thread, at most max.block.ms, when the broker is unknown or the buffer full

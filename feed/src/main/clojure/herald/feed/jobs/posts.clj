@@ -15,19 +15,35 @@
 ;; ---------------------------------------------------------------------------------------------------
 ;; task fns: pure
 
+(defn- post? [p] (and (map? p) (some? (:id p)) (some? (:from p))))
+
+(defn- check-record!
+  "`seg` when it is a post record (`{:post p :recipients [ids]}`) or a change record (`{:edit p}`, `{:delete
+  p}`); else throws ex-info :herald.feed/bad-record: the job reports it (on Kafka: the dead-letter topic) instead
+  of handing a store write it can never apply."
+  [{:keys [post recipients edit delete] :as seg}]
+  (if (or (and (post? post) (or (nil? recipients) (sequential? recipients)))
+          (and (nil? post) (post? (or edit delete))))
+    seg
+    (throw (ex-info (str "not a post record nor a change record: " (pr-str (if (map? seg) (keys seg) (type seg))))
+                    {:type :herald.feed/bad-record}))))
+
 (defn fan-out
   "The fan-out task: the deliveries of a post, its recipients without repeats and without the sender. A change
-  record of the Kafka log (`{:edit post}`, `{:delete post}`, issue 11) passes as it is."
-  [{:keys [post recipients] :as seg}]
-  (if post
-    {:post post :recipients (into [] (comp (remove #{(:from post)}) (distinct)) recipients)}
-    (select-keys seg [:edit :delete])))
+  record of the Kafka log (`{:edit post}`, `{:delete post}`, issue 11) passes as it is; anything else throws
+  (:herald.feed/bad-record)."
+  [seg]
+  (let [{:keys [post recipients]} (check-record! seg)]
+    (if post
+      {:post post :recipients (into [] (comp (remove #{(:from post)}) (distinct)) recipients)}
+      (select-keys seg [:edit :delete]))))
 
 (defn document
   "The index task: what the search index needs of a post (the stored post itself); a change record (`{:edit
-  post}`, `{:delete post}`) passes as it is."
-  [{:keys [post] :as seg}]
-  (if post {:post post} (select-keys seg [:edit :delete])))
+  post}`, `{:delete post}`) passes as it is; anything else throws (:herald.feed/bad-record)."
+  [seg]
+  (let [{:keys [post]} (check-record! seg)]
+    (if post {:post post} (select-keys seg [:edit :delete]))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; outputs: each segment's store write, retried, then reported to :*/done as true or false

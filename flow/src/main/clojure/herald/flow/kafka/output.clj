@@ -71,52 +71,108 @@
               (get cfg "max.poll.interval.ms") 300000)]
     (quot (Long/parseLong (str v)) 2)))
 
-(defn- writer
-  "The output's state on one stream task: `:write!` writes the pending batch, `:commit!` also flushes."
-  [{:keys [task job store ^Map retry-states]} ^ProcessorContext ctx plugin ^ArrayList pending part]
-  (let [policy (retry/policy task (:job/name job))
-        st (.computeIfAbsent retry-states [(:task/name task) (str (.taskId ctx)) store]
+;; Why a batch per stream thread: a thread owns many stream tasks (one per input partition: 12 on a lone
+;; instance of the feed), and a batch per task cut every store write into as many small requests (an
+;; OpenSearch bulk or a Cassandra batch of a post or two each, bench/results/feed-scale.md). The tasks of one
+;; thread therefore share one batch and one plugin: each task's segments are kept apart (so that a task
+;; closing drops what is its own), and a write hands them all to the plugin in one `-write!`.
+
+(defn- group
+  "A new batch shared by the stream tasks of one stream thread: the plugin built with `task`, the pending
+  segments per stream task (insertion order), and the write/commit fns."
+  [{:keys [task job store ^Map retry-states resolve metrics]} ^ProcessorContext ctx]
+  (let [plugin ((resolve (:task/plugin task)) task)
+        pending (java.util.LinkedHashMap.)
+        size (long-array 2)                 ; [segments pending, System/nanoTime of the oldest]
+        policy (retry/policy task (:job/name job))
+        ;; one retry state per output (and source) across the threads: a replaced thread's successor continues
+        ;; the count
+        st (.computeIfAbsent retry-states [(:task/name task) store]
                              (reify java.util.function.Function (apply [_ _] (retry/state))))
         budget (poll-budget-ms ctx)
+        part (metrics/part (get metrics (:task/name task)))
         write! (fn []
-                 (when (pos? (.size pending))
-                   (let [v (vec pending) t0 (System/nanoTime)]
+                 (when (pos? (aget size 0))
+                   (let [v (into [] (mapcat seq) (.values pending)) t0 (System/nanoTime)]
                      (retry/call! policy st budget #(spi/-write! plugin v))
-                     (.clear pending)
+                     (doseq [^ArrayList l (.values pending)] (.clear l))
+                     (aset size 0 0)
                      (metrics/record-batch! part (count v) (count v) (- (System/nanoTime) t0)))))]
-    {:write! write!
+    {:thread (Thread/currentThread) :plugin plugin :pending pending :size size :refs (long-array 1) :write! write!
+     :max (long (:task/batch-size task 64))
+     :timeout-ns (* 1000000 (max 1 (long (:task/batch-timeout-ms task 5))))
      :commit! (fn [] (write!) (retry/call! policy st budget #(spi/-flush! plugin)))}))
+
+(defn- join!
+  "The batch of the calling stream thread (made on its first task), with stream task `id`'s list added."
+  [^ConcurrentHashMap groups spec ctx id]
+  (let [g (.computeIfAbsent groups (Thread/currentThread) (reify java.util.function.Function (apply [_ _] (group spec ctx))))]
+    (locking g
+      (aset ^longs (:refs g) 0 (inc (aget ^longs (:refs g) 0)))
+      (.put ^Map (:pending g) id (ArrayList.)))
+    g))
+
+(defn- leave!
+  "Stream task `id` leaves batch `g` of the thread (its unwritten segments dropped: a clean close committed,
+  so wrote, them first; after a dirty close they are read again from the committed offsets); the last one out
+  closes the plugin."
+  [^ConcurrentHashMap groups g id]
+  (when (locking g
+          (let [^ArrayList l (.remove ^Map (:pending g) id) ^longs size (:size g) ^longs refs (:refs g)]
+            (when l (aset size 0 (- (aget size 0) (.size l))))
+            (aset refs 0 (dec (aget refs 0)))
+            (when (zero? (aget refs 0))
+              (.remove groups (:thread g) g)
+              true)))
+    (spi/-close-output! (:plugin g))))
+
+(defn- add!
+  "Adds segment `v` of stream task `id` to batch `g`; writes the batch when full."
+  [g id v]
+  (when (locking g
+          (let [^longs size (:size g)]
+            (.add ^ArrayList (.get ^Map (:pending g) id) v)
+            (when (zero? (aget size 0)) (aset size 1 (System/nanoTime)))
+            (aset size 0 (inc (aget size 0)))
+            (>= (aget size 0) (long (:max g)))))
+    (locking g ((:write! g)))))
+
+(defn- due?
+  "True when the oldest pending segment of batch `g` has waited its `:task/batch-timeout-ms`."
+  [g]
+  (let [^longs size (:size g)]
+    (and (pos? (aget size 0)) (>= (- (System/nanoTime) (aget size 1)) (long (:timeout-ns g))))))
 
 (defn supplier
   "The ProcessorSupplier of plugin output `task` (validated task map, :inject merged) fed by one upstream
-  task: per stream task it builds the plugin with the task map, gathers segments up to `:task/batch-size`,
-  writes them when full, when a wall-clock punctuator every `:task/batch-timeout-ms` finds some waiting, and
-  before every commit (then `-flush!`), and closes the plugin with the task. `spec`: `:task`, `:job`,
-  `:resolve`, `:metrics` (task name -> task metrics), `:store` (the store name), `:retry-states` (a
-  ConcurrentHashMap shared by the application's threads: a replaced thread's successor continues the count)."
-  ^ProcessorSupplier [{:keys [task resolve metrics store] :as spec}]
-  (reify ProcessorSupplier
-    (get [_]
-      (let [state (volatile! nil)]
-        (reify Processor
-          (init [_ ctx]
-            (let [plugin ((resolve (:task/plugin task)) task)
-                  pending (ArrayList.)
-                  store-obj (.getStateStore ctx ^String store)
-                  w (writer spec ctx plugin pending (metrics/part (get metrics (:task/name task))))]
-              (vreset! state (assoc w :plugin plugin :pending pending :max (long (:task/batch-size task 64))))
-              (-on-commit! store-obj (:commit! w))
-              (.schedule ctx (Duration/ofMillis (max 1 (long (:task/batch-timeout-ms task 5)))) PunctuationType/WALL_CLOCK_TIME
-                         (reify Punctuator (punctuate [_ _] ((:write! w)))))))
-          (process [_ record]
-            (let [{:keys [^ArrayList pending ^long max write!]} @state]
-              (.add pending (.value ^org.apache.kafka.streams.processor.api.Record record))
-              (when (>= (.size pending) max) (write!))))
-          (close [_]
-            (when-let [{:keys [plugin]} @state]
-              (try (spi/-close-output! plugin)
-                   (catch Exception e
-                     (retry/log-line! (str "herald.flow: closing output " (:task/name task) " failed: " e)))))))))))
+  task. The stream tasks of one stream thread share one batch and one plugin (built with the task map when the
+  thread's first task starts, closed when its last one closes): segments are gathered up to `:task/batch-size`
+  and written (one `-write!` for all the thread's tasks) when full, when the oldest has waited
+  `:task/batch-timeout-ms` (a wall-clock punctuator per task looks every quarter of it), and before every
+  commit of any of the thread's tasks (then `-flush!`). `spec`: `:task`, `:job`, `:resolve`, `:metrics` (task
+  name -> task metrics), `:store` (the store name), `:retry-states` (a ConcurrentHashMap shared by the
+  application's threads: a replaced thread's successor continues the count)."
+  ^ProcessorSupplier [{:keys [task store] :as spec}]
+  (let [groups (ConcurrentHashMap.)]
+    (reify ProcessorSupplier
+      (get [_]
+        (let [state (volatile! nil)]
+          (reify Processor
+            (init [_ ctx]
+              (let [id (str (.taskId ctx))
+                    g (join! groups spec ctx id)
+                    period (max 1 (quot (long (:task/batch-timeout-ms task 5)) 4))]
+                (vreset! state [g id])
+                (-on-commit! (.getStateStore ctx ^String store) #(locking g ((:commit! g))))
+                (.schedule ctx (Duration/ofMillis period) PunctuationType/WALL_CLOCK_TIME
+                           (reify Punctuator (punctuate [_ _] (when (due? g) (locking g ((:write! g)))))))))
+            (process [_ record]
+              (let [[g id] @state] (add! g id (.value ^org.apache.kafka.streams.processor.api.Record record))))
+            (close [_]
+              (when-let [[g id] @state]
+                (try (leave! groups g id)
+                     (catch Exception e
+                       (retry/log-line! (str "herald.flow: closing output " (:task/name task) " failed: " e))))))))))))
 
 (defn retry-states
   "A new map for the retry states of an application's plugin outputs."

@@ -83,7 +83,7 @@
     (cond
       (serde/undecodable? seg)
       (error! c nil (ex-info (str "Undecodable record on the input topic of " (:tname c))
-                             {:type :herald.flow/undecodable :task (:tname c)} (:error seg)))
+                             {:type :herald.flow/undecodable :task (:tname c) :bytes (:bytes seg)} (:error seg)))
       (not (map? seg))
       (error! c seg (ex-info (str "A record on the input topic of " (:tname c) " is " (pr-str (type seg)) ", not a map")
                              {:type :herald.flow/not-a-segment :task (:tname c) :value seg}))

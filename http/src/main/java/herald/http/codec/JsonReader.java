@@ -25,7 +25,8 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <p>Objects become persistent maps (keys as Strings, keywords or whatever a key fn returns), arrays
  * persistent vectors, integers {@code Long} when they fit and {@link BigInt} otherwise, decimals
- * {@code Double} (or {@code BigDecimal} with {@code bigDecimals}), {@code true/false/null} Booleans and nil.
+ * {@code Double} (or {@code BigDecimal} with {@code bigDecimals}; a decimal beyond the range of a double, such as
+ * {@code 1e400}, is then an error rather than Infinity), {@code true/false/null} Booleans and nil.
  * Exactly one value is read: trailing content is an error. Duplicate keys: the last one wins, unless
  * {@code rejectDuplicateKeys}. Every syntax error or violated limit is a {@link MalformedJsonException}.
  * Instances are immutable and thread-safe.
@@ -129,7 +130,25 @@ public final class JsonReader {
           case INT, LONG -> p.getLongValue();
           default -> BigInt.fromBigInteger(p.getBigIntegerValue());
         };
-      case VALUE_NUMBER_FLOAT: return bigDecimals ? p.getDecimalValue() : (Object) p.getDoubleValue();
+      case VALUE_NUMBER_FLOAT: {
+        if (bigDecimals) {
+          try {
+            return p.getDecimalValue();
+          } catch (NumberFormatException e) { // Jackson's own limit, e.g. an exponent past BigDecimal's int scale
+            var loc = p.currentTokenLocation();
+            throw new MalformedJsonException("number " + p.getText() + " cannot be read as a BigDecimal",
+                loc.getLineNr(), loc.getColumnNr(), e);
+          }
+        }
+        double d = p.getDoubleValue();
+        if (Double.isInfinite(d)) {
+          // 1e400 would read as Infinity, which no JSON can carry back out (JsonWriter refuses it)
+          var loc = p.currentTokenLocation();
+          throw new MalformedJsonException("number " + p.getText() + " is beyond the range of a double",
+              loc.getLineNr(), loc.getColumnNr(), null);
+        }
+        return d;
+      }
       case VALUE_TRUE: return Boolean.TRUE;
       case VALUE_FALSE: return Boolean.FALSE;
       case VALUE_NULL: return null;

@@ -2,8 +2,9 @@ package herald.http.codec;
 
 /**
  * JSON text that cannot be read: a syntax error, trailing content, empty input, invalid UTF-8, or a
- * violated limit (nesting depth, string, number or document length). Carries the 1-based line and column
- * where the problem was found (-1 when unknown) and a detail message without location.
+ * violated limit (nesting depth, string, number or document length, a decimal beyond a double's range).
+ * Carries the 1-based line and column where the problem was found (-1 when unknown) and a detail message
+ * without location.
  */
 public final class MalformedJsonException extends RuntimeException {
   private static final long serialVersionUID = 1L;

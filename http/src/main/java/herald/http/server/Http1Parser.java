@@ -93,7 +93,13 @@ final class Http1Parser {
             && b[i + 5] == '1' && b[i + 6] == '.' && (b[i + 7] == '1' || b[i + 7] == '0')) {
             version = b[i + 7] == '1' ? HttpVersion.HTTP_1_1 : HttpVersion.HTTP_1_0;
         } else {
-            status = refuse(versionRefusal(b, i, eol));
+            Refusal v = versionRefusal(b, i, eol);
+            if (v.status == 400) {
+                // a malformed line is judged before the header lines, as at its CRLF when the head comes in
+                // pieces (Http1Bytes.requestLineRefusal): the same bytes get the same answer however they arrive
+                return Http1Request.refused(v);
+            }
+            status = refuse(v);
         }
 
         int n = lines - 2;
