@@ -13,10 +13,9 @@
       redis is still down after 10.0 s: 31157 failed calls; last error: ...
       redis is back after 12.3 s down: 35002 failed calls
 
-  Wired into herald.feed.store.redis, .postgres and .opensearch. A backend not wired yet (Cassandra) is covered by
-  the HTTP layer's fallback (a reporter per error type, herald.feed.handlers); to wire it, herald.feed.store.cassandra
-  .session/with-errors calls `ok!` on a reporter of the session after the body returns and, for an error of type
-  ::timeout or ::unavailable, `failed!` and throws the ex-info with `(reported data r)` merged into its data."
+  Wired into herald.feed.store.redis, .postgres, .opensearch and .cassandra (its calls report ::timeout and
+  ::unavailable driver errors; the driver's own reconnection warnings are its own). Other errors are covered by
+  the HTTP layer's fallback (a reporter per error type, herald.feed.handlers)."
   (:require [clojure.string :as str])
   (:import (java.util.concurrent.atomic AtomicLong)
            (org.slf4j Logger LoggerFactory)))

@@ -1,7 +1,9 @@
 (ns herald.feed.store.cassandra
   "The :feeds role of the :scale store on Cassandra: outbound and inbound feeds, posts by id, pending fan-outs
   and the post log (OutboundStore, InboundStore, LoggedFeeds, herald.feed.store.scale.spi/PostLog, herald.feed.store.feeds/BatchFanOut)."
-  (:require [herald.feed.store.feeds :as feeds]
+  (:require [clojure.string :as str]
+            [herald.feed.outage :as outage]
+            [herald.feed.store.feeds :as feeds]
             [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.cassandra.schema :as schema]
             [herald.feed.store.cassandra.session :as cs]
@@ -9,8 +11,9 @@
             [herald.feed.store.cursor :as cursor]
             [herald.feed.store.scale.spi :as spi])
   (:import (com.datastax.oss.driver.api.core CqlSession)
-           (com.datastax.oss.driver.api.core.cql BatchStatement BatchableStatement DefaultBatchType PreparedStatement Row)
-           (com.datastax.oss.driver.api.core.metadata Node NodeState)
+           (com.datastax.oss.driver.api.core.cql BatchStatement BatchableStatement DefaultBatchType PreparedStatement Row
+                                                 Statement)
+           (com.datastax.oss.driver.api.core.metadata Node NodeState TokenMap)
            (java.util Set)
            (java.util.concurrent ConcurrentHashMap Semaphore)
            (java.util.concurrent.atomic AtomicBoolean AtomicLong)
@@ -165,15 +168,18 @@
   [(st ps :insert-outbound from ts id occurred subject story) (st ps :insert-post id from ts)])
 
 (def ^:private batch-statements
-  "Most statements in one unlogged batch of a post's rows: below Cassandra's default
-  unlogged_batch_across_partitions_warn_threshold (10 partitions), and ~20 KB of rows, well under the default
-  batch_size_fail_threshold (50 KiB)."
-  10)
+  "Most statements in one unlogged batch."
+  64)
+
+(def ^:private batch-bytes
+  "Most bytes of rows (their text in UTF-8, plus keys) in one unlogged batch: under Cassandra's default
+  batch_size_fail_threshold (50 KiB); a row larger than this goes alone."
+  32768)
 
 (defn- unlogged
   "`stmts` as ONE request: the statement itself when alone, else an unlogged batch (not atomic, like the
   separate upserts it replaces; idempotent). Each request costs the server a dispatch and a wake-up of its
-  request threads whatever it holds: a post's rows in one request instead of one each (bench/results/feed-scale.md)."
+  request threads whatever it holds (bench/results/feed-scale.md, bench/sizing/cassandra-batches.clj)."
   [stmts]
   (if (next stmts)
     (BatchStatement/newInstance DefaultBatchType/UNLOGGED
@@ -181,21 +187,60 @@
                                 (into-array BatchableStatement stmts))
     (first stmts)))
 
+(defn- replicas
+  "The replica set of a bound statement's partition (the driver's token map), nil when the driver has none."
+  [^CqlSession session ^Statement s]
+  (let [tm (.getTokenMap (.getMetadata session))]
+    (when (.isPresent tm)
+      (.getReplicas ^TokenMap (.get tm) (.getRoutingKeyspace s) (.getRoutingKey s)))))
+
+(defn- chunks
+  "The statements of [statement bytes] pairs in runs of at most batch-statements and batch-bytes."
+  [pairs]
+  (loop [ps (seq pairs) cur [] n 0 acc []]
+    (if-let [[s b] (first ps)]
+      (if (and (seq cur) (or (>= (count cur) (long batch-statements)) (> (+ n (long b)) (long batch-bytes))))
+        (recur ps [] 0 (conj acc cur))
+        (recur (next ps) (conj cur s) (+ n (long b)) acc))
+      (cond-> acc (seq cur) (conj cur)))))
+
+(defn- write-grouped!
+  "Writes the statements of [statement bytes] pairs as unlogged batches of the statements whose partitions have
+  the same replicas (one request per replica set and chunk: the driver routes a batch to a replica of its first
+  statement, so no batch makes its coordinator forward rows), n requests in flight; throws the first failure
+  once every request has finished."
+  [session pairs n what]
+  (run-bounded! session (into [] (comp (map val) (mapcat chunks) (map unlogged))
+                              (group-by #(replicas session (first %)) pairs))
+                n what identity))
+
+(defn- text-bytes
+  "The bytes a row of post takes in a batch, about: its text in UTF-8 and its keys."
+  ^long [{:keys [occurred subject story]}]
+  (+ 64 (reduce + 0 (map #(alength (.getBytes (str %) java.nio.charset.StandardCharsets/UTF_8)) [occurred subject story]))))
+
+(defn- post-rows
+  "[statement bytes] of a post's copies: the author copy and the inbound row of each recipient in rs."
+  [ps {:keys [id ts from occurred subject story] :as post} rs]
+  (let [b (text-bytes post)]
+    (concat (map #(vector % b) (author-copy ps post))
+            (for [r rs] [(st ps :insert-inbound r ts id from occurred subject story) b]))))
+
+(defn- delivery-rows
+  "[statement bytes] of one delivery: the post's copies and its recipients row."
+  [ps {:keys [post recipients]}]
+  (cond->> (post-rows ps post recipients)
+    (seq recipients) (cons [(st ps :insert-recipients (:id post) (vec recipients)) (+ 64 (* 8 (count recipients)))])))
+
 (defn- deliver-all!
   "Upserts the author copy and every recipient's inbound row of each {:post :recipients} of deliveries, and
   records each post's recipients (for its edits and delete); a post with a tombstone (deleted; this is a replay)
-  is skipped. A post's rows go in unlogged batches of at most `batch-statements`, :fanout-concurrency requests in
-  flight; throws the first failure once every request has finished."
+  is skipped. The rows of all the deliveries go in unlogged batches per replica set (write-grouped!),
+  :fanout-concurrency requests in flight; throws the first failure once every request has finished."
   [session ps opts deliveries]
   (let [gone (deleted-ids session ps (map (comp :id :post) deliveries))]
-    (run-bounded! session (vec (for [{{:keys [id ts from occurred subject story] :as post} :post rs :recipients} deliveries
-                                     :when (not (gone id))
-                                     chunk (partition-all batch-statements
-                                                          (concat (author-copy ps post)
-                                                                  (when (seq rs) [(st ps :insert-recipients id (vec rs))])
-                                                                  (for [r rs] (st ps :insert-inbound r ts id from occurred subject story))))]
-                                 (unlogged chunk)))
-                  (:fanout-concurrency opts) "delivering posts" identity))
+    (write-grouped! session (into [] (comp (remove #(gone (:id (:post %)))) (mapcat #(delivery-rows ps %))) deliveries)
+                    (:fanout-concurrency opts) "delivering posts"))
   nil)
 
 (defn- recipients-of [session ps id]
@@ -216,16 +261,14 @@
   (let [n (:fanout-concurrency opts)]
     (doseq [{:keys [edit delete]} changes]
       (if edit
-        (let [{:keys [id ts from occurred subject story]} edit]
+        (let [id (:id edit)]
           (when (empty? (deleted-ids session ps [id]))
-            (run-bounded! session (vec (concat (author-copy ps edit)
-                                               (for [r (recipients-of session ps id)]
-                                                 (st ps :insert-inbound r ts id from occurred subject story))))
-                          n "applying an edit" identity)))
+            (write-grouped! session (post-rows ps edit (recipients-of session ps id)) n "applying an edit")))
         (let [{:keys [id ts]} delete]
-          (run-bounded! session (vec (concat (delete-author ps delete)
-                                             (for [r (recipients-of session ps id)] (st ps :delete-inbound r ts id))))
-                        n "applying a delete" identity))))
+          (write-grouped! session (map #(vector % 64)
+                                       (concat (delete-author ps delete)
+                                               (for [r (recipients-of session ps id)] (st ps :delete-inbound r ts id))))
+                          n "applying a delete"))))
     nil))
 
 (defn- mark!
@@ -233,16 +276,30 @@
   [^AtomicLong m ^long bucket]
   (.accumulateAndGet m bucket (reify java.util.function.LongBinaryOperator (applyAsLong [_ a b] (max a b)))))
 
-(defmacro ^:private guarded [open? & body]
+(defn- reported
+  "`e` (an ex-info of a call) marked as reported when it says the server is out of reach (::timeout or
+  ::unavailable), after telling the outage reporter r (one log line per state change, herald.feed.outage); any
+  other error unchanged (a bad statement is not an outage)."
+  [r ^clojure.lang.ExceptionInfo e]
+  (if (#{::timeout ::unavailable} (:type (ex-data e)))
+    (do (outage/failed! r e)
+        (ex-info (ex-message e) (outage/reported (ex-data e) r) (ex-cause e)))
+    e))
+
+(defmacro ^:private guarded
+  "Runs body when the store is open (else throws :herald.feed.store/closed); driver errors become ex-infos
+  (cs/with-errors), outages go to the reporter r, a success tells r the server is back."
+  [open? r & body]
   `(if (.get ~(with-meta open? {:tag `AtomicBoolean}))
-     (cs/with-errors "a request" ~@body)
+     (try (let [v# (cs/with-errors "a request" ~@body)] (outage/ok! ~r) v#)
+          (catch clojure.lang.ExceptionInfo e# (throw (reported ~r e#))))
      (throw (ex-info "the store is closed" {:type :herald.feed.store/closed}))))
 
 (deftype CassandraFeeds [^CqlSession session ps opts ^AtomicLong last-ts marks ^Set pending ^AtomicLong swept
-                         ^AtomicBoolean open?]
+                         ^AtomicBoolean open? reporter]
   feeds/OutboundStore
   (-publish! [_ post recipients]
-    (guarded open?
+    (guarded open? reporter
      (let [ts (clock/tick! last-ts)
            post (assoc post :id (schema/post-id ts (:node-id opts)) :ts ts)
            batch (publish-batch ps marks post recipients)]
@@ -253,32 +310,32 @@
          (.add pending (:id post)))
        post)))
   (-outbound [_ sender opts]
-    (guarded open? (page session ps [:outbound-first :outbound-after] sender opts post-row)))
+    (guarded open? reporter (page session ps [:outbound-first :outbound-after] sender opts post-row)))
   (-post [_ id]
-    (guarded open?
+    (guarded open? reporter
      (when-let [p (first (cs/rows pointer* (cs/execute! session "reading a post" (st ps :post-by-id id))))]
        (first (fetch-posts session ps (:fanout-concurrency opts) [(assoc p :id id)])))))
 
   feeds/InboundStore
   (-deliver! [_ recipient post]
-    (guarded open?
+    (guarded open? reporter
      (let [{:keys [id ts from occurred subject story]} post]
        (cs/execute! session "delivering a post" (st ps :insert-inbound recipient ts id from occurred subject story))
        nil)))
   (-fan-out! [_ post recipients]
-    (guarded open? (fan-out-all! session ps opts pending [{:post post :recipients recipients}])
+    (guarded open? reporter (fan-out-all! session ps opts pending [{:post post :recipients recipients}])
              (maybe-sweep! session ps swept)))
   (-inbound [_ recipient opts]
-    (guarded open? (page session ps [:inbound-first :inbound-after] recipient opts post-row)))
+    (guarded open? reporter (page session ps [:inbound-first :inbound-after] recipient opts post-row)))
   (-pending-fanouts [_]
-    (guarded open?
+    (guarded open? reporter
      (sweep-pending-buckets! session ps)
      (let [rows (pending-rows session ps)
            posts (into {} (map (juxt :id identity)) (fetch-posts session ps (:fanout-concurrency opts) rows))]
        (vec (for [{:keys [id recipients]} rows :let [p (posts id)] :when p]
               (do (.add pending id) {:post p :recipients recipients}))))))
   (-complete-fanout! [_ post-id]
-    (guarded open?
+    (guarded open? reporter
      (let [ts (schema/id-ts post-id)]
        (cs/execute! session "completing a fan-out" (delete-pending ps post-id ts))
        (.remove pending post-id)
@@ -287,20 +344,20 @@
 
   feeds/BatchFanOut
   (-fan-out-all! [_ deliveries]
-    (guarded open? (fan-out-all! session ps opts pending deliveries) (maybe-sweep! session ps swept)))
+    (guarded open? reporter (fan-out-all! session ps opts pending deliveries) (maybe-sweep! session ps swept)))
 
   feeds/LoggedFeeds
   (-put-outbound! [_ post]
-    (guarded open? (cs/execute! session "storing the author's copy" (unlogged (author-copy ps post))) nil))
-  (-deliver-all! [_ deliveries] (guarded open? (deliver-all! session ps opts deliveries)))
+    (guarded open? reporter (cs/execute! session "storing the author's copy" (unlogged (author-copy ps post))) nil))
+  (-deliver-all! [_ deliveries] (guarded open? reporter (deliver-all! session ps opts deliveries)))
 
   feeds/LoggedEdits
   (-delete-outbound! [_ post]
-    (guarded open? (run-bounded! session (delete-author ps post) 3 "deleting the author's copy" identity) nil))
-  (-apply-changes! [_ changes] (guarded open? (apply-changes! session ps opts changes)))
+    (guarded open? reporter (run-bounded! session (delete-author ps post) 3 "deleting the author's copy" identity) nil))
+  (-apply-changes! [_ changes] (guarded open? reporter (apply-changes! session ps opts changes)))
 
   spi/PostLog
-  (-posts-after [_ ts limit] (guarded open? (posts-after session ps (:fanout-concurrency opts) ts limit)))
+  (-posts-after [_ ts limit] (guarded open? reporter (posts-after session ps (:fanout-concurrency opts) ts limit)))
 
   lifecycle/Lifecycle
   (-close! [_] (when (.compareAndSet open? true false) (.close session)) nil)
@@ -346,5 +403,6 @@
       (when (:create-schema? opts) (schema/create! session opts))
       (let [ps (schema/prepare-all session (:keyspace opts))]
         (CassandraFeeds. session ps opts (AtomicLong. (stored-last-ts session ps))
-                         {:log (AtomicLong. -1) :pending (AtomicLong. -1)} (ConcurrentHashMap/newKeySet) (AtomicLong. (clock/now-micros)) (AtomicBoolean. true)))
+                         {:log (AtomicLong. -1) :pending (AtomicLong. -1)} (ConcurrentHashMap/newKeySet) (AtomicLong. (clock/now-micros)) (AtomicBoolean. true)
+                         (outage/reporter (str "cassandra " (str/join "," (:contact-points opts))))))
       (catch Throwable t (.close session) (throw t)))))

@@ -7,11 +7,13 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed :as feed]
+            [herald.feed.servers.cassandra :as cass]
             [herald.feed.servers.opensearch :as node]
             [herald.feed.servers.postgres :as pg]
             [herald.feed.servers.proxy :as proxy]
             [herald.feed.servers.redis :as rd]
             [herald.feed.store :as s]
+            [herald.feed.store.cassandra :as cassandra]
             [herald.feed.store.opensearch :as os]
             [herald.feed.store.postgres :as postgres]
             [herald.feed.store.scale.roles :as roles]
@@ -167,3 +169,26 @@
           (is (zero? (long (:other calls))) "every failed call is an outage marked as reported")
           (check-lines (log-lines buf) "opensearch"))
         (finally (s/close-store! st) (stop!) (node/delete-index! index))))))
+
+(deftest ^:integration a-cassandra-outage-is-a-few-log-lines
+  (cass/with-node [cp]
+    (let [{:keys [cut! restore! stop! port]} (proxy/start! (Long/parseLong (re-find #"\d+$" cp)))
+          st (cassandra/open {:contact-points [(str "127.0.0.1:" port)] :request-timeout-ms 2000
+                              :keyspace (str "outage_" (System/currentTimeMillis))})
+          post {:id 1001 :ts 1001 :from 7 :occurred "2026-11-26" :subject "s" :story "outage"}
+          buf (ByteArrayOutputStream.)]
+      (try
+        (s/put-outbound! st post)
+        (let [calls (capturing-output buf
+                      (cut!)
+                      (let [r (fail-for! 3000 #(s/outbound st 7))]
+                        (restore!)
+                        (is (= [1001] (mapv :id (:items (until-ok #(s/outbound st 7))))))
+                        r))
+              ours (filter #(re-find #"herald\.feed\.outage" %) (log-lines buf))]
+          (is (> (long (:reported calls)) 2) (pr-str calls))
+          (is (zero? (long (:other calls))) "every failed call is an outage marked as reported")
+          ;; the driver logs its own reconnection attempts: only the outage reporter's lines are counted here
+          (check-lines ours "cassandra")
+          (is (not-any? stack-trace? (log-lines buf)) "no stack trace from the driver either"))
+        (finally (s/close-store! st) (stop!))))))

@@ -83,7 +83,8 @@
 
 (defn- config-loader
   "The driver's settings: its reference.conf defaults plus ours. Schema metadata is kept for our keyspace only and
-  refreshed 100 ms after a change (not 1 s), so that creating the tables on open is quick."
+  refreshed 100 ms after a change (not 1 s), so that creating the tables on open is quick. Server warnings are not
+  logged (a WARN per multi-partition batch otherwise)."
   ^DriverConfigLoader [{:keys [keyspace consistency request-timeout-ms connect-timeout-ms schema-timeout-ms]}]
   (let [ms #(Duration/ofMillis (long %))
         ^ProgrammaticDriverConfigLoaderBuilder b (DriverConfigLoader/programmaticBuilder)]
@@ -92,6 +93,10 @@
         (.withDuration DefaultDriverOption/METADATA_SCHEMA_WINDOW (ms 100))
         (.withString DefaultDriverOption/REQUEST_CONSISTENCY ^String (consistencies consistency))
         (.withBoolean DefaultDriverOption/REQUEST_DEFAULT_IDEMPOTENCE true)
+        ;; the server warns on every unlogged batch over more than 10 partitions (its default
+        ;; unlogged_batch_across_partitions_warn_threshold); the fan-out's batches are grouped by replica set on
+        ;; purpose (herald.feed.store.cassandra/write-grouped!), so the driver would log a WARN per batch
+        (.withBoolean DefaultDriverOption/REQUEST_LOG_WARNINGS false)
         (.withDuration DefaultDriverOption/REQUEST_TIMEOUT (ms request-timeout-ms))
         (.withDuration DefaultDriverOption/CONNECTION_CONNECT_TIMEOUT (ms connect-timeout-ms))
         (.withDuration DefaultDriverOption/CONNECTION_INIT_QUERY_TIMEOUT (ms connect-timeout-ms))
