@@ -7,10 +7,13 @@
 (set! *warn-on-reflection* true)
 
 (defn- json-safe
-  "`v` when JSON can carry it; a non-finite number (1e400 decodes to Infinity) becomes its text, so an
-  error body never fails to encode."
+  "`v` when JSON can carry it; a number no double holds (1e400, read exactly as a BigDecimal, or a non-finite
+  double) becomes its text, so an error body never fails to encode and every client can read it."
   [v]
-  (walk/postwalk #(if (and (instance? Double %) (not (Double/isFinite %))) (str %) %) v))
+  (walk/postwalk #(cond (and (instance? Double %) (not (Double/isFinite %))) (str %)
+                        (and (decimal? %) (not (Double/isFinite (.doubleValue ^java.math.BigDecimal %)))) (str %)
+                        :else %)
+                 v))
 
 (defn bad-request
   "An ex-info for a 400: `msg` names the problem, `field` the request field at fault (a string),

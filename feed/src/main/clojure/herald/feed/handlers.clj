@@ -135,7 +135,9 @@
       (and mt (or (= mt "application/json") (str/ends-with? mt "+json")))
       (let [data (when-let [b (:body req)]
                    (http/read-json (if (instance? InputStream b) (bounded b limit) b)
-                                   {:keywords? true :reject-duplicate-keys? true}))]
+                                   ;; decimals exact: 1e400 is then a number that is no id (a 400 naming its
+                                   ;; field), not a malformed body (a double cannot hold it)
+                                   {:keywords? true :reject-duplicate-keys? true :bigdecimals? true}))]
         (if (map? data)
           data
           (throw (err/bad-request (str "the JSON body must be an object, got "
