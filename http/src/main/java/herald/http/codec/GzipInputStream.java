@@ -11,7 +11,7 @@ import java.util.zip.Deflater;
  * ({@code SYNC_FLUSH}) so a slowly produced body still reaches the client piece by piece. {@link #close()}
  * closes the source and frees the native compressor.
  */
-public final class GzipInputStream extends InputStream {
+public final class GzipInputStream extends ChunkInputStream {
   private static final byte[] HEADER = {0x1f, (byte) 0x8b, Deflater.DEFLATED, 0, 0, 0, 0, 0, 0, (byte) 0xff};
 
   private final InputStream source;
@@ -31,13 +31,6 @@ public final class GzipInputStream extends InputStream {
     if (level < 0 || level > 9) throw new IllegalArgumentException("gzip level must be 0-9: " + level);
     this.source = source;
     this.deflater = new Deflater(level, true);
-  }
-
-  @Override
-  public int read() throws IOException {
-    byte[] one = new byte[1];
-    int n = read(one, 0, 1);
-    return n < 0 ? -1 : one[0] & 0xff;
   }
 
   @Override

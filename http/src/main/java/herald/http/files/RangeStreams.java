@@ -1,5 +1,6 @@
 package herald.http.files;
 
+import herald.http.codec.ChunkInputStream;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -74,7 +75,7 @@ public final class RangeStreams {
         }
     }
 
-    private static final class Concat extends InputStream {
+    private static final class Concat extends ChunkInputStream {
         private final Object[] parts;
         private int next;
         private InputStream cur;
@@ -105,13 +106,6 @@ public final class RangeStreams {
                 }
             }
             return true;
-        }
-
-        @Override
-        public int read() throws IOException {
-            byte[] one = new byte[1];
-            int n = read(one, 0, 1);
-            return n < 0 ? -1 : one[0] & 0xff;
         }
 
         @Override

@@ -1,5 +1,6 @@
 package herald.http.server;
 
+import herald.http.codec.ChunkInputStream;
 import io.netty.buffer.ByteBuf;
 import java.io.IOException;
 import java.io.InputStream;
@@ -16,7 +17,7 @@ import java.util.concurrent.TimeUnit;
  * unread bytes below {@link #LOW_WATER}. A failure (the body over {@code :max-body-bytes}, the client gone or its
  * request cut short, no data for {@code :request-timeout-ms}) ends the stream with an IOException on the next read.
  */
-final class StreamedBody extends InputStream {
+final class StreamedBody extends ChunkInputStream {
     /** Bodies up to this size (declared, or received whole by then) are buffered before the handler runs. */
     static final int BUFFERED_LIMIT = 64 * 1024;
     static final int HIGH_WATER = 256 * 1024;
@@ -90,13 +91,6 @@ final class StreamedBody extends InputStream {
             unread = 0;
             notifyAll();
         }
-    }
-
-    @Override
-    public int read() throws IOException {
-        byte[] one = new byte[1];
-        int n = read(one, 0, 1);
-        return n < 0 ? -1 : one[0] & 0xff;
     }
 
     @Override
