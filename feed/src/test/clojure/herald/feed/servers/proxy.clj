@@ -19,27 +19,36 @@
           (catch Exception _ nil)
           (finally (.close from) (.close to))))))
 
-(defn- listen! [{:keys [port target-port ^ConcurrentHashMap sockets server]}]
+(defn- listen!
+  "Binds the proxy's port and starts its accept loop; the loop's thread goes into (:acceptor p)."
+  [{:keys [port target-port ^ConcurrentHashMap sockets server acceptor]}]
   (let [ss (doto (ServerSocket.) (.setReuseAddress true) (.bind (InetSocketAddress. "127.0.0.1" (int port))))]
     (reset! server ss)
-    (Thread/startVirtualThread
-     (fn []
-       (try (loop []
-              (let [c (.accept ss)
-                    t (Socket. "127.0.0.1" (int target-port))]
-                (.put sockets c true) (.put sockets t true)
-                (pump c t) (pump t c)
-                (recur)))
-            (catch Exception _ nil))))))
+    (reset! acceptor
+            (Thread/startVirtualThread
+             (fn []
+               (try (loop []
+                      (let [c (.accept ss)]
+                        (.put sockets c true)
+                        (let [t (try (Socket. "127.0.0.1" (int target-port)) (catch Exception e (.close c) (throw e)))]
+                          (.put sockets t true)
+                          (pump c t) (pump t c)
+                          (recur))))
+                    (catch Exception _ nil)))))))
+
+(defn- cut!
+  "Closes the listening socket, waits until the accept loop has ended (a connection it was accepting at that moment
+  is registered before the loop ends, so none escapes the cut), then closes every proxied connection."
+  [{:keys [server acceptor ^ConcurrentHashMap sockets]}]
+  (.close ^ServerSocket @server)
+  (some-> ^Thread @acceptor (.join 5000))
+  (doseq [^Socket s (keys sockets)] (.close s))
+  (.clear sockets))
 
 (defn start!
   "A proxy from a free port to 127.0.0.1:`target-port`: {:port p :cut! f :restore! f :stop! f}."
   [target-port]
   (let [port (with-open [s (ServerSocket. 0)] (.getLocalPort s))
-        p {:port port :target-port target-port :sockets (ConcurrentHashMap.) :server (atom nil)}
-        cut! (fn []
-               (.close ^ServerSocket @(:server p))
-               (doseq [^Socket s (keys (:sockets p))] (.close s))
-               (.clear ^ConcurrentHashMap (:sockets p)))]
+        p {:port port :target-port target-port :sockets (ConcurrentHashMap.) :server (atom nil) :acceptor (atom nil)}]
     (listen! p)
-    {:port port :cut! cut! :restore! #(listen! p) :stop! cut!}))
+    {:port port :cut! #(cut! p) :restore! #(listen! p) :stop! #(cut! p)}))
