@@ -36,10 +36,14 @@
 
 (def ^:private outcomes (atom {:passed 0 :failed 0 :skipped 0}))
 
+(def ^:private var-times "[[var-symbol ms] ...] of every test var run, in run order" (atom []))
+
 (defn- run-var [v]
   (let [bad #(+ (:fail @t/*report-counters*) (:error @t/*report-counters*))
-        bad0 (bad) skip0 (count @skips)]
+        bad0 (bad) skip0 (count @skips)
+        t0 (System/nanoTime)]
     (t/test-var v)
+    (swap! var-times conj [(symbol v) (quot (- (System/nanoTime) t0) 1000000)])
     (swap! outcomes update (cond (> (bad) bad0) :failed
                                  (> (count @skips) skip0) :skipped
                                  :else :passed)
@@ -103,7 +107,11 @@
     (spit summary (pr-str {:passed passed :failed failed :skipped skipped :assertions (:pass total)}))
     (spit (io/file (.getParentFile (io/file summary)) "clojure-test-times.txt")
           (str/join (map (fn [[n ms]] (str ms " ms " n "\n")) (sort-by (comp - second) (map second timed)))))
+    (spit (io/file (.getParentFile (io/file summary)) "clojure-test-var-times.txt")
+          (str/join (map (fn [[v ms]] (str ms " ms " v "\n")) (sort-by (comp - second) @var-times))))
     (println)
+    (println "Slowest tests:")
+    (doseq [[v ms] (take 8 (sort-by (comp - second) @var-times))] (println (format "  %7.1f s  %s" (/ ms 1000.0) v)))
     (println "Slowest namespaces:")
     (doseq [[n ms] (take 8 (sort-by (comp - second) (map second timed)))] (println (format "  %7.1f s  %s" (/ ms 1000.0) n)))
     (println (format "Clojure tests: %d assertions passed in %d tests of %d namespaces" (:pass total) (:test total) (count nss)))
