@@ -94,6 +94,11 @@
                    ~opts]
        (let [~port (ts/port s#)] ~@body))))
 
+;; After the server's close frame and its end of stream a client closes its socket too (RFC 6455 7.1.1). The tests
+;; do so (hang-up!) before they wait for :on-close: the server reports the close once the TCP connection ends, and
+;; with a client that keeps its socket open it would wait out its timer (about 2 s) first.
+(defn- hang-up! [c] (ts/close! c))
+
 (defn- code-of [closed] (first (deref closed 5000 [:no-on-close])))
 
 ;; ---- protocol errors: 1002, 1009, 1007 reach the client ----
@@ -104,6 +109,7 @@
       (try
         (ts/write! c (frame 1 "abc" :masked? false))
         (is (= [1002 :eof] (close-then-eof c)) "close 1002, then EOF (RFC 6455 5.1)")
+        (hang-up! c)
         (is (= 1002 (code-of closed)) "on-close reports what the client received")
         (is (not-any? #(and (vector? %) (= :message (first %))) @events) "the frame is not delivered")
         (is (some #{[:error io.netty.handler.codec.http.websocketx.CorruptedWebSocketFrameException]} @events))
@@ -116,6 +122,7 @@
         (try
           (ts/write! c (frame 1 nil :len 1100000))
           (is (= [1009 :eof] (close-then-eof c)))
+          (hang-up! c)
           (is (= 1009 (code-of closed)))
           (finally (ts/close! c))))))
   (testing "the header and 600 KB of the payload: the input is drained, the client reads the close, not a reset"
@@ -127,6 +134,7 @@
         (try
           (is (= [1009 :eof] (close-then-eof c)) "no TCP reset after the close frame")
           (is (= :sent (deref sent 5000 :blocked)) "the server kept reading what followed")
+          (hang-up! c)
           (is (= 1009 (code-of closed)))
           (finally (ts/close! c)))))))
 
@@ -141,6 +149,7 @@
         (ts/write! c (frame 0 "end"))
         (ts/write! c (frame 1 "after"))
         (is (= [1009 :eof] (close-then-eof c)))
+        (hang-up! c)
         (is (= 1009 (code-of closed)))
         (is (= [:open [:message "small"]] (take 2 @events)))
         (is (not-any? #{[:message "after"]} @events) "nothing after the failure is delivered")
@@ -166,6 +175,7 @@
     (let [c (connect port)]
       (try (ts/write! c (frame 1 (byte-array (map unchecked-byte [0xc3 0x28]))))
            (is (= [1007 :eof] (close-then-eof c)))
+           (hang-up! c)
            (is (= 1007 (code-of closed)))
            (finally (ts/close! c))))))
 
@@ -197,6 +207,7 @@
         (let [c (connect port)]
           (try (ts/write! c (byte-array (concat (frame 8 (close-payload code "bye")) (frame 8 (close-payload 1000 "again")))))
                (is (= [code :eof] (close-then-eof c)) "one echo with the same code, then EOF")
+               (hang-up! c)
                (is (= [code "bye"] (deref closed 5000 nil)))
                (finally (ts/close! c))))))))
 
@@ -207,6 +218,7 @@
            (let [f (read-frame c)]
              (is (= [8 0] [(:opcode f) (alength ^bytes (:payload f))]) "an empty close answers an empty close"))
            (is (= :eof (read-frame c)))
+           (hang-up! c)
            (is (= 1005 (code-of closed)) "1005: no status code was present (RFC 6455 7.1.5)")
            (finally (ts/close! c))))))
 
@@ -246,6 +258,7 @@
              (let [pong (read-frame c)]
                (is (= [10 "p1"] [(:opcode pong) (String. ^bytes (:payload pong) StandardCharsets/UTF_8)])))
              (is (= [1000 :eof] (close-then-eof c)))
+             (hang-up! c)
              (is (= 1000 (code-of closed)))
              (finally (ts/close! c))))))
   (testing "after the server's close frame, nothing follows it: a ping gets no pong; a pong still reaches on-pong"
@@ -323,6 +336,7 @@
         (try
           (is (= [1009 :eof] (close-then-eof c)))
           (is (= :sent (deref sent 5000 :blocked)))
+          (hang-up! c)
           (is (= 1009 (code-of closed)))
           (finally (ts/close! c))))))
   (with-ws-server [port _events closed (tls-opts)]
@@ -331,6 +345,7 @@
         (try
           (ts/write! c (frame 8 (close-payload 1000 "bye")))
           (is (= [1000 :eof] (close-then-eof c)))
+          (hang-up! c)
           (is (= [1000 "bye"] (deref closed 5000 nil)))
           (finally (ts/close! c)))))))
 
