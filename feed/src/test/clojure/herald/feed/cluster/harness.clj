@@ -36,9 +36,13 @@
     (.put env "HERALD_CLUSTER_WATCH_PID" (str (.pid (ProcessHandle/current))))
     ;; the instances start sooner (and leave the 2 cores to the servers) on C1 only, as the crash test's child
     (.put env "HERALD_INSTANCE_JVM_OPTS" "-Xms128m -Xmx512m -XX:+UseSerialGC -XX:TieredStopAtLevel=1")
-    (let [p (.start pb)
+    (let [t0 (System/currentTimeMillis)
+          p (.start pb)
           done? (.waitFor p (long timeout-s) TimeUnit/SECONDS)]
       (when-not done? (.destroyForcibly p) (.waitFor p 10 TimeUnit/SECONDS))
+      ;; where a run's time goes, in CI's log
+      (println (str "cluster test: herald-cluster " (first args) (when (#{"kill" "start"} (first args)) (str " " (last args))) " took "
+                    (- (System/currentTimeMillis) t0) " ms"))
       {:exit (if done? (.exitValue p) -1) :out (slurp out) :err (slurp err)})))
 
 (defn- endpoints
