@@ -22,6 +22,9 @@
   topics; the graph in the test server's public schema, which every instance, child JVMs too, reaches by
   environment alone), or a skip naming the server that is missing."
   [f]
+  ;; the two child-JVM servers start side by side (and beside PostgreSQL and Kafka) instead of one after another
+  (cass/start-async!)
+  (osn/start-async!)
   (let [missing (or (some-> (:error (pg/info)) (str "PostgreSQL: "))
                     (some-> (:error (rd/info)) (str "Redis: "))
                     (some->> (osn/skip-reason) (str "OpenSearch: "))

@@ -161,6 +161,13 @@
           n)
         (catch Exception e {:skip (ex-message e)})))))
 
+(defn start-async!
+  "Starts the node in the background, if it is not started yet, so that its start overlaps other work (another
+  server's start); a later contact-point waits for it. Returns nil."
+  []
+  (future @node)
+  nil)
+
 (defn contact-point
   "\"127.0.0.1:port\" of the test node (started on first use, or $HERALD_CASSANDRA), or nil after reporting the
   reason it cannot run as a skip."

@@ -141,6 +141,13 @@
 
 (def ^:private node (delay (try (start!) (catch Exception e {:skip (str "cannot start OpenSearch: " e)}))))
 
+(defn start-async!
+  "Starts the node in the background, if it is not started yet, so that its start overlaps other work (another
+  server's start); a later url or skip-reason waits for it. Returns nil."
+  []
+  (future @node)
+  nil)
+
 (defn url
   "The base URL of the test node (started on first call), or nil when it cannot run (see skip-reason)."
   []
