@@ -219,3 +219,63 @@
                (catch clojure.lang.ExceptionInfo e (ex-data e)))]
     (is (= [:herald.flow/invalid-job :sink/durable :out] ((juxt :type :key :task) r))
         "the constructor's own check, before any broker is asked")))
+
+;; --- segments the plugin rejects for good (:output/rejected?) ----------------------------------------------------
+
+(defn picky-output
+  "A `flaky-output` (down until `:sink/down-until`, an outage) that also refuses, for good, every batch holding a
+  segment with `:bad` (ex-info {:rejected true}), as a store refuses a bad value; counts write attempts in the atom
+  `:sink/attempts`."
+  [task]
+  (let [out (flaky-output task) attempts (:sink/attempts task)]
+    (reify spi/Output
+      (-write! [_ segs]
+        (swap! attempts inc)
+        (when (some :bad segs) (throw (ex-info "bad value" {:rejected true})))
+        (spi/-write! out segs))
+      (-flush! [_] (spi/-flush! out))
+      (-close-output! [_] (spi/-close-output! out)))))
+
+(defn rejected?
+  "The :output/rejected? of `picky-output`."
+  [e]
+  (boolean (:rejected (ex-data e))))
+
+(deftest ^:integration a-segment-rejected-for-good-goes-to-on-error-and-an-outage-is-retried
+  (kb/with-broker bootstrap
+    (let [app (ks/fresh-prefix) topics {:in (str app ".in")}
+          durable (atom []) built (atom 0) attempts (atom 0) dead (atom [])
+          down-until (atom (+ (System/currentTimeMillis) 1500))
+          n 300 bad #{17 150 299}]
+      (kb/create-topics! bootstrap (vals topics) 2)
+      (kb/produce! bootstrap (:in topics) (for [i (range n)] (cond-> {:id i} (bad i) (assoc :bad true))))
+      (with-redefs [retry/log-line! (fn [_])]
+        (let [h (flow/submit-job (assoc-in job [:catalog 2 :task/plugin] :herald.flow.kafka-output-test/picky-output)
+                                 (-> (opts bootstrap app topics durable
+                                           {:out {:sink/down-until down-until :sink/built built :sink/attempts attempts
+                                                  :output/retries :forever :output/backoff-ms 20 :output/backoff-max-ms 100
+                                                  :output/rejected? :herald.flow.kafka-output-test/rejected?
+                                                  :output/rejected-retries 3}})
+                                     (assoc :on-error #(swap! dead conj %))))]
+          (try
+            (testing "while the output is down (not a rejection) nothing is handed on: it is retried"
+              (Thread/sleep 1000)
+              (is (= [] @dead))
+              (is (= 0 (count @durable))))
+            (testing "after the outage, the good segments are written and the rejected ones go to :on-error, once each"
+              (is (= (- n (count bad)) (await-count durable (- n (count bad)) 60000)))
+              (let [deadline (+ (System/currentTimeMillis) 10000)]
+                (while (and (< (count @dead) (count bad)) (< (System/currentTimeMillis) deadline)) (Thread/sleep 20)))
+              (is (= (set (remove bad (range n))) (ids @durable)))
+              (is (= bad (set (map (comp :id :segment) @dead))))
+              (is (= (count bad) (count @dead)) "each once")
+              (is (every? #(= :out (:task %)) @dead))
+              (is (every? #(= "bad value" (ex-message (:exception %))) @dead)))
+            (testing "the job goes on: later segments are written; the metrics count the rejected segments"
+              (kb/produce! bootstrap (:in topics) [{:id n}])
+              (is (= (inc (- n (count bad))) (await-count durable (inc (- n (count bad))) 30000)))
+              (is (nil? (flow/await-job h 10)) "the job still runs")
+              (let [m (get-in (flow/job-metrics h) [:tasks :out])]
+                (is (= (count bad) (:rejected-segments m)))
+                (is (false? (:failing? m)))))
+            (finally (flow/kill-job h))))))))

@@ -80,7 +80,7 @@
 (defn- group
   "A new batch shared by the stream tasks of one stream thread: the plugin built with `task`, the pending
   segments per stream task (insertion order), and the write/commit fns."
-  [{:keys [task job store ^Map retry-states resolve metrics]} ^ProcessorContext ctx]
+  [{:keys [task job store ^Map retry-states resolve metrics on-error]} ^ProcessorContext ctx]
   (let [plugin ((resolve (:task/plugin task)) task)
         pending (java.util.LinkedHashMap.)
         size (long-array 2)                 ; [segments pending, System/nanoTime of the oldest]
@@ -91,10 +91,14 @@
                              (reify java.util.function.Function (apply [_ _] (retry/state))))
         budget (poll-budget-ms ctx)
         part (metrics/part (get metrics (:task/name task)))
+        ;; a segment the plugin rejects for good (:output/rejected?) goes to the job's :on-error (a dead-letter topic)
+        reject! (fn [seg e]
+                  (metrics/error! part)
+                  (when on-error (on-error {:task (:task/name task) :segment seg :exception e})))
         write! (fn []
                  (when (pos? (aget size 0))
                    (let [v (into [] (mapcat seq) (.values pending)) t0 (System/nanoTime)]
-                     (retry/call! policy st budget #(spi/-write! plugin v))
+                     (retry/write! policy st budget #(spi/-write! plugin %) reject! v)
                      (doseq [^ArrayList l (.values pending)] (.clear l))
                      (aset size 0 0)
                      (metrics/record-batch! part (count v) (count v) (- (System/nanoTime) t0)))))]
@@ -151,7 +155,8 @@
   `:task/batch-timeout-ms` (a wall-clock punctuator per task looks every quarter of it), and before every
   commit of any of the thread's tasks (then `-flush!`). `spec`: `:task`, `:job`, `:resolve`, `:metrics` (task
   name -> task metrics), `:store` (the store name), `:retry-states` (a ConcurrentHashMap shared by the
-  application's threads: a replaced thread's successor continues the count)."
+  application's threads: a replaced thread's successor continues the count), `:on-error` (the job's: gets a
+  segment the plugin rejected for good, see herald.flow.impl.retry/write!)."
   ^ProcessorSupplier [{:keys [task store] :as spec}]
   (let [groups (ConcurrentHashMap.)]
     (reify ProcessorSupplier
