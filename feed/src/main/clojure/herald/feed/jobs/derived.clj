@@ -1,6 +1,7 @@
 (ns herald.feed.jobs.derived
   "The fan-out and indexing jobs on the Kafka log: their store-writing outputs (idempotent, throwing so that herald.flow retries them) and their submission on the :kafka-streams runtime, one consumer group per job."
-  (:require [herald.feed.jobs :as jobs]
+  (:require [herald.feed.events.kafka :as kafka]
+            [herald.feed.jobs :as jobs]
             [herald.feed.store :as store]
             [herald.feed.store.feeds :as feeds]
             [herald.flow :as flow]
@@ -81,10 +82,11 @@
 (defn- streams-config
   "The Kafka Streams properties of both jobs: the consumers' fetches wait for `:fetch-min-bytes` or
   `:fetch-max-wait-ms` (a fetch of one or two records per partition cost the broker and the instance a request
-  each), then the membership timeouts, then `:streams` over them."
+  each), then the membership timeouts and `herald.feed.events.kafka/idle-consumer-config`, then `:streams` over them."
   [o]
   (merge {"fetch.min.bytes" (:fetch-min-bytes o) "fetch.max.wait.ms" (:fetch-max-wait-ms o)
           "session.timeout.ms" 10000 "heartbeat.interval.ms" 2000}
+         kafka/idle-consumer-config
          (:streams o)))
 
 (defn- submit!
