@@ -223,15 +223,16 @@
 ;; --- segments the plugin rejects for good (:output/rejected?) ----------------------------------------------------
 
 (defn picky-output
-  "A `flaky-output` (down until `:sink/down-until`, an outage) that also refuses, for good, every batch holding a
-  segment with `:bad` (ex-info {:rejected true}), as a store refuses a bad value; counts write attempts in the atom
-  `:sink/attempts`."
+  "A `flaky-output` (down until `:sink/down-until`, an outage: nothing is refused while down) that also refuses,
+  for good, every batch holding a segment with `:bad` (ex-info {:rejected true}), as a store refuses a bad value;
+  counts write attempts in the atom `:sink/attempts`."
   [task]
-  (let [out (flaky-output task) attempts (:sink/attempts task)]
+  (let [out (flaky-output task) attempts (:sink/attempts task) down-until (:sink/down-until task)]
     (reify spi/Output
       (-write! [_ segs]
         (swap! attempts inc)
-        (when (some :bad segs) (throw (ex-info "bad value" {:rejected true})))
+        (when (and (some :bad segs) (>= (System/currentTimeMillis) (long @down-until)))
+          (throw (ex-info "bad value" {:rejected true})))
         (spi/-write! out segs))
       (-flush! [_] (spi/-flush! out))
       (-close-output! [_] (spi/-close-output! out)))))
@@ -245,7 +246,7 @@
   (kb/with-broker bootstrap
     (let [app (ks/fresh-prefix) topics {:in (str app ".in")}
           durable (atom []) built (atom 0) attempts (atom 0) dead (atom [])
-          down-until (atom (+ (System/currentTimeMillis) 1500))
+          down-until (atom Long/MAX_VALUE)
           n 300 bad #{17 150 299}]
       (kb/create-topics! bootstrap (vals topics) 2)
       (kb/produce! bootstrap (:in topics) (for [i (range n)] (cond-> {:id i} (bad i) (assoc :bad true))))
@@ -259,9 +260,13 @@
                                      (assoc :on-error #(swap! dead conj %))))]
           (try
             (testing "while the output is down (not a rejection) nothing is handed on: it is retried"
-              (Thread/sleep 1000)
+              (let [deadline (+ (System/currentTimeMillis) 60000)]
+                ;; more failed attempts than :output/rejected-retries allows rejections
+                (while (and (< @attempts 8) (< (System/currentTimeMillis) deadline)) (Thread/sleep 20)))
+              (is (<= 8 @attempts))
               (is (= [] @dead))
-              (is (= 0 (count @durable))))
+              (is (= 0 (count @durable)))
+              (reset! down-until 0))
             (testing "after the outage, the good segments are written and the rejected ones go to :on-error, once each"
               (is (= (- n (count bad)) (await-count durable (- n (count bad)) 60000)))
               (let [deadline (+ (System/currentTimeMillis) 10000)]
