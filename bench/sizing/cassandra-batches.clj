@@ -9,7 +9,7 @@
 ;;        [POSTS_PER_CALL=20] [RECIPIENTS=3] [ROUNDS=3] [POSTS=4000] [VARIANTS=per-post,grouped]
 ;; against a node of bin/herald-cluster (its pid and port: `bin/herald-cluster status --dir DIR`, DIR/cluster.env).
 ;; It writes into the keyspace herald_feed (sender 5, recipients 1000..): use a throwaway cluster.
-(require '[herald.feed.store.cassandra :as c] '[clojure.string :as str])
+(require '[herald.feed.store.cassandra :as c] '[herald.feed.store.cassandra.batch :as batch] '[clojure.string :as str])
 (let [[pid port per-call recips rounds posts variants] *command-line-args*]
   (def cpid (Long/parseLong pid))
   (def cport port)
@@ -23,8 +23,8 @@
 (def me (.pid (java.lang.ProcessHandle/current)))
 (def feeds (c/open {:contact-points [(str "127.0.0.1:" cport)] :local-datacenter "datacenter1" :keyspace "herald_feed"}))
 (def session (.session feeds)) (def ps (.ps feeds)) (def opts (.opts feeds))
-(def st @#'c/st) (def run-bounded! @#'c/run-bounded!) (def deliver-all! @#'c/deliver-all!) (def author-copy @#'c/author-copy)
-(def unlogged @#'c/unlogged) (def deleted-ids @#'c/deleted-ids)
+(def st @#'c/st) (def run-bounded! batch/run-bounded!) (def deliver-all! @#'c/deliver-all!) (def author-copy @#'c/author-copy)
+(def unlogged batch/unlogged) (def deleted-ids @#'c/deleted-ids)
 (def story (str/join " " (repeat 150 "lorem")))
 (def id (atom (* 1000 (System/currentTimeMillis))))
 (defn deliveries [n]
