@@ -123,12 +123,16 @@
   (st ps :delete-pending (schema/pending-bucket ts) ts id))
 
 (defn- deleted-ids
-  "The ids among `ids` that have a tombstone (issue 11: deleted posts)."
-  [session ps ids]
-  (if (empty? ids)
+  "The ids among `posts` ({:id :ts}) that have a tombstone (issue 11: deleted posts): one single-partition read of
+  deleted_by_hour per hour of the posts' :ts (a fan-out flush's posts share one or two), not one partition read per
+  id as deleted_posts would take (~12% of the node's CPU in the fan-out's writes, bench/sizing/cassandra-tables.clj)."
+  [session ps posts]
+  (if (empty? posts)
     #{}
-    (set (cs/rows (fn [^Row r] (.getLong r "id"))
-                  (cs/execute! session "reading tombstones" (st ps :deleted-in (vec (distinct ids))))))))
+    (into #{} (mapcat (fn [[b ps*]]
+                        (cs/rows (fn [^Row r] (.getLong r "id"))
+                                 (cs/execute! session "reading tombstones" (st ps :deleted-in-hour b (vec (distinct (map :id ps*))))))))
+          (group-by #(schema/log-bucket (:ts %)) posts))))
 
 (defn- fan-out-all!
   "Delivers every {:post :recipients} of deliveries (inbound upserts, :fanout-concurrency in flight across all
@@ -136,7 +140,7 @@
   [session ps opts ^Set pending deliveries]
   (let [n (:fanout-concurrency opts)
         ;; issue 11: a deleted post is not delivered; the recipients are recorded for edits and deletes
-        gone (deleted-ids session ps (map (comp :id :post) deliveries))]
+        gone (deleted-ids session ps (map :post deliveries))]
     (batch/run-bounded! session (vec (for [{{:keys [id ts from occurred subject story]} :post rs :recipients} deliveries
                                            :when (not (gone id))
                                            s (cons (st ps :insert-recipients id (vec rs))
@@ -173,7 +177,7 @@
   is skipped. The rows of all the deliveries go in unlogged batches per replica set (batch/write-grouped!),
   :fanout-concurrency requests in flight; throws the first failure once every request has finished."
   [session ps opts deliveries]
-  (let [gone (deleted-ids session ps (map (comp :id :post) deliveries))]
+  (let [gone (deleted-ids session ps (map :post deliveries))]
     (batch/write-grouped! session (into [] (comp (remove #(gone (:id (:post %)))) (mapcat #(delivery-rows ps %))) deliveries)
                     (:fanout-concurrency opts) "delivering posts"))
   nil)
@@ -184,9 +188,11 @@
       []))
 
 (defn- delete-author
-  "The statements of a delete's author side: the tombstone, the outbound row and the pointer by id."
+  "The statements of a delete's author side: the tombstone (in deleted_by_hour, which deliveries read, and in
+  deleted_posts, which versions before 2026-11-26 read), the outbound row and the pointer by id."
   [ps {:keys [id ts from]}]
-  [(st ps :insert-deleted id from ts) (st ps :delete-outbound from ts id) (st ps :delete-post id)])
+  [(st ps :insert-deleted-hour (schema/log-bucket ts) id from ts) (st ps :insert-deleted id from ts)
+   (st ps :delete-outbound from ts id) (st ps :delete-post id)])
 
 (defn- apply-changes!
   "Applies each {:edit post} / {:delete post} of changes in order: an edit upserts the author copy and every
@@ -197,7 +203,7 @@
     (doseq [{:keys [edit delete]} changes]
       (if edit
         (let [id (:id edit)]
-          (when (empty? (deleted-ids session ps [id]))
+          (when (empty? (deleted-ids session ps [edit]))
             (batch/write-grouped! session (post-rows ps edit (recipients-of session ps id)) n "applying an edit")))
         (let [{:keys [id ts]} delete]
           (batch/write-grouped! session (map #(vector % 64)
@@ -309,6 +315,16 @@
                                 (cs/execute! session "reading the last post" (st ps :last-log b)))))
         0)))
 
+(defn- copy-tombstones!
+  "Copies the tombstones of deleted_posts into deleted_by_hour when the latter is empty (a keyspace written by a
+  version before 2026-11-26, which had only deleted_posts): deliveries read deleted_by_hour only."
+  [session ps]
+  (when (empty? (cs/rows (fn [^Row r] (.getLong r "id")) (cs/execute! session "reading tombstones" (st ps :deleted-hour-any))))
+    (let [rows (cs/rows (fn [^Row r] [(.getLong r "id") (.getLong r "sender") (.getLong r "ts")])
+                        (cs/execute! session "reading tombstones" (st ps :deleted-all)))]
+      (batch/run-bounded! session (mapv (fn [[id from ts]] (st ps :insert-deleted-hour (schema/log-bucket ts) id from ts)) rows)
+                          16 "copying tombstones" identity))))
+
 (defn open
   "Opens the Cassandra :feeds backend: connects, creates the keyspace and tables if missing (CREATE ... IF NOT
   EXISTS) and prepares its statements. Returns an object implementing herald.feed.store's OutboundStore,
@@ -336,8 +352,10 @@
         session (cs/connect opts)]
     (try
       (when (:create-schema? opts) (schema/create! session opts))
-      (let [ps (schema/prepare-all session (:keyspace opts))]
-        (CassandraFeeds. session ps opts (AtomicLong. (stored-last-ts session ps))
+      (let [ps (schema/prepare-all session (:keyspace opts))
+            last-ts (stored-last-ts session ps)]
+        (copy-tombstones! session ps)
+        (CassandraFeeds. session ps opts (AtomicLong. last-ts)
                          {:log (AtomicLong. -1) :pending (AtomicLong. -1)} (ConcurrentHashMap/newKeySet) (AtomicLong. (clock/now-micros)) (AtomicBoolean. true)
                          (outage/reporter (str "cassandra " (str/join "," (:contact-points opts))))))
       (catch Throwable t (.close session) (throw t)))))
