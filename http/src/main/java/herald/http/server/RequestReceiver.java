@@ -122,7 +122,7 @@ final class RequestReceiver {
             }
             Exchange ex = new Exchange(conn, head, body == null ? null : body.toInputStream(), headKeepAlive, 0);
             done();
-            conn.enqueue(ex);
+            conn.exchanges.enqueue(ex);
         }
     }
 
@@ -131,7 +131,7 @@ final class RequestReceiver {
         streamedEx = new Exchange(conn, head, streamed, headKeepAlive, 0);
         streamedEx.streamed = streamed;
         body = null;
-        conn.enqueue(streamedEx);
+        conn.exchanges.enqueue(streamedEx);
     }
 
     private void done() {
