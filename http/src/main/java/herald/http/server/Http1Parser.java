@@ -1,8 +1,5 @@
 package herald.http.server;
 
-import static herald.http.server.Http1Bytes.asciiEqualsIgnoreCase;
-import static herald.http.server.Http1Bytes.clean;
-import static herald.http.server.Http1Bytes.lengthOf;
 import static herald.http.server.Http1Bytes.method;
 import static herald.http.server.Http1Bytes.versionRefusal;
 import static herald.http.server.Http1Names.TCHAR;
@@ -23,6 +20,7 @@ final class Http1Parser {
     private static final int NONE = -1;
 
     private final long maxBodyBytes;
+    private final HeaderLines fields = new HeaderLines();
     private byte[] hostBytes;
     private String host;
     private String hostName;
@@ -41,9 +39,9 @@ final class Http1Parser {
 
     /**
      * The request whose head is {@code b}: {@code ends[k]} is the index of the LF ending line k; line
-     * {@code lines - 1} is the empty line that ends the head. Three steps: the request line, the header lines, the
-     * body's framing; their results are this parser's fields (one parser per connection: nothing is allocated for
-     * them).
+     * {@code lines - 1} is the empty line that ends the head. Three steps: the request line (this class), the header
+     * lines and the body's framing ({@link HeaderLines}); their results are fields (one parser per connection:
+     * nothing is allocated for them).
      */
     Http1Request parse(byte[] b, int[] ends, int lines) {
         chunked = false;
@@ -51,34 +49,41 @@ final class Http1Parser {
         why = null;
         Refusal bad = requestLine(b, ends[0] - 1);
         if (bad == null) {
-            bad = headerLines(b, ends, lines);
+            bad = fields.scan(b, ends, lines);
         }
         if (bad != null) {
             return Http1Request.refused(bad);
         }
-        Http1Headers hs = new Http1Headers(b, lines - 2, pos, names);
+        HeaderLines f = fields;
+        Http1Headers hs = new Http1Headers(b, lines - 2, f.pos, f.names);
         String serverName = null;
-        if (hostAt >= 0) {
-            serverName = host(b, pos[2 * hostAt], pos[2 * hostAt + 1]);
-            hs.preset(hostAt, serverName == null ? null : host);
+        if (f.hostAt >= 0) {
+            serverName = host(b, f.pos[2 * f.hostAt], f.pos[2 * f.hostAt + 1]);
+            hs.preset(f.hostAt, serverName == null ? null : host);
         }
         if (status == 0) {
-            status = checks(method, lower, version, hosts, hostAt >= 0 && serverName == null, b, ts, te, fragment);
+            status = checks(method, lower, version, f.hosts, f.hostAt >= 0 && serverName == null, b, ts, te, fragment);
         }
         if (status == 0) {
-            status = framing(b);
+            Refusal r = f.framing(b, version, maxBodyBytes);
+            if (r != null) {
+                status = refuse(r);
+            } else {
+                chunked = f.chunked;
+                contentLength = f.length;
+                status = f.continueExpected ? 100 : 0;
+            }
         }
         Refusal why = this.why;
         boolean absolute = status == 0 && b[ts] != '/' && b[ts] != '*';
-        boolean keepAlive = KeepAlive.of(version, connectionAt < 0 ? null : hs.value(connectionAt));
-        Http1Request req = status != 0 && status != 100 || !chunked && length <= 0
+        boolean keepAlive = KeepAlive.of(version, f.connectionAt < 0 ? null : hs.value(f.connectionAt));
+        Http1Request req = status != 0 && status != 100 || !chunked && f.length <= 0
             ? new Http1Request.Full(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName)
             : new Http1Request(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName);
         if ((status == 0 || status == 100) && b[ts] == '/') {
             req.path = path(b, ts, q >= 0 ? q : te);
         }
-        names = null;
-        pos = null; // the request owns them now
+        f.handedOver(); // the request owns the arrays now
         return req;
     }
 
@@ -154,180 +159,6 @@ final class Http1Parser {
             status = refuse(v);
         }
         return null;
-    }
-
-    // ---- the header lines' results ----
-    /** Header k's name (lower-cased, interned when known) and its value's bounds {@code pos[2k], pos[2k + 1]}. */
-    private String[] names;
-    private int[] pos;
-    /** The line index of the first Host, Connection and Expect header, or NONE. */
-    private int hostAt;
-    private int hosts;
-    private int connectionAt;
-    private int expectAt;
-    /** Content-Length: its value (NONE: absent), or bad (not a number, or two different values). */
-    private long length;
-    private boolean badLength;
-    /** Transfer-Encoding: the fields, the codings listed, how many are chunked, whether the last one is. */
-    private int teFields;
-    private int codings;
-    private int chunkeds;
-    private boolean lastChunked;
-    private boolean badCoding;
-
-    /**
-     * Step 2: the header lines (lines 1 to {@code lines - 2}; the last is the empty line): a refusal for a line
-     * that is not {@code token ":" OWS value OWS CRLF}, else null with names, values and the framing headers noted.
-     */
-    private Refusal headerLines(byte[] b, int[] ends, int lines) {
-        int n = lines - 2;
-        int last = ends[lines - 1];
-        if (last - ends[lines - 2] != 2 || b[last - 1] != '\r') {
-            return Refusal.BARE_LINE_END; // the head ended with a bare LF
-        }
-        names = new String[n];
-        pos = new int[2 * n];
-        hostAt = NONE;
-        hosts = 0;
-        connectionAt = NONE;
-        expectAt = NONE;
-        length = NONE;
-        badLength = false;
-        teFields = 0;
-        codings = 0;
-        chunkeds = 0;
-        lastChunked = false;
-        badCoding = false;
-        for (int k = 0; k < n; k++) {
-            Refusal r = headerLine(b, k, ends[k] + 1, ends[k + 1] - 1);
-            if (r != null) {
-                return r;
-            }
-        }
-        return null;
-    }
-
-    /** Header line k, {@code b[s, e)} (e is its CR). */
-    private Refusal headerLine(byte[] b, int k, int s, int e) {
-        if (e <= s || b[e] != '\r') {
-            return Refusal.BARE_LINE_END;
-        }
-        int j = s;
-        int h = 0;
-        while (j < e) {
-            int c = b[j] & 0xff;
-            if (!TCHAR[c]) {
-                break;
-            }
-            if (c <= 'Z' && c >= 'A') {
-                c += 32;
-                b[j] = (byte) c;
-            }
-            h = 31 * h + c;
-            j++;
-        }
-        if (j == s || b[j] != ':') {
-            return Refusal.BAD_HEADER_LINE; // obs-fold, space before ':', a non-token name
-        }
-        String name = Http1Names.known(b, s, j, h);
-        if (name == null) {
-            name = new String(b, s, j - s, StandardCharsets.ISO_8859_1);
-        }
-        int vs = j + 1;
-        while (vs < e && (b[vs] == ' ' || b[vs] == '\t')) {
-            vs++;
-        }
-        int ve = e;
-        while (ve > vs && (b[ve - 1] == ' ' || b[ve - 1] == '\t')) {
-            ve--;
-        }
-        if (!clean(b, vs, ve)) {
-            return Refusal.BAD_HEADER_VALUE; // NUL or CR in a value (RFC 9110 5.5)
-        }
-        names[k] = name;
-        pos[2 * k] = vs;
-        pos[2 * k + 1] = ve;
-        if (name == Http1Names.HOST) {
-            hosts++;
-            hostAt = hostAt < 0 ? k : hostAt;
-        } else if (name == Http1Names.CONTENT_LENGTH) {
-            long v = lengthOf(b, vs, ve);
-            badLength |= v < 0 || length >= 0 && v != length;
-            length = v;
-            if (v >= 0) {
-                int d = vs;
-                while (d < ve && b[d] >= '0' && b[d] <= '9') {
-                    d++;
-                }
-                pos[2 * k + 1] = d; // "5, 5" is read as "5" (RFC 9110 8.6), by herald and by the handler
-            }
-        } else if (name == Http1Names.TRANSFER_ENCODING) {
-            teFields++;
-            transferCodings(b, vs, ve);
-        } else if (name == Http1Names.CONNECTION) {
-            connectionAt = k;
-        } else if (name == Http1Names.EXPECT) {
-            expectAt = k;
-        }
-        return null;
-    }
-
-    /** The comma-separated codings of a Transfer-Encoding value {@code b[vs, ve)}. */
-    private void transferCodings(byte[] b, int vs, int ve) {
-        for (int a = vs; a <= ve; ) {
-            int z = a;
-            while (z < ve && b[z] != ',') {
-                z++;
-            }
-            int x = a;
-            int y = z;
-            while (x < y && (b[x] == ' ' || b[x] == '\t')) {
-                x++;
-            }
-            while (y > x && (b[y - 1] == ' ' || b[y - 1] == '\t')) {
-                y--;
-            }
-            if (y > x) {
-                int t = x;
-                while (t < y && TCHAR[b[t] & 0xff]) {
-                    t++;
-                }
-                badCoding |= t == x || t < y && b[t] != ';' && b[t] != ' ' && b[t] != '\t';
-                codings++;
-                lastChunked = y - x == 7 && asciiEqualsIgnoreCase(b, x, "chunked");
-                chunkeds += lastChunked ? 1 : 0;
-            }
-            a = z + 1;
-        }
-    }
-
-    /**
-     * Step 3: the body's framing (RFC 9112 6.1-6.3) and Expect, for a head that passed the other checks: 0, 100
-     * (a 100-continue to send), or the status to refuse with; sets {@link #chunked} and {@link #contentLength}.
-     */
-    private int framing(byte[] b) {
-        if (teFields > 0) {
-            if (length != NONE || badLength || codings == 0 || badCoding || version == HttpVersion.HTTP_1_0) {
-                return refuse(Refusal.AMBIGUOUS_FRAMING); // with Content-Length, empty, not a token, or on HTTP/1.0 (RFC 9112 6.1, 6.3)
-            } else if (chunkeds == 0) {
-                return refuse(Refusal.UNSUPPORTED_CODING); // a transfer coding herald does not decode (RFC 9112 6.1)
-            } else if (chunkeds > 1 || !lastChunked) {
-                return refuse(Refusal.AMBIGUOUS_FRAMING); // chunked not last or twice: no safe framing
-            } else if (codings > 1) {
-                return refuse(Refusal.UNSUPPORTED_CODING);
-            }
-            chunked = true;
-        } else if (badLength) {
-            return refuse(Refusal.BAD_CONTENT_LENGTH);
-        }
-        contentLength = length;
-        if (expectAt >= 0 && version == HttpVersion.HTTP_1_1) {
-            int s = pos[2 * expectAt];
-            int e = pos[2 * expectAt + 1];
-            return e - s != 12 || !asciiEqualsIgnoreCase(b, s, "100-continue")
-                ? refuse(Refusal.EXPECTATION_FAILED) : length > maxBodyBytes ? refuse(Refusal.BODY_TOO_LARGE) : 100;
-        }
-        return length > maxBodyBytes ? refuse(Refusal.BODY_TOO_LARGE) : 0;
     }
 
     /** The path {@code b[s, e)} as a String: the last one again when the bytes are the same (clients repeat paths). */
