@@ -6,6 +6,8 @@ import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.http2.DefaultHttp2FrameReader;
+import io.netty.handler.codec.http2.DefaultHttp2Headers;
+import io.netty.handler.codec.http2.DefaultHttp2HeadersDecoder;
 import io.netty.handler.codec.http2.Http2Error;
 import io.netty.handler.codec.http2.Http2Exception;
 import io.netty.handler.codec.http2.Http2FrameAdapter;
@@ -40,7 +42,14 @@ public final class Http2Connection extends ByteToMessageDecoder {
   private final Stream[] lanes;
   private final IntObjectHashMap<Stream> active = new IntObjectHashMap<>();
   private final ArrayDeque<Stream> blocked = new ArrayDeque<>();
-  private final DefaultHttp2FrameReader reader = new DefaultHttp2FrameReader(false);
+  private final StatusOnly responseHeaders = new StatusOnly();
+  private final DefaultHttp2FrameReader reader = new DefaultHttp2FrameReader(new DefaultHttp2HeadersDecoder(false) {
+    @Override
+    protected Http2Headers newHeaders() {  // HPACK still decodes every field (its table must stay right); we keep :status
+      responseHeaders.status = null;
+      return responseHeaders;
+    }
+  });
   private final Frames frames = new Frames();
   private final ChannelFutureListener writeListener = f -> {
     if (!f.isSuccess()) failConnection(ErrorKind.WRITE, f.cause());
@@ -48,7 +57,9 @@ public final class Http2Connection extends ByteToMessageDecoder {
   private final Runnable flushTask = this::flushOut;
   private ChannelHandlerContext ctx;
   private ByteBuf out;
-  private boolean reading, flushQueued, firstFrameChecked, prefaceSent;
+  /** The write buffer, reused when the previous flush has let go of it. */
+  private ByteBuf spare;
+  private boolean reading, flushQueued, firstFrameChecked, prefaceSent, closed;
   private int nextStreamId = 1;
   private int peerMaxFrame = 16_384;
   private int peerInitialWindow = DEFAULT_WINDOW;
@@ -223,7 +234,9 @@ public final class Http2Connection extends ByteToMessageDecoder {
       super.channelInactive(ctx);
     } finally {
       reader.close();
-      if (out != null) { out.release(); out = null; }
+      closed = true;
+      out = null;
+      if (spare != null) { spare.release(); spare = null; }
       ErrorKind kind = failure != null ? failure : ready ? ErrorKind.READ : ErrorKind.CONNECT;
       for (Stream s : lanes) {
         if (s.body != null) { s.body.release(); s.body = null; }
@@ -256,7 +269,13 @@ public final class Http2Connection extends ByteToMessageDecoder {
   // ---- writing: frames go into one buffer, flushed at the end of the read or of the event-loop turn ----
 
   private ByteBuf buffer() {
-    if (out == null) out = ctx.alloc().directBuffer(1024);
+    if (out == null) {
+      if (spare == null || spare.refCnt() != 1) {
+        if (spare != null) spare.release();
+        spare = ctx.alloc().ioBuffer(4096);
+      }
+      out = spare.clear();
+    }
     return out;
   }
 
@@ -312,7 +331,12 @@ public final class Http2Connection extends ByteToMessageDecoder {
     ByteBuf b = out;
     if (b == null) return;
     out = null;
-    ctx.writeAndFlush(b).addListener(writeListener);
+    if (closed) {  // frames made after the channel closed (a reset on a timer): nothing sends them
+      b.release();
+      spare = null;
+      return;
+    }
+    ctx.writeAndFlush(b.retain()).addListener(writeListener);
   }
 
   // ---- reading ----
@@ -461,6 +485,26 @@ public final class Http2Connection extends ByteToMessageDecoder {
         }
       }
       drainIdle();
+    }
+  }
+
+  /** Response headers that keep only {@code :status}: the only field a run needs, without a map entry per field. */
+  private static final class StatusOnly extends DefaultHttp2Headers {
+    CharSequence status;
+
+    StatusOnly() {
+      super(false);
+    }
+
+    @Override
+    public Http2Headers add(CharSequence name, CharSequence value) {
+      if (status == null && name.length() == 7 && io.netty.util.AsciiString.contentEquals(":status", name)) status = value;
+      return this;
+    }
+
+    @Override
+    public CharSequence status() {
+      return status;
     }
   }
 
