@@ -59,7 +59,7 @@ public final class Http2Connection extends ByteToMessageDecoder {
   private ByteBuf out;
   /** The write buffer, reused when the previous flush has let go of it. */
   private ByteBuf spare;
-  private boolean reading, flushQueued, firstFrameChecked, prefaceSent, closed;
+  private boolean flushQueued, firstFrameChecked, prefaceSent, closed;
   private int nextStreamId = 1;
   private int peerMaxFrame = 16_384;
   private int peerInitialWindow = DEFAULT_WINDOW;
@@ -177,14 +177,7 @@ public final class Http2Connection extends ByteToMessageDecoder {
   }
 
   @Override
-  public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
-    reading = true;
-    super.channelRead(ctx, msg);
-  }
-
-  @Override
   public void channelReadComplete(ChannelHandlerContext ctx) throws Exception {
-    reading = false;
     super.channelReadComplete(ctx);
     flushOut();
   }
@@ -320,8 +313,13 @@ public final class Http2Connection extends ByteToMessageDecoder {
     }
   }
 
+  /**
+   * Flushes at the end of this event-loop turn: after the read in progress (its channelReadComplete flushes
+   * first), or after the tasks and timers that send now. Never left to channelReadComplete alone: a handler
+   * before this one (SslHandler) may deliver bytes without one following.
+   */
   private void flushSoon() {
-    if (reading || flushQueued || out == null) return;
+    if (flushQueued || out == null) return;
     flushQueued = true;
     ctx.executor().execute(flushTask);
   }
