@@ -32,16 +32,16 @@
       (-close-output! [_] (reset! buf [])))))
 
 (defn flaky-output
-  "A `durable-output` whose writes throw until the time in the atom `:sink/down-until` (epoch ms); counts
-  its constructions in the atom `:sink/built`."
+  "A `durable-output` whose writes throw until the time in the atom `:sink/down-until` (epoch ms), and its flushes
+  too when `:sink/flush-down?` (a store that is down refuses both); counts its constructions in the atom
+  `:sink/built`."
   [task]
-  (let [out (durable-output task) down-until (:sink/down-until task)]
+  (let [out (durable-output task) down-until (:sink/down-until task)
+        down! #(when (< (System/currentTimeMillis) (long @down-until)) (throw (ex-info "store down" {})))]
     (swap! (:sink/built task) inc)
     (reify spi/Output
-      (-write! [_ segs]
-        (when (< (System/currentTimeMillis) (long @down-until)) (throw (ex-info "store down" {})))
-        (spi/-write! out segs))
-      (-flush! [_] (spi/-flush! out))
+      (-write! [_ segs] (down!) (spi/-write! out segs))
+      (-flush! [_] (when (:sink/flush-down? task) (down!)) (spi/-flush! out))
       (-close-output! [_] (spi/-close-output! out)))))
 
 (def crash-after
@@ -184,8 +184,11 @@
         (testing "a store down for longer than half of max.poll.interval.ms: the thread is replaced, nothing is lost"
           (let [h (flow/submit-job (assoc-in job [:catalog 2 :task/plugin] :herald.flow.kafka-output-test/flaky-output)
                                    (opts bootstrap app topics durable
-                                         {:out {:sink/down-until down-until :sink/built built :output/retries :forever
-                                                :output/backoff-ms 200 :output/backoff-max-ms 1000}
+                                         ;; flushes fail too: one that succeeded while writes fail (a fresh stream
+                                         ;; thread commits before its first write) would end the run of failures
+                                         ;; and start another, one more "failing" line than the store's outages
+                                         {:out {:sink/down-until down-until :sink/built built :sink/flush-down? true
+                                                :output/retries :forever :output/backoff-ms 200 :output/backoff-max-ms 1000}
                                           :kafka {:config {"max.poll.interval.ms" 6000}}}))]
             (try
               (reset! down-until (+ (System/currentTimeMillis) 8000))
