@@ -14,9 +14,10 @@
 # share this machine's cores (nothing is pinned). A benchmark, not a test: run it by hand on a quiet machine.
 # Before each measured run the cluster idles IDLE seconds: each process's CPU then (`idle_cores`: Kafka Streams polls
 # and commits, server housekeeping) is the fixed cost, and `marginal_us_per_post` = (cores - idle_cores) / posts per
-# second is the cost the posts add (robust where a starved run's few posts would carry the fixed costs); an instance's
-# line also has `jit_cores`, its JIT compiler threads (C1/C2) over the window, which a short warm-up leaves running
-# (half of an instance's CPU in the 2026-11-26 runs). The summary line ends with `marginal_cpu_us_per_post`, the sum.
+# second is the cost the posts add (robust where a starved run's few posts would carry the fixed costs); the line of
+# each JVM (instances, Kafka, Cassandra, OpenSearch) also has `jit_cores`, its JIT compiler threads (C1/C2) over the
+# window, which a short warm-up leaves running (half of an instance's CPU in the 2026-11-26 runs, and 0.05 of
+# Kafka's ~0.1 cores at idle on a machine at load 30). The summary line ends with `marginal_cpu_us_per_post`, the sum.
 # Environment (defaults in brackets): INSTANCES ["1 3"], USERS [32], DURATION [30] measured seconds, WARMUP [60]
 # seconds (per instance count), IDLE [10] seconds of no load before each measured run, SEARCH_SHARE [0.1], PROBE_MS
 # [250] between probe posts, DIR [a new temporary
@@ -68,9 +69,10 @@ for line in sys.stdin:
     print(name, tree(int(pid)))'
 }
 
-# CPU ticks of the JIT compiler threads (C1/C2 CompilerThread) of each instance: "name ticks" lines
+# CPU ticks of the JIT compiler threads (C1/C2 CompilerThread) of each JVM (instances, Kafka, Cassandra,
+# OpenSearch): "name ticks" lines
 jit_snapshot() {
-  { "$CLUSTER" status --dir "$DIR" || true; } | awk '$1 == "state" && $3 == "up" && $2 ~ /^instance-/ { sub("pid=", "", $5); print $2, $5 }' |
+  { "$CLUSTER" status --dir "$DIR" || true; } | awk '$1 == "state" && $3 == "up" && $2 ~ /^(instance-|kafka|cassandra|opensearch)/ { sub("pid=", "", $5); print $2, $5 }' |
     while read -r name pid; do
       t=0
       for task in /proc/"$pid"/task/*; do

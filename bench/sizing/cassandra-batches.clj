@@ -4,12 +4,14 @@
 ;; every post of the call in unlogged batches per replica set, at most 64 statements and 32 KiB each). Each post: the
 ;; author copy (outbound row + id pointer), its recipients row and RECIPIENTS inbound rows of a 150-word story, after
 ;; one tombstone read per call; POSTS_PER_CALL posts per call (a fan-out flush), 64 requests in flight.
-;; Prints the Cassandra JVM's CPU (/proc/PID/stat) and this client's, per post, and the load average.
+;; STORY_WORDS (environment, default 150) sets the story's length: a row's fixed cost against its bytes.
+;; Prints the Cassandra JVM's CPU (/proc/PID/stat) and this client's, per post, and the load average; nojit_us_per_post
+;; leaves out the node's JIT compiler threads (a restarted node compiles for minutes: warm-up, not a cost per post).
 ;;   java -cp feed/target/herald-feed.jar clojure.main bench/sizing/cassandra-batches.clj CASSANDRA_PID CASSANDRA_PORT \
 ;;        [POSTS_PER_CALL=20] [RECIPIENTS=3] [ROUNDS=3] [POSTS=4000] [VARIANTS=per-post,grouped]
 ;; against a node of bin/herald-cluster (its pid and port: `bin/herald-cluster status --dir DIR`, DIR/cluster.env).
 ;; It writes into the keyspace herald_feed (sender 5, recipients 1000..): use a throwaway cluster.
-(require '[herald.feed.store.cassandra :as c] '[clojure.string :as str])
+(require '[herald.feed.store.cassandra :as c] '[herald.feed.store.cassandra.batch :as batch] '[clojure.string :as str])
 (let [[pid port per-call recips rounds posts variants] *command-line-args*]
   (def cpid (Long/parseLong pid))
   (def cport port)
@@ -21,11 +23,16 @@
 (defn proc [f] (String. (java.nio.file.Files/readAllBytes (java.nio.file.Path/of f (make-array String 0)))))
 (defn ticks [pid] (let [f (str/split (second (str/split (proc (str "/proc/" pid "/stat")) #"\) ")) #" ")] (+ (Long/parseLong (nth f 11)) (Long/parseLong (nth f 12)))))
 (def me (.pid (java.lang.ProcessHandle/current)))
+(defn jit-ticks "CPU ticks of the JVM pid's JIT compiler threads (C1/C2): warm-up, not a per-post cost." [pid]
+  (reduce + 0 (for [^java.io.File t (.listFiles (java.io.File. (str "/proc/" pid "/task")))
+                    :let [st (try (proc (str t "/stat")) (catch Exception _ nil))]
+                    :when (and st (re-find #"\((C1|C2) Compiler" st))]
+                (let [f (str/split (second (str/split st #"\) ")) #" ")] (+ (Long/parseLong (nth f 11)) (Long/parseLong (nth f 12)))))))
 (def feeds (c/open {:contact-points [(str "127.0.0.1:" cport)] :local-datacenter "datacenter1" :keyspace "herald_feed"}))
 (def session (.session feeds)) (def ps (.ps feeds)) (def opts (.opts feeds))
-(def st @#'c/st) (def run-bounded! @#'c/run-bounded!) (def deliver-all! @#'c/deliver-all!) (def author-copy @#'c/author-copy)
-(def unlogged @#'c/unlogged) (def deleted-ids @#'c/deleted-ids)
-(def story (str/join " " (repeat 150 "lorem")))
+(def st @#'c/st) (def run-bounded! batch/run-bounded!) (def deliver-all! @#'c/deliver-all!) (def author-copy @#'c/author-copy)
+(def unlogged batch/unlogged) (def deleted-ids @#'c/deleted-ids)
+(def story (str/join " " (repeat (Long/parseLong (or (System/getenv "STORY_WORDS") "150")) "lorem"))) ; STORY_WORDS: the cost of a row's bytes
 (def id (atom (* 1000 (System/currentTimeMillis))))
 (defn deliveries [n]
   (vec (for [_ (range n)] (let [i (swap! id inc)]
@@ -42,11 +49,12 @@
 (defn grouped! [ds] (deliver-all! session ps opts ds))
 (def fns {"per-post" per-post! "grouped" grouped!})
 (defn run [label f n]
-  (let [c0 (ticks cpid) m0 (ticks me) t0 (System/nanoTime)]
+  (let [c0 (ticks cpid) j0 (jit-ticks cpid) m0 (ticks me) t0 (System/nanoTime)]
     (doseq [part (partition-all per-call (deliveries n))] (f (vec part)))
-    (let [s (/ (- (System/nanoTime) t0) 1e9) dc (/ (- (ticks cpid) c0) 100.0) dm (/ (- (ticks me) m0) 100.0)]
-      (println (format "cassandra_batches variant=%s posts=%d posts_per_call=%d recipients=%d wall_s=%.1f cassandra_cpu_s=%.2f cassandra_us_per_post=%.0f client_cpu_s=%.2f client_us_per_post=%.0f load=%s"
-                       label n per-call recips s dc (/ (* dc 1e6) n) dm (/ (* dm 1e6) n) (first (str/split (proc "/proc/loadavg") #" "))))
+    (let [s (/ (- (System/nanoTime) t0) 1e9) dc (/ (- (ticks cpid) c0) 100.0) dj (/ (- (jit-ticks cpid) j0) 100.0)
+          dm (/ (- (ticks me) m0) 100.0)]
+      (println (format "cassandra_batches variant=%s posts=%d posts_per_call=%d recipients=%d wall_s=%.1f cassandra_cpu_s=%.2f cassandra_us_per_post=%.0f jit_cpu_s=%.2f nojit_us_per_post=%.0f client_cpu_s=%.2f client_us_per_post=%.0f load=%s"
+                       label n per-call recips s dc (/ (* dc 1e6) n) dj (/ (* (- dc dj) 1e6) n) dm (/ (* dm 1e6) n) (first (str/split (proc "/proc/loadavg") #" "))))
       (flush))))
 (doseq [v variants] (run (str "warm-" v) (fns v) (quot posts 2)))
 (doseq [_ (range rounds) v variants] (run v (fns v) posts))

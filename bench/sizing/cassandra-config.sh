@@ -17,7 +17,9 @@ CP=$ROOT/feed/src/main/clojure:$([ -f "$DIR/feed.jar" ] && echo "$DIR/feed.jar" 
 for y in "$@"; do
   name=$(basename "$y" .yaml); y=$(readlink -f "$y")
   "$ROOT/bin/herald-cluster" kill --dir "$DIR" cassandra >/dev/null 2>&1 || true
-  HERALD_CASSANDRA_YAML=$y "$ROOT/bin/herald-cluster" start --dir "$DIR" cassandra >/dev/null
+  # on a loaded machine `start` has reported a node that came up as exited: ask once more (it returns at once when up)
+  HERALD_CASSANDRA_YAML=$y "$ROOT/bin/herald-cluster" start --dir "$DIR" cassandra >/dev/null ||
+    { sleep 5; HERALD_CASSANDRA_YAML=$y "$ROOT/bin/herald-cluster" start --dir "$DIR" cassandra >/dev/null; }
   . "$DIR/cluster.env"
   echo "config=$name restarted, load average $(cut -d' ' -f1-3 /proc/loadavg)"
   "$JAVA" --sun-misc-unsafe-memory-access=allow -cp "$CP" clojure.main "$ROOT/bench/sizing/cassandra-batches.clj" \

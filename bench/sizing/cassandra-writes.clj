@@ -7,13 +7,13 @@
 ;;   java -cp feed/target/herald-feed.jar clojure.main bench/sizing/cassandra-writes.clj CASSANDRA_PID CASSANDRA_PORT
 ;; against a node of bin/herald-cluster (its pid and port: `bin/herald-cluster status --dir DIR`, DIR/cluster.env).
 ;; It writes into the keyspace herald_feed (sender 5, recipients 6 7 8): use a throwaway cluster.
-(require '[herald.feed.store.cassandra :as c] '[herald.feed.store.cassandra.schema :as schema] '[clojure.string :as str])
+(require '[herald.feed.store.cassandra :as c] '[herald.feed.store.cassandra.batch :as batch] '[herald.feed.store.cassandra.schema :as schema] '[clojure.string :as str])
 (def cpid (Long/parseLong (first *command-line-args*)))
 (defn ticks [pid] (let [f (str/split (second (str/split (String. (java.nio.file.Files/readAllBytes (java.nio.file.Path/of (str "/proc/" pid "/stat") (make-array String 0)))) #"\) ")) #" ")] (+ (Long/parseLong (nth f 11)) (Long/parseLong (nth f 12)))))
 (def me (.pid (java.lang.ProcessHandle/current)))
 (def feeds (c/open {:contact-points [(str "127.0.0.1:" (second *command-line-args*))] :local-datacenter "datacenter1" :keyspace "herald_feed"}))
 (def session (.session feeds)) (def ps (.ps feeds)) (def opts (.opts feeds))
-(def st @#'c/st) (def run-bounded! @#'c/run-bounded!) (def deliver-all! @#'c/deliver-all!) (def author-copy @#'c/author-copy)
+(def st @#'c/st) (def run-bounded! batch/run-bounded!) (def deliver-all! @#'c/deliver-all!) (def author-copy @#'c/author-copy)
 (def story (str/join " " (repeat 150 "lorem")))
 (def id (atom (* 1000 (System/currentTimeMillis))))
 (defn deliveries [n] (vec (for [_ (range n)] (let [i (swap! id inc)] {:post {:id i :ts i :from 5 :occurred "2026-11-25" :subject "a b c d e" :story story} :recipients [6 7 8]}))))

@@ -135,7 +135,8 @@
   `:late`, `:batch-latency-us` quantiles (for an input: of its polls), `:parallelism`, `:stage` (tasks fused in
   one loop share it) and, for inputs that can tell, `:lag` (the log input: bytes not yet read; the push
   input: segments waiting; on Kafka Streams: records behind the topic's end, summed over partitions). Outputs
-  add `:write-failures` (failed write or flush attempts so far) and `:failing?` (in a run of failures now).
+  add `:write-failures` (failed write or flush attempts so far), `:failing?` (in a run of failures now) and
+  `:rejected-segments` (segments handed to `:on-error` as rejected for good, `:output/rejected?`).
   On Kafka Streams every task that reads a topic (an input, a regrouped or windowed task's repartition
   topic) has `:lag-by-partition` `{partition records-lag}` for the partitions this instance reads and `:lag`
   their sum, and `:kafka` `{:state :process-rate :process-total :commit-rate :records-lag-max}` comes from

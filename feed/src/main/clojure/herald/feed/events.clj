@@ -36,7 +36,7 @@
 
 (defn- dead-letter-fn
   "The `:dead-letter!` of the jobs: appends what a job could not apply (a record it cannot decode, or whose task
-  threw: not a post record) to the dead-letter topic, keyed by the job's name, as EDN text `{:job :task :error
+  threw: not a post record, or one its store refused for good: herald.feed.jobs.derived/rejected?) to the dead-letter topic, keyed by the job's name, as EDN text `{:job :task :error
   :segment}` (`:bytes`, base64, for an undecodable record), without waiting; counts it in `n` and logs one line."
   [^KafkaProducer producer topic ^AtomicLong n]
   (fn [job-name {:keys [task segment ^Throwable exception]}]

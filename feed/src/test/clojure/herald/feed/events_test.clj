@@ -100,3 +100,53 @@
     (let [e (try (u/start-feed! nil {:events events}) nil (catch clojure.lang.ExceptionInfo e (ex-cause e)))]
       (is (= :herald.feed/config (:type (ex-data e))) (pr-str events))
       (is (= k (:key (ex-data e))) (pr-str events)))))
+
+(deftest ^:integration a-post-the-store-refuses-for-good-goes-to-the-dead-letter-topic
+  ;; the one fault no real server here gives on demand (a Cassandra write refused for a bad value) is mocked at
+  ;; store/deliver-all!; Kafka, the jobs, the memory store and HTTP are real. Before the refusal, an outage (an
+  ;; unavailable store) is retried, never dead-lettered.
+  (sk/with-kafka bootstrap
+    (let [dir (u/temp-dir "feed-kafka-rejected-")
+          events (assoc (kafka-events bootstrap (str "t" (random-uuid) "-") dir)
+                        :backoff-ms 10 :backoff-max-ms 50 :rejected-retries 3 :fan-out-flush-ms 20)
+          real-deliver @#'herald.feed.store/deliver-all!
+          down-until (atom 0)
+          attempts (atom 0)]
+      (with-redefs [herald.feed.store/deliver-all!
+                    (fn [s deliveries]
+                      (swap! attempts inc)
+                      (when (< (System/currentTimeMillis) (long @down-until))
+                        (throw (ex-info "cassandra: a request failed: no node" {:type :herald.feed.store.cassandra/unavailable})))
+                      (when (some #(= "poison" (get-in % [:post :subject])) deliveries)
+                        (throw (ex-info "cassandra: a request failed: bad value" {:type :herald.feed.store.cassandra/invalid-query})))
+                      (real-deliver s deliveries))]
+        (let [sys (u/start-feed! nil {:events events})
+              base (feed/url sys)
+              req (fn [& args] (apply u/request base args))
+              id #(get-in (req "/participant" :method :post :json {:name %}) [:json "id"])
+              dead-count #(some-> (re-find #"(?m)^herald_feed_fanout_dead_letters_total (\d+)$" (:body (req "/metrics"))) second parse-long)]
+          (try
+            (let [a (id "Ann") b (id "Bob") link #(str "/participant/" %)
+                  post! #(:status (req (str (link a) "/outbound") :method :post :json {:subject % :story (str "story " %)}))]
+              (req (str (link a) "/friends") :method :post :json {:to (link b)})
+              (testing "an outage of the store is retried: nothing goes to the dead-letter topic"
+                (reset! down-until (+ (System/currentTimeMillis) 1500))
+                (is (= 200 (post! "during-outage")))
+                (Thread/sleep 1000)
+                (is (= 0 (dead-count)))
+                (is (true? (feed/await-fanout sys 30000)))
+                (is (= ["during-outage"] (map #(get % "subject") (:json (req (str (link b) "/inbound")))))))
+              (testing "a post the store refuses for good: retried :rejected-retries times, then dead-lettered; the others are delivered"
+                (reset! attempts 0)
+                (is (= 200 (post! "before")))
+                (is (= 200 (post! "poison")))
+                (is (= 200 (post! "after")))
+                (is (true? (feed/await-fanout sys 30000)) "the job's partition is not held")
+                (is (= ["after" "before" "during-outage"] (map #(get % "subject") (:json (req (str (link b) "/inbound"))))))
+                (is (<= 4 @attempts) "the batch was tried again before it was split")
+                (is (= 1 (dead-count)) "counted in /metrics (the index job writes the post: only the fan-out refused it)")
+                (let [[[k v]] (read-topic bootstrap (kafka/dead-letter-topic events) 1 20000)]
+                  (is (= "feed-fan-out" k))
+                  (is (= "poison" (get-in v [:segment :post :subject])))
+                  (is (re-find #"bad value" (:error v))))))
+            (finally (feed/stop! sys) (u/delete-tree! dir))))))))

@@ -73,6 +73,8 @@
     (let [threads (for [_ (range 4)]
                     (future (dotimes [i 5000] (perf/record! r :outbound :post (* 1000 (inc (mod i 50))) 200))))]
       (run! deref (doall threads))
+      ;; a read waits at most :sync-wait-ms (2 s) for the job: on a loaded machine wait for it first
+      (is (perf/await-recorded r 60000) "the per-minute job took every record")
       (is (= 20000 (:count (get (perf/totals r) [:outbound :post]))))
       (is (= 20000 (reduce + (map :count (perf/figures r nil nil)))))
       (is (= 20000 (get (perf/status-counts r) [:outbound :post 200])))

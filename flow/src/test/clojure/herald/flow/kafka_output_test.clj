@@ -32,16 +32,16 @@
       (-close-output! [_] (reset! buf [])))))
 
 (defn flaky-output
-  "A `durable-output` whose writes throw until the time in the atom `:sink/down-until` (epoch ms); counts
-  its constructions in the atom `:sink/built`."
+  "A `durable-output` whose writes throw until the time in the atom `:sink/down-until` (epoch ms), and its flushes
+  too when `:sink/flush-down?` (a store that is down refuses both); counts its constructions in the atom
+  `:sink/built`."
   [task]
-  (let [out (durable-output task) down-until (:sink/down-until task)]
+  (let [out (durable-output task) down-until (:sink/down-until task)
+        down! #(when (< (System/currentTimeMillis) (long @down-until)) (throw (ex-info "store down" {})))]
     (swap! (:sink/built task) inc)
     (reify spi/Output
-      (-write! [_ segs]
-        (when (< (System/currentTimeMillis) (long @down-until)) (throw (ex-info "store down" {})))
-        (spi/-write! out segs))
-      (-flush! [_] (spi/-flush! out))
+      (-write! [_ segs] (down!) (spi/-write! out segs))
+      (-flush! [_] (when (:sink/flush-down? task) (down!)) (spi/-flush! out))
       (-close-output! [_] (spi/-close-output! out)))))
 
 (def crash-after
@@ -184,8 +184,11 @@
         (testing "a store down for longer than half of max.poll.interval.ms: the thread is replaced, nothing is lost"
           (let [h (flow/submit-job (assoc-in job [:catalog 2 :task/plugin] :herald.flow.kafka-output-test/flaky-output)
                                    (opts bootstrap app topics durable
-                                         {:out {:sink/down-until down-until :sink/built built :output/retries :forever
-                                                :output/backoff-ms 200 :output/backoff-max-ms 1000}
+                                         ;; flushes fail too: one that succeeded while writes fail (a fresh stream
+                                         ;; thread commits before its first write) would end the run of failures
+                                         ;; and start another, one more "failing" line than the store's outages
+                                         {:out {:sink/down-until down-until :sink/built built :sink/flush-down? true
+                                                :output/retries :forever :output/backoff-ms 200 :output/backoff-max-ms 1000}
                                           :kafka {:config {"max.poll.interval.ms" 6000}}}))]
             (try
               (reset! down-until (+ (System/currentTimeMillis) 8000))
@@ -219,3 +222,68 @@
                (catch clojure.lang.ExceptionInfo e (ex-data e)))]
     (is (= [:herald.flow/invalid-job :sink/durable :out] ((juxt :type :key :task) r))
         "the constructor's own check, before any broker is asked")))
+
+;; --- segments the plugin rejects for good (:output/rejected?) ----------------------------------------------------
+
+(defn picky-output
+  "A `flaky-output` (down until `:sink/down-until`, an outage: nothing is refused while down) that also refuses,
+  for good, every batch holding a segment with `:bad` (ex-info {:rejected true}), as a store refuses a bad value;
+  counts write attempts in the atom `:sink/attempts`."
+  [task]
+  (let [out (flaky-output task) attempts (:sink/attempts task) down-until (:sink/down-until task)]
+    (reify spi/Output
+      (-write! [_ segs]
+        (swap! attempts inc)
+        (when (and (some :bad segs) (>= (System/currentTimeMillis) (long @down-until)))
+          (throw (ex-info "bad value" {:rejected true})))
+        (spi/-write! out segs))
+      (-flush! [_] (spi/-flush! out))
+      (-close-output! [_] (spi/-close-output! out)))))
+
+(defn rejected?
+  "The :output/rejected? of `picky-output`."
+  [e]
+  (boolean (:rejected (ex-data e))))
+
+(deftest ^:integration a-segment-rejected-for-good-goes-to-on-error-and-an-outage-is-retried
+  (kb/with-broker bootstrap
+    (let [app (ks/fresh-prefix) topics {:in (str app ".in")}
+          durable (atom []) built (atom 0) attempts (atom 0) dead (atom [])
+          down-until (atom Long/MAX_VALUE)
+          n 300 bad #{17 150 299}]
+      (kb/create-topics! bootstrap (vals topics) 2)
+      (kb/produce! bootstrap (:in topics) (for [i (range n)] (cond-> {:id i} (bad i) (assoc :bad true))))
+      (with-redefs [retry/log-line! (fn [_])]
+        (let [h (flow/submit-job (assoc-in job [:catalog 2 :task/plugin] :herald.flow.kafka-output-test/picky-output)
+                                 (-> (opts bootstrap app topics durable
+                                           {:out {:sink/down-until down-until :sink/built built :sink/attempts attempts
+                                                  :output/retries :forever :output/backoff-ms 20 :output/backoff-max-ms 100
+                                                  :output/rejected? :herald.flow.kafka-output-test/rejected?
+                                                  :output/rejected-retries 3}})
+                                     (assoc :on-error #(swap! dead conj %))))]
+          (try
+            (testing "while the output is down (not a rejection) nothing is handed on: it is retried"
+              (let [deadline (+ (System/currentTimeMillis) 60000)]
+                ;; more failed attempts than :output/rejected-retries allows rejections
+                (while (and (< @attempts 8) (< (System/currentTimeMillis) deadline)) (Thread/sleep 20)))
+              (is (<= 8 @attempts))
+              (is (= [] @dead))
+              (is (= 0 (count @durable)))
+              (reset! down-until 0))
+            (testing "after the outage, the good segments are written and the rejected ones go to :on-error, once each"
+              (is (= (- n (count bad)) (await-count durable (- n (count bad)) 60000)))
+              (let [deadline (+ (System/currentTimeMillis) 10000)]
+                (while (and (< (count @dead) (count bad)) (< (System/currentTimeMillis) deadline)) (Thread/sleep 20)))
+              (is (= (set (remove bad (range n))) (ids @durable)))
+              (is (= bad (set (map (comp :id :segment) @dead))))
+              (is (= (count bad) (count @dead)) "each once")
+              (is (every? #(= :out (:task %)) @dead))
+              (is (every? #(= "bad value" (ex-message (:exception %))) @dead)))
+            (testing "the job goes on: later segments are written; the metrics count the rejected segments"
+              (kb/produce! bootstrap (:in topics) [{:id n}])
+              (is (= (inc (- n (count bad))) (await-count durable (inc (- n (count bad))) 30000)))
+              (is (nil? (flow/await-job h 10)) "the job still runs")
+              (let [m (get-in (flow/job-metrics h) [:tasks :out])]
+                (is (= (count bad) (:rejected-segments m)))
+                (is (false? (:failing? m)))))
+            (finally (flow/kill-job h))))))))

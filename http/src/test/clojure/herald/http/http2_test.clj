@@ -276,11 +276,10 @@
       (let [f (.send c "GET" "/slow" (header-list {}) nil)]
         (is (true? (deref started 5000 false)))
         (let [stopped (http/stop-server s)]
-          (Thread/sleep 100)
-          (is (some? (.goAwayLastStream c)) "GOAWAY on the shutdown event")
+          (is (ts/eventually #(some? (.goAwayLastStream c))) "GOAWAY on the shutdown event")
           (is (= "drained" (.text ^H2Client$Response (.get f 10 TimeUnit/SECONDS))) "the open stream completes")
           (is (nil? (deref stopped 10000 :timeout)))
-          (is (not (.isOpen c)) "the connection is closed once drained")))
+          (is (ts/eventually #(not (.isOpen c))) "the connection is closed once drained")))
       (finally (.close c) @(http/stop-server s)))))
 
 (deftest ^:integration http2-off-keeps-http1-only

@@ -48,11 +48,6 @@
         (is (= ["done" "done"] (map (comp :body deref) blocked)))
         (is (= 200 (:status (ts/GET p "/"))) "serves again once drained")))))
 
-(defn- eventually
-  "True as soon as `(f)` is, polling every 10 ms for up to 5 s."
-  [f]
-  (loop [n 500] (cond (f) true (zero? n) false :else (do (Thread/sleep 10) (recur (dec n))))))
-
 (deftest ^:integration queue-depth-and-wait-in-server-stats
   (let [gate (CountDownLatch. 1)
         entered (CountDownLatch. 1)]
@@ -62,7 +57,7 @@
             first-one (future (ts/GET p "/"))
             _ (.await entered 5 TimeUnit/SECONDS)
             queued (doall (for [_ (range 2)] (future (ts/GET p "/"))))]
-        (is (eventually #(= 2 (:queue-depth (http/server-stats s)))) "two requests wait for the only worker")
+        (is (ts/eventually #(= 2 (:queue-depth (http/server-stats s)))) "two requests wait for the only worker")
         (is (= 3 (:pending (http/server-stats s))))
         (Thread/sleep 300)
         (.countDown gate)

@@ -1,6 +1,7 @@
 (ns herald.feed.jobs.derived
   "The fan-out and indexing jobs on the Kafka log: their store-writing outputs (idempotent, throwing so that herald.flow retries them) and their submission on the :kafka-streams runtime, one consumer group per job."
-  (:require [herald.feed.jobs :as jobs]
+  (:require [herald.feed.events.kafka :as kafka]
+            [herald.feed.jobs :as jobs]
             [herald.feed.store :as store]
             [herald.feed.store.feeds :as feeds]
             [herald.flow :as flow]
@@ -58,20 +59,43 @@
       (-flush! [_])
       (-close-output! [_]))))
 
+(defn- rejected-type?
+  "True for the ex-data `d` of a store call the server refused for what was sent (a bad value or statement), which
+  no retry can change; false for anything that may be an outage (timeouts, unreachable or overloaded servers,
+  a closed store, an error of unknown kind)."
+  [d]
+  (let [bad-status? #(and (int? %) (<= 400 (long %) 499) (not (#{408 409 429} %)))]
+    (case (:type d)
+      (:herald.feed.store.cassandra/invalid-query :herald.feed.store/invalid) true
+      :herald.feed.store.opensearch/http-error (bad-status? (:status d))
+      :herald.feed.store.opensearch/bulk-failed (boolean (and (seq (:failed d)) (every? (comp bad-status? :status) (:failed d))))
+      false)))
+
+(defn rejected?
+  "The outputs' `:output/rejected?`: true when `e` (or an exception it wraps) is a store's refusal of the records
+  themselves (`rejected-type?`), as a Cassandra write rejected for a bad value: herald.flow then retries the batch
+  `:rejected-retries` times, splits it and sends the records refused to the dead-letter topic; an outage is
+  retried until the server is back (`:retries`, `:forever` by default)."
+  [^Throwable e]
+  (boolean (some #(rejected-type? (ex-data %)) (take-while some? (iterate ex-cause e)))))
+
 (defn- streams-config
   "The Kafka Streams properties of both jobs: the consumers' fetches wait for `:fetch-min-bytes` or
   `:fetch-max-wait-ms` (a fetch of one or two records per partition cost the broker and the instance a request
-  each), then the membership timeouts, then `:streams` over them."
+  each), then the membership timeouts and `herald.feed.events.kafka/idle-consumer-config`, then `:streams` over them."
   [o]
   (merge {"fetch.min.bytes" (:fetch-min-bytes o) "fetch.max.wait.ms" (:fetch-max-wait-ms o)
           "session.timeout.ms" 10000 "heartbeat.interval.ms" 2000}
+         kafka/idle-consumer-config
          (:streams o)))
 
 (defn- submit!
-  "Submits `job` on :kafka-streams under application id `app-id`, reading `topic`, with `inject` for its output;
-  a record the job cannot apply goes to `(:dead-letter! o)` with the job's name."
+  "Submits `job` on :kafka-streams under application id `app-id`, reading `topic`, with `inject` for its output
+  (plus `rejected?` and `:rejected-retries`); a record the job cannot apply (undecodable, or refused by the store
+  for good) goes to `(:dead-letter! o)` with the job's name."
   [job app-id topic inject o]
-  (jobs/watch!
+  (let [inject (update-vals inject #(assoc % :output/rejected? ::rejected? :output/rejected-retries (:rejected-retries o)))]
+   (jobs/watch!
    (flow/submit-job job
                     {:runtime :kafka-streams
                      :on-error (fn [e] ((:dead-letter! o) (:job/name job) e))
@@ -81,7 +105,7 @@
                      :kafka {:bootstrap-servers (:bootstrap-servers o) :application-id app-id
                              :processing-guarantee :at-least-once :threads (:threads o) :start-from :earliest
                              :replication-factor (:replication-factor o)
-                             :config (streams-config o)}})))
+                             :config (streams-config o)}}))))
 
 (defn group-ids
   "The application ids (consumer groups) of the fan-out and indexing jobs for options `o`."

@@ -191,7 +191,8 @@
                                         :task/group-by-key [:minute :entity :operation]}}
                      :kafka {:bootstrap-servers (str (:bootstrap-servers events)) :application-id app-id
                              :replication-factor (:replication-factor events 1) :store :in-memory
-                             :config (:streams events {})}})))
+                             ;; the heartbeat thread's wake-ups, as the fan-out and index jobs (jobs.derived)
+                             :config (merge kafka/idle-consumer-config (:streams events {}))}})))
 
 (def ^:private events-spec
   {:bootstrap-servers [#(and (string? %) (re-find #"\S:\d+" %)) "a \"host:port[,host:port...]\" string"]

@@ -5,19 +5,18 @@
             [herald.feed.outage :as outage]
             [herald.feed.store.feeds :as feeds]
             [herald.feed.store.lifecycle :as lifecycle]
+            [herald.feed.store.cassandra.batch :as batch]
             [herald.feed.store.cassandra.schema :as schema]
             [herald.feed.store.cassandra.session :as cs]
             [herald.feed.store.clock :as clock]
             [herald.feed.store.cursor :as cursor]
             [herald.feed.store.scale.spi :as spi])
   (:import (com.datastax.oss.driver.api.core CqlSession)
-           (com.datastax.oss.driver.api.core.cql BatchStatement BatchableStatement DefaultBatchType PreparedStatement Row
-                                                 Statement)
-           (com.datastax.oss.driver.api.core.metadata Node NodeState TokenMap)
+           (com.datastax.oss.driver.api.core.cql BatchStatement BatchableStatement DefaultBatchType PreparedStatement Row)
+           (com.datastax.oss.driver.api.core.metadata Node NodeState)
            (java.util Set)
-           (java.util.concurrent ConcurrentHashMap Semaphore)
-           (java.util.concurrent.atomic AtomicBoolean AtomicLong)
-           (java.util.function BiConsumer)))
+           (java.util.concurrent ConcurrentHashMap)
+           (java.util.concurrent.atomic AtomicBoolean AtomicLong)))
 
 (set! *warn-on-reflection* true)
 
@@ -50,24 +49,12 @@
         shown (if more? (subvec items 0 limit) items)]
     {:items shown :next (cursor/for-page shown more?)}))
 
-(defn- run-bounded!
-  "Runs statements asynchronously, at most n in flight, and waits for all; returns (f result-set) of each, in
-  order. The first failure is thrown as ex-info once every statement has finished."
-  [session stmts n what f]
-  (let [sem (Semaphore. (int n))
-        release (reify BiConsumer (accept [_ _ _] (.release sem)))
-        apply-f (reify java.util.function.Function (apply [_ rs] (f rs)))]
-    (cs/await-all what (mapv (fn [s]
-                               (.acquire sem)
-                               (-> (cs/execute-async session s) (.whenComplete release) (.thenApply apply-f)))
-                             stmts))))
-
 (defn- fetch-posts
   "The posts of pointers [{:sender :ts :id}] read from the outbound feeds, n at a time, in order (missing ones
   dropped)."
   [session ps n pointers]
-  (filterv some? (run-bounded! session (mapv (fn [{:keys [sender ts id]}] (st ps :outbound-row sender ts id)) pointers)
-                               n "reading posts" #(first (cs/first-page-rows post-row %)))))
+  (filterv some? (batch/run-bounded! session (mapv (fn [{:keys [sender ts id]}] (st ps :outbound-row sender ts id)) pointers)
+                                     n "reading posts" #(first (cs/first-page-rows post-row %)))))
 
 (defn- publish-batch
   "ONE logged batch: the outbound row, the id pointer, the post-log row, the pending fan-out (when there are
@@ -136,12 +123,16 @@
   (st ps :delete-pending (schema/pending-bucket ts) ts id))
 
 (defn- deleted-ids
-  "The ids among `ids` that have a tombstone (issue 11: deleted posts)."
-  [session ps ids]
-  (if (empty? ids)
+  "The ids among `posts` ({:id :ts}) that have a tombstone (issue 11: deleted posts): one single-partition read of
+  deleted_by_hour per hour of the posts' :ts (a fan-out flush's posts share one or two), not one partition read per
+  id as deleted_posts would take (~12% of the node's CPU in the fan-out's writes, bench/sizing/cassandra-tables.clj)."
+  [session ps posts]
+  (if (empty? posts)
     #{}
-    (set (cs/rows (fn [^Row r] (.getLong r "id"))
-                  (cs/execute! session "reading tombstones" (st ps :deleted-in (vec (distinct ids))))))))
+    (into #{} (mapcat (fn [[b ps*]]
+                        (cs/rows (fn [^Row r] (.getLong r "id"))
+                                 (cs/execute! session "reading tombstones" (st ps :deleted-in-hour b (vec (distinct (map :id ps*))))))))
+          (group-by #(schema/log-bucket (:ts %)) posts))))
 
 (defn- fan-out-all!
   "Delivers every {:post :recipients} of deliveries (inbound upserts, :fanout-concurrency in flight across all
@@ -149,15 +140,15 @@
   [session ps opts ^Set pending deliveries]
   (let [n (:fanout-concurrency opts)
         ;; issue 11: a deleted post is not delivered; the recipients are recorded for edits and deletes
-        gone (deleted-ids session ps (map (comp :id :post) deliveries))]
-    (run-bounded! session (vec (for [{{:keys [id ts from occurred subject story]} :post rs :recipients} deliveries
-                                     :when (not (gone id))
-                                     s (cons (st ps :insert-recipients id (vec rs))
-                                             (for [r rs] (st ps :insert-inbound r ts id from occurred subject story)))]
-                                 s))
-                  n "fanning out" identity)
-    (run-bounded! session (mapv (fn [{{:keys [id ts]} :post}] (delete-pending ps id ts)) deliveries)
-                  n "completing fan-outs" identity)
+        gone (deleted-ids session ps (map :post deliveries))]
+    (batch/run-bounded! session (vec (for [{{:keys [id ts from occurred subject story]} :post rs :recipients} deliveries
+                                           :when (not (gone id))
+                                           s (cons (st ps :insert-recipients id (vec rs))
+                                                   (for [r rs] (st ps :insert-inbound r ts id from occurred subject story)))]
+                                       s))
+                        n "fanning out" identity)
+    (batch/run-bounded! session (mapv (fn [{{:keys [id ts]} :post}] (delete-pending ps id ts)) deliveries)
+                        n "completing fan-outs" identity)
     (doseq [{:keys [post]} deliveries] (.remove pending (:id post)))
     nil))
 
@@ -167,62 +158,10 @@
   [ps {:keys [id ts from occurred subject story]}]
   [(st ps :insert-outbound from ts id occurred subject story) (st ps :insert-post id from ts)])
 
-(def ^:private batch-statements
-  "Most statements in one unlogged batch."
-  64)
-
-(def ^:private batch-bytes
-  "Most bytes of rows (their text in UTF-8, plus keys) in one unlogged batch: under Cassandra's default
-  batch_size_fail_threshold (50 KiB); a row larger than this goes alone."
-  32768)
-
-(defn- unlogged
-  "`stmts` as ONE request: the statement itself when alone, else an unlogged batch (not atomic, like the
-  separate upserts it replaces; idempotent). Each request costs the server a dispatch and a wake-up of its
-  request threads whatever it holds (bench/results/feed-scale.md, bench/sizing/cassandra-batches.clj)."
-  [stmts]
-  (if (next stmts)
-    (BatchStatement/newInstance DefaultBatchType/UNLOGGED
-                                ^"[Lcom.datastax.oss.driver.api.core.cql.BatchableStatement;"
-                                (into-array BatchableStatement stmts))
-    (first stmts)))
-
-(defn- replicas
-  "The replica set of a bound statement's partition (the driver's token map), nil when the driver has none."
-  [^CqlSession session ^Statement s]
-  (let [tm (.getTokenMap (.getMetadata session))]
-    (when (.isPresent tm)
-      (.getReplicas ^TokenMap (.get tm) (.getRoutingKeyspace s) (.getRoutingKey s)))))
-
-(defn- chunks
-  "The statements of [statement bytes] pairs in runs of at most batch-statements and batch-bytes."
-  [pairs]
-  (loop [ps (seq pairs) cur [] n 0 acc []]
-    (if-let [[s b] (first ps)]
-      (if (and (seq cur) (or (>= (count cur) (long batch-statements)) (> (+ n (long b)) (long batch-bytes))))
-        (recur ps [] 0 (conj acc cur))
-        (recur (next ps) (conj cur s) (+ n (long b)) acc))
-      (cond-> acc (seq cur) (conj cur)))))
-
-(defn- write-grouped!
-  "Writes the statements of [statement bytes] pairs as unlogged batches of the statements whose partitions have
-  the same replicas (one request per replica set and chunk: the driver routes a batch to a replica of its first
-  statement, so no batch makes its coordinator forward rows), n requests in flight; throws the first failure
-  once every request has finished."
-  [session pairs n what]
-  (run-bounded! session (into [] (comp (map val) (mapcat chunks) (map unlogged))
-                              (group-by #(replicas session (first %)) pairs))
-                n what identity))
-
-(defn- text-bytes
-  "The bytes a row of post takes in a batch, about: its text in UTF-8 and its keys."
-  ^long [{:keys [occurred subject story]}]
-  (+ 64 (reduce + 0 (map #(alength (.getBytes (str %) java.nio.charset.StandardCharsets/UTF_8)) [occurred subject story]))))
-
 (defn- post-rows
   "[statement bytes] of a post's copies: the author copy and the inbound row of each recipient in rs."
   [ps {:keys [id ts from occurred subject story] :as post} rs]
-  (let [b (text-bytes post)]
+  (let [b (batch/text-bytes post)]
     (concat (map #(vector % b) (author-copy ps post))
             (for [r rs] [(st ps :insert-inbound r ts id from occurred subject story) b]))))
 
@@ -235,11 +174,11 @@
 (defn- deliver-all!
   "Upserts the author copy and every recipient's inbound row of each {:post :recipients} of deliveries, and
   records each post's recipients (for its edits and delete); a post with a tombstone (deleted; this is a replay)
-  is skipped. The rows of all the deliveries go in unlogged batches per replica set (write-grouped!),
+  is skipped. The rows of all the deliveries go in unlogged batches per replica set (batch/write-grouped!),
   :fanout-concurrency requests in flight; throws the first failure once every request has finished."
   [session ps opts deliveries]
-  (let [gone (deleted-ids session ps (map (comp :id :post) deliveries))]
-    (write-grouped! session (into [] (comp (remove #(gone (:id (:post %)))) (mapcat #(delivery-rows ps %))) deliveries)
+  (let [gone (deleted-ids session ps (map :post deliveries))]
+    (batch/write-grouped! session (into [] (comp (remove #(gone (:id (:post %)))) (mapcat #(delivery-rows ps %))) deliveries)
                     (:fanout-concurrency opts) "delivering posts"))
   nil)
 
@@ -249,9 +188,11 @@
       []))
 
 (defn- delete-author
-  "The statements of a delete's author side: the tombstone, the outbound row and the pointer by id."
+  "The statements of a delete's author side: the tombstone (in deleted_by_hour, which deliveries read, and in
+  deleted_posts, which versions before 2026-11-26 read), the outbound row and the pointer by id."
   [ps {:keys [id ts from]}]
-  [(st ps :insert-deleted id from ts) (st ps :delete-outbound from ts id) (st ps :delete-post id)])
+  [(st ps :insert-deleted-hour (schema/log-bucket ts) id from ts) (st ps :insert-deleted id from ts)
+   (st ps :delete-outbound from ts id) (st ps :delete-post id)])
 
 (defn- apply-changes!
   "Applies each {:edit post} / {:delete post} of changes in order: an edit upserts the author copy and every
@@ -262,13 +203,13 @@
     (doseq [{:keys [edit delete]} changes]
       (if edit
         (let [id (:id edit)]
-          (when (empty? (deleted-ids session ps [id]))
-            (write-grouped! session (post-rows ps edit (recipients-of session ps id)) n "applying an edit")))
+          (when (empty? (deleted-ids session ps [edit]))
+            (batch/write-grouped! session (post-rows ps edit (recipients-of session ps id)) n "applying an edit")))
         (let [{:keys [id ts]} delete]
-          (write-grouped! session (map #(vector % 64)
-                                       (concat (delete-author ps delete)
-                                               (for [r (recipients-of session ps id)] (st ps :delete-inbound r ts id))))
-                          n "applying a delete"))))
+          (batch/write-grouped! session (map #(vector % 64)
+                                             (concat (delete-author ps delete)
+                                                     (for [r (recipients-of session ps id)] (st ps :delete-inbound r ts id))))
+                                n "applying a delete"))))
     nil))
 
 (defn- mark!
@@ -348,12 +289,12 @@
 
   feeds/LoggedFeeds
   (-put-outbound! [_ post]
-    (guarded open? reporter (cs/execute! session "storing the author's copy" (unlogged (author-copy ps post))) nil))
+    (guarded open? reporter (cs/execute! session "storing the author's copy" (batch/unlogged (author-copy ps post))) nil))
   (-deliver-all! [_ deliveries] (guarded open? reporter (deliver-all! session ps opts deliveries)))
 
   feeds/LoggedEdits
   (-delete-outbound! [_ post]
-    (guarded open? reporter (run-bounded! session (delete-author ps post) 3 "deleting the author's copy" identity) nil))
+    (guarded open? reporter (batch/run-bounded! session (delete-author ps post) 3 "deleting the author's copy" identity) nil))
   (-apply-changes! [_ changes] (guarded open? reporter (apply-changes! session ps opts changes)))
 
   spi/PostLog
@@ -373,6 +314,16 @@
     (or (when b (first (cs/rows (fn [^Row r] (.getLong r "ts"))
                                 (cs/execute! session "reading the last post" (st ps :last-log b)))))
         0)))
+
+(defn- copy-tombstones!
+  "Copies the tombstones of deleted_posts into deleted_by_hour when the latter is empty (a keyspace written by a
+  version before 2026-11-26, which had only deleted_posts): deliveries read deleted_by_hour only."
+  [session ps]
+  (when (empty? (cs/rows (fn [^Row r] (.getLong r "id")) (cs/execute! session "reading tombstones" (st ps :deleted-hour-any))))
+    (let [rows (cs/rows (fn [^Row r] [(.getLong r "id") (.getLong r "sender") (.getLong r "ts")])
+                        (cs/execute! session "reading tombstones" (st ps :deleted-all)))]
+      (batch/run-bounded! session (mapv (fn [[id from ts]] (st ps :insert-deleted-hour (schema/log-bucket ts) id from ts)) rows)
+                          16 "copying tombstones" identity))))
 
 (defn open
   "Opens the Cassandra :feeds backend: connects, creates the keyspace and tables if missing (CREATE ... IF NOT
@@ -401,8 +352,10 @@
         session (cs/connect opts)]
     (try
       (when (:create-schema? opts) (schema/create! session opts))
-      (let [ps (schema/prepare-all session (:keyspace opts))]
-        (CassandraFeeds. session ps opts (AtomicLong. (stored-last-ts session ps))
+      (let [ps (schema/prepare-all session (:keyspace opts))
+            last-ts (stored-last-ts session ps)]
+        (copy-tombstones! session ps)
+        (CassandraFeeds. session ps opts (AtomicLong. last-ts)
                          {:log (AtomicLong. -1) :pending (AtomicLong. -1)} (ConcurrentHashMap/newKeySet) (AtomicLong. (clock/now-micros)) (AtomicBoolean. true)
                          (outage/reporter (str "cassandra " (str/join "," (:contact-points opts))))))
       (catch Throwable t (.close session) (throw t)))))

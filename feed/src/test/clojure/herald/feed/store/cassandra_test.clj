@@ -233,3 +233,21 @@
           e (try (cassandra/open {:contact-points [(str "127.0.0.1:" port)] :connect-timeout-ms 2000}) nil
                  (catch clojure.lang.ExceptionInfo e e))]
       (is (= [:herald.feed.store.cassandra/unavailable :contact-points] ((juxt :type :key) (ex-data e)))))))
+
+(deftest tombstones-of-an-older-version-are-copied-on-open
+  (node/with-node [cp]
+    (let [config (feeds-config cp)
+          f1 (cassandra/open config)
+          ts (clock/now-micros) id (schema/post-id ts 0)
+          post {:id id :ts ts :from 1 :occurred "2026-11-26" :subject "s" :story "deleted before its replay"}]
+      ;; a delete as versions before 2026-11-26 recorded it: in deleted_posts only
+      (cs/execute! (session f1) "an old tombstone"
+                   (str "INSERT INTO " (:keyspace config) ".deleted_posts (id, sender, ts) VALUES (" id ", 1, " ts ")"))
+      (herald.feed.store.lifecycle/-close! f1)
+      (let [f2 (cassandra/open config)]
+        (try
+          (herald.feed.store.feeds/-deliver-all! f2 [{:post post :recipients [2]}])
+          (is (= [] (:items (herald.feed.store.feeds/-inbound f2 2 {:limit 10}))) "a replayed delivery of the deleted post is skipped")
+          (herald.feed.store.feeds/-deliver-all! f2 [{:post (assoc post :id (inc id)) :recipients [2]}])
+          (is (= [(inc id)] (map :id (:items (herald.feed.store.feeds/-inbound f2 2 {:limit 10})))) "a post without one is delivered")
+          (finally (herald.feed.store.lifecycle/-close! f2)))))))

@@ -139,10 +139,29 @@
 
 (deftest bad-options-name-the-key
   (doseq [[opts k] [[{:uri "http://x"} :uri] [{:ttl-ms 5} :ttl-ms] [{:prefix ""} :prefix] [{:prefix "a*"} :prefix]
-                    [{:clear-on-open? "yes"} :clear-on-open?]
+                    [{:clear-on-open? "yes"} :clear-on-open?] [{:value-format :json} :value-format]
                     [{:pool-size 0} :pool-size] [{:timeout-ms "1"} :timeout-ms]]]
     (let [e (try (redis/open opts) nil (catch clojure.lang.ExceptionInfo e e))]
       (is (= ::s/invalid (:type (ex-data e))) (pr-str opts))
       (is (= k (:key (ex-data e))))))
   (is (= [:cache :ttl-ms] (:key (ex-data (try (s/open-store (merge roles/all-in-memory {:type :scale :cache {:type :redis :ttl-ms 0}})) nil
                                               (catch clojure.lang.ExceptionInfo e e)))))))
+
+(deftest ^:integration values-are-binary-and-edn-values-stay-readable
+  (rd/when-up
+   (let [config (assoc (rd/fresh-config) :clear-on-open? false)
+         v {:id 7 :name "Zoë 🚀" :friends [1 2 3] :hidden #{4 5} :n 12.5 :k :kw :r 1/3}
+         old (redis/open (assoc config :value-format :edn))
+         new (redis/open config)
+         raw (fn [k] (with-open [j (redis.clients.jedis.Jedis. (java.net.URI. ^String (:uri config)))]
+                       (.get j ^bytes (.getBytes (str (:prefix config) "v:" (pr-str k)) "UTF-8"))))]
+     (try
+       (is (= v (cache/-fetch new [:participant 1] (constantly v))))
+       (is (= (unchecked-byte 0xB1) (first (raw [:participant 1]))) "written in the record codec")
+       (is (= v (cache/-fetch old [:participant 2] (constantly v))))
+       (is (= (seq (redis/encode-value :edn v)) (seq (raw [:participant 2]))) "written as EDN text, as before")
+       (is (= v (cache/-fetch new [:participant 2] (constantly :wrong))) "an EDN value is read by the binary writer")
+       (is (= v (cache/-fetch old [:participant 1] (constantly :wrong))) "and a binary value by the EDN writer")
+       (is (= {:hits 2 :misses 2} (merge-with + (select-keys (cache/-cache-stats old) [:hits :misses])
+                                              (select-keys (cache/-cache-stats new) [:hits :misses]))))
+       (finally (run! lifecycle/-close! [old new]))))))

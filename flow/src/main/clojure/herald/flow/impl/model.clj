@@ -53,6 +53,10 @@
       100 :optional? true :default 100 :allowed-when [:task/type #{:output}])
    (k :output/backoff-max-ms :pos-int "The longest wait between two retries (at least `:output/backoff-ms`). On `:kafka-streams` a stream thread blocks at most half of `max.poll.interval.ms` in one retry run, then gives its tasks back and is replaced (see *Running on Kafka Streams*)."
       30000 :optional? true :default 30000 :allowed-when [:task/type #{:output}])
+   (k :output/rejected? :fn "A fn of the exception of a failed `-write!`: true when the plugin refuses the segments themselves (a bad value), not for an outage. A batch rejected `:output/rejected-retries` times in a row (under the backoff) is then written in halves, down to the segments refused, and each of those goes to the job's `:on-error` (counted as an error of the task); other failures are retried under `:output/retries`. Without it every failure is retried alike."
+      :my.app/bad-value? :optional? true :allowed-when [:task/type #{:output}])
+   (k :output/rejected-retries :nat-int "With `:output/rejected?`: the retries of a rejected batch before it is split and the refused segments handed on."
+      10 :optional? true :default 10 :allowed-when [:task/type #{:output}])
    (k :kafka/topic :string "On the `:kafka-streams` runtime (where it is required for inputs and outputs): the topic an input reads or an output writes. The in-process runtime uses `:task/plugin` instead and ignores it."
       "requests" :optional? true :allowed-when [:task/type #{:input :output}])
    (k :kafka/start-from :enum "On `:kafka-streams`: where this input starts reading its topic when the application has no committed offset for it: `:earliest` (everything the topic holds) or `:latest` (only what is written from now on). Default: the `:start-from` of the `:kafka` options (itself `:earliest` by default)."

@@ -1,5 +1,6 @@
 (ns herald.flow.impl.retry
-  "Retries of an output's writes and flushes (`:output/retries`, `:output/backoff-ms`, `:output/backoff-max-ms`), with one log line when writes start failing and one when they work again."
+  "Retries of an output's writes and flushes (`:output/retries`, `:output/backoff-ms`, `:output/backoff-max-ms`), with one log line when writes start failing and one when they work again; segments the plugin rejects for good (`:output/rejected?`, `:output/rejected-retries`) handed to the job's `:on-error` instead of held forever."
+  (:require [herald.flow.impl.types :as types])
   (:import (java.util.concurrent.atomic AtomicLong)))
 
 (set! *warn-on-reflection* true)
@@ -10,17 +11,22 @@
   (.println System/err s))
 
 (defn policy
-  "The retry policy of output task map `task`: `{:retries n-or-:forever :backoff-ms :backoff-max-ms :task :job}`."
+  "The retry policy of output task map `task`: `{:retries n-or-:forever :backoff-ms :backoff-max-ms :task :job
+  :rejected? fn-or-nil :rejected-retries n}`."
   [task job-name]
   {:retries (:output/retries task 0) :backoff-ms (long (:output/backoff-ms task 100))
-   :backoff-max-ms (long (:output/backoff-max-ms task 30000)) :task (:task/name task) :job job-name})
+   :backoff-max-ms (long (:output/backoff-max-ms task 30000)) :task (:task/name task) :job job-name
+   :rejected? (some-> (:output/rejected? task) types/resolve-fn)
+   :rejected-retries (long (:output/rejected-retries task 10))})
 
 (defn state
   "The mutable state of one output's retries: consecutive failures, when they began, when the next attempt
   is due, and the total of failed attempts (for metrics). May outlive one thread (Kafka Streams replaces a
   thread that blocked too long: its successor continues the count)."
   []
-  {:failures (AtomicLong.) :since (AtomicLong.) :next-at (AtomicLong.) :total (AtomicLong.)})
+  {:failures (AtomicLong.) :since (AtomicLong.) :next-at (AtomicLong.) :total (AtomicLong.)
+   ;; consecutive failed attempts the plugin rejected (`:output/rejected?`), and the segments handed on for good
+   :rejected (AtomicLong.) :dead (AtomicLong.)})
 
 (defn- wait-ms ^long [{:keys [^long backoff-ms ^long backoff-max-ms]} ^long failures]
   ;; the first retry waits backoff-ms, each further one twice as long, never more than backoff-max-ms
@@ -92,9 +98,49 @@
      (f)
      (call* p st budget-ms f))))
 
+(defn- rejected? [p e]
+  (boolean ((:rejected? p) e)))
+
+(defn- bisect!
+  "Writes segment vector `v` with `(w v)`; when the plugin rejects it, each half on its own, down to single
+  segments, which go to `(on-reject segment exception)`. Any other failure is thrown (an outage: `write!`
+  retries the whole batch; what was written is written again, which outputs must bear: they are at least once)."
+  [p st w on-reject v]
+  (try (w v)
+       (catch InterruptedException e (throw e))
+       (catch Exception e
+         (cond (not (rejected? p e)) (throw e)
+               (= 1 (count v)) (do (.incrementAndGet ^AtomicLong (:dead st)) (on-reject (nth v 0) e))
+               :else (let [h (quot (count v) 2)]
+                       (bisect! p st w on-reject (subvec v 0 h))
+                       (bisect! p st w on-reject (subvec v h)))))))
+
+(defn write!
+  "Writes segment vector `v` with `(w v)` (the plugin's `-write!`) under `call!` (policy `p`, state `st`,
+  `budget-ms`). With `:rejected?` in the policy (`:output/rejected?`: a fn of the exception, true when the plugin
+  refuses the segments themselves, such as a bad value, and not for an outage), a batch rejected
+  `:rejected-retries` times in a row is written in halves, down to the segments it refuses, and each of those
+  goes to `(on-reject segment exception)` (the job's `:on-error`): a bad segment no longer holds its output (and
+  on Kafka its partition) forever, while an outage is still retried under `:output/retries`."
+  [p st budget-ms w on-reject v]
+  (if-not (:rejected? p)
+    (call! p st budget-ms #(w v))
+    (let [^AtomicLong rej (:rejected st)]
+      (call! p st budget-ms
+             (fn []
+               (if (>= (.get rej) (long (:rejected-retries p)))
+                 (bisect! p st w on-reject v)
+                 (try (w v)
+                      (catch Exception e
+                        (when (rejected? p e) (.incrementAndGet rej))
+                        (throw e))))))
+      (.set rej 0))))
+
 (defn failures
-  "`{:write-failures n :failing? bool}` over retry states `sts` (job-metrics of an output): failed attempts
-  so far, and whether one of them is in a run of failures now."
+  "`{:write-failures n :failing? bool :rejected-segments n}` over retry states `sts` (job-metrics of an output):
+  failed attempts so far, whether one of them is in a run of failures now, and the segments given up as
+  rejected (`write!`)."
   [sts]
   {:write-failures (reduce + 0 (map #(.get ^AtomicLong (:total %)) sts))
-   :failing? (boolean (some #(pos? (.get ^AtomicLong (:failures %))) sts))})
+   :failing? (boolean (some #(pos? (.get ^AtomicLong (:failures %))) sts))
+   :rejected-segments (reduce + 0 (map #(.get ^AtomicLong (:dead %)) sts))})

@@ -129,7 +129,9 @@
              ^objects outs (lists ntargets (.size batch))
              add! (fn [^long i seg] (.add ^ArrayList (aget outs i) seg))]
          (when before (before event {:batch batch}))
-         (cond output? (let [v (vec batch)] (retry/call! policy rstate #(spi/-write! output v)))
+         (cond output? (retry/write! policy rstate nil #(spi/-write! output %)
+                                     (fn [seg e] (metrics/error! m) (on-error {:task tname :segment seg :exception e}))
+                                     (vec batch))
                direct? (direct! f identity? thrown tname on-error m batch (aget outs 0) add!)
                :else (general! c batch add!))
          (let [n-out (areduce outs i acc 0 (+ acc (.size ^ArrayList (aget outs i))))]

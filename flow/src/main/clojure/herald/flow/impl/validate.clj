@@ -233,6 +233,7 @@
       (when (and (= :reduce (:task/type m)) (contains? m :task/fn)) (t/fn-ref! (conj path :task/fn) :task/fn (:task/fn m)))
       (when-let [p (:task/plugin m)] (t/fn-ref! (conj path :task/plugin) :task/plugin p))
       (when-let [g (:task/group-by-fn m)] (t/fn-ref! (conj path :task/group-by-fn) :task/group-by-fn g))
+      (when-let [r (:output/rejected? m)] (t/fn-ref! (conj path :output/rejected?) :output/rejected? r))
       (when (< (long (:output/backoff-max-ms m)) (long (:output/backoff-ms m)))
         (invalid! (conj path :output/backoff-max-ms) :output/backoff-max-ms (:output/backoff-max-ms m)
                   (str "is less than :output/backoff-ms " (:output/backoff-ms m))

@@ -80,7 +80,7 @@
 (defn- group
   "A new batch shared by the stream tasks of one stream thread: the plugin built with `task`, the pending
   segments per stream task (insertion order), and the write/commit fns."
-  [{:keys [task job store ^Map retry-states resolve metrics]} ^ProcessorContext ctx]
+  [{:keys [task job store ^Map retry-states resolve metrics on-error]} ^ProcessorContext ctx]
   (let [plugin ((resolve (:task/plugin task)) task)
         pending (java.util.LinkedHashMap.)
         size (long-array 2)                 ; [segments pending, System/nanoTime of the oldest]
@@ -91,14 +91,20 @@
                              (reify java.util.function.Function (apply [_ _] (retry/state))))
         budget (poll-budget-ms ctx)
         part (metrics/part (get metrics (:task/name task)))
+        ;; a segment the plugin rejects for good (:output/rejected?) goes to the job's :on-error (a dead-letter topic)
+        reject! (fn [seg e]
+                  (metrics/error! part)
+                  (when on-error (on-error {:task (:task/name task) :segment seg :exception e})))
         write! (fn []
                  (when (pos? (aget size 0))
                    (let [v (into [] (mapcat seq) (.values pending)) t0 (System/nanoTime)]
-                     (retry/call! policy st budget #(spi/-write! plugin v))
+                     (retry/write! policy st budget #(spi/-write! plugin %) reject! v)
                      (doseq [^ArrayList l (.values pending)] (.clear l))
                      (aset size 0 0)
                      (metrics/record-batch! part (count v) (count v) (- (System/nanoTime) t0)))))]
     {:thread (Thread/currentThread) :plugin plugin :pending pending :size size :refs (long-array 1) :write! write!
+     ;; [stream task id, Cancellable] of the one wall-clock punctuator of the batch (`tick!`), or nil
+     :ticker (volatile! nil)
      :max (long (:task/batch-size task 64))
      :timeout-ns (* 1000000 (max 1 (long (:task/batch-timeout-ms task 5))))
      :commit! (fn [] (write!) (retry/call! policy st budget #(spi/-flush! plugin)))}))
@@ -118,8 +124,13 @@
   closes the plugin."
   [^ConcurrentHashMap groups g id]
   (when (locking g
-          (let [^ArrayList l (.remove ^Map (:pending g) id) ^longs size (:size g) ^longs refs (:refs g)]
+          (let [^ArrayList l (.remove ^Map (:pending g) id) ^longs size (:size g) ^longs refs (:refs g)
+                t (:ticker g)]
             (when l (aset size 0 (- (aget size 0) (.size l))))
+            (when (= id (first @t))
+              ;; Kafka drops a closing task's punctuators itself; a cancel that throws must not keep the plugin open
+              (try (.cancel ^org.apache.kafka.streams.processor.Cancellable (second @t)) (catch Exception _))
+              (vreset! t nil))
             (aset refs 0 (dec (aget refs 0)))
             (when (zero? (aget refs 0))
               (.remove groups (:thread g) g)
@@ -143,15 +154,29 @@
   (let [^longs size (:size g)]
     (and (pos? (aget size 0)) (>= (- (System/nanoTime) (aget size 1)) (long (:timeout-ns g))))))
 
+(defn- tick!
+  "Makes sure batch `g` has its wall-clock punctuator (writing the batch once its oldest segment is due),
+  scheduled through stream task `id`'s context `ctx` when it has none: one per batch, not one per stream task
+  (12 tasks on a lone instance each woke every quarter of the flush interval, 480 punctuations a second for the
+  fan-out job). When that task leaves, the next segment added (or the next task starting) schedules it again;
+  meanwhile nothing is pending, or a commit writes it."
+  [g ^ProcessorContext ctx id]
+  (let [t (:ticker g)]
+    (when-not @t
+      (let [period (max 1 (quot (long (:timeout-ns g)) 4000000))]
+        (vreset! t [id (.schedule ctx (Duration/ofMillis period) PunctuationType/WALL_CLOCK_TIME
+                                  (reify Punctuator (punctuate [_ _] (when (due? g) (locking g ((:write! g)))))))])))))
+
 (defn supplier
   "The ProcessorSupplier of plugin output `task` (validated task map, :inject merged) fed by one upstream
   task. The stream tasks of one stream thread share one batch and one plugin (built with the task map when the
   thread's first task starts, closed when its last one closes): segments are gathered up to `:task/batch-size`
   and written (one `-write!` for all the thread's tasks) when full, when the oldest has waited
-  `:task/batch-timeout-ms` (a wall-clock punctuator per task looks every quarter of it), and before every
+  `:task/batch-timeout-ms` (one wall-clock punctuator per batch looks every quarter of it, `tick!`), and before every
   commit of any of the thread's tasks (then `-flush!`). `spec`: `:task`, `:job`, `:resolve`, `:metrics` (task
   name -> task metrics), `:store` (the store name), `:retry-states` (a ConcurrentHashMap shared by the
-  application's threads: a replaced thread's successor continues the count)."
+  application's threads: a replaced thread's successor continues the count), `:on-error` (the job's: gets a
+  segment the plugin rejected for good, see herald.flow.impl.retry/write!)."
   ^ProcessorSupplier [{:keys [task store] :as spec}]
   (let [groups (ConcurrentHashMap.)]
     (reify ProcessorSupplier
@@ -160,16 +185,16 @@
           (reify Processor
             (init [_ ctx]
               (let [id (str (.taskId ctx))
-                    g (join! groups spec ctx id)
-                    period (max 1 (quot (long (:task/batch-timeout-ms task 5)) 4))]
-                (vreset! state [g id])
+                    g (join! groups spec ctx id)]
+                (vreset! state [g id ctx])
                 (-on-commit! (.getStateStore ctx ^String store) #(locking g ((:commit! g))))
-                (.schedule ctx (Duration/ofMillis period) PunctuationType/WALL_CLOCK_TIME
-                           (reify Punctuator (punctuate [_ _] (when (due? g) (locking g ((:write! g)))))))))
+                (tick! g ctx id)))
             (process [_ record]
-              (let [[g id] @state] (add! g id (.value ^org.apache.kafka.streams.processor.api.Record record))))
+              (let [[g id ctx] @state]
+                (when-not @(:ticker g) (tick! g ctx id))
+                (add! g id (.value ^org.apache.kafka.streams.processor.api.Record record))))
             (close [_]
-              (when-let [[g id] @state]
+              (when-let [[g id _] @state]
                 (try (leave! groups g id)
                      (catch Exception e
                        (retry/log-line! (str "herald.flow: closing output " (:task/name task) " failed: " e))))))))))))

@@ -92,7 +92,7 @@
     (doseq [n order :let [t (tasks n)] :when (and (= :output (:task/type t)) (not (topic? t))) src (sources job n)
             :let [store (output/store-name (safe n) (safe src))]]
       (.addProcessor topo ^String (plugin-node n src)
-                     ^ProcessorSupplier (output/supplier (assoc (select-keys env [:resolve :metrics :retry-states]) :job job :task t :store store))
+                     ^ProcessorSupplier (output/supplier (assoc (select-keys env [:resolve :metrics :retry-states :on-error]) :job job :task t :store store))
                      ^"[Ljava.lang.String;" (into-array String [(proc-node src)]))
       (.addStateStore topo (output/store-builder store) ^"[Ljava.lang.String;" (into-array String [(plugin-node n src)])))
     (doseq [n order :let [t (tasks n)] :when (and (= :output (:task/type t)) (topic? t))]

@@ -34,7 +34,7 @@ final class BodyStreamer implements Runnable {
             long n = ref[0].written();
             c.onLoop(() -> {
                 ex.bytes = n;
-                c.finished(ex);
+                c.exchanges.finished(ex);
             });
         });
         ref[0] = out;

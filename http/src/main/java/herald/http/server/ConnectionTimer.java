@@ -11,7 +11,7 @@ import java.util.concurrent.TimeUnit;
  * or body does not arrive within the request timeout is answered 408.
  */
 final class ConnectionTimer implements Runnable {
-    private final HttpConnection c;
+    private final ConnectionEnd c;
     private final ServerConfig config;
     private final Http1Decoder decoder;
     private ScheduledFuture<?> task;
@@ -26,7 +26,7 @@ final class ConnectionTimer implements Runnable {
     /** Set on every read; cleared by the tick. */
     boolean readSinceTick;
 
-    ConnectionTimer(HttpConnection c, ServerConfig config, Http1Decoder decoder) {
+    ConnectionTimer(ConnectionEnd c, ServerConfig config, Http1Decoder decoder) {
         this.c = c;
         this.config = config;
         this.decoder = decoder;

@@ -94,7 +94,7 @@ final class Exchange implements Runnable {
                 answered = 1;
                 response = resp;
                 ready = true;
-                conn.complete(this);
+                conn.exchanges.complete(this);
                 return;
             }
             answer(resp, null);
@@ -116,7 +116,7 @@ final class Exchange implements Runnable {
             conn.server.pending.decrementAndGet();
         }
         if (conn.eventLoop().inEventLoop()) {
-            conn.complete(this);
+            conn.exchanges.complete(this);
         } else {
             conn.handoff.answered(this);
         }

@@ -182,7 +182,7 @@ final class Handoff {
                     }
                     dirty[dirtyCount++] = c;
                 }
-                c.complete(ex);
+                c.exchanges.complete(ex);
             }
         } finally {
             for (int i = 0; i < dirtyCount; i++) {

@@ -1,8 +1,5 @@
 package herald.http.server;
 
-import static herald.http.server.Http1Bytes.asciiEqualsIgnoreCase;
-import static herald.http.server.Http1Bytes.clean;
-import static herald.http.server.Http1Bytes.lengthOf;
 import static herald.http.server.Http1Bytes.method;
 import static herald.http.server.Http1Bytes.versionRefusal;
 import static herald.http.server.Http1Names.TCHAR;
@@ -23,6 +20,7 @@ final class Http1Parser {
     private static final int NONE = -1;
 
     private final long maxBodyBytes;
+    private final HeaderLines fields = new HeaderLines();
     private byte[] hostBytes;
     private String host;
     private String hostName;
@@ -41,17 +39,77 @@ final class Http1Parser {
 
     /**
      * The request whose head is {@code b}: {@code ends[k]} is the index of the LF ending line k; line
-     * {@code lines - 1} is the empty line that ends the head.
+     * {@code lines - 1} is the empty line that ends the head. Three steps: the request line (this class), the header
+     * lines and the body's framing ({@link HeaderLines}); their results are fields (one parser per connection:
+     * nothing is allocated for them).
      */
     Http1Request parse(byte[] b, int[] ends, int lines) {
         chunked = false;
         contentLength = NONE;
-        int eol = ends[0] - 1;
+        why = null;
+        Refusal bad = requestLine(b, ends[0] - 1);
+        if (bad == null) {
+            bad = fields.scan(b, ends, lines);
+        }
+        if (bad != null) {
+            return Http1Request.refused(bad);
+        }
+        HeaderLines f = fields;
+        Http1Headers hs = new Http1Headers(b, lines - 2, f.pos, f.names);
+        String serverName = null;
+        if (f.hostAt >= 0) {
+            serverName = host(b, f.pos[2 * f.hostAt], f.pos[2 * f.hostAt + 1]);
+            hs.preset(f.hostAt, serverName == null ? null : host);
+        }
+        if (status == 0) {
+            status = checks(method, lower, version, f.hosts, f.hostAt >= 0 && serverName == null, b, ts, te, fragment);
+        }
+        if (status == 0) {
+            Refusal r = f.framing(b, version, maxBodyBytes);
+            if (r != null) {
+                status = refuse(r);
+            } else {
+                chunked = f.chunked;
+                contentLength = f.length;
+                status = f.continueExpected ? 100 : 0;
+            }
+        }
+        Refusal why = this.why;
+        boolean absolute = status == 0 && b[ts] != '/' && b[ts] != '*';
+        boolean keepAlive = KeepAlive.of(version, f.connectionAt < 0 ? null : hs.value(f.connectionAt));
+        Http1Request req = status != 0 && status != 100 || !chunked && f.length <= 0
+            ? new Http1Request.Full(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName)
+            : new Http1Request(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName);
+        if ((status == 0 || status == 100) && b[ts] == '/') {
+            req.path = path(b, ts, q >= 0 ? q : te);
+        }
+        f.handedOver(); // the request owns the arrays now
+        return req;
+    }
+
+    // ---- the request line's results ----
+    private HttpMethod method;
+    /** The method has a lower-case letter. */
+    private boolean lower;
+    /** The target is {@code b[ts, te)}; {@code q}: its '?', or NONE. */
+    private int ts;
+    private int te;
+    private int q;
+    private boolean fragment;
+    private HttpVersion version;
+    /** The status the head is refused with (0: none so far; 100: Expect: 100-continue). */
+    private int status;
+
+    /**
+     * Step 1: the request line {@code b[0, eol)} (method SP target SP version): a refusal that ends the parse
+     * before the header lines, or null with the line's parts in the fields above.
+     */
+    private Refusal requestLine(byte[] b, int eol) {
         if (eol < 0 || b[eol] != '\r') {
-            return Http1Request.refused(Refusal.BARE_LINE_END);
+            return Refusal.BARE_LINE_END;
         }
         int i = 0;
-        boolean lower = false;
+        lower = false;
         while (i < eol) {
             int c = b[i] & 0xff;
             if (!TCHAR[c]) {
@@ -61,12 +119,12 @@ final class Http1Parser {
             i++;
         }
         if (i == 0 || i == eol || b[i] != ' ') {
-            return Http1Request.refused(Refusal.BAD_REQUEST_LINE);
+            return Refusal.BAD_REQUEST_LINE;
         }
-        HttpMethod method = method(b, i);
-        int ts = ++i;
-        int q = NONE;
-        boolean fragment = false;
+        method = method(b, i);
+        ts = ++i;
+        q = NONE;
+        fragment = false;
         while (i < eol) {
             int c = b[i] & 0xff;
             if (c <= 0x20 || c >= 0x7f) {
@@ -79,16 +137,15 @@ final class Http1Parser {
             }
             i++;
         }
-        int te = i;
+        te = i;
         if (te == ts || i == eol || b[i] != ' ') {
             int c = i == eol ? ' ' : b[i] & 0xff;
-            return Http1Request.refused(c >= 0x80 ? Refusal.NON_ASCII_TARGET
-                : c < 0x20 || c == 0x7f ? Refusal.CONTROL_IN_TARGET : Refusal.BAD_REQUEST_LINE);
+            return c >= 0x80 ? Refusal.NON_ASCII_TARGET
+                : c < 0x20 || c == 0x7f ? Refusal.CONTROL_IN_TARGET : Refusal.BAD_REQUEST_LINE;
         }
         i++;
-        HttpVersion version = HttpVersion.HTTP_1_1;
-        int status = 0;
-        why = null;
+        version = HttpVersion.HTTP_1_1;
+        status = 0;
         if (eol - i == 8 && b[i] == 'H' && b[i + 1] == 'T' && b[i + 2] == 'T' && b[i + 3] == 'P' && b[i + 4] == '/'
             && b[i + 5] == '1' && b[i + 6] == '.' && (b[i + 7] == '1' || b[i + 7] == '0')) {
             version = b[i + 7] == '1' ? HttpVersion.HTTP_1_1 : HttpVersion.HTTP_1_0;
@@ -97,162 +154,11 @@ final class Http1Parser {
             if (v.status == 400) {
                 // a malformed line is judged before the header lines, as at its CRLF when the head comes in
                 // pieces (Http1Bytes.requestLineRefusal): the same bytes get the same answer however they arrive
-                return Http1Request.refused(v);
+                return v;
             }
             status = refuse(v);
         }
-
-        int n = lines - 2;
-        int last = ends[lines - 1];
-        if (last - ends[lines - 2] != 2 || b[last - 1] != '\r') {
-            return Http1Request.refused(Refusal.BARE_LINE_END); // the head ended with a bare LF
-        }
-        String[] names = new String[n];
-        int[] pos = new int[2 * n];
-        int hostAt = NONE;
-        int hosts = 0;
-        int connectionAt = NONE;
-        int expectAt = NONE;
-        int teFields = 0;
-        boolean badLength = false;
-        long length = NONE;
-        int codings = 0;
-        int chunkeds = 0;
-        boolean lastChunked = false;
-        boolean badCoding = false;
-        for (int k = 0; k < n; k++) {
-            int s = ends[k] + 1;
-            int e = ends[k + 1] - 1;
-            if (e <= s || b[e] != '\r') {
-                return Http1Request.refused(Refusal.BARE_LINE_END);
-            }
-            int j = s;
-            int h = 0;
-            while (j < e) {
-                int c = b[j] & 0xff;
-                if (!TCHAR[c]) {
-                    break;
-                }
-                if (c <= 'Z' && c >= 'A') {
-                    c += 32;
-                    b[j] = (byte) c;
-                }
-                h = 31 * h + c;
-                j++;
-            }
-            if (j == s || b[j] != ':') {
-                return Http1Request.refused(Refusal.BAD_HEADER_LINE); // obs-fold, space before ':', a non-token name
-            }
-            String name = Http1Names.known(b, s, j, h);
-            if (name == null) {
-                name = new String(b, s, j - s, StandardCharsets.ISO_8859_1);
-            }
-            int vs = j + 1;
-            while (vs < e && (b[vs] == ' ' || b[vs] == '\t')) {
-                vs++;
-            }
-            int ve = e;
-            while (ve > vs && (b[ve - 1] == ' ' || b[ve - 1] == '\t')) {
-                ve--;
-            }
-            if (!clean(b, vs, ve)) {
-                return Http1Request.refused(Refusal.BAD_HEADER_VALUE); // NUL or CR in a value (RFC 9110 5.5)
-            }
-            names[k] = name;
-            pos[2 * k] = vs;
-            pos[2 * k + 1] = ve;
-            if (name == Http1Names.HOST) {
-                hosts++;
-                hostAt = hostAt < 0 ? k : hostAt;
-            } else if (name == Http1Names.CONTENT_LENGTH) {
-                long v = lengthOf(b, vs, ve);
-                badLength |= v < 0 || length >= 0 && v != length;
-                length = v;
-                if (v >= 0) {
-                    int d = vs;
-                    while (d < ve && b[d] >= '0' && b[d] <= '9') {
-                        d++;
-                    }
-                    pos[2 * k + 1] = d; // "5, 5" is read as "5" (RFC 9110 8.6), by herald and by the handler
-                }
-            } else if (name == Http1Names.TRANSFER_ENCODING) {
-                teFields++;
-                for (int a = vs; a <= ve; ) {
-                    int z = a;
-                    while (z < ve && b[z] != ',') {
-                        z++;
-                    }
-                    int x = a;
-                    int y = z;
-                    while (x < y && (b[x] == ' ' || b[x] == '\t')) {
-                        x++;
-                    }
-                    while (y > x && (b[y - 1] == ' ' || b[y - 1] == '\t')) {
-                        y--;
-                    }
-                    if (y > x) {
-                        int t = x;
-                        while (t < y && TCHAR[b[t] & 0xff]) {
-                            t++;
-                        }
-                        badCoding |= t == x || t < y && b[t] != ';' && b[t] != ' ' && b[t] != '\t';
-                        codings++;
-                        lastChunked = y - x == 7 && asciiEqualsIgnoreCase(b, x, "chunked");
-                        chunkeds += lastChunked ? 1 : 0;
-                    }
-                    a = z + 1;
-                }
-            } else if (name == Http1Names.CONNECTION) {
-                connectionAt = k;
-            } else if (name == Http1Names.EXPECT) {
-                expectAt = k;
-            }
-        }
-        Http1Headers hs = new Http1Headers(b, n, pos, names);
-        String serverName = null;
-        if (hostAt >= 0) {
-            serverName = host(b, pos[2 * hostAt], pos[2 * hostAt + 1]);
-            hs.preset(hostAt, serverName == null ? null : host);
-        }
-        if (status == 0) {
-            status = checks(method, lower, version, hosts, hostAt >= 0 && serverName == null, b, ts, te, fragment);
-        }
-        if (status == 0 && teFields > 0) {
-            if (length != NONE || badLength || codings == 0 || badCoding || version == HttpVersion.HTTP_1_0) {
-                status = refuse(Refusal.AMBIGUOUS_FRAMING); // with Content-Length, empty, not a token, or on HTTP/1.0 (RFC 9112 6.1, 6.3)
-            } else if (chunkeds == 0) {
-                status = refuse(Refusal.UNSUPPORTED_CODING); // a transfer coding herald does not decode (RFC 9112 6.1)
-            } else if (chunkeds > 1 || !lastChunked) {
-                status = refuse(Refusal.AMBIGUOUS_FRAMING); // chunked not last or twice: no safe framing
-            } else if (codings > 1) {
-                status = refuse(Refusal.UNSUPPORTED_CODING);
-            } else {
-                chunked = true;
-            }
-        } else if (status == 0 && badLength) {
-            status = refuse(Refusal.BAD_CONTENT_LENGTH);
-        }
-        if (status == 0) {
-            contentLength = length;
-            if (expectAt >= 0 && version == HttpVersion.HTTP_1_1) {
-                int s = pos[2 * expectAt];
-                int e = pos[2 * expectAt + 1];
-                status = e - s != 12 || !asciiEqualsIgnoreCase(b, s, "100-continue")
-                    ? refuse(Refusal.EXPECTATION_FAILED) : length > maxBodyBytes ? refuse(Refusal.BODY_TOO_LARGE) : 100;
-            } else if (length > maxBodyBytes) {
-                status = refuse(Refusal.BODY_TOO_LARGE);
-            }
-        }
-        Refusal why = this.why;
-        boolean absolute = status == 0 && b[ts] != '/' && b[ts] != '*';
-        boolean keepAlive = KeepAlive.of(version, connectionAt < 0 ? null : hs.value(connectionAt));
-        Http1Request req = status != 0 && status != 100 || !chunked && length <= 0
-            ? new Http1Request.Full(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName)
-            : new Http1Request(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName);
-        if ((status == 0 || status == 100) && b[ts] == '/') {
-            req.path = path(b, ts, q >= 0 ? q : te);
-        }
-        return req;
+        return null;
     }
 
     /** The path {@code b[s, e)} as a String: the last one again when the bytes are the same (clients repeat paths). */

@@ -4,19 +4,19 @@ import herald.http.config.HandlerMode;
 import herald.http.config.ServerConfig;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.util.ReferenceCountUtil;
-import java.util.ArrayDeque;
 
 /**
- * One per channel: assembles requests (enforcing the body limit before the handler), keeps pipelined
- * requests in order (one exchange at a time, up to maxPipelined queued), applies the idle and request
- * timeouts, and flushes once per read batch.
+ * One per channel (an HTTP/1.1 connection or an HTTP/2 stream): the Netty handler that takes the decoded request
+ * parts to the {@link RequestReceiver} (which assembles requests and enforces the body limit before the handler),
+ * pauses and resumes reading ({@link ReadGate}) and flushes once per read batch ({@link OutputBatch}). Two parts do
+ * the rest: {@link ExchangeQueue} answers requests in order, pipelined ones included, and {@link ConnectionEnd}
+ * closes the connection (after a last answer, on the client's half-close, on a timeout, at shutdown).
  */
 public final class HttpConnection extends ChannelInboundHandlerAdapter {
     final ServerContext server;
@@ -25,24 +25,18 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     private ChannelHandlerContext ctx;
     private EventLoop eventLoop;
     /** The request being received. */
-    private final RequestReceiver receiver;
-    private final ArrayDeque<Exchange> queue = new ArrayDeque<>(4);
-    /** Exchanges handed to a worker after {@code active}, answered in order (pipelining off the event loop). */
-    private final ArrayDeque<Exchange> running = new ArrayDeque<>(4);
-    private boolean completingChain;
-    private Exchange active;
-    private boolean closing;
+    final RequestReceiver receiver;
+    /** The exchanges in order: the one answered, those queued or handed to a worker behind it. */
+    final ExchangeQueue exchanges;
+    /** The close, half-close and timeout handling. */
+    final ConnectionEnd end;
     /** Why the connection is not read now (pipelined queue full, writes backed up, streamed body unread). */
-    private ReadGate gate;
+    ReadGate gate;
     Handoff handoff;
-    private boolean draining;
-    /** The client shut down its sending side (FIN): no request follows the ones already received. */
-    private boolean inputShut;
-    private java.util.concurrent.ScheduledFuture<?> headerTimeout;
-    private ConnectionTimer timer;
     /** Fixed responses of the current read batch, written as one buffer on flush. */
     OutputBatch output;
-    private final Http1Decoder decoder;
+    /** The HTTP/1.1 decoder in front of this handler; null on an HTTP/2 stream. */
+    final Http1Decoder decoder;
 
     /** Set on a connection accepted beyond {@code :max-connections}, in the reserve: health probes only. */
     static final io.netty.util.AttributeKey<Boolean> RESERVE = io.netty.util.AttributeKey.valueOf("herald-reserve");
@@ -54,6 +48,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         this.config = server.config;
         this.decoder = decoder;
         this.receiver = new RequestReceiver(this, config, decoder);
+        this.exchanges = new ExchangeQueue(this);
+        this.end = new ConnectionEnd(this);
     }
 
     EventLoop eventLoop() {
@@ -84,22 +80,13 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         reserveOnly = config.reservedConnections > 0 && socket.hasAttr(RESERVE);
         info = RingRequest.Connection.of(ctx.channel(), server.serverPort, config.proxy);
         handoff = server.handoff(eventLoop);
-        timer = new ConnectionTimer(this, config, decoder);
-        timer.start(eventLoop);
-        if (decoder != null) {
-            // a client's FIN ends its requests, not the connection: answer what it sent (inputShutdown)
-            ctx.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, true);
-            if (config.headerTimeoutMs > 0) {
-                headerTimeout = eventLoop.schedule(this::headerTimedOut, config.headerTimeoutMs,
-                    java.util.concurrent.TimeUnit.MILLISECONDS);
-            }
-        }
+        end.start();
     }
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         output.reading = true;
-        timer.readSinceTick = true;
+        end.read();
         if (msg instanceof LastHttpContent && config.mode == HandlerMode.EVENT_LOOP) {
             output.out(); // allocate where the stack is shallow: the leak detector's sampled traces stay cheap
         }
@@ -118,21 +105,19 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         output.reading = false;
-        if (active == null && !queue.isEmpty()) {
-            drain(); // off the event loop: the requests of this read go to one worker together
-        }
+        exchanges.readDone(); // off the event loop: the requests of this read go to one worker together
         output.endBatch();
     }
 
     private void onHead(HttpRequest r) {
-        if (!closing) {
+        if (!end.closing()) {
             receiver.onHead(r);
-            timer.headNanos = 0;
+            end.headArrived();
         }
     }
 
     private void onContent(HttpContent c) {
-        if (!closing) {
+        if (!end.closing()) {
             receiver.onContent(c);
         }
     }
@@ -140,9 +125,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     /** Answers {@code why} in order, then closes: nothing after this request is read. */
     void reject(HttpRequest r, Refusal why) {
         receiver.abandon("request refused");
-        closing = true;
-        queue.add(Exchange.rejected(this, r, why));
-        drain();
+        end.markClosing();
+        exchanges.add(Exchange.rejected(this, r, why));
     }
 
     /**
@@ -151,10 +135,10 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
      * its turn; the connection closes after it.
      */
     void refuseStreamed(Exchange ex, Refusal why) {
-        closing = true;
+        end.markClosing();
         ex.refusal = why;
         ex.keepAlive = false;
-        if (ex == active && !ex.written) {
+        if (exchanges.isActive(ex) && !ex.written) {
             ex.written = true;
             ServerAnswers.write(this, ex, why);
         }
@@ -168,217 +152,24 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     /** The handler took the streamed body's unread bytes below its low water mark: read again (event loop). */
     void resumeBodyReading() {
         if (gate.paused(ReadGate.BODY)) {
-            gate.resume(ReadGate.BODY, !closing && ctx.channel().isActive());
+            gate.resume(ReadGate.BODY, !end.closing() && ctx.channel().isActive());
         }
     }
 
-    void enqueue(Exchange ex) {
-        if (server.offLoop && output.reading && active == null) {
-            queue.add(ex); // dispatched at the end of the read, with the requests read after it
-            if (!gate.paused(ReadGate.PIPELINE) && queue.size() > config.maxPipelined) {
-                gate.pause(ReadGate.PIPELINE);
-            }
-            return;
-        }
-        if (active == null && queue.isEmpty() && !draining && !gate.paused(ReadGate.WRITES)) {
-            draining = true;
-            try {
-                start(ex); // the common case: nothing ahead of it
-            } finally {
-                draining = false;
-            }
-            return;
-        }
-        queue.add(ex);
-        drain();
-        if (!gate.paused(ReadGate.PIPELINE) && queue.size() >= config.maxPipelined) {
-            gate.pause(ReadGate.PIPELINE);
-        }
-    }
-
-    /** Starts queued exchanges one at a time; re-entrant calls return at once. */
-    private void drain() {
-        if (draining) {
-            return;
-        }
-        draining = true;
-        try {
-            while (active == null && !queue.isEmpty() && !gate.paused(ReadGate.WRITES)) {
-                start(queue.poll());
-            }
-        } finally {
-            draining = false;
-        }
-        if (gate.paused(ReadGate.PIPELINE) && queue.isEmpty() && !closing && !gate.paused(ReadGate.WRITES)) {
-            gate.resume(ReadGate.PIPELINE, true);
-        }
-    }
-
-    private void start(Exchange ex) {
-        active = ex;
-        if (ex.reject != 0) {
-            ServerAnswers.write(this, ex, (Refusal) ex.response);
-            return;
-        }
-        if (config.mode == HandlerMode.EVENT_LOOP) {
-            if (ex.streamed != null) {
-                server.blockingExecutor.execute(ex); // reading a body as it arrives blocks: not on the loop
-            } else {
-                ex.invoke();
-            }
-        } else if (server.pending.incrementAndGet() > config.maxPending) {
-            server.pending.decrementAndGet();
-            server.stats.reject();
-            ServerAnswers.write(this, ex, Refusal.TOO_MANY_PENDING);
-        } else {
-            dispatch(ex);
-        }
-    }
-
-    /** Hands {@code ex}, and the requests pipelined behind it, to one worker that runs them in order. */
-    private void dispatch(Exchange ex) {
-        long now = System.nanoTime();
-        ex.queuedAt = now;
-        try {
-            handoff.submit(queue.isEmpty() ? ex : Exchange.Batch.of(ex, queue, running, server, now));
-            server.stats.queued(1 + running.size());
-        } catch (RuntimeException rejected) {
-            server.pending.addAndGet(-(1 + running.size()));
-            running.clear();
-            ServerAnswers.write(this, ex, Refusal.STOPPING);
-        }
-    }
-    /** The handler answered: write the response (event loop). */
-    void complete(Exchange ex) {
-        if (!ctx.channel().isActive()) {
-            ResponseWriter.discard(ex.response);
-            if (ex == active) {
-                finished(ex);
-            }
-            return;
-        }
-        if (ex.written && ex.refusal != null) {
-            ResponseWriter.discard(ex.response); // answered already: its body was refused
-            return;
-        }
-        if (ex != active || ex.written || completingChain) {
-            return; // not its turn yet (or already written): finished() of the one before picks it up
-        }
-        completingChain = true;
-        try {
-            Exchange cur = ex;
-            while (cur != null) {
-                cur.written = true;
-                if (cur.keepAlive && server.draining && queue.isEmpty() && running.isEmpty() && receiver.head == null) {
-                    cur.keepAlive = false;
-                }
-                ResponseWriter.write(this, cur);
-                Exchange next = active;
-                cur = next != null && next != cur && next.ready && !next.written ? next : null;
-            }
-        } finally {
-            completingChain = false;
-        }
-    }
-    /** Called by the writer once the response is fully handed to Netty. */
-    void finished(Exchange ex) {
-        if (ex != active) {
-            return;
-        }
-        active = null;
-        if (server.accessLog != null) {
-            server.accessLog.record(ex, info);
-        }
-        if (!ctx.channel().isActive()) {
-            running.clear();
-            return;
-        }
-        if (!ex.keepAlive || (server.draining && queue.isEmpty() && running.isEmpty())) {
-            running.clear();
-            closing = true;
-            queue.clear();
-            output.closeAfterFlush(!inputShut && (ex.reject != 0 || receiver.head != null || ex.bodyLeft()));
-            return;
-        }
-        Exchange next = running.poll();
-        if (next != null) {
-            active = next;
-            if (!next.ready) {
-                output.flushLater();
-            } else if (!completingChain) {
-                complete(next);
-            }
-            return;
-        }
-        output.flushLater();
-        drain();
-    }
-    /**
-     * The exchange became a WebSocket ({@code ex}) or the connection HTTP/2 (null): this handler is gone from the
-     * pipeline, and a FIN closes the connection again. A WebSocket whose client already sent its FIN could never
-     * close cleanly: it is closed.
-     */
-    void upgraded(Exchange ex) {
-        active = null;
-        closing = true;
-        queue.clear();
-        running.clear();
-        timer.cancel();
-        if (decoder != null) {
-            ctx.channel().config().setOption(ChannelOption.ALLOW_HALF_CLOSURE, false);
-            if (inputShut && ex != null) {
-                ctx.close();
-            }
-        }
-    }
-
-    /**
-     * The client shut down its sending side (a FIN after its last request: {@code nc -N}, HTTP/1.0 tools, some
-     * proxies). Every complete request is still answered, in order: the last one is answered with
-     * {@code Connection: close} and the connection closes after it; a request cut short by the FIN can never
-     * complete and is dropped. With nothing to answer, the connection closes now.
-     */
-    private void inputShutdown() {
-        inputShut = true;
-        receiver.abandon("the client ended its input before the whole request body");
-        if (closing) {
-            if (output.lingering) {
-                ctx.close(); // the error answer is out and the client is done: no reason to linger
-            }
-            return;
-        }
-        Exchange last = queue.peekLast();
-        if (last == null) {
-            last = running.peekLast();
-        }
-        if (last == null) {
-            last = active;
-        }
-        if (last == null) {
-            closing = true;
-            output.closeAfterFlush(false);
-        } else {
-            last.keepAlive = false; // finished() closes after it
-        }
-    }
-
-    /** Graceful shutdown: close now when idle, else after the current exchange (or the one being received). */
-    void shutdown() {
-        if (active == null && queue.isEmpty() && running.isEmpty() && receiver.head == null) {
-            closing = true;
-            ctx.close();
-        }
+    /** The request being received (its head arrived, not all of its body yet); null between requests. */
+    HttpRequest receiving() {
+        return receiver.head;
     }
 
     @Override
     public void channelWritabilityChanged(ChannelHandlerContext ctx) {
         boolean writable = ctx.channel().isWritable();
-        if (!writable && !gate.paused(ReadGate.WRITES) && !closing) {
+        if (!writable && !gate.paused(ReadGate.WRITES) && !end.closing()) {
             gate.pause(ReadGate.WRITES);
         } else if (writable && gate.paused(ReadGate.WRITES)) {
             gate.resume(ReadGate.WRITES, false);
-            drain();
-            gate.resume(0, !closing);
+            exchanges.drain();
+            gate.resume(0, !end.closing());
         }
         ctx.fireChannelWritabilityChanged();
     }
@@ -386,40 +177,18 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     @Override
     public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
         if (evt == HeraldServer.SHUTDOWN_EVENT) {
-            shutdown();
+            end.shutdown();
         } else if (evt == ChannelInputShutdownEvent.INSTANCE && decoder != null) {
-            inputShutdown();
+            end.inputShutdown();
         } else {
             ctx.fireUserEventTriggered(evt);
         }
     }
 
-    /**
-     * {@code :header-timeout-ms} after the connection began, no complete request head: a client holding sockets
-     * open without asking anything. Closed; with 408 when part of a head arrived.
-     */
-    private void headerTimedOut() {
-        if (timer.headNanos != ConnectionTimer.NO_HEAD_YET || !open() || active != null || !queue.isEmpty()) {
-            return;
-        }
-        if (decoder.partialSince != 0) {
-            timedOut(null);
-        } else {
-            closeIdle();
-        }
-    }
-
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        timer.cancel();
-        if (headerTimeout != null) {
-            headerTimeout.cancel(false);
-        }
-        if (server.closing) {
-            Exchange.interrupt(active, running); // the server stopped for good
-        }
-        queue.clear();
-        running.clear();
+        end.closed();
+        exchanges.closed(server.closing); // interrupted when the server stopped for good
         receiver.abandon("the client connection closed before the whole request body");
         output.release();
         ctx.fireChannelInactive();
@@ -432,30 +201,6 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        ctx.close();
-    }
-
-    // ---- for the ConnectionTimer ----
-    boolean open() {
-        return !closing && ctx.channel().isActive();
-    }
-
-    HttpRequest receiving() {
-        return receiver.head;
-    }
-
-    /** Something is in flight; a client that reads none of its responses (write-paused) does not count. */
-    boolean busy() {
-        return (active != null || !queue.isEmpty()) && !gate.paused(ReadGate.WRITES);
-    }
-
-    /** The request {@code r}, or a head that never completed (null), was not received in time. */
-    void timedOut(HttpRequest r) {
-        reject(r != null ? r : Http1Request.refused(Refusal.REQUEST_TIMEOUT), Refusal.REQUEST_TIMEOUT);
-    }
-
-    void closeIdle() {
-        closing = true;
         ctx.close();
     }
 }

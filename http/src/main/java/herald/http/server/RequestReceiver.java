@@ -74,13 +74,17 @@ final class RequestReceiver {
             || r.method() == io.netty.handler.codec.http.HttpMethod.HEAD) && config.healthPaths.contains(path);
     }
 
-    /** First body bytes of a buffered request: check the declared length once, then collect. */
-    private boolean startBody() {
+    /**
+     * First body bytes ({@code first} of them) of a buffered request: check the declared length once, then collect
+     * into a buffer of that length; a chunked body's starts at its first chunk's size and grows by doubling (a
+     * fixed 1 KiB start was most of a small chunked request's allocation).
+     */
+    private boolean startBody(int first) {
         long length = HttpUtil.getContentLength(head, -1L);
         if (length > config.maxBodyBytes) {
             return false;
         }
-        body = new BodyBuffer(length > 0 ? (int) length : 1024);
+        body = new BodyBuffer(length > 0 ? (int) length : first);
         return true;
     }
 
@@ -104,7 +108,7 @@ final class RequestReceiver {
                     conn.pauseBodyReading();
                 }
             } else {
-                if (body == null && !startBody() || body.size() + (long) n > config.maxBodyBytes) {
+                if (body == null && !startBody(n) || body.size() + (long) n > config.maxBodyBytes) {
                     refuse(Refusal.BODY_TOO_LARGE);
                     return;
                 }
@@ -122,7 +126,7 @@ final class RequestReceiver {
             }
             Exchange ex = new Exchange(conn, head, body == null ? null : body.toInputStream(), headKeepAlive, 0);
             done();
-            conn.enqueue(ex);
+            conn.exchanges.enqueue(ex);
         }
     }
 
@@ -131,7 +135,7 @@ final class RequestReceiver {
         streamedEx = new Exchange(conn, head, streamed, headKeepAlive, 0);
         streamedEx.streamed = streamed;
         body = null;
-        conn.enqueue(streamedEx);
+        conn.exchanges.enqueue(streamedEx);
     }
 
     private void done() {

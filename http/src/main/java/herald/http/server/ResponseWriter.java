@@ -91,7 +91,7 @@ final class ResponseWriter {
             return;
         }
         if (ok) {
-            c.upgraded(ex);
+            c.end.upgraded(ex);
         } else {
             ServerAnswers.write(c, ex, WebSocketUpgrade.unsupportedVersion(ex.request) ? Refusal.WEBSOCKET_VERSION
                 : Refusal.WEBSOCKET_NOT_UPGRADE);
@@ -116,7 +116,7 @@ final class ResponseWriter {
         if (sink == ResponseSink.H1 && (body instanceof String || body instanceof byte[]
             || body == null && (scan.contentLength == null || !ex.head && status != 304))) {
             loop.fixed.write(c, ex, scan, status, body, bodiless, noBody, http10);
-            c.finished(ex);
+            c.exchanges.finished(ex);
             return;
         }
         HeadBuffer h = loop.head.reset();
@@ -132,11 +132,11 @@ final class ResponseWriter {
             byte[] b = s.getBytes(scan.charset);
             ex.bytes = noBody ? 0 : b.length;
             sink.fixed(c, ex, h, status, bodiless ? -1 : b.length, noBody ? null : b, http10);
-            c.finished(ex);
+            c.exchanges.finished(ex);
         } else if (body instanceof byte[] b) {
             ex.bytes = noBody ? 0 : b.length;
             sink.fixed(c, ex, h, status, bodiless ? -1 : b.length, noBody ? null : b, http10);
-            c.finished(ex);
+            c.exchanges.finished(ex);
         } else if (body == null) {
             ex.bytes = 0;
             if (scan.contentLength != null && (ex.head || status == 304)) {
@@ -145,7 +145,7 @@ final class ResponseWriter {
             } else {
                 sink.fixed(c, ex, h, status, bodiless ? -1 : 0, null, http10);
             }
-            c.finished(ex);
+            c.exchanges.finished(ex);
         } else if (body instanceof File f) {
             if (!f.isFile() || !f.canRead()) {
                 throw new InvalidResponseException("response body file is not a readable file: " + f);
@@ -153,12 +153,12 @@ final class ResponseWriter {
             long len = f.length();
             ex.bytes = noBody ? 0 : len;
             sink.file(c, ex, h, status, bodiless ? -1 : len, noBody || len == 0 ? null : f, http10);
-            c.finished(ex);
+            c.exchanges.finished(ex);
         } else if (body instanceof FileRange || body instanceof FileParts) {
             long len = fileBodyLength(body);
             ex.bytes = noBody ? 0 : len;
             sink.file(c, ex, h, status, bodiless ? -1 : len, noBody || len == 0 ? null : body, http10);
-            c.finished(ex);
+            c.exchanges.finished(ex);
         } else if (body instanceof InputStream || body instanceof ISeq || c.server.hooks.bodyWriter != null
             && RT.booleanCast(c.server.hooks.bodyWriter.invoke(body))) {
             writeStream(c, ex, h, status, resp, body, scan, noBody, http10, sink);
@@ -234,7 +234,7 @@ final class ResponseWriter {
             }
             sink.fixed(c, ex, h, status, -1, null, http10);
             discard(body);
-            c.finished(ex);
+            c.exchanges.finished(ex);
             return;
         }
         boolean chunked = sink.streamHead(c, ex, h, status, scan, http10);

@@ -53,7 +53,7 @@ final class ServerAnswers {
         }
         boolean http10 = ex.request != null && ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
         sink.fixed(c, ex, h, status, why.body.length, ex.head ? null : why.body, http10);
-        c.finished(ex);
+        c.exchanges.finished(ex);
     }
 
     /** Writes the {@code :error-response} function's answer for {@code why}; false (nothing written) when it has none. */

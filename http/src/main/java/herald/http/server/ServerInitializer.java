@@ -113,7 +113,7 @@ final class ServerInitializer extends ChannelInitializer<Channel> implements Htt
     @Override
     public void removeHttp1(ChannelPipeline p) {
         HttpConnection c = (HttpConnection) p.get(HANDLER);
-        c.upgraded(null);
+        c.end.upgraded(null);
         p.remove(c);
     }
 

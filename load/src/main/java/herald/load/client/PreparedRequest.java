@@ -2,16 +2,15 @@ package herald.load.client;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.handler.codec.http2.DefaultHttp2Headers;
-import io.netty.handler.codec.http2.Http2Headers;
 import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.Set;
 
 /**
  * A request ready to send on any {@link Lane}: the HTTP/1.1 bytes {@link RequestEncoder} made, and the same
- * request as HTTP/2 HEADERS (pseudo-headers, lower-case names, connection-specific fields dropped) and DATA,
- * derived from those bytes the first time an HTTP/2 lane sends it, so both protocols send one request.
+ * request as an HTTP/2 header block (pseudo-headers, lower-case names, connection-specific fields dropped;
+ * HPACK-encoded once, see {@link HeaderBlock}) and DATA, derived from those bytes the first time an HTTP/2
+ * lane sends it, so both protocols send one request.
  * A shared request (constant load) holds its bytes once in a direct buffer that every send duplicates;
  * it is used on one event loop only.
  */
@@ -23,7 +22,7 @@ public final class PreparedRequest {
   private final boolean head;
   private final ByteBuf raw;
   private final ByteBuf shared;
-  private Http2Headers h2Headers;
+  private byte[] h2Block;
   private boolean h2Tls;
   private ByteBuf h2Body;
 
@@ -54,15 +53,15 @@ public final class PreparedRequest {
     return shared != null ? shared.duplicate() : Unpooled.wrappedBuffer(bytes);
   }
 
-  /** The HTTP/2 header block; {@code tls} gives the :scheme. */
-  Http2Headers http2Headers(boolean tls) {
-    if (h2Headers == null || h2Tls != tls) parse(tls);
-    return h2Headers;
+  /** The HPACK-encoded HTTP/2 header block (not to be modified); {@code tls} gives the :scheme. */
+  byte[] http2Block(boolean tls) {
+    if (h2Block == null || h2Tls != tls) parse(tls);
+    return h2Block;
   }
 
   /** The HTTP/2 body as a buffer the caller may write, or null when the request has none. */
   ByteBuf http2Body(boolean tls) {
-    if (h2Headers == null || h2Tls != tls) parse(tls);
+    if (h2Block == null || h2Tls != tls) parse(tls);
     return h2Body == null ? null : h2Body.duplicate();
   }
 
@@ -78,15 +77,17 @@ public final class PreparedRequest {
     String[] lines = text.substring(0, end).split("\r\n");
     String[] start = lines[0].split(" ");
     if (start.length != 3) throw new IllegalArgumentException("bad request line: " + lines[0]);
-    Http2Headers h = new DefaultHttp2Headers(false);
-    h.method(start[0]).path(start[1]).scheme(tls ? "https" : "http");
+    HeaderBlock h = new HeaderBlock().method(start[0]).scheme(tls).path(start[1]);
+    for (int i = 1; i < lines.length; i++) {  // pseudo-headers first: :authority from Host
+      int colon = lines[i].indexOf(':');
+      if (lines[i].substring(0, colon).trim().equalsIgnoreCase("host")) h.authority(lines[i].substring(colon + 1).trim());
+    }
     for (int i = 1; i < lines.length; i++) {
       int colon = lines[i].indexOf(':');
       String name = lines[i].substring(0, colon).trim().toLowerCase(Locale.ROOT);
       String value = lines[i].substring(colon + 1).trim();
-      if (name.equals("host")) h.authority(value);
-      else if (name.equals("te") && !value.equalsIgnoreCase("trailers")) continue;
-      else if (!HOP_BY_HOP.contains(name)) h.add(name, value);
+      if (name.equals("te") && !value.equalsIgnoreCase("trailers")) continue;
+      if (!HOP_BY_HOP.contains(name)) h.add(name, value);
     }
     int bodyStart = end + 4;
     ByteBuf body = null;
@@ -94,7 +95,7 @@ public final class PreparedRequest {
       ByteBuf b = raw != null ? raw.slice(bodyStart, bytes.length - bodyStart) : Unpooled.wrappedBuffer(bytes, bodyStart, bytes.length - bodyStart);
       body = Unpooled.unreleasableBuffer(b);
     }
-    h2Headers = h;
+    h2Block = h.bytes();
     h2Body = body;
     h2Tls = tls;
   }

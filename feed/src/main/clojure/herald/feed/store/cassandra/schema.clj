@@ -28,7 +28,9 @@
    ;; issue 11: who got a post's inbound copies (written by the fan-out on the Kafka log), so that its edits and
    ;; its delete reach every copy; and the tombstones of deleted posts, so that a replayed delivery is skipped
    "post_recipients" "(id bigint PRIMARY KEY, recipients list<bigint>)"
-   "deleted_posts" "(id bigint PRIMARY KEY, sender bigint, ts bigint)"))
+   "deleted_posts" "(id bigint PRIMARY KEY, sender bigint, ts bigint)"
+   ;; the same tombstones by hour of the post's :ts (2026-11-26): a fan-out flush's check is one partition read
+   "deleted_by_hour" "(bucket bigint, id bigint, sender bigint, ts bigint, PRIMARY KEY ((bucket), id))"))
 
 (def log-bucket-micros
   "The span of one post_log partition: an hour of post :ts."
@@ -96,7 +98,10 @@
    :insert-recipients "INSERT INTO %s.post_recipients (id, recipients) VALUES (?, ?)"
    :recipients "SELECT recipients FROM %s.post_recipients WHERE id = ?"
    :insert-deleted "INSERT INTO %s.deleted_posts (id, sender, ts) VALUES (?, ?, ?)"
-   :deleted-in "SELECT id FROM %s.deleted_posts WHERE id IN ?"
+   :insert-deleted-hour "INSERT INTO %s.deleted_by_hour (bucket, id, sender, ts) VALUES (?, ?, ?, ?)"
+   :deleted-in-hour "SELECT id FROM %s.deleted_by_hour WHERE bucket = ? AND id IN ?"
+   :deleted-all "SELECT id, sender, ts FROM %s.deleted_posts"
+   :deleted-hour-any "SELECT id FROM %s.deleted_by_hour LIMIT 1"
    :delete-outbound "DELETE FROM %s.outbound WHERE sender = ? AND ts = ? AND id = ?"
    :delete-post "DELETE FROM %s.posts WHERE id = ?"
    :delete-inbound "DELETE FROM %s.inbound WHERE recipient = ? AND ts = ? AND id = ?"})
