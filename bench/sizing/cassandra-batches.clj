@@ -20,14 +20,7 @@
   (def rounds (Long/parseLong (or rounds "3")))
   (def posts (Long/parseLong (or posts "4000")))
   (def variants (str/split (or variants "per-post,grouped") #",")))
-(defn proc [f] (String. (java.nio.file.Files/readAllBytes (java.nio.file.Path/of f (make-array String 0)))))
-(defn ticks [pid] (let [f (str/split (second (str/split (proc (str "/proc/" pid "/stat")) #"\) ")) #" ")] (+ (Long/parseLong (nth f 11)) (Long/parseLong (nth f 12)))))
-(def me (.pid (java.lang.ProcessHandle/current)))
-(defn jit-ticks "CPU ticks of the JVM pid's JIT compiler threads (C1/C2): warm-up, not a per-post cost." [pid]
-  (reduce + 0 (for [^java.io.File t (.listFiles (java.io.File. (str "/proc/" pid "/task")))
-                    :let [st (try (proc (str t "/stat")) (catch Exception _ nil))]
-                    :when (and st (re-find #"\((C1|C2) Compiler" st))]
-                (let [f (str/split (second (str/split st #"\) ")) #" ")] (+ (Long/parseLong (nth f 11)) (Long/parseLong (nth f 12)))))))
+(load-file (str (.getParent (java.io.File. ^String *file*)) "/proc.clj")) ; proc, stat-ticks, ticks, me, jit-ticks
 (def feeds (c/open {:contact-points [(str "127.0.0.1:" cport)] :local-datacenter "datacenter1" :keyspace "herald_feed"}))
 (def session (.session feeds)) (def ps (.ps feeds)) (def opts (.opts feeds))
 (def st @#'c/st) (def run-bounded! batch/run-bounded!) (def deliver-all! @#'c/deliver-all!) (def author-copy @#'c/author-copy)

@@ -11,14 +11,7 @@
   (def cpid (Long/parseLong pid)) (def cport port)
   (def rounds (Long/parseLong (or rounds "4"))) (def calls (Long/parseLong (or calls "3000")))
   (def per-call (Long/parseLong (or per-call "20"))))
-(defn proc [f] (String. (java.nio.file.Files/readAllBytes (java.nio.file.Path/of f (make-array String 0)))))
-(defn stat-ticks [st] (let [f (str/split (second (str/split st #"\) ")) #" ")] (+ (Long/parseLong (nth f 11)) (Long/parseLong (nth f 12)))))
-(defn ticks [pid] (stat-ticks (proc (str "/proc/" pid "/stat"))))
-(defn jit-ticks [pid]
-  (reduce + 0 (for [^java.io.File t (.listFiles (java.io.File. (str "/proc/" pid "/task")))
-                    :let [st (try (proc (str t "/stat")) (catch Exception _ nil))]
-                    :when (and st (re-find #"\((C1|C2) Compiler" st))]
-                (stat-ticks st))))
+(load-file (str (.getParent (java.io.File. ^String *file*)) "/proc.clj")) ; proc, stat-ticks, ticks, me, jit-ticks
 (def feeds (c/open {:contact-points [(str "127.0.0.1:" cport)] :local-datacenter "datacenter1" :keyspace "herald_bench_tombstones"}))
 (def session (.session feeds))
 (def by-id (cs/prepare session "SELECT id FROM herald_bench_tombstones.deleted_posts WHERE id IN ?"))

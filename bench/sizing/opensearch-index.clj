@@ -16,14 +16,7 @@
   (def rounds (Long/parseLong (or rounds "3")))
   (def posts (Long/parseLong (or posts "4000")))
   (def variants (str/split (or variants "bulk20,bulk200,refresh5s") #",")))
-(defn proc [f] (String. (java.nio.file.Files/readAllBytes (java.nio.file.Path/of f (make-array String 0)))))
-(defn ticks [pid] (let [f (str/split (second (str/split (proc (str "/proc/" pid "/stat")) #"\) ")) #" ")] (+ (Long/parseLong (nth f 11)) (Long/parseLong (nth f 12)))))
-(def me (.pid (java.lang.ProcessHandle/current)))
-(defn jit-ticks "CPU ticks of the JVM pid's JIT compiler threads (C1/C2): warm-up, not a per-post cost." [pid]
-  (reduce + 0 (for [^java.io.File t (.listFiles (java.io.File. (str "/proc/" pid "/task")))
-                    :let [st (try (proc (str t "/stat")) (catch Exception _ nil))]
-                    :when (and st (re-find #"\((C1|C2) Compiler" st))]
-                (let [f (str/split (second (str/split st #"\) ")) #" ")] (+ (Long/parseLong (nth f 11)) (Long/parseLong (nth f 12)))))))
+(load-file (str (.getParent (java.io.File. ^String *file*)) "/proc.clj")) ; proc, stat-ticks, ticks, me, jit-ticks
 (def client (java.net.http.HttpClient/newHttpClient))
 (doseq [i ["herald-bench-1s" "herald-bench-5s"]]
   (.send client (.build (.DELETE (java.net.http.HttpRequest/newBuilder (java.net.URI. (str url "/" i)))))
