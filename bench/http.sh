@@ -7,9 +7,10 @@
 #   json_vthreads herald_rps=<n> netty_rps=<n> ratio=<herald/netty>
 # then tail latency (bench/lib/tail.sh, unless TAIL=0): raw Netty's non-pipelined max, `herald-load rate` at half
 # of it against fresh servers (raw Netty, herald on the event loop and on virtual threads, herald under each GC of
-# TAIL_GCS), what the tail is made of (pauses, GC, JIT, the generator) from their VM logs, rows appended to
+# TAIL_GCS, and raw Netty under each of them too), what the tail is made of (pauses, GC, JIT, the generator) from their VM logs, rows appended to
 # bench/results/http-tail.csv, and last:
-#   tail_gc gc=<name> p9999_ms=<x> p999_ms=<x> p99_ms=<x> max_ms=<x> server_pause_max_ms=<x>   (one per collector)
+#   tail_gc gc=<name> p9999_ms=<x> p999_ms=<x> p99_ms=<x> max_ms=<x> server_pause_max_ms=<x> netty_p9999_ms=<x>
+#           netty_p999_ms=<x> netty_p99_ms=<x>   (one per collector; netty_*: raw Netty under the same collector)
 #   tail rate=<n> p99_ms=<x> p999_ms=<x> p9999_ms=<x> max_ms=<x> netty_p999_ms=<x> netty_p9999_ms=<x>
 # Environment (defaults in brackets): DURATION [5] seconds per measured run, WARMUP [5] seconds per warm-up run,
 # ROUNDS [3], CONNECTIONS [256], PIPELINE [16], IO_THREADS [1] event loops per server, SERVER_CPU [0],

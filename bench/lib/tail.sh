@@ -121,11 +121,13 @@ tail_runs() {
   for gc in $TAIL_GCS; do
     [ "$gc" = parallel ] && continue  # tail_herald ran under ParallelGC
     tail_run "tail_herald_$gc" herald "$gc"
+    # raw Netty under the same collector: herald's tail against the yardstick's under each GC, not only ParallelGC
+    tail_run "tail_netty_$gc" netty "$gc"
   done
 }
 
 tail_summary() {
-  local n=tail_netty h=tail_herald v=tail_herald_vt gc s best="" bv=""
+  local n=tail_netty h=tail_herald v=tail_herald_vt gc s ns best="" bv=""
   [ -f "$WORK/tail.lines" ] && cat "$WORK/tail.lines"
   echo "info tail_vthreads rate=$TAIL_RATE p99_ms=${TAIL_P99[$v]} p999_ms=${TAIL_P999[$v]} p9999_ms=${TAIL_P9999[$v]} max_ms=${TAIL_MAX[$v]} netty_p999_ms=${TAIL_P999[$n]} netty_p9999_ms=${TAIL_P9999[$n]}"
   echo "info tail ratios herald/netty p999=$(ratio "${TAIL_P999[$h]}" "${TAIL_P999[$n]}") p9999=$(ratio "${TAIL_P9999[$h]}" "${TAIL_P9999[$n]}")" \
@@ -133,7 +135,8 @@ tail_summary() {
     "(targets: <= 1.1, p999 <= 5 ms, p9999 <= 20 ms); rows in ${TAIL_RESULTS#"$ROOT"/}; herald-load and the server shared the machine's $CORES cores ($PINNING)"
   for gc in $TAIL_GCS; do
     s=tail_herald_$gc; [ "$gc" = parallel ] && s=$h
-    echo "tail_gc gc=$(gc_name "$gc") p9999_ms=${TAIL_P9999[$s]} p999_ms=${TAIL_P999[$s]} p99_ms=${TAIL_P99[$s]} max_ms=${TAIL_MAX[$s]} server_pause_max_ms=${TAIL_PAUSE_MAX[$s]}"
+    ns=tail_netty_$gc; [ "$gc" = parallel ] && ns=$n
+    echo "tail_gc gc=$(gc_name "$gc") p9999_ms=${TAIL_P9999[$s]} p999_ms=${TAIL_P999[$s]} p99_ms=${TAIL_P99[$s]} max_ms=${TAIL_MAX[$s]} server_pause_max_ms=${TAIL_PAUSE_MAX[$s]} netty_p9999_ms=${TAIL_P9999[$ns]} netty_p999_ms=${TAIL_P999[$ns]} netty_p99_ms=${TAIL_P99[$ns]}"
     # the best: the lowest p99.99, then the lowest p99.9
     if [ -z "$best" ] || awk -v a="${TAIL_P9999[$s]}" -v b="${TAIL_P9999[$bv]}" -v c="${TAIL_P999[$s]}" -v d="${TAIL_P999[$bv]}" \
       'BEGIN {exit !(a < b || (a == b && c < d))}'; then best=$gc; bv=$s; fi
