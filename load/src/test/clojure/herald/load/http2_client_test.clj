@@ -41,3 +41,16 @@
                               :duration 1 :progress :quiet :timeout 20})]
         (is (zero-errors? r) (pr-str (:errors r)))
         (is (pos? (:requests r)) "responses of 20 MiB arrive")))))
+
+(deftest ^:integration a-header-block-over-the-frame-size-goes-in-continuation-frames
+  ;; 40,000 bytes of header value: more than the 16,384-byte SETTINGS_MAX_FRAME_SIZE default, so the block leaves
+  ;; as a HEADERS frame and CONTINUATION frames; the server (its header limit raised) must see it whole
+  (let [seen (atom []) big (apply str (map #(char (+ 97 (mod % 26))) (range 40000)))]
+    (with-http-server [s (fn [req] (swap! seen conj (get-in req [:headers "x-big"])) {:status 200 :body "ok"})
+                       {:max-header-bytes 65536}]
+      (let [r (load/max-load {:url (str "http://127.0.0.1:" (:port s) "/") :headers {"x-big" big} :http2? true
+                              :streams 2 :connections 1 :duration 0.5 :progress :quiet :timeout 5})]
+        (is (zero-errors? r) (pr-str (:errors r)))
+        (is (pos? (:requests r)))
+        (is (seq @seen))
+        (is (every? #(= big %) @seen) "every request's header value arrives whole")))))
