@@ -61,7 +61,9 @@
   (let [d (.digest (java.security.MessageDigest/getInstance "SHA-1") (utf8 s))]
     (apply str (map #(format "%02x" (bit-and (long %) 0xff)) d))))
 
-(def ^:private shas (into {} (map (juxt identity sha1)) [fetch-script put-script invalidate-script]))
+(def ^:private shas
+  "Each script's SHA1 as the bytes Jedis's binary API sends (computed once, not per call)."
+  (into {} (map (juxt identity (comp utf8 sha1))) [fetch-script put-script invalidate-script]))
 
 (defn- run-script
   "Runs script (by its SHA1, loading it when the server does not know it) with keys and args (strings or byte
@@ -69,7 +71,7 @@
   [^Jedis j script keys args]
   (let [bs (fn [xs] (mapv #(if (bytes? %) % (utf8 %)) xs))
         ^List ks (bs keys) ^List as (bs args)]
-    (try (.evalsha j ^bytes (utf8 (shas script)) ks as)
+    (try (.evalsha j ^bytes (shas script) ks as)
          (catch JedisNoScriptException _ (.eval j ^bytes (utf8 script) ks as)))))
 
 (defn encode-value
