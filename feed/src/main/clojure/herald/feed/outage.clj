@@ -7,6 +7,11 @@
   `(reported r)` into the ex-info it throws, so the HTTP layer does not log that request again. `ok!` costs one
   volatile read while the backend is up, so it belongs on every successful call.
 
+  Calls overlap, so a call's answer may arrive after the state changed: a call sent just before the server went
+  down can succeed after another one failed, and one that waited through the outage can fail after another one
+  saw the server back. A caller that reads `(epoch r)` before the call and passes it to `ok!` / `failed!` keeps
+  such a stale answer from flipping the state back (which would log a second down or back line).
+
   The lines, at WARN (down, still down) and INFO (back), on the slf4j logger `herald.feed.outage`:
 
       redis is down: redis: reading [:participant 7] failed: Failed to connect to 127.0.0.1:6379 (Connection refused)
@@ -52,47 +57,73 @@
   ([backend {:keys [interval-ms quiet-back-ms log clock] :or {interval-ms 10000 log slf4j-log}}]
    ;; :state holds nil while up, {:since ms :last-line ms :last-failure ms} while down
    {:backend backend :interval-ms (long interval-ms) :quiet-back-ms quiet-back-ms :log log
-    :clock (or clock #(System/currentTimeMillis)) :lock (Object.) :failures (AtomicLong.) :state (volatile! nil)}))
+    :clock (or clock #(System/currentTimeMillis)) :lock (Object.) :failures (AtomicLong.) :state (volatile! nil)
+    ;; incremented on every change of state (down, back): see `epoch`
+    :epoch (AtomicLong.)}))
+
+(defn epoch
+  "The reporter's count of state changes so far: read before a call and passed to `ok!` / `failed!`, it lets them
+  ignore, for the state, the answer of a call that started before the last change."
+  ^long [r]
+  (.get ^AtomicLong (:epoch r)))
 
 (defn- secs ^String [ms] (format "%.1f s" (/ (double ms) 1000.0)))
 
-(defn- back-line! [{:keys [backend log ^AtomicLong failures]} since now why]
+(defn- back-line! [{:keys [backend log ^AtomicLong failures ^AtomicLong epoch]} since now why]
+  (.incrementAndGet epoch)
   (log :info (str backend " is back after " (secs (- (long now) (long since))) " down" why ": "
                   (.getAndSet failures 0) " failed calls")))
 
 (defn failed!
   "Records a failed call of the reporter's backend, `t` its error; logs the down line on the first failure and a
-  summary line when :interval-ms passed since the last line. Returns nil."
-  [{:keys [backend interval-ms quiet-back-ms log clock lock ^AtomicLong failures state] :as r} ^Throwable t]
-  (locking lock
-    (let [now (long (clock))
-          s @state
-          quiet (when s (- now (long (:last-failure s))))
-          s (if (and quiet quiet-back-ms (> (long quiet) (long quiet-back-ms)))
-              (do (back-line! r (:since s) (:last-failure s) (str " (no failure for " (secs quiet) ")"))
-                  (vreset! state nil))
-              s)
-          n (.incrementAndGet failures)]
-      (cond
-        (nil? s)
-        (do (vreset! state {:since now :last-line now :last-failure now})
-            (log :warn (str backend " is down: " (short-message t))))
-        (>= (- now (long (:last-line s))) (long interval-ms))
-        (do (vreset! state (assoc s :last-line now :last-failure now))
-            (log :warn (str backend " is still down after " (secs (- now (long (:since s)))) ": "
-                            n " failed calls; last error: " (short-message t))))
-        :else (vreset! state (assoc s :last-failure now)))))
-  nil)
+  summary line when :interval-ms passed since the last line. With `call-epoch` (see `epoch`), a failure of a call
+  that started before the backend was last seen back does not declare a new outage. Returns nil."
+  ([r t] (failed! r t Long/MAX_VALUE))
+  ([{:keys [backend interval-ms quiet-back-ms log clock lock ^AtomicLong failures ^AtomicLong epoch state] :as r}
+    ^Throwable t ^long call-epoch]
+   (locking lock
+     (let [now (long (clock))
+           s @state
+           ;; before a quiet-back below: a call that saw this outage is not stale for the next one
+           stale? (< call-epoch (.get epoch))
+           quiet (when s (- now (long (:last-failure s))))
+           s (if (and quiet quiet-back-ms (> (long quiet) (long quiet-back-ms)))
+               (do (back-line! r (:since s) (:last-failure s) (str " (no failure for " (secs quiet) ")"))
+                   (vreset! state nil))
+               s)]
+       (cond
+         (and (nil? s) stale?)
+         nil ; started while the backend was down, before it came back: the outage it saw is over
+
+         (nil? s)
+         (do (.incrementAndGet failures)
+             (.incrementAndGet epoch)
+             (vreset! state {:since now :last-line now :last-failure now})
+             (log :warn (str backend " is down: " (short-message t))))
+
+         (>= (- now (long (:last-line s))) (long interval-ms))
+         (let [n (.incrementAndGet failures)]
+           (vreset! state (assoc s :last-line now :last-failure now))
+           (log :warn (str backend " is still down after " (secs (- now (long (:since s)))) ": "
+                           n " failed calls; last error: " (short-message t))))
+
+         :else (do (.incrementAndGet failures)
+                   (vreset! state (assoc s :last-failure now))))))
+   nil))
 
 (defn ok!
-  "Records a successful call: logs the back line when the backend was down. One volatile read while up. Returns nil."
-  [{:keys [lock clock state] :as r}]
-  (when @state
-    (locking lock
-      (when-let [s @state]
-        (vreset! state nil)
-        (back-line! r (:since s) (clock) ""))))
-  nil)
+  "Records a successful call: logs the back line when the backend was down. With `call-epoch` (see `epoch`), the
+  success of a call that started before the backend went down does not end the outage. One volatile read while
+  up. Returns nil."
+  ([r] (ok! r Long/MAX_VALUE))
+  ([{:keys [lock clock state ^AtomicLong epoch] :as r} ^long call-epoch]
+   (when @state
+     (locking lock
+       (when-let [s @state]
+         (when (>= call-epoch (.get epoch))
+           (vreset! state nil)
+           (back-line! r (:since s) (clock) "")))))
+   nil))
 
 (defn down?
   "True while the reporter's backend is down (a failure since the last success)."

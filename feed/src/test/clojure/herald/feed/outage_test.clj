@@ -57,3 +57,35 @@
     (is (outage/reported? e))
     (is (outage/reported? (ex-info "wrapper" {} e)) "found through the cause chain")
     (is (not (outage/reported? (ex-info "y" {:type :herald.feed.store/unavailable}))))))
+
+(deftest answers-of-calls-from-before-a-change-do-not-flip-the-state
+  (let [[r lines now] (fixture {})
+        err (ex-info "redis: fetch failed" {:type :x})
+        sent-while-up (outage/epoch r)]
+    (outage/failed! r err (outage/epoch r))
+    (is (outage/down? r))
+    (outage/ok! r sent-while-up)
+    (is (outage/down? r) "a call sent before the server went down and answered after is no sign it is back")
+    (is (= 1 (count @lines)))
+    (let [sent-while-down (outage/epoch r)]
+      (swap! now + 3000)
+      (outage/ok! r (outage/epoch r))
+      (is (not (outage/down? r)))
+      (is (= [:info "redis is back after 3.0 s down: 1 failed calls"] (peek @lines)))
+      (outage/failed! r err sent-while-down)
+      (is (not (outage/down? r)) "a call that waited through the outage and failed after it ended starts no new one")
+      (is (= 2 (count @lines)))
+      (outage/failed! r err (outage/epoch r))
+      (is (outage/down? r) "a call sent after the server came back and failing is a new outage")
+      (is (= [:warn "redis is down: redis: fetch failed"] (peek @lines))))))
+
+(deftest a-quiet-back-with-an-epoch-still-starts-the-next-outage
+  (let [[r lines now] (fixture {:quiet-back-ms 5000})
+        err (ex-info "boom" {:type :x})]
+    (outage/failed! r err (outage/epoch r))
+    (swap! now + 6000)
+    (outage/failed! r err (outage/epoch r))
+    (is (= [[:warn "redis is down: boom"]
+            [:info "redis is back after 0.0 s down (no failure for 6.0 s): 1 failed calls"]
+            [:warn "redis is down: boom"]]
+           @lines))))

@@ -221,9 +221,9 @@
   "`e` (an ex-info of a call) marked as reported when it says the server is out of reach (::timeout or
   ::unavailable), after telling the outage reporter r (one log line per state change, herald.feed.outage); any
   other error unchanged (a bad statement is not an outage)."
-  [r ^clojure.lang.ExceptionInfo e]
+  [r ^long ep ^clojure.lang.ExceptionInfo e]
   (if (#{::timeout ::unavailable} (:type (ex-data e)))
-    (do (outage/failed! r e)
+    (do (outage/failed! r e ep)
         (ex-info (ex-message e) (outage/reported (ex-data e) r) (ex-cause e)))
     e))
 
@@ -232,8 +232,9 @@
   (cs/with-errors), outages go to the reporter r, a success tells r the server is back."
   [open? r & body]
   `(if (.get ~(with-meta open? {:tag `AtomicBoolean}))
-     (try (let [v# (cs/with-errors "a request" ~@body)] (outage/ok! ~r) v#)
-          (catch clojure.lang.ExceptionInfo e# (throw (reported ~r e#))))
+     (let [ep# (outage/epoch ~r)]
+       (try (let [v# (cs/with-errors "a request" ~@body)] (outage/ok! ~r ep#) v#)
+            (catch clojure.lang.ExceptionInfo e# (throw (reported ~r ep# e#)))))
      (throw (ex-info "the store is closed" {:type :herald.feed.store/closed}))))
 
 (deftype CassandraFeeds [^CqlSession session ps opts ^AtomicLong last-ts marks ^Set pending ^AtomicLong swept

@@ -124,18 +124,19 @@
   degraded. The server's reachability goes to the outage reporter: a success is ok!, an ::unavailable failure is
   reported and rethrown marked as reported (the HTTP layer logs no line of its own)."
   [reporter ^AtomicLong counter ^AtomicBoolean degraded f]
-  (try
-    (let [r (f)]
-      (some-> degraded (.set false))
-      (outage/ok! reporter)
-      r)
-    (catch Throwable t
-      (.incrementAndGet counter)
-      (some-> degraded (.set true))
-      (if (= ::unavailable (:type (ex-data t)))
-        (do (outage/failed! reporter t)
-            (throw (ex-info (ex-message t) (outage/reported (ex-data t) reporter) (ex-cause t))))
-        (throw t)))))
+  (let [ep (outage/epoch reporter)]
+    (try
+      (let [r (f)]
+        (some-> degraded (.set false))
+        (outage/ok! reporter ep)
+        r)
+      (catch Throwable t
+        (.incrementAndGet counter)
+        (some-> degraded (.set true))
+        (if (= ::unavailable (:type (ex-data t)))
+          (do (outage/failed! reporter t ep)
+              (throw (ex-info (ex-message t) (outage/reported (ex-data t) reporter) (ex-cause t))))
+          (throw t))))))
 
 (defn- bulk!
   "Indexes posts (at most :bulk-size) in one _bulk request, each at its :ts as external version (an item refused for

@@ -16,10 +16,10 @@
 (defn- failure
   "The ex-info for driver exception e while doing what; an outage (:herald.feed.store/unavailable) is reported to
   the outage reporter and marked as reported."
-  [reporter what e]
+  [reporter ^long ep what e]
   (let [x (jdbc/error what e)]
     (if (= :herald.feed.store/unavailable (:type (ex-data x)))
-      (do (outage/failed! reporter x)
+      (do (outage/failed! reporter x ep)
           (ex-info (ex-message x) (outage/reported (ex-data x) reporter) (ex-cause x)))
       x)))
 
@@ -31,13 +31,14 @@
   `(do
      (when-not (.get ~(with-meta 'open? {:tag `AtomicBoolean}))
        (throw (ex-info "the store is closed" {:type :herald.feed.store/closed})))
-     (try
-       (let [r# (with-open [~(with-meta 'conn {:tag `Connection}) (.getConnection ~(with-meta 'ds {:tag `HikariDataSource}))]
-                  ~@body)]
-         (outage/ok! ~'reporter)
-         r#)
-       (catch java.sql.SQLException e#
-         (throw (failure ~'reporter ~what e#))))))
+     (let [ep# (outage/epoch ~'reporter)]
+       (try
+         (let [r# (with-open [~(with-meta 'conn {:tag `Connection}) (.getConnection ~(with-meta 'ds {:tag `HikariDataSource}))]
+                    ~@body)]
+           (outage/ok! ~'reporter ep#)
+           r#)
+         (catch java.sql.SQLException e#
+           (throw (failure ~'reporter ep# ~what e#)))))))
 
 (defn- utf8 ^bytes [^String s] (.getBytes s StandardCharsets/UTF_8))
 

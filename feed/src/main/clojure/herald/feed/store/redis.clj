@@ -97,9 +97,10 @@
          ~@body)))
 
 (defn- unavailable
-  "Reports the failure to the outage reporter and returns the ex-info to throw (marked as reported)."
-  [reporter what ^Throwable e]
-  (outage/failed! reporter e)
+  "Reports the failure of a call started at outage epoch `ep` to the outage reporter and returns the ex-info to
+  throw (marked as reported)."
+  [reporter ^long ep what ^Throwable e]
+  (outage/failed! reporter e ep)
   (ex-info (str "redis: " what " failed: " (ex-message e))
            (outage/reported {:type :herald.feed.store/unavailable} reporter) e))
 
@@ -113,32 +114,35 @@
   (-fetch [_ k load]
     (let [kk (pr-str k)
           vk (str prefix "v:" kk) gk (str prefix "g:" kk) sk (str prefix "seq")
+          ep (outage/epoch reporter)
           [hit? x] (try (let [r (with-jedis (vec (run-script j fetch-script [vk gk sk] [version-ttl])))]
-                          (outage/ok! reporter)
+                          (outage/ok! reporter ep)
                           r)
                         (catch JedisException e
                           ;; the cache is down: serve from the store, uncached (one log line per state change)
                           (.incrementAndGet ^AtomicLong (:errors counters))
-                          (outage/failed! reporter e)
+                          (outage/failed! reporter e ep)
                           [0 nil]))]
       (if (= 1 hit?)
         (do (.incrementAndGet ^AtomicLong (:hits counters)) (decode-value x))
         (do (.incrementAndGet ^AtomicLong (:misses counters))
             (let [v (load)]
               (when (and (some? v) x)
-                (try (with-jedis (run-script j put-script [vk gk] [x (encode-value value-format v) ttl]))
-                     (catch JedisException e
-                       (.incrementAndGet ^AtomicLong (:errors counters))
-                       (outage/failed! reporter e))))
+                (let [ep (outage/epoch reporter)]
+                  (try (with-jedis (run-script j put-script [vk gk] [x (encode-value value-format v) ttl]))
+                       (catch JedisException e
+                         (.incrementAndGet ^AtomicLong (:errors counters))
+                         (outage/failed! reporter e ep)))))
               v)))))
   (-invalidate! [_ k]
-    (let [kk (pr-str k)]
+    (let [kk (pr-str k)
+          ep (outage/epoch reporter)]
       (try (with-jedis (run-script j invalidate-script
                                    [(str prefix "v:" kk) (str prefix "g:" kk) (str prefix "seq")] [version-ttl]))
-           (outage/ok! reporter)
+           (outage/ok! reporter ep)
            nil
            ;; never silently: a value that stayed could be served after the write
-           (catch JedisException e (throw (unavailable reporter (str "invalidating " kk) e))))))
+           (catch JedisException e (throw (unavailable reporter ep (str "invalidating " kk) e))))))
   (-cache-stats [_]
     (let [server (try (with-jedis (let [i (.info j "stats")] {:evictions (info-long i "evicted_keys")
                                                                :size (.dbSize j)}))
