@@ -1,16 +1,17 @@
 package herald.http.http2;
 
+import herald.http.server.HeadChecks;
+import herald.http.server.KeepAlive;
+import herald.http.server.Refusal;
+import herald.http.server.RequestHead;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
-import io.netty.handler.codec.http.DefaultHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpHeadersFactory;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpVersion;
-import io.netty.handler.codec.DecoderResult;
-import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.handler.codec.http2.Http2Headers;
+import io.netty.util.AsciiString;
 import java.util.Iterator;
 import java.util.Map;
 
@@ -40,29 +41,59 @@ public final class Http2Request {
     private static final HttpHeadersFactory HEADERS = DefaultHttpHeadersFactory.headersFactory()
         .withNameValidation(false);
 
+    private static final AsciiString SLASH = AsciiString.cached("/");
+
     private Http2Request() {}
 
-    /** The request head of {@code h}; a decoder failure (400, or 414 for a long path) when it cannot be served. */
-    public static HttpRequest of(Http2Headers h, int maxTargetBytes) {
+    /**
+     * The request head of {@code h}, checked as {@code Http1Parser} checks an HTTP/1.1 head: refused 400 when the
+     * method or path cannot be served, 414 for a path over {@code maxTargetBytes}, 501 for CONNECT, a lower-case
+     * method or a transfer coding other than chunked, 400 for an invalid Host or target. The path stays the bytes
+     * HPACK decoded it into. With {@code endStream} the head is the whole request ({@link RequestHead#full}).
+     */
+    public static RequestHead of(Http2Headers h, int maxTargetBytes, boolean endStream) {
         CharSequence method = h.method();
         CharSequence path = h.path();
-        DefaultHttpRequest r;
+        HttpMethod m;
+        HttpHeaders hs = HEADERS.newHeaders();
         try {
-            r = new DefaultHttpRequest(VERSION, method == null ? HttpMethod.GET : HttpMethod.valueOf(method.toString()),
-                path == null ? "/" : path.toString(), HEADERS);
-            copy(h, r.headers());
+            m = method == null ? HttpMethod.GET : HttpMethod.valueOf(method.toString());
+            copy(h, hs);
         } catch (IllegalArgumentException bad) {
-            r = new DefaultHttpRequest(VERSION, HttpMethod.GET, "/", HEADERS);
-            r.setDecoderResult(DecoderResult.failure(bad));
-            return r;
+            return new RequestHead(HttpMethod.GET, VERSION, HEADERS.newHeaders(), SLASH.array(), SLASH.arrayOffset(),
+                SLASH.arrayOffset() + 1, -1, "/", null, Refusal.BAD_REQUEST, false, true, endStream);
         }
-        if (method == null || path == null && !HttpMethod.CONNECT.equals(r.method())) {
-            r.setDecoderResult(DecoderResult.failure(new IllegalArgumentException("missing :method or :path")));
+        AsciiString target = path == null ? SLASH : AsciiString.of(path);
+        Refusal why = null;
+        if (method == null || path == null && !HttpMethod.CONNECT.equals(m)) {
+            why = Refusal.BAD_REQUEST; // missing :method or :path
         } else if (path != null && path.length() > maxTargetBytes) {
-            r.setDecoderResult(DecoderResult.failure(new TooLongHttpLineException(":path is longer than "
-                + maxTargetBytes + " bytes")));
+            why = Refusal.REQUEST_LINE_TOO_LONG;
         }
-        return r;
+        String uri = target.toString();
+        if (why == null) {
+            why = HeadChecks.methodRefusal(m);
+        }
+        if (why == null) {
+            why = HeadChecks.hostRefusal(hs, false);
+        }
+        if (why == null) {
+            why = HeadChecks.targetRefusal(m, uri);
+        }
+        if (why == null) {
+            why = HeadChecks.codingRefusal(hs.get(HttpHeaderNames.TRANSFER_ENCODING));
+        }
+        String host = hs.get(HttpHeaderNames.HOST);
+        int q = queryAt(target);
+        return new RequestHead(m, VERSION, hs, target.array(), target.arrayOffset(),
+            target.arrayOffset() + target.length(), q, q < 0 ? uri : null, host == null ? null
+            : HeadChecks.hostName(host), why, false, KeepAlive.of(VERSION, hs.get(HttpHeaderNames.CONNECTION)), endStream);
+    }
+
+    /** The index of the first '?' of {@code target} in its array, or -1. */
+    private static int queryAt(AsciiString target) {
+        int q = target.indexOf('?', 0);
+        return q < 0 ? -1 : target.arrayOffset() + q;
     }
 
     /**

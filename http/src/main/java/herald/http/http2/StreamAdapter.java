@@ -51,10 +51,8 @@ public final class StreamAdapter extends ChannelDuplexHandler {
                     ctx.writeAndFlush(new DefaultHttp2ResetFrame(Http2Error.PROTOCOL_ERROR));
                     return;
                 }
-                ctx.fireChannelRead(Http2Request.of(h.headers(), maxTargetBytes));
-                if (h.isEndStream()) {
-                    ctx.fireChannelRead(LastHttpContent.EMPTY_LAST_CONTENT);
-                }
+                // a HEADERS frame that ends the stream is the whole request: one message (RequestHead.full)
+                ctx.fireChannelRead(Http2Request.of(h.headers(), maxTargetBytes, h.isEndStream()));
             } else if (h.isEndStream()) {
                 ctx.fireChannelRead(LastHttpContent.EMPTY_LAST_CONTENT); // trailers end the body
             }

@@ -1,13 +1,14 @@
 package herald.http.http2;
 
+import herald.http.server.RequestHead;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelPipeline;
 import io.netty.handler.codec.http.HttpHeaderNames;
+import io.netty.handler.codec.http.HttpHeaderValues;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.handler.codec.http.HttpRequest;
-import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.DefaultHttpRequest;
 import io.netty.handler.codec.http.HttpVersion;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.handler.codec.http2.Http2Exception;
@@ -31,7 +32,7 @@ public final class UpgradeWatcher extends ChannelInboundHandlerAdapter {
         + "Upgrade: h2c\r\n\r\n").getBytes(StandardCharsets.US_ASCII);
     private final Http2Host host;
     private final String decoderName;
-    private HttpRequest upgrade;
+    private RequestHead upgrade;
     private Http2Settings settings;
 
     public UpgradeWatcher(Http2Host host, String decoderName) {
@@ -41,11 +42,11 @@ public final class UpgradeWatcher extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) throws Http2Exception {
-        if (upgrade == null && msg instanceof HttpRequest r) {
+        if (upgrade == null && msg instanceof RequestHead r) {
             settings = upgradable(r);
             if (settings != null) {
                 upgrade = r;
-                if (msg instanceof LastHttpContent) {
+                if (r.full()) {
                     switchToHttp2(ctx);
                 }
                 return;
@@ -64,12 +65,13 @@ public final class UpgradeWatcher extends ChannelInboundHandlerAdapter {
     }
 
     /** The client's settings when {@code r} asks for a valid h2c upgrade, else null. */
-    static Http2Settings upgradable(HttpRequest r) {
+    static Http2Settings upgradable(RequestHead r) {
         HttpHeaders hs = r.headers();
-        if (r.decoderResult().isFailure() || r.protocolVersion() != HttpVersion.HTTP_1_1
+        if (r.refusal() != null || r.version() != HttpVersion.HTTP_1_1
             || !hs.containsValue(HttpHeaderNames.UPGRADE, "h2c", true)
             || !hs.containsValue(HttpHeaderNames.CONNECTION, "upgrade", true)
-            || HttpUtil.isTransferEncodingChunked(r) || HttpUtil.getContentLength(r, 0L) != 0
+            || hs.containsValue(HttpHeaderNames.TRANSFER_ENCODING, HttpHeaderValues.CHUNKED, true)
+            || Long.parseLong(hs.get(HttpHeaderNames.CONTENT_LENGTH, "0")) != 0
             || hs.getAll("HTTP2-Settings").size() != 1 || !hs.contains(HttpHeaderNames.HOST)) {
             return null;
         }
@@ -103,7 +105,9 @@ public final class UpgradeWatcher extends ChannelInboundHandlerAdapter {
         p.remove(this);
         Http2FrameCodec codec = Http2Pipelines.add(p, host);
         codec.onHttpServerUpgrade(settings);
-        HttpRequest r = upgrade;
+        RequestHead head = upgrade;
+        // Netty's conversion takes an HttpRequest: a view of the head for this once-per-connection step
+        DefaultHttpRequest r = new DefaultHttpRequest(head.version(), head.method(), head.uri(), head.headers());
         r.headers().set(HttpConversionUtil.ExtensionHeaderNames.SCHEME.text(), "http");
         Http2Headers h = HttpConversionUtil.toHttp2Headers(r, true);
         h.remove(HttpConversionUtil.ExtensionHeaderNames.SCHEME.text());

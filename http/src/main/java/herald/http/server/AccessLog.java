@@ -2,7 +2,6 @@ package herald.http.server;
 
 import clojure.lang.IFn;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpRequest;
 import java.io.BufferedWriter;
 import java.io.File;
 import java.io.FileOutputStream;
@@ -103,8 +102,8 @@ public final class AccessLog {
     }
 
     /** Captures {@code ex} (answered with {@code ex.status}, {@code ex.bytes} body bytes) for the writer (event loop). */
-    void record(Exchange ex, RingRequest.Connection info) {
-        HttpRequest r = ex.request;
+    void record(Exchange ex, ConnectionInfo info) {
+        RequestHead r = ex.request;
         String method = "-";
         String target = "-";
         String protocol = "-";
@@ -114,7 +113,7 @@ public final class AccessLog {
         if (uri != null && !uri.isEmpty()) {
             method = r.method().name();
             target = uri;
-            protocol = r.protocolVersion().text();
+            protocol = r.version().text();
             if (format != Format.COMMON) {
                 referer = r.headers().get(HttpHeaderNames.REFERER);
                 agent = r.headers().get(HttpHeaderNames.USER_AGENT);

@@ -1,7 +1,6 @@
 package herald.http.server;
 
 import io.netty.channel.ChannelOption;
-import io.netty.handler.codec.http.HttpRequest;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 
@@ -130,7 +129,7 @@ final class ConnectionEnd {
         if (timer.headNanos != ConnectionTimer.NO_HEAD_YET || !open() || c.exchanges.pending()) {
             return;
         }
-        if (c.decoder.partialSince != 0) {
+        if (c.decoder.partialSince() != 0) {
             timedOut(null);
         } else {
             closeIdle();
@@ -142,7 +141,7 @@ final class ConnectionEnd {
         return !closing && c.ctx().channel().isActive();
     }
 
-    HttpRequest receiving() {
+    RequestHead receiving() {
         return c.receiving();
     }
 
@@ -152,8 +151,8 @@ final class ConnectionEnd {
     }
 
     /** The request {@code r}, or a head that never completed (null), was not received in time. */
-    void timedOut(HttpRequest r) {
-        c.reject(r != null ? r : Http1Request.refused(Refusal.REQUEST_TIMEOUT), Refusal.REQUEST_TIMEOUT);
+    void timedOut(RequestHead r) {
+        c.reject(r != null ? r : RequestHead.refused(Refusal.REQUEST_TIMEOUT), Refusal.REQUEST_TIMEOUT);
     }
 
     void closeIdle() {

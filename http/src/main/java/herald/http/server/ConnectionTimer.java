@@ -13,7 +13,7 @@ import java.util.concurrent.TimeUnit;
 final class ConnectionTimer implements Runnable {
     private final ConnectionEnd c;
     private final ServerConfig config;
-    private final Http1Decoder decoder;
+    private final HeadProgress decoder;
     private ScheduledFuture<?> task;
     private long idleSince = System.nanoTime();
     /** {@link #headNanos} until the connection's first request head arrives (the header timeout's test). */
@@ -26,7 +26,7 @@ final class ConnectionTimer implements Runnable {
     /** Set on every read; cleared by the tick. */
     boolean readSinceTick;
 
-    ConnectionTimer(ConnectionEnd c, ServerConfig config, Http1Decoder decoder) {
+    ConnectionTimer(ConnectionEnd c, ServerConfig config, HeadProgress decoder) {
         this.c = c;
         this.config = config;
         this.decoder = decoder;
@@ -66,7 +66,7 @@ final class ConnectionTimer implements Runnable {
                 c.timedOut(c.receiving());
                 return;
             }
-            if (!receiving && decoder != null && decoder.partialSince != 0 && now - decoder.partialSince > limit) {
+            if (!receiving && decoder != null && decoder.partialSince() != 0 && now - decoder.partialSince() > limit) {
                 c.timedOut(null);
                 return;
             }

@@ -3,7 +3,6 @@ package herald.http.server;
 import clojure.lang.AFn;
 import clojure.lang.IPersistentMap;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpRequest;
 import java.io.InputStream;
 import java.util.ArrayDeque;
 import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
@@ -15,7 +14,7 @@ import java.util.concurrent.atomic.AtomicIntegerFieldUpdater;
  */
 final class Exchange implements Runnable {
     final HttpConnection conn;
-    final HttpRequest request;
+    final RequestHead request;
     final InputStream body;
     final boolean head;
     /** Non-zero: answer with this status and close, without calling the handler ({@code response} says why). */
@@ -51,7 +50,7 @@ final class Exchange implements Runnable {
     private static final AtomicIntegerFieldUpdater<Exchange> ANSWERED =
         AtomicIntegerFieldUpdater.newUpdater(Exchange.class, "answered");
 
-    Exchange(HttpConnection conn, HttpRequest request, InputStream body, boolean keepAlive, int reject) {
+    Exchange(HttpConnection conn, RequestHead request, InputStream body, boolean keepAlive, int reject) {
         this.conn = conn;
         this.request = request;
         this.body = body;
@@ -64,7 +63,7 @@ final class Exchange implements Runnable {
     }
 
     /** An exchange answered by the server itself with {@code why}, and the connection closed after it. */
-    static Exchange rejected(HttpConnection conn, HttpRequest request, Refusal why) {
+    static Exchange rejected(HttpConnection conn, RequestHead request, Refusal why) {
         Exchange ex = new Exchange(conn, request, null, false, why.status);
         ex.response = why;
         return ex;
@@ -83,7 +82,7 @@ final class Exchange implements Runnable {
             server.stats.started(System.nanoTime() - queuedAt);
         }
         try {
-            ringRequest = RingRequest.build(request, body, conn.info);
+            ringRequest = RingRequest.build(request, body);
             if (server.config.async) {
                 server.hooks.handler.invoke(ringRequest, new Respond(this), new Raise(this));
                 thread = null; // no thread to interrupt while the answer is awaited

@@ -6,7 +6,6 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.http.HttpContent;
-import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.LastHttpContent;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.util.ReferenceCountUtil;
@@ -21,7 +20,7 @@ import io.netty.util.ReferenceCountUtil;
 public final class HttpConnection extends ChannelInboundHandlerAdapter {
     final ServerContext server;
     final ServerConfig config;
-    RingRequest.Connection info;
+    ConnectionInfo info;
     private ChannelHandlerContext ctx;
     private EventLoop eventLoop;
     /** The request being received. */
@@ -36,14 +35,14 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     /** Fixed responses of the current read batch, written as one buffer on flush. */
     OutputBatch output;
     /** The HTTP/1.1 decoder in front of this handler; null on an HTTP/2 stream. */
-    final Http1Decoder decoder;
+    final HeadProgress decoder;
 
     /** Set on a connection accepted beyond {@code :max-connections}, in the reserve: health probes only. */
     static final io.netty.util.AttributeKey<Boolean> RESERVE = io.netty.util.AttributeKey.valueOf("herald-reserve");
     /** This connection (or the HTTP/2 connection of this stream) is in the reserve. */
     boolean reserveOnly;
 
-    HttpConnection(ServerContext server, Http1Decoder decoder) {
+    HttpConnection(ServerContext server, HeadProgress decoder) {
         this.server = server;
         this.config = server.config;
         this.decoder = decoder;
@@ -78,7 +77,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         io.netty.channel.Channel socket = ctx.channel() instanceof io.netty.handler.codec.http2.Http2StreamChannel
             ? ctx.channel().parent() : ctx.channel();
         reserveOnly = config.reservedConnections > 0 && socket.hasAttr(RESERVE);
-        info = RingRequest.Connection.of(ctx.channel(), server.serverPort, config.proxy);
+        info = ConnectionInfo.of(ctx.channel(), server.serverPort, config.proxy);
         handoff = server.handoff(eventLoop);
         end.start();
     }
@@ -87,14 +86,17 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         output.reading = true;
         end.read();
-        if (msg instanceof LastHttpContent && config.mode == HandlerMode.EVENT_LOOP) {
+        RequestHead head = msg instanceof RequestHead r ? r : null;
+        if ((head != null ? head.full : msg instanceof LastHttpContent) && config.mode == HandlerMode.EVENT_LOOP) {
             output.out(); // allocate where the stack is shallow: the leak detector's sampled traces stay cheap
         }
         try {
-            if (msg instanceof HttpRequest r) {
-                onHead(r);
-            }
-            if (msg instanceof HttpContent c) {
+            if (head != null) {
+                onHead(head);
+                if (head.full) {
+                    onContent(LastHttpContent.EMPTY_LAST_CONTENT); // the whole request: no content follows
+                }
+            } else if (msg instanceof HttpContent c) {
                 onContent(c);
             }
         } finally {
@@ -109,7 +111,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
         output.endBatch();
     }
 
-    private void onHead(HttpRequest r) {
+    private void onHead(RequestHead r) {
+        r.arrivedOn(info);
         if (!end.closing()) {
             receiver.onHead(r);
             end.headArrived();
@@ -123,7 +126,8 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     }
 
     /** Answers {@code why} in order, then closes: nothing after this request is read. */
-    void reject(HttpRequest r, Refusal why) {
+    void reject(RequestHead r, Refusal why) {
+        r.arrivedOn(info);
         receiver.abandon("request refused");
         end.markClosing();
         exchanges.add(Exchange.rejected(this, r, why));
@@ -157,7 +161,7 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter {
     }
 
     /** The request being received (its head arrived, not all of its body yet); null between requests. */
-    HttpRequest receiving() {
+    RequestHead receiving() {
         return receiver.head;
     }
 

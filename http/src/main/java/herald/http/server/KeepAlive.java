@@ -3,11 +3,11 @@ package herald.http.server;
 import io.netty.handler.codec.http.HttpVersion;
 
 /** Keep-alive from the request's version and Connection header (one lookup, no allocation). */
-final class KeepAlive {
+public final class KeepAlive {
     private KeepAlive() {}
 
     /** HTTP/1.1: unless "close"; HTTP/1.0: only with "keep-alive". */
-    static boolean of(HttpVersion version, String connection) {
+    public static boolean of(HttpVersion version, String connection) {
         if (connection == null) {
             return version.isKeepAliveDefault();
         }

@@ -98,8 +98,8 @@ public enum Refusal {
         };
     }
 
-    /** The refusal a decoder failure carries ({@link Http1Exception}), else the generic one of {@code status}. */
+    /** The refusal a decoder failure carries ({@link RefusalException}), else the generic one of {@code status}. */
     static Refusal of(Throwable cause, int status) {
-        return cause instanceof Http1Exception e && e.refusal != null ? e.refusal : of(status);
+        return cause instanceof RefusalException e && e.refusal != null ? e.refusal : of(status);
     }
 }

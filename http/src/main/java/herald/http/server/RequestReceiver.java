@@ -1,11 +1,13 @@
 package herald.http.server;
 
 import herald.http.config.ServerConfig;
+import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.codec.http.HttpContent;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpRequest;
-import io.netty.handler.codec.http.HttpUtil;
+import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.LastHttpContent;
+import io.netty.handler.codec.http.TooLongHttpHeaderException;
+import io.netty.handler.codec.http.TooLongHttpLineException;
 import java.io.IOException;
 
 /**
@@ -18,60 +20,68 @@ import java.io.IOException;
 final class RequestReceiver {
     private final HttpConnection conn;
     private final ServerConfig config;
-    private final Http1Decoder decoder;
+    private final HeadProgress decoder;
     /** The head of the request being received; null between requests. */
-    HttpRequest head;
+    RequestHead head;
     private boolean headKeepAlive;
     private BodyBuffer body;
     /** The body being streamed to a handler already queued ({@link #streamedEx}), or null. */
     private StreamedBody streamed;
     private Exchange streamedEx;
 
-    RequestReceiver(HttpConnection conn, ServerConfig config, Http1Decoder decoder) {
+    RequestReceiver(HttpConnection conn, ServerConfig config, HeadProgress decoder) {
         this.conn = conn;
         this.config = config;
         this.decoder = decoder;
     }
 
-    void onHead(HttpRequest r) {
-        Http1Request h1 = r instanceof Http1Request h ? h : null;
-        int status = h1 != null ? h1.status : RequestDecoder.headStatus(r, config.maxBodyBytes);
-        if (status > 100) {
-            conn.reject(r, Refusal.of(r.decoderResult().cause(), status));
+    /** A head arrived: refused, or the request begins (a {@link RequestHead#full} one's end follows at once). */
+    void onHead(RequestHead r) {
+        if (r.refusal != null) {
+            conn.reject(r, r.refusal);
             return;
-        } else if (status == 100) {
+        } else if (r.expectContinue) {
             conn.output.writeContinue();
-        }
-        if (h1 != null ? h1.absolute : r.uri().charAt(0) != '/') {
-            RequestHead.useTargetHost(r);
         }
         if (conn.reserveOnly && !healthProbe(r)) {
             conn.reject(r, Refusal.TOO_MANY_CONNECTIONS);
             return;
         }
         head = r;
-        headKeepAlive = (h1 != null ? h1.keepAlive
-            : KeepAlive.of(r.protocolVersion(), r.headers().get(HttpHeaderNames.CONNECTION))) && !conn.reserveOnly;
-        if (r instanceof io.netty.handler.codec.http.FullHttpRequest) {
+        headKeepAlive = r.keepAlive && !conn.reserveOnly;
+        if (r.full) {
             return; // no body follows (the common GET): no Content-Length lookup, which would build the headers
         }
-        long length = HttpUtil.getContentLength(r, -1L);
+        long length = contentLength(r);
         if (length > StreamedBody.BUFFERED_LIMIT && length <= config.maxBodyBytes) {
             stream(null); // the handler starts now and reads the body as it comes
         }
     }
 
     /** A request a reserve connection answers: GET or HEAD of one of {@code :health-paths}. */
-    private boolean healthProbe(HttpRequest r) {
-        String uri = r.uri();
-        int q = uri.indexOf('?');
-        String path = q < 0 ? uri : uri.substring(0, q);
-        if (path.startsWith("http://") || path.startsWith("https://")) {
-            int slash = path.indexOf('/', path.indexOf("//") + 2);
-            path = slash < 0 ? "/" : path.substring(slash);
+    private boolean healthProbe(RequestHead r) {
+        return (r.method() == HttpMethod.GET || r.method() == HttpMethod.HEAD)
+            && config.healthPaths.contains(r.path());
+    }
+
+    /** The declared Content-Length (checked by the codec), or -1. */
+    private static long contentLength(RequestHead r) {
+        String v = r.headers().get(HttpHeaderNames.CONTENT_LENGTH);
+        return v == null ? -1L : Long.parseLong(v);
+    }
+
+    /** The status for a body's decoder failure: {@link RefusalException}'s own, 414, 431, else 400. */
+    static int statusOf(Throwable cause) {
+        if (cause instanceof RefusalException e) {
+            return e.status;
         }
-        return (r.method() == io.netty.handler.codec.http.HttpMethod.GET
-            || r.method() == io.netty.handler.codec.http.HttpMethod.HEAD) && config.healthPaths.contains(path);
+        if (cause instanceof TooLongHttpLineException) {
+            return 414;
+        }
+        if (cause instanceof TooLongHttpHeaderException || cause instanceof TooLongFrameException) {
+            return 431;
+        }
+        return 400;
     }
 
     /**
@@ -80,7 +90,7 @@ final class RequestReceiver {
      * fixed 1 KiB start was most of a small chunked request's allocation).
      */
     private boolean startBody(int first) {
-        long length = HttpUtil.getContentLength(head, -1L);
+        long length = contentLength(head);
         if (length > config.maxBodyBytes) {
             return false;
         }
@@ -94,7 +104,7 @@ final class RequestReceiver {
         }
         if (c.decoderResult().isFailure()) {
             Throwable cause = c.decoderResult().cause();
-            refuse(Refusal.of(cause, RequestDecoder.statusOf(cause)));
+            refuse(Refusal.of(cause, statusOf(cause)));
             return;
         }
         int n = c.content().readableBytes();
@@ -144,7 +154,7 @@ final class RequestReceiver {
         streamed = null;
         streamedEx = null;
         if (decoder != null) {
-            decoder.partialSince = 0;
+            decoder.requestDone();
         }
     }
 

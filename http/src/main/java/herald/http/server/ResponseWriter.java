@@ -35,7 +35,7 @@ final class ResponseWriter {
 
     /** The sink for {@code ex}: HTTP/2 frames for a request that came on an HTTP/2 stream, else HTTP/1.1 bytes. */
     static ResponseSink sink(Exchange ex) {
-        return ex.request != null && ex.request.protocolVersion() == Http2Request.VERSION
+        return ex.request != null && ex.request.version() == Http2Request.VERSION
             ? ResponseSink.H2 : ResponseSink.H1;
     }
 
@@ -111,7 +111,7 @@ final class ResponseWriter {
         HeaderScan scan = HeaderScan.of(RT.get(resp, HEADERS), loop);
         boolean bodiless = StatusLines.bodiless(status);
         boolean noBody = ex.head || bodiless;
-        boolean http10 = ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
+        boolean http10 = ex.request.version() == HttpVersion.HTTP_1_0;
         ex.keepAlive = ex.keepAlive && !scan.close;
         if (sink == ResponseSink.H1 && (body instanceof String || body instanceof byte[]
             || body == null && (scan.contentLength == null || !ex.head && status != 304))) {

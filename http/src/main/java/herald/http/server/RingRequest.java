@@ -6,27 +6,17 @@ import clojure.lang.IPersistentMap;
 import clojure.lang.Keyword;
 import clojure.lang.PersistentArrayMap;
 import clojure.lang.PersistentHashMap;
-import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
-import io.netty.util.AsciiString;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpRequest;
-import io.netty.channel.Channel;
-import io.netty.handler.ssl.SslHandler;
-import java.security.cert.Certificate;
 import java.security.cert.X509Certificate;
-import javax.net.ssl.SSLPeerUnverifiedException;
-import javax.net.ssl.SSLSession;
 import java.io.InputStream;
-import java.net.InetSocketAddress;
-import java.net.SocketAddress;
 import java.util.HashMap;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
 
-/** Builds the Ring request map straight from Netty's request head, with interned keywords. */
+/** Builds the Ring request map straight from a {@link RequestHead}, with interned keywords. */
 public final class RingRequest {
     private static final Map<String, String> LOWER = new HashMap<>();
 
@@ -41,157 +31,40 @@ public final class RingRequest {
         }
     }
 
-    private static final Object NO_CERT = new Object();
-    private static final AsciiString X_FORWARDED_FOR = AsciiString.cached("x-forwarded-for");
-    private static final AsciiString X_FORWARDED_PROTO = AsciiString.cached("x-forwarded-proto");
 
     private RingRequest() {}
 
-    /** Per-connection facts, computed once per channel. */
-    public static final class Connection {
-        /** {@code :remote-addr} of a request over a Unix domain socket (the peer is on this host). */
-        public static final String UNIX_REMOTE_ADDR = "127.0.0.1";
-        /** {@code :server-name} of a request over a Unix domain socket that has no Host header. */
-        public static final String UNIX_SERVER_NAME = "localhost";
-        /** {@code :server-port} of a request over a Unix domain socket: the http scheme's default port. */
-        public static final int UNIX_SERVER_PORT = 80;
-
-        private static boolean isUnix(SocketAddress a) {
-            return a instanceof java.net.UnixDomainSocketAddress || a instanceof io.netty.channel.unix.DomainSocketAddress;
-        }
-
-        final Integer serverPort;
-        final String remoteAddr;
-        final String localAddr;
-        final boolean proxy;
-        /** The channel's TLS handler; null on a plaintext connection. */
-        final SslHandler tls;
-        /** The client certificate once read: NO_CERT when there is none; null until read. */
-        private volatile Object clientCert;
-
-        /**
-         * The facts of {@code ch}; {@code fallbackPort} when its local address is not an inet address. A Unix domain
-         * socket connection has no addresses: it gets {@link #UNIX_REMOTE_ADDR}, {@link #UNIX_SERVER_NAME} (when the
-         * request has no Host) and {@link #UNIX_SERVER_PORT}, what a client on this host going through TCP would get.
-         */
-        static Connection of(Channel ch, int fallbackPort, boolean proxy) {
-            SocketAddress local = ch.localAddress();
-            if (isUnix(local)) {
-                return new Connection(UNIX_SERVER_PORT, UNIX_REMOTE_ADDR, UNIX_SERVER_NAME, proxy,
-                    ch.pipeline().get(SslHandler.class));
-            }
-            int port = local instanceof InetSocketAddress isa ? isa.getPort() : fallbackPort;
-            return new Connection(port, ip(ch.remoteAddress()), ip(local), proxy, ch.pipeline().get(SslHandler.class));
-        }
-
-        /**
-         * The client's certificate (the leaf of the chain it presented), or null; read once from the TLS session,
-         * which is established before any request on the connection is decoded.
-         */
-        X509Certificate clientCert() {
-            Object c = clientCert;
-            if (c == null) {
-                X509Certificate leaf = peerLeaf(tls.engine().getSession());
-                c = leaf != null ? leaf : NO_CERT;
-                clientCert = c;
-            }
-            return c instanceof X509Certificate x ? x : null;
-        }
-
-        private static X509Certificate peerLeaf(SSLSession session) {
-            try {
-                Certificate[] chain = session.getPeerCertificates();
-                return chain.length > 0 && chain[0] instanceof X509Certificate x ? x : null;
-            } catch (SSLPeerUnverifiedException none) {
-                return null;
-            }
-        }
-
-        private static String ip(SocketAddress a) {
-            if (a instanceof InetSocketAddress isa) {
-                return isa.getAddress() != null ? isa.getAddress().getHostAddress() : isa.getHostString();
-            }
-            return a == null ? "" : a.toString();
-        }
-
-        public Connection(int serverPort, String remoteAddr, String localAddr, boolean proxy) {
-            this(serverPort, remoteAddr, localAddr, proxy, null);
-        }
-
-        Connection(int serverPort, String remoteAddr, String localAddr, boolean proxy, SslHandler tls) {
-            this.serverPort = serverPort;
-            this.remoteAddr = remoteAddr;
-            this.localAddr = localAddr;
-            this.proxy = proxy;
-            this.tls = tls;
-        }
-    }
-
-    /** The Ring map of {@code req}; {@code body} is null when the request has none (then :body is absent). */
-    public static IPersistentMap build(HttpRequest req, InputStream body, Connection conn) {
-        if (req instanceof Http1Request h && !h.absolute && h.headers instanceof Http1Headers hh && hh.plain()) {
-            return build(h, hh, body, conn);
-        }
+    /**
+     * The Ring map of {@code req}, a head that arrived on a connection ({@link RequestHead#arrivedOn}); {@code body}
+     * is null when the request has none (then :body is absent). Every value comes from the head, whichever codec
+     * made it: the HTTP/1.1 head's path, query and headers are still the bytes it was parsed from.
+     */
+    public static IPersistentMap build(RequestHead req, InputStream body) {
+        String query = req.query();
+        X509Certificate cert = req.clientCert();
         HttpHeaders hs = req.headers();
-        String host = hs.get(HttpHeaderNames.HOST);
-        String forwardedFor = conn.proxy ? hs.get(X_FORWARDED_FOR) : null;
-        String raw = req.uri();
-        int start = pathStart(raw);
-        int q = raw.indexOf('?', start);
-        X509Certificate cert = conn.tls != null ? conn.clientCert() : null;
-        Object[] kv = new Object[16 + (q >= 0 ? 2 : 0) + (body != null ? 2 : 0) + (cert != null ? 2 : 0)];
+        Object[] kv = new Object[16 + (query != null ? 2 : 0) + (body != null ? 2 : 0) + (cert != null ? 2 : 0)];
         int i = 0;
         kv[i++] = SERVER_PORT;
-        kv[i++] = conn.serverPort;
+        kv[i++] = req.serverPort();
         kv[i++] = SERVER_NAME;
-        kv[i++] = serverName(host, conn);
+        kv[i++] = req.serverName();
         kv[i++] = REMOTE_ADDR;
-        kv[i++] = forwardedFor != null ? firstForwarded(forwardedFor) : conn.remoteAddr;
-        kv[i++] = URI;
-        kv[i++] = q < 0 ? (start == 0 ? raw : nonEmptyPath(raw.substring(start))) : nonEmptyPath(raw.substring(start, q));
-        if (q >= 0) {
-            kv[i++] = QUERY_STRING;
-            kv[i++] = raw.substring(q + 1);
-        }
-        kv[i++] = SCHEME;
-        kv[i++] = conn.tls != null || conn.proxy && "https".equalsIgnoreCase(hs.get(X_FORWARDED_PROTO)) ? HTTPS : HTTP;
-        kv[i++] = REQUEST_METHOD;
-        kv[i++] = method(req.method());
-        kv[i++] = PROTOCOL;
-        kv[i++] = req.protocolVersion().text();
-        kv[i++] = HEADERS;
-        kv[i++] = hs.isEmpty() ? PersistentArrayMap.EMPTY : new LazyHeaders(hs);
-        return finish(kv, i, body, cert);
-    }
-
-    /** {@link #build} for a head herald's parser made: path, query and server name straight from it. */
-    private static IPersistentMap build(Http1Request req, Http1Headers hs, InputStream body, Connection conn) {
-        String forwardedFor = conn.proxy ? hs.get(X_FORWARDED_FOR) : null;
-        int q = req.queryAt;
-        X509Certificate cert = conn.tls != null ? conn.clientCert() : null;
-        Object[] kv = new Object[16 + (q >= 0 ? 2 : 0) + (body != null ? 2 : 0) + (cert != null ? 2 : 0)];
-        int i = 0;
-        kv[i++] = SERVER_PORT;
-        kv[i++] = conn.serverPort;
-        kv[i++] = SERVER_NAME;
-        String name = req.serverName;
-        kv[i++] = name == null || name.isEmpty() ? conn.localAddr : name;
-        kv[i++] = REMOTE_ADDR;
-        kv[i++] = forwardedFor != null ? firstForwarded(forwardedFor) : conn.remoteAddr;
+        kv[i++] = req.remoteAddr();
         kv[i++] = URI;
         kv[i++] = req.path();
-        if (q >= 0) {
+        if (query != null) {
             kv[i++] = QUERY_STRING;
-            kv[i++] = req.query();
+            kv[i++] = query;
         }
         kv[i++] = SCHEME;
-        kv[i++] = conn.tls != null || conn.proxy && "https".equalsIgnoreCase(hs.get(X_FORWARDED_PROTO)) ? HTTPS : HTTP;
+        kv[i++] = req.https() ? HTTPS : HTTP;
         kv[i++] = REQUEST_METHOD;
         kv[i++] = method(req.method());
         kv[i++] = PROTOCOL;
-        kv[i++] = req.protocolVersion().text();
+        kv[i++] = req.version().text();
         kv[i++] = HEADERS;
-        kv[i++] = hs.count() == 0 ? PersistentArrayMap.EMPTY : new LazyHeaders(hs);
+        kv[i++] = hs.isEmpty() ? PersistentArrayMap.EMPTY : new LazyHeaders(hs);
         return finish(kv, i, body, cert);
     }
 
@@ -222,50 +95,9 @@ public final class RingRequest {
         return Keyword.intern(m.name().toLowerCase(Locale.ROOT));
     }
 
-    /** Index where the path starts: 0 for origin-form, after the authority for absolute-form. */
-    static int pathStart(String raw) {
-        if (raw.isEmpty() || raw.charAt(0) == '/' || raw.charAt(0) == '*') {
-            return 0;
-        }
-        int scheme = raw.indexOf("://");
-        if (scheme < 0) {
-            return 0;
-        }
-        int slash = raw.indexOf('/', scheme + 3);
-        int q = raw.indexOf('?', scheme + 3);
-        if (slash < 0 || (q >= 0 && q < slash)) {
-            return q >= 0 ? q : raw.length();
-        }
-        return slash;
-    }
-
-    private static String nonEmptyPath(String p) {
-        return p.isEmpty() ? "/" : p;
-    }
-
-    private static String serverName(String host, Connection conn) {
-        if (host == null || host.isEmpty()) {
-            return conn.localAddr;
-        }
-        String name;
-        if (host.charAt(0) == '[') {
-            int close = host.indexOf(']');
-            name = close > 0 ? host.substring(0, close + 1) : host;
-        } else {
-            int colon = host.lastIndexOf(':');
-            name = colon >= 0 ? host.substring(0, colon) : host;
-        }
-        return name;
-    }
-
-    private static String firstForwarded(String xff) {
-        int comma = xff.indexOf(',');
-        return (comma < 0 ? xff : xff.substring(0, comma)).trim();
-    }
-
     /** The lowercased, joined headers as a persistent map (array map up to 16 distinct names). */
     static IPersistentMap headersMap(HttpHeaders hs) {
-        if (hs instanceof Http1Headers h && h.plain()) {
+        if (hs instanceof ParsedHeaders h && h.plain()) {
             return headersMap(h);
         }
         int n = hs.size();
@@ -282,7 +114,7 @@ public final class RingRequest {
     }
 
     /** {@link #headersMap} of parsed headers: the names are lower-case already. */
-    private static IPersistentMap headersMap(Http1Headers hs) {
+    private static IPersistentMap headersMap(ParsedHeaders hs) {
         int n = hs.count();
         if (n > 16) {
             LinkedHashMap<String, String> m = new LinkedHashMap<>();

@@ -51,7 +51,7 @@ final class ServerAnswers {
         } else if (status == 426) {
             h.put(WS_VERSION); // the only 426 herald writes: a WebSocket version it does not speak
         }
-        boolean http10 = ex.request != null && ex.request.protocolVersion() == HttpVersion.HTTP_1_0;
+        boolean http10 = ex.request != null && ex.request.version() == HttpVersion.HTTP_1_0;
         sink.fixed(c, ex, h, status, why.body.length, ex.head ? null : why.body, http10);
         c.exchanges.finished(ex);
     }

@@ -1,6 +1,7 @@
 package herald.http.server;
 
 import herald.http.config.ServerConfig;
+import herald.http.http1.Http1Decoder;
 import herald.http.http2.AlpnSwitch;
 import herald.http.http2.Http2Host;
 import herald.http.http2.PrefaceDetector;
@@ -119,7 +120,7 @@ final class ServerInitializer extends ChannelInitializer<Channel> implements Htt
 
     @Override
     public Object connectionFacts(Channel parent) {
-        return RingRequest.Connection.of(parent, server.serverPort, server.config.proxy);
+        return ConnectionInfo.of(parent, server.serverPort, server.config.proxy);
     }
 
     @Override
@@ -143,6 +144,6 @@ final class ServerInitializer extends ChannelInitializer<Channel> implements Htt
     public void addStreamHandler(ChannelPipeline stream, Object facts) {
         HttpConnection c = new HttpConnection(server, null);
         stream.addLast(HANDLER, c);
-        c.info = (RingRequest.Connection) facts; // the parent's addresses and TLS session, not the stream's
+        c.info = (ConnectionInfo) facts; // the parent's addresses and TLS session, not the stream's
     }
 }

@@ -3,7 +3,7 @@ package herald.http.websocket;
 import herald.http.config.ServerConfig;
 import io.netty.handler.codec.compression.DecompressionException;
 import io.netty.handler.codec.http.HttpHeaderNames;
-import io.netty.handler.codec.http.HttpRequest;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.websocketx.extensions.WebSocketExtensionData;
 import io.netty.handler.codec.http.websocketx.extensions.WebSocketExtensionUtil;
 import io.netty.handler.codec.http.websocketx.extensions.WebSocketServerExtension;
@@ -24,9 +24,9 @@ final class Compression {
 
     private Compression() {}
 
-    /** The extension to install for {@code req}, or null when compression is off or no offer is acceptable. */
-    static WebSocketServerExtension negotiate(HttpRequest req, ServerConfig config) {
-        String offers = req.headers().get(HttpHeaderNames.SEC_WEBSOCKET_EXTENSIONS);
+    /** The extension to install for a request with {@code headers}, or null when compression is off or no offer is acceptable. */
+    static WebSocketServerExtension negotiate(HttpHeaders headers, ServerConfig config) {
+        String offers = headers.get(HttpHeaderNames.SEC_WEBSOCKET_EXTENSIONS);
         if (!config.websocketCompression || offers == null) {
             return null;
         }

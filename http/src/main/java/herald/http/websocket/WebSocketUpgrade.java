@@ -3,6 +3,7 @@ package herald.http.websocket;
 import clojure.lang.RT;
 import herald.http.config.ServerConfig;
 import herald.http.server.Hooks;
+import herald.http.server.RequestHead;
 import herald.http.server.RingKeys;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
@@ -15,7 +16,6 @@ import io.netty.handler.codec.http.FullHttpRequest;
 import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpResponseEncoder;
 import io.netty.handler.codec.http.websocketx.Utf8FrameValidator;
 import io.netty.handler.codec.http.websocketx.WebSocketDecoderConfig;
@@ -31,7 +31,7 @@ public final class WebSocketUpgrade {
     private WebSocketUpgrade() {}
 
     /** True when {@code req} asks for a WebSocket upgrade (GET, Upgrade: websocket, Connection: upgrade, a key). */
-    public static boolean isUpgradeRequest(HttpRequest req) {
+    public static boolean isUpgradeRequest(RequestHead req) {
         return req != null && req.method() == HttpMethod.GET
             && hasToken(req.headers().get(HttpHeaderNames.UPGRADE), "websocket")
             && hasToken(req.headers().get(HttpHeaderNames.CONNECTION), "upgrade")
@@ -42,7 +42,7 @@ public final class WebSocketUpgrade {
      * True when {@code req} is an upgrade request naming a {@code Sec-WebSocket-Version} herald does not speak
      * (it speaks 13, and 8 and 7 as Netty does): answered 426 with {@code Sec-WebSocket-Version: 13} (RFC 6455 4.2.2).
      */
-    public static boolean unsupportedVersion(HttpRequest req) {
+    public static boolean unsupportedVersion(RequestHead req) {
         if (!isUpgradeRequest(req)) {
             return false;
         }
@@ -67,13 +67,13 @@ public final class WebSocketUpgrade {
      * Performs the handshake and replaces the HTTP handler {@code ctx} with the frame handlers. Returns false
      * (and changes nothing) when the request is not a valid upgrade request or the version is unsupported.
      */
-    public static boolean upgrade(ChannelHandlerContext ctx, HttpRequest req, Object response, Object listenerValue,
+    public static boolean upgrade(ChannelHandlerContext ctx, RequestHead req, Object response, Object listenerValue,
                                   Hooks hooks, ServerConfig config, Executor executor, ChannelGroup channels) {
         if (!isUpgradeRequest(req) || hooks.websocketAdapter == null) {
             return false;
         }
         Object proto = RT.get(response, RingKeys.WS_PROTOCOL);
-        WebSocketServerExtension deflate = Compression.negotiate(req, config);
+        WebSocketServerExtension deflate = Compression.negotiate(req.headers(), config);
         WebSocketDecoderConfig dc = WebSocketDecoderConfig.newBuilder()
             .maxFramePayloadLength(config.websocketMaxFrameBytes)
             .allowExtensions(deflate != null) // RSV1 marks a compressed message; without the extension it fails
@@ -83,13 +83,14 @@ public final class WebSocketUpgrade {
         String host = req.headers().get(HttpHeaderNames.HOST, "localhost");
         WebSocketServerHandshakerFactory factory = new WebSocketServerHandshakerFactory(
             "ws://" + host + req.uri(), proto == null ? null : proto.toString(), dc);
-        WebSocketServerHandshaker handshaker = factory.newHandshaker(req);
+        // Netty's handshaker takes an HttpRequest: a view of the head, made for the upgrade only
+        FullHttpRequest full = new DefaultFullHttpRequest(req.version(), req.method(), req.uri(),
+            Unpooled.EMPTY_BUFFER, req.headers(), EmptyHttpHeaders.INSTANCE);
+        WebSocketServerHandshaker handshaker = factory.newHandshaker(full);
         if (handshaker == null || handshaker.version() == WebSocketVersion.V00) {
             return false; // an unsupported version, or none (hixie-76, which has no Sec-WebSocket-Key)
         }
         WebSocketListener listener = (WebSocketListener) hooks.websocketAdapter.invoke(listenerValue);
-        FullHttpRequest full = new DefaultFullHttpRequest(req.protocolVersion(), req.method(), req.uri(),
-            Unpooled.EMPTY_BUFFER, req.headers(), EmptyHttpHeaders.INSTANCE);
         ChannelPipeline p = ctx.pipeline();
         p.addBefore(ctx.name(), "herald-http-encoder", new HttpResponseEncoder());
         HeraldWebSocket socket = new HeraldWebSocket(ctx.channel(), listener, executor);

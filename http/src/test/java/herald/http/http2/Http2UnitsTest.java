@@ -6,11 +6,12 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import io.netty.handler.codec.http.DefaultHttpRequest;
+import herald.http.server.Refusal;
+import herald.http.server.RequestHead;
+import io.netty.handler.codec.http.DefaultHttpHeaders;
+import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.handler.codec.http.HttpMethod;
-import io.netty.handler.codec.http.HttpRequest;
 import io.netty.handler.codec.http.HttpVersion;
-import io.netty.handler.codec.http.TooLongHttpLineException;
 import io.netty.handler.codec.http2.DefaultHttp2Headers;
 import io.netty.handler.codec.http2.Http2Headers;
 import io.netty.handler.codec.http2.Http2Settings;
@@ -43,12 +44,16 @@ class Http2UnitsTest {
     void requestHeadCarriesHttp2VersionAndHostFromAuthority() {
         Http2Headers in = new DefaultHttp2Headers().method("POST").path("/a?b=1").authority("example.org:8443")
             .scheme("https").add("cookie", "a=1").add("cookie", "b=2");
-        HttpRequest r = Http2Request.of(in, 4096);
-        assertTrue(r.decoderResult().isSuccess());
-        assertEquals("HTTP/2.0", r.protocolVersion().text());
-        assertEquals(1, r.protocolVersion().majorVersion(), "HTTP/1.1 semantics for the exchange handler");
+        RequestHead r = Http2Request.of(in, 4096, false);
+        assertNull(r.refusal());
+        assertFalse(r.full(), "DATA frames follow");
+        assertEquals("HTTP/2.0", r.version().text());
+        assertEquals(1, r.version().majorVersion(), "HTTP/1.1 semantics for the exchange handler");
         assertEquals(HttpMethod.POST, r.method());
         assertEquals("/a?b=1", r.uri());
+        assertEquals("/a", r.path());
+        assertEquals("b=1", r.query());
+        assertEquals("example.org", r.hostName());
         assertEquals("example.org:8443", r.headers().get("host"));
         assertEquals(2, r.headers().getAll("cookie").size());
         assertFalse(r.headers().names().stream().anyMatch(n -> n.startsWith(":")));
@@ -56,21 +61,35 @@ class Http2UnitsTest {
 
     @Test
     void requestHeadFailuresBecomeStatuses() {
-        HttpRequest longPath = Http2Request.of(new DefaultHttp2Headers().method("GET").path("/" + "p".repeat(100)), 64);
-        assertTrue(longPath.decoderResult().cause() instanceof TooLongHttpLineException, "414");
-        HttpRequest noPath = Http2Request.of(new DefaultHttp2Headers().method("GET"), 64);
-        assertTrue(noPath.decoderResult().isFailure(), "400");
-        HttpRequest badMethod = Http2Request.of(new DefaultHttp2Headers().method("G T").path("/"), 64);
-        assertTrue(badMethod.decoderResult().isFailure(), "400");
+        RequestHead longPath = Http2Request.of(new DefaultHttp2Headers().method("GET").path("/" + "p".repeat(100)), 64,
+            true);
+        assertEquals(Refusal.REQUEST_LINE_TOO_LONG, longPath.refusal());
+        RequestHead noPath = Http2Request.of(new DefaultHttp2Headers().method("GET"), 64, true);
+        assertEquals(Refusal.BAD_REQUEST, noPath.refusal());
+        RequestHead badMethod = Http2Request.of(new DefaultHttp2Headers().method("G T").path("/"), 64, true);
+        assertEquals(Refusal.BAD_REQUEST, badMethod.refusal());
+        assertEquals(Http2Request.VERSION, badMethod.version(), "answered on the stream, as HTTP/2");
+        RequestHead lower = Http2Request.of(new DefaultHttp2Headers().method("get").path("/"), 64, true);
+        assertEquals(Refusal.LOWERCASE_METHOD, lower.refusal());
+        RequestHead fragment = Http2Request.of(new DefaultHttp2Headers().method("GET").path("/a#b"), 64, true);
+        assertEquals(Refusal.FRAGMENT_IN_TARGET, fragment.refusal());
     }
 
-    private static HttpRequest upgrade(String settings, String connection) {
-        HttpRequest r = new DefaultHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.GET, "/");
-        r.headers().set("Host", "x").set("Upgrade", "h2c").set("Connection", connection);
+    private static RequestHead upgrade(String settings, String connection) {
+        return upgrade(settings, connection, false);
+    }
+
+    private static RequestHead upgrade(String settings, String connection, boolean body) {
+        HttpHeaders hs = new DefaultHttpHeaders().set("Host", "x").set("Upgrade", "h2c").set("Connection", connection);
         if (settings != null) {
-            r.headers().set("HTTP2-Settings", settings);
+            hs.set("HTTP2-Settings", settings);
         }
-        return r;
+        if (body) {
+            hs.set("Content-Length", "3");
+        }
+        byte[] slash = {'/'};
+        return new RequestHead(HttpMethod.GET, HttpVersion.HTTP_1_1, hs, slash, 0, 1, -1, "/", "x", null, false, true,
+            !body);
     }
 
     @Test
@@ -85,8 +104,7 @@ class Http2UnitsTest {
         assertNull(UpgradeWatcher.upgradable(upgrade("!!!!", "Upgrade, HTTP2-Settings")), "not base64url");
         assertNull(UpgradeWatcher.upgradable(upgrade(null, "Upgrade")), "no HTTP2-Settings");
         assertNull(UpgradeWatcher.upgradable(upgrade("AAMAAABk", "keep-alive")), "Connection lacks Upgrade");
-        HttpRequest withBody = upgrade("AAMAAABk", "Upgrade, HTTP2-Settings");
-        withBody.headers().set("Content-Length", "3");
+        RequestHead withBody = upgrade("AAMAAABk", "Upgrade, HTTP2-Settings", true);
         assertNull(UpgradeWatcher.upgradable(withBody), "a body: served over HTTP/1.1");
         assertNull(UpgradeWatcher.decodeSettings("AAIAAAAC"), "ENABLE_PUSH=2 is not a valid value");
     }

@@ -1,5 +1,6 @@
-package herald.http.server;
+package herald.http.http1;
 
+import herald.http.server.Refusal;
 import io.netty.handler.codec.http.HttpMethod;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.VarHandle;

@@ -1,10 +1,11 @@
-package herald.http.server;
+package herald.http.http1;
 
-import static herald.http.server.Http1Bytes.asciiEqualsIgnoreCase;
-import static herald.http.server.Http1Bytes.clean;
-import static herald.http.server.Http1Bytes.lengthOf;
-import static herald.http.server.Http1Names.TCHAR;
+import static herald.http.http1.Http1Bytes.asciiEqualsIgnoreCase;
+import static herald.http.http1.Http1Bytes.clean;
+import static herald.http.http1.Http1Bytes.lengthOf;
+import static herald.http.http1.Http1Names.TCHAR;
 
+import herald.http.server.Refusal;
 import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
 

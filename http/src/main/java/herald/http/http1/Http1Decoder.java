@@ -1,8 +1,12 @@
-package herald.http.server;
+package herald.http.http1;
 
-import static herald.http.server.Http1Names.TCHAR;
+import static herald.http.http1.Http1Names.TCHAR;
 
 import herald.http.config.ServerConfig;
+import herald.http.server.HeadProgress;
+import herald.http.server.Refusal;
+import herald.http.server.RefusalException;
+import herald.http.server.RequestHead;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
@@ -19,17 +23,18 @@ import java.util.List;
 /**
  * herald's HTTP/1.1 request decoder (replaces Netty's {@code HttpRequestDecoder}): finds a request head's lines
  * in the buffer, copies the head once and hands it to {@link Http1Parser}, which checks it in the same pass. Emits
- * an {@link Http1Request} per head: a {@link Http1Request.Full} one for a request without a body (one message),
- * else the head followed by {@code HttpContent}s (Content-Length or chunked framing) ending with a
- * {@code LastHttpContent}. Limits: a request line over {@code :max-request-line-bytes} is refused 414, header lines
+ * a {@link RequestHead} per head: alone for a request without a body ({@link RequestHead#full}), else followed by
+ * {@code HttpContent}s (Content-Length or chunked framing) ending with a {@code LastHttpContent}; a refused body is
+ * a {@code LastHttpContent} whose decoder result fails with a {@link RefusalException}. Limits: a request line over {@code :max-request-line-bytes} is refused 414, header lines
  * over {@code :max-header-bytes} (their CRLFs included, the empty line not) 431, chunk-size lines over the
  * request-line limit 400, a chunk over {@code :max-body-bytes} 413, trailers over the header limit 431. A refused
  * head or body ends decoding: later input is discarded (the connection answers and closes).
  *
  * <p>It is a {@code HttpRequestDecoder} by type only (none of its decoding runs): Netty's WebSocket handshaker finds
- * the HTTP decoder it replaces with the frame decoder by that class.
+ * the HTTP decoder it replaces with the frame decoder by that class. The connection behind it sees only its
+ * messages and {@link HeadProgress} (the request timeouts).
  */
-final class Http1Decoder extends HttpRequestDecoder {
+public final class Http1Decoder extends HttpRequestDecoder implements HeadProgress {
     private static final byte LF = '\n';
     private static final int HEAD = 0;
     private static final int BODY = 1;
@@ -40,7 +45,7 @@ final class Http1Decoder extends HttpRequestDecoder {
     private static final int FAILED = 6;
 
     /** nanoTime when the current partial head started arriving, 0 when none is pending (the request timeout). */
-    long partialSince;
+    private long partialSince;
     private final Http1Parser parser;
     private final int maxLine;
     private final int maxHeader;
@@ -54,7 +59,7 @@ final class Http1Decoder extends HttpRequestDecoder {
     private long remaining;
     private int trailerBytes;
 
-    Http1Decoder(ServerConfig config) {
+    public Http1Decoder(ServerConfig config) {
         this(config.maxRequestLineBytes, config.maxHeaderBytes, config.maxBodyBytes);
     }
 
@@ -64,6 +69,16 @@ final class Http1Decoder extends HttpRequestDecoder {
         this.maxHeader = maxHeader;
         this.maxBody = maxBody;
         this.parser = new Http1Parser(maxBody);
+    }
+
+    @Override
+    public long partialSince() {
+        return partialSince;
+    }
+
+    @Override
+    public void requestDone() {
+        partialSince = 0;
     }
 
     @Override
@@ -154,12 +169,12 @@ final class Http1Decoder extends HttpRequestDecoder {
         byte[] b = new byte[len];
         in.getBytes(r, b, 0, len);
         in.readerIndex(r + len);
-        Http1Request req = parser.parse(b, ends, lines);
+        RequestHead req = parser.parse(b, ends, lines);
         lines = 0;
         scanned = 0;
         partialSince = 0;
         out.add(req);
-        if (req.status != 0 && req.status != 100) {
+        if (req.refusal() != null) {
             state = FAILED;
             in.skipBytes(in.readableBytes());
         } else if (parser.chunked) {
@@ -171,7 +186,7 @@ final class Http1Decoder extends HttpRequestDecoder {
     }
 
     private void refuse(ByteBuf in, List<Object> out, Refusal why) {
-        out.add(Http1Request.refused(why));
+        out.add(RequestHead.refused(why));
         lines = 0;
         scanned = 0;
         state = FAILED;
@@ -180,7 +195,7 @@ final class Http1Decoder extends HttpRequestDecoder {
 
     private void failBody(ByteBuf in, List<Object> out, Refusal why) {
         DefaultLastHttpContent c = new DefaultLastHttpContent(Unpooled.EMPTY_BUFFER, EmptyHttpHeaders.INSTANCE);
-        c.setDecoderResult(DecoderResult.failure(new Http1Exception(why)));
+        c.setDecoderResult(DecoderResult.failure(new RefusalException(why)));
         out.add(c);
         state = FAILED;
         in.skipBytes(in.readableBytes());

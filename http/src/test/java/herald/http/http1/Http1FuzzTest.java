@@ -1,4 +1,4 @@
-package herald.http.server;
+package herald.http.http1;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 

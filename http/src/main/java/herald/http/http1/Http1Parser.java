@@ -1,9 +1,14 @@
-package herald.http.server;
+package herald.http.http1;
 
-import static herald.http.server.Http1Bytes.method;
-import static herald.http.server.Http1Bytes.versionRefusal;
-import static herald.http.server.Http1Names.TCHAR;
+import static herald.http.http1.Http1Bytes.method;
+import static herald.http.http1.Http1Bytes.versionRefusal;
+import static herald.http.http1.Http1Names.TCHAR;
 
+import herald.http.server.HeadChecks;
+import herald.http.server.KeepAlive;
+import herald.http.server.Refusal;
+import herald.http.server.RequestHead;
+import io.netty.handler.codec.http.HttpHeaderNames;
 import io.netty.handler.codec.http.HttpMethod;
 import io.netty.handler.codec.http.HttpVersion;
 import java.nio.charset.StandardCharsets;
@@ -43,7 +48,7 @@ final class Http1Parser {
      * lines and the body's framing ({@link HeaderLines}); their results are fields (one parser per connection:
      * nothing is allocated for them).
      */
-    Http1Request parse(byte[] b, int[] ends, int lines) {
+    RequestHead parse(byte[] b, int[] ends, int lines) {
         chunked = false;
         contentLength = NONE;
         why = null;
@@ -52,7 +57,7 @@ final class Http1Parser {
             bad = fields.scan(b, ends, lines);
         }
         if (bad != null) {
-            return Http1Request.refused(bad);
+            return RequestHead.refused(bad);
         }
         HeaderLines f = fields;
         Http1Headers hs = new Http1Headers(b, lines - 2, f.pos, f.names);
@@ -74,15 +79,28 @@ final class Http1Parser {
                 status = f.continueExpected ? 100 : 0;
             }
         }
-        Refusal why = this.why;
-        boolean absolute = status == 0 && b[ts] != '/' && b[ts] != '*';
+        boolean proceed = status == 0 || status == 100;
+        Refusal why = proceed ? null : this.why;
         boolean keepAlive = KeepAlive.of(version, f.connectionAt < 0 ? null : hs.value(f.connectionAt));
-        Http1Request req = status != 0 && status != 100 || !chunked && f.length <= 0
-            ? new Http1Request.Full(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName)
-            : new Http1Request(method, version, hs, b, ts, te, q, status, why, absolute, keepAlive, serverName);
-        if ((status == 0 || status == 100) && b[ts] == '/') {
-            req.path = path(b, ts, q >= 0 ? q : te);
+        boolean full = !proceed || !chunked && f.length <= 0;
+        String path = null;
+        if (proceed && b[ts] == '/') {
+            path = path(b, ts, q >= 0 ? q : te);
+        } else if (proceed && b[ts] != '*') {
+            // absolute-form (http://h/p): Host is the target's authority, :uri the path after it (RFC 9112 3.2.2)
+            int as = b[ts + 4] == ':' ? ts + 7 : ts + 8;
+            int ae = as;
+            while (ae < te && b[ae] != '/' && b[ae] != '?') {
+                ae++;
+            }
+            String authority = new String(b, as, ae - as, StandardCharsets.ISO_8859_1);
+            hs.set(HttpHeaderNames.HOST, authority);
+            serverName = HeadChecks.hostName(authority);
+            int pe = q >= 0 ? q : te;
+            path = pe == ae ? "/" : new String(b, ae, pe - ae, StandardCharsets.ISO_8859_1);
         }
+        RequestHead req = new RequestHead(method, version, hs, b, ts, te, q, path, serverName, why, status == 100,
+            keepAlive, full);
         f.handedOver(); // the request owns the arrays now
         return req;
     }
@@ -205,7 +223,7 @@ final class Http1Parser {
         if (b[ts] == '/') {
             return 0;
         }
-        Refusal r = RequestHead.targetRefusal(method, new String(b, ts, te - ts, StandardCharsets.ISO_8859_1));
+        Refusal r = HeadChecks.targetRefusal(method, new String(b, ts, te - ts, StandardCharsets.ISO_8859_1));
         return r == null ? 0 : refuse(r);
     }
 
@@ -219,18 +237,10 @@ final class Http1Parser {
             return hostName;
         }
         String h = new String(b, s, e - s, StandardCharsets.ISO_8859_1);
-        if (!RequestHead.validAuthority(h, 0, h.length(), true)) {
+        if (!HeadChecks.validAuthority(h, 0, h.length(), true)) {
             return null;
         }
-        String name;
-        if (h.isEmpty()) {
-            name = "";
-        } else if (h.charAt(0) == '[') {
-            name = h.substring(0, h.indexOf(']') + 1);
-        } else {
-            int colon = h.lastIndexOf(':');
-            name = colon >= 0 ? h.substring(0, colon) : h;
-        }
+        String name = HeadChecks.hostName(h);
         hostBytes = java.util.Arrays.copyOfRange(b, s, e);
         host = h;
         hostName = name;

@@ -1,5 +1,6 @@
-package herald.http.server;
+package herald.http.http1;
 
+import herald.http.server.ParsedHeaders;
 import io.netty.handler.codec.http.DefaultHttpHeadersFactory;
 import io.netty.handler.codec.http.HttpHeaders;
 import io.netty.util.AsciiString;
@@ -16,7 +17,7 @@ import java.util.Set;
  * {@code isEmpty} read the arrays; anything else (iteration, mutation: Netty's WebSocket handshake, the h2c upgrade,
  * absolute-form's Host) first copies the headers into a {@code DefaultHttpHeaders}, which serves every later call.
  */
-final class Http1Headers extends HttpHeaders {
+final class Http1Headers extends ParsedHeaders {
     private static final DefaultHttpHeadersFactory PLAIN = DefaultHttpHeadersFactory.headersFactory()
         .withValidation(false);
 
@@ -37,19 +38,23 @@ final class Http1Headers extends HttpHeaders {
     }
 
     /** True until something needed the copy: the arrays are still what the request holds. */
-    boolean plain() {
+    @Override
+    public boolean plain() {
         return delegate == null;
     }
 
-    int count() {
+    @Override
+    public int count() {
         return n;
     }
 
-    String name(int i) {
+    @Override
+    public String name(int i) {
         return names[i];
     }
 
-    String value(int i) {
+    @Override
+    public String value(int i) {
         String v = values[i];
         if (v == null) {
             int s = pos[2 * i];
