@@ -1,22 +1,13 @@
 package herald.http.http1;
 
-import static herald.http.http1.Http1Names.TCHAR;
-
 import herald.http.config.ServerConfig;
 import herald.http.server.HeadProgress;
 import herald.http.server.Refusal;
-import herald.http.server.RefusalException;
 import herald.http.server.RequestHead;
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.handler.codec.DecoderResult;
-import io.netty.handler.codec.http.DefaultHttpContent;
-import io.netty.handler.codec.http.DefaultLastHttpContent;
-import io.netty.handler.codec.http.EmptyHttpHeaders;
 import io.netty.handler.codec.http.HttpDecoderConfig;
 import io.netty.handler.codec.http.HttpRequestDecoder;
-import io.netty.handler.codec.http.LastHttpContent;
 import java.util.Arrays;
 import java.util.List;
 
@@ -24,8 +15,8 @@ import java.util.List;
  * herald's HTTP/1.1 request decoder (replaces Netty's {@code HttpRequestDecoder}): finds a request head's lines
  * in the buffer, copies the head once and hands it to {@link Http1Parser}, which checks it in the same pass. Emits
  * a {@link RequestHead} per head: alone for a request without a body ({@link RequestHead#full}), else followed by
- * {@code HttpContent}s (Content-Length or chunked framing) ending with a {@code LastHttpContent}; a refused body is
- * a {@code LastHttpContent} whose decoder result fails with a {@link RefusalException}. Limits: a request line over {@code :max-request-line-bytes} is refused 414, header lines
+ * {@code HttpContent}s (Content-Length or chunked framing) ending with a {@code LastHttpContent}; the body's framing
+ * is {@link BodyFraming}'s. Limits: a request line over {@code :max-request-line-bytes} is refused 414, header lines
  * over {@code :max-header-bytes} (their CRLFs included, the empty line not) 431, chunk-size lines over the
  * request-line limit 400, a chunk over {@code :max-body-bytes} 413, trailers over the header limit 431. A refused
  * head or body ends decoding: later input is discarded (the connection answers and closes).
@@ -36,28 +27,19 @@ import java.util.List;
  */
 public final class Http1Decoder extends HttpRequestDecoder implements HeadProgress {
     private static final byte LF = '\n';
-    private static final int HEAD = 0;
-    private static final int BODY = 1;
-    private static final int CHUNK_SIZE = 2;
-    private static final int CHUNK_DATA = 3;
-    private static final int CHUNK_END = 4;
-    private static final int TRAILERS = 5;
-    private static final int FAILED = 6;
 
     /** nanoTime when the current partial head started arriving, 0 when none is pending (the request timeout). */
     private long partialSince;
     private final Http1Parser parser;
     private final int maxLine;
     private final int maxHeader;
-    private final long maxBody;
-    private int state = HEAD;
+    /** The body after the head, and whether decoding has ended (a refusal). */
+    private final BodyFraming body;
     /** The LF of each line of the head being received, relative to its start. */
     private int[] ends = new int[16];
     private int lines;
     /** Bytes of the head being received already searched for line ends. */
     private int scanned;
-    private long remaining;
-    private int trailerBytes;
 
     public Http1Decoder(ServerConfig config) {
         this(config.maxRequestLineBytes, config.maxHeaderBytes, config.maxBodyBytes);
@@ -67,7 +49,7 @@ public final class Http1Decoder extends HttpRequestDecoder implements HeadProgre
         super(new HttpDecoderConfig().setInitialBufferSize(16));
         this.maxLine = maxLine;
         this.maxHeader = maxHeader;
-        this.maxBody = maxBody;
+        this.body = new BodyFraming(maxLine, maxHeader, maxBody);
         this.parser = new Http1Parser(maxBody);
     }
 
@@ -83,14 +65,10 @@ public final class Http1Decoder extends HttpRequestDecoder implements HeadProgre
 
     @Override
     protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
-        switch (state) {
-            case HEAD -> head(in, out);
-            case BODY -> body(in, out);
-            case CHUNK_SIZE -> chunkSize(in, out);
-            case CHUNK_DATA -> chunkData(in, out);
-            case CHUNK_END -> chunkEnd(in, out);
-            case TRAILERS -> trailers(in, out);
-            default -> in.skipBytes(in.readableBytes());
+        if (body.state == BodyFraming.HEAD) {
+            head(in, out);
+        } else {
+            body.decode(in, out);
         }
     }
 
@@ -175,13 +153,12 @@ public final class Http1Decoder extends HttpRequestDecoder implements HeadProgre
         partialSince = 0;
         out.add(req);
         if (req.refusal() != null) {
-            state = FAILED;
+            body.state = BodyFraming.FAILED;
             in.skipBytes(in.readableBytes());
         } else if (parser.chunked) {
-            state = CHUNK_SIZE;
+            body.state = BodyFraming.CHUNK_SIZE;
         } else if (parser.contentLength > 0) {
-            state = BODY;
-            remaining = parser.contentLength;
+            body.length(parser.contentLength);
         }
     }
 
@@ -189,157 +166,7 @@ public final class Http1Decoder extends HttpRequestDecoder implements HeadProgre
         out.add(RequestHead.refused(why));
         lines = 0;
         scanned = 0;
-        state = FAILED;
+        body.state = BodyFraming.FAILED;
         in.skipBytes(in.readableBytes());
-    }
-
-    private void failBody(ByteBuf in, List<Object> out, Refusal why) {
-        DefaultLastHttpContent c = new DefaultLastHttpContent(Unpooled.EMPTY_BUFFER, EmptyHttpHeaders.INSTANCE);
-        c.setDecoderResult(DecoderResult.failure(new RefusalException(why)));
-        out.add(c);
-        state = FAILED;
-        in.skipBytes(in.readableBytes());
-    }
-
-    private void body(ByteBuf in, List<Object> out) {
-        int n = (int) Math.min(remaining, in.readableBytes());
-        ByteBuf part = in.readRetainedSlice(n);
-        remaining -= n;
-        if (remaining == 0) {
-            state = HEAD;
-            out.add(new DefaultLastHttpContent(part, EmptyHttpHeaders.INSTANCE));
-        } else {
-            out.add(new DefaultHttpContent(part));
-        }
-    }
-
-    private void chunkData(ByteBuf in, List<Object> out) {
-        int n = (int) Math.min(remaining, in.readableBytes());
-        out.add(new DefaultHttpContent(in.readRetainedSlice(n)));
-        remaining -= n;
-        if (remaining == 0) {
-            state = CHUNK_END;
-        }
-    }
-
-    private void chunkEnd(ByteBuf in, List<Object> out) {
-        if (in.readableBytes() < 2) {
-            if (in.getByte(in.readerIndex()) != '\r') {
-                failBody(in, out, Refusal.BAD_CHUNK);
-            }
-            return;
-        }
-        int r = in.readerIndex();
-        if (in.getByte(r) != '\r' || in.getByte(r + 1) != '\n') {
-            failBody(in, out, Refusal.BAD_CHUNK);
-            return;
-        }
-        in.skipBytes(2);
-        state = CHUNK_SIZE;
-    }
-
-    /** chunk-size [ chunk-ext ] CRLF (RFC 9112 7.1): hex digits, then BWS ';' extensions, which are ignored. */
-    private void chunkSize(ByteBuf in, List<Object> out) {
-        int r = in.readerIndex();
-        int w = in.writerIndex();
-        int lf = in.indexOf(r, w, LF);
-        if (lf < 0 ? w - r > maxLine : lf - r > maxLine + 1) {
-            failBody(in, out, Refusal.BAD_CHUNK);
-            return;
-        }
-        if (lf < 0) {
-            return;
-        }
-        int e = lf - 1;
-        if (e < r || in.getByte(e) != '\r') {
-            failBody(in, out, Refusal.BAD_CHUNK);
-            return;
-        }
-        long size = 0;
-        int i = r;
-        for (; i < e; i++) {
-            int d = Character.digit(in.getByte(i), 16);
-            if (d < 0) {
-                break;
-            }
-            if (i - r == 15) {
-                failBody(in, out, Refusal.BAD_CHUNK);
-                return;
-            }
-            size = size << 4 | d;
-        }
-        boolean ok = i > r;
-        int digitsEnd = i;
-        while (ok && i < e && (in.getByte(i) == ' ' || in.getByte(i) == '\t')) {
-            i++;
-        }
-        if (ok && i == e && i > digitsEnd) {
-            ok = false; // BWS only before a ';' extension (RFC 9112 7.1.1): "5 " is not a chunk size
-        }
-        if (ok && i < e) {
-            ok = in.getByte(i) == ';';
-            for (; ok && i < e; i++) {
-                byte c = in.getByte(i);
-                ok = c != 0 && c != '\r';
-            }
-        }
-        if (!ok) {
-            failBody(in, out, Refusal.BAD_CHUNK);
-            return;
-        }
-        in.readerIndex(lf + 1);
-        if (size == 0) {
-            state = TRAILERS;
-            trailerBytes = 0;
-        } else if (size > maxBody) {
-            failBody(in, out, Refusal.BODY_TOO_LARGE);
-        } else {
-            remaining = size;
-            state = CHUNK_DATA;
-        }
-    }
-
-    /** The trailer section after the last chunk: checked like header lines, then dropped (Ring has no trailers). */
-    private void trailers(ByteBuf in, List<Object> out) {
-        while (true) {
-            int r = in.readerIndex();
-            int w = in.writerIndex();
-            int lf = in.indexOf(r, w, LF);
-            if (lf < 0) {
-                if (trailerBytes + w - r > maxHeader + 2) {
-                    failBody(in, out, Refusal.TRAILERS_TOO_LARGE);
-                }
-                return;
-            }
-            int e = lf - 1;
-            if (e < r || in.getByte(e) != '\r') {
-                failBody(in, out, Refusal.BAD_TRAILER);
-                return;
-            }
-            in.readerIndex(lf + 1);
-            if (e == r) {
-                state = HEAD;
-                out.add(LastHttpContent.EMPTY_LAST_CONTENT);
-                return;
-            }
-            trailerBytes += lf + 1 - r;
-            if (trailerBytes > maxHeader) {
-                failBody(in, out, Refusal.TRAILERS_TOO_LARGE);
-                return;
-            }
-            int i = r;
-            while (i < e && TCHAR[in.getByte(i) & 0xff]) {
-                i++;
-            }
-            boolean ok = i > r && i < e && in.getByte(i) == ':';
-            for (i++; ok && i < e; i++) {
-                byte c = in.getByte(i);
-                ok = c != 0 && c != '\r';
-            }
-            if (!ok) {
-                failBody(in, out, Refusal.BAD_TRAILER);
-                return;
-            }
-        }
     }
 }

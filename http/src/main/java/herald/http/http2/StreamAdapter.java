@@ -19,8 +19,9 @@ import io.netty.handler.codec.http2.Http2StreamFrame;
 import io.netty.util.ReferenceCountUtil;
 
 /**
- * The first handler of a stream's pipeline. Inbound: HEADERS become the request head ({@link Http2Request}),
- * DATA becomes body content, the end of the stream becomes the last content (trailers are dropped); a request
+ * The first handler of a stream's pipeline. Inbound: HEADERS become the request head ({@link Http2Request}; a
+ * whole request when they end the stream), DATA becomes body content, the end of the stream becomes the last
+ * content (trailers are dropped); a request
  * without the pseudo-headers it needs, or with a {@code :path} that is not origin-form, resets the stream with
  * PROTOCOL_ERROR ({@link Http2Request#wellFormed}). Outbound:
  * frames pass; a readable ByteBuf (a streamed or file body) becomes a DATA frame and an empty one ends the stream,

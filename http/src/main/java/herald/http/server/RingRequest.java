@@ -31,7 +31,6 @@ public final class RingRequest {
         }
     }
 
-
     private RingRequest() {}
 
     /**
