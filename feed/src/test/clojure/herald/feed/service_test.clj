@@ -106,3 +106,18 @@
     (is (= :max-limit (:key (e {:max-limit "many"}))))
     (is (= :default-limit (:key (e {:default-limit 2000}))) "default above max")
     (is (= :page-size (:key (e {:page-size 5}))) "unknown key")))
+
+(deftest a-participant-found-once-is-not-asked-of-the-store-again
+  (let [c (ctx)
+        a (:id (svc/create-participant! c {:name "Ann"}))
+        asked (atom [])
+        lookup store/participant]
+    (with-redefs [store/participant (fn [s id] (swap! asked conj id) (lookup s id))]
+      (is (= {:id a :name "Ann"} (svc/participant c a)))
+      (dotimes [_ 3] (svc/publish! c a {:subject "s" :story "t" :occurred "2026-11-26"}))
+      (is (= [a] @asked) "found once: the posts that follow use the context's own copy")
+      (is (= :herald.feed/not-found (:type (err #(svc/participant c 999999)))))
+      (is (= :herald.feed/not-found (:type (err #(svc/participant c 999999)))))
+      (is (= [a 999999 999999] @asked) "an id not found is asked again (it may be created meanwhile)"))
+    (testing "a context made without the map still reads the store"
+      (is (= {:id a :name "Ann"} (svc/participant (dissoc c :participants) a))))))
