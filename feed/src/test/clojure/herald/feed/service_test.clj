@@ -31,7 +31,7 @@
   (is (= "2026-11-22" (svc/parse-occurred {:occurred "2026-11-22"})))
   (is (= "2014-01-05T19:25:51.490Z" (svc/parse-occurred {:occurred "2014-01-05T19:25:51.490Z"})))
   (is (re-matches #"\d{4}-\d{2}-\d{2}" (svc/parse-occurred {})) "missing means today")
-  (doseq [bad ["2026-13-01" "22/11/2026" "2026-11-22Tnoon" 20261122]]
+  (doseq [bad ["2026-13-01" "2026-02-30" "2026-00-10" "22/11/2026" "2026-11-22Tnoon" 20261122]]
     (is (= "occurred" (:field (err #(svc/parse-occurred {:occurred bad})))) (pr-str bad))))
 
 (deftest participants-friends-posts-and-fan-out
