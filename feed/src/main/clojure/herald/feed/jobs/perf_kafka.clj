@@ -252,10 +252,11 @@
       :record! (fn [entity op us status at]
                  (flow/offer! in {:entity entity :operation op :us us :status status :at at}))
       :await (fn [timeout-ms] (await-figures rt timeout-ms))
-      :stats (fn [] (merge (let [{:keys [accepted queued]} (flow/push-stats in)] {:recorded accepted :queued queued})
-                            :late (long (or (get-in (flow/job-metrics job) [:tasks :per-minute :late]) 0))
-                            :unreadable (.get ^AtomicLong (:unreadable consumer))}
-                           (update (sender/stats sd) :dropped + (:dropped (flow/push-stats in)))))
+      :stats (fn [] (let [{:keys [accepted queued dropped]} (flow/push-stats in)]
+                      (merge {:recorded accepted :queued queued
+                              :late (long (or (get-in (flow/job-metrics job) [:tasks :per-minute :late]) 0))
+                              :unreadable (.get ^AtomicLong (:unreadable consumer))}
+                             (update (sender/stats sd) :dropped + dropped))))
       :close! (fn [timeout-ms]
                 (if (.getAndSet closed true)
                   true
