@@ -147,7 +147,9 @@
                                    (let [r (try (post! C ann (str "load " i)) (catch Exception _ nil))]
                                      (when (= 200 (:status r)) (swap! acked conj i))
                                      (when (or (nil? r) (.isAlive p)) (recur (inc i)))))))]
-              (Thread/sleep 4000)
+              ;; the kill comes once the child has acknowledged posts (not after a fixed 4 s: a loaded machine's
+              ;; cold child JVM acknowledged too few in that time), while the load goes on
+              (u/eventually 120000 #(<= 20 (count %)) #(deref acked))
               (.destroyForcibly p)                 ; SIGKILL: no shutdown hook, no commit, no leave-group
               (.waitFor p 30 TimeUnit/SECONDS)
               (future-cancel load)
