@@ -53,7 +53,7 @@
       (kb/produce! bootstrap in (records))
       (let [p (start-child [bootstrap app in rows ids-file (str (io/file dir "child")) 2000] (io/file dir "child.out"))]
         (try
-          (is (wait-until #(>= (count (ids-seen ids-file)) 600) 120000) "the child made progress")
+          (is (wait-until #(>= (count (ids-seen ids-file)) 600) 300000) "the child made progress")
           (finally (.destroyForcibly p) (.waitFor p 10 TimeUnit/SECONDS))))
       (let [before (count (ids-seen ids-file))]
         (is (< before (+ n 3)) (str "killed mid-stream (" before " ids written)"))

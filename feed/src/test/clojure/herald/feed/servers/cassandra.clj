@@ -174,9 +174,10 @@
           n)
         (catch Exception e {:skip (ex-message e)})))))
 
-(defn start-async!
+(defn ^:herald.test/start-early start-async!
   "Starts the node in the background, if it is not started yet, so that its start overlaps other work (another
-  server's start); a later contact-point waits for it. Returns nil."
+  server's start, the tests before the first that uses it: build/test_runner.clj calls it once the test namespaces
+  are loaded); a later contact-point waits for it. Returns nil."
   []
   (future @node)
   nil)

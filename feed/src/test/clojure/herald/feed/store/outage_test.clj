@@ -158,7 +158,9 @@
          config (-> (pg/fresh-config)
                     (update :jdbc-url #(str/replace-first % #":\d+/" (str ":" port "/")))
                     (assoc :connection-timeout-ms 500))
-         st (postgres/open config)
+         ;; opened until it answers within the short timeout the outage needs (a first connection on a loaded
+         ;; machine took longer than 500 ms): the outage, not the open, is under test
+         st (until-ok #(postgres/open config))
          buf (ByteArrayOutputStream.)]
      (try
        (let [{:keys [id]} (s/create-participant! st "Ann")
@@ -198,8 +200,10 @@
 (deftest ^:integration a-cassandra-outage-is-a-few-log-lines
   (cass/with-node [cp]
     (let [{:keys [cut! restore! stop! port]} (proxy/start! (Long/parseLong (re-find #"\d+$" cp)))
-          st (cassandra/open {:contact-points [(str "127.0.0.1:" port)] :request-timeout-ms 2000
-                              :keyspace (str "outage_" (System/currentTimeMillis))})
+          ;; calls fail at once while cut (no node): a longer request timeout only spares the schema's creation
+          ;; on a loaded machine; the open is retried the same way (idempotent)
+          ks (str "outage_" (System/currentTimeMillis))
+          st (until-ok #(cassandra/open {:contact-points [(str "127.0.0.1:" port)] :request-timeout-ms 10000 :keyspace ks}))
           post {:id 1001 :ts 1001 :from 7 :occurred "2026-11-26" :subject "s" :story "outage"}
           buf (ByteArrayOutputStream.)]
       (try
