@@ -62,8 +62,8 @@
           (try
             (with-open [c (kb/consumer bootstrap [rows])]
               (let [want (expected-rows)
-                    got (get (kb/poll-until c #(>= (count (get % rows)) (count want)) 120000 2000) rows)]
-                (is (wait-until #(= (+ n 3) (count (ids-seen ids-file))) 60000)
+                    got (get (kb/poll-until c #(>= (count (get % rows)) (count want)) 300000 2000) rows)]
+                (is (wait-until #(= (+ n 3) (count (ids-seen ids-file))) 120000)
                     "every input segment reached the plugin output at least once")
                 (testing "window aggregates: each extent once (read_committed), exact"
                   (is (= (count want) (count got)))

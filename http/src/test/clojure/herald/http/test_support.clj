@@ -58,8 +58,9 @@
           (finally @(http/stop-server ~sym)))))
 
 (defn eventually
-  "True as soon as `(f)` is, polling every 10 ms for up to `ms` (default 5,000) milliseconds; false after that."
-  ([f] (eventually f 5000))
+  "True as soon as `(f)` is, polling every 10 ms for up to `ms` (default 30,000: generous for a loaded 2-core CI
+  machine, and no cost when `(f)` comes true sooner) milliseconds; false after that."
+  ([f] (eventually f 30000))
   ([f ms] (loop [n (quot (long ms) 10)] (cond (f) true (zero? n) false :else (do (Thread/sleep 10) (recur (dec n)))))))
 
 (defn port ^long [server] (http/server-port server))
