@@ -84,8 +84,9 @@
 ;; ---- a raw HTTP/1.1 client over a plain Socket: exact wire control for compliance tests ----
 
 (defn open
-  "A raw connection to 127.0.0.1:port: {:socket :in :out}; reads time out after `timeout-ms` (5000)."
-  ([port] (open port 5000))
+  "A raw connection to 127.0.0.1:port: {:socket :in :out}; reads time out after `timeout-ms` (30000: a loaded 2-core
+  CI machine answered a namespace's first request after more than 5 s; no test waits for this timeout to pass)."
+  ([port] (open port 30000))
   ([port timeout-ms]
    (let [s (doto (Socket. "127.0.0.1" (int port)) (.setSoTimeout (int timeout-ms)) (.setTcpNoDelay true))]
      {:socket s :in (BufferedInputStream. (.getInputStream s)) :out (.getOutputStream s)})))

@@ -26,8 +26,9 @@
 (com.typesafe.config.ConfigFactory/invalidateCaches)
 
 (def ^:private start-timeout-ms
-  "How long the node may take to open its CQL port (a busy 2-core machine needs ~45 s)."
-  240000)
+  "How long the node may take to open its CQL port (a busy 2-core machine needs ~45 s; it starts early, beside the
+  cluster test's servers)."
+  300000)
 
 (def ^:private jvm-options
   "What Cassandra's conf/jvm17-server.options adds to run on JDK 17, plus a small heap."
