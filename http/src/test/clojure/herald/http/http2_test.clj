@@ -84,11 +84,11 @@
    (cond-> (HttpClient/newBuilder)
      true (.version HttpClient$Version/HTTP_2)
      ssl (.sslContext ssl)
-     true (.connectTimeout (Duration/ofSeconds 5))
+     true (.connectTimeout (Duration/ofSeconds 30))
      true (.build))))
 
 (defn jdk-send ^HttpResponse [^HttpClient c ^String url ^bytes body]
-  (let [b (-> (HttpRequest/newBuilder (URI. url)) (.timeout (Duration/ofSeconds 10)))]
+  (let [b (-> (HttpRequest/newBuilder (URI. url)) (.timeout (Duration/ofSeconds 60)))]
     (.send c (.build (if body (.POST b (HttpRequest$BodyPublishers/ofByteArray body)) (.GET b)))
            (HttpResponse$BodyHandlers/ofString))))
 
