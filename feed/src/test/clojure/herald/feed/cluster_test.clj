@@ -146,7 +146,7 @@
         (Thread/sleep 2000)
         (h/start! c "kafka")
         (let [n (acked-count load)
-              after (- (long (w/await-acked load n 40 60000)) n)
+              after (- (long (w/await-acked load n 40 120000)) n)
               acked ((:stop! load))]
           (println "cluster test: Kafka broker restart:" (count acked) "posts acknowledged," after "after the restart")
           (is (<= 40 after) "posts are acknowledged again after the broker restart")
