@@ -108,6 +108,23 @@
             (do (stop-process! p) [nil (str "the OpenSearch node did not start in 300 s: " (tail log 20))])
             :else (do (Thread/sleep 250) (recur))))))
 
+(defn- launch-on-free-ports!
+  "Launches the node of project dir on classpath cp with its home and log on two free ports: {:p process :why
+  reason :url u :cmd [..]}. A node that could not bind a port (taken by another process between its choice and the
+  node's bind, a JVM start later) is launched again on new ports, at most 3 times."
+  [^File dir cp ^File home ^File log]
+  (loop [attempt 1]
+    (let [http-port (free-port)
+          url (str "http://127.0.0.1:" http-port)
+          cmd [(child-java) "-Xms256m" "-Xmx512m" "-XX:+UseSerialGC" "-XX:TieredStopAtLevel=1"
+               "-Dlog4j2.disable.jmx=true" "-Dopensearch.set.netty.runtime.available.processors=false"
+               "-cp" (str (io/file dir "target/classes") File/pathSeparator cp)
+               "herald.servers.OpenSearchMain" (str (.getCanonicalFile home)) (str http-port) (str (free-port))]
+          [p why] (launch! cmd url log)]
+      (if (and (nil? p) (< attempt 3) (re-find #"BindException|Address already in use" (str why)))
+        (recur (inc attempt))
+        {:p p :why why :url url :cmd cmd}))))
+
 (defn- start!
   "Starts the node; returns {:url u :process (atom p) :cmd [..] :home dir :started-ms n} or {:skip reason}."
   []
@@ -123,13 +140,7 @@
                 _ (delete-tree! home)
                 _ (.mkdirs home)
                 log (io/file home "node.log")
-                http-port (free-port)
-                url (str "http://127.0.0.1:" http-port)
-                cmd [(child-java) "-Xms256m" "-Xmx512m" "-XX:+UseSerialGC" "-XX:TieredStopAtLevel=1"
-                     "-Dlog4j2.disable.jmx=true" "-Dopensearch.set.netty.runtime.available.processors=false"
-                     "-cp" (str (io/file dir "target/classes") File/pathSeparator cp)
-                     "herald.servers.OpenSearchMain" (str (.getCanonicalFile home)) (str http-port) (str (free-port))]
-                [p why] (launch! cmd url log)]
+                {:keys [p why url cmd]} (launch-on-free-ports! dir cp home log)]
             (if-not p
               {:skip why}
               (let [ms (- (System/currentTimeMillis) t0)
