@@ -222,17 +222,31 @@
          (throw (ex-info (str "Input " (pr-str task) " of job " (get-in handle [:job :job/name]) " is closed")
                          {:type :herald.flow/input-closed :task task})))))))
 
+(defn offer!
+  "Adds `segment` at once to `in`, a push input value (`herald.flow.plugin/push-input`) that its owner polls
+  itself (`herald.flow.spi/-poll!`) rather than a job: true when accepted, false when its buffer is full
+  (counted as `:dropped`) or it is closed. Never waits; takes no lock and wakes no thread. For a request path
+  that must not wait (a service's request records); a running job's push input takes `push!`."
+  [in segment]
+  (when-not (push/push-input? in)
+    (throw (ex-info "offer! takes a herald.flow.plugin/push-input value" {:type :herald.flow/not-a-push-input})))
+  (= :added (push/push! in segment 0 (constantly true))))
+
 (defn close-input!
-  "Ends push input `task`: further pushes throw, and the input ends once it has handed on what it holds (the
-  job completes when all its inputs have ended and it drained)."
-  [handle task]
-  (push/close! (push-input! handle task)))
+  "Ends push input `task` of `handle` (or the push input value `in` of `offer!`): further pushes throw (offers
+  are refused), and the input ends once it has handed on what it holds (the job completes when all its inputs
+  have ended and it drained)."
+  ([in] (push/close! in))
+  ([handle task]
+   (push/close! (push-input! handle task))))
 
 (defn push-stats
-  "`{:accepted :dropped :queued :capacity}` of push input `task`: segments accepted so far, pushes refused
-  (full at their timeout), segments waiting in the buffer, its capacity."
-  [handle task]
-  (push/stats (push-input! handle task)))
+  "`{:accepted :dropped :queued :capacity}` of push input `task` of `handle` (or of the push input value `in`
+  of `offer!`): segments accepted so far, pushes refused (full at their timeout), segments waiting in the
+  buffer, its capacity."
+  ([in] (push/stats in))
+  ([handle task]
+   (push/stats (push-input! handle task))))
 
 (defn open-log
   "The durable local log in directory `dir` (shared by every caller in this JVM), for a service to append to

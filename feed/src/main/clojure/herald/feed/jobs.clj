@@ -3,7 +3,7 @@
 
   The runtimes that run them sit behind the feed's roles: `herald.feed.jobs.posts/flow-fanout` is a
   `herald.feed.fanout/Fanout` over the fan-out and indexing jobs, `herald.feed.jobs.perf/flow-recorder` a
-  `herald.feed.perf/Recorder` over the per-minute job. Live values (mailboxes, the store, sinks) go in through
+  `herald.feed.perf/Recorder` over the per-minute job. Live values (push input sizes, the store, sinks) go in through
   `herald.flow/submit-job`'s `:inject`, so these values stay printable data. See
   docs/adr/0008-feed-jobs-on-flow.md."
   (:require [clojure.string :as str]
@@ -133,8 +133,9 @@
   {:job/name :feed-perf
    :job/doc "request records -> 1-minute windows per entity x operation -> count, median, p95, p99, max"
    :workflow [[:requests :per-minute] [:per-minute :minutes]]
-   :catalog [{:task/name :requests :task/type :input :task/plugin :herald.feed.jobs.mailbox/mailbox-input
-              :task/batch-size batch-size :task/batch-timeout-ms 100}
+   :catalog [{:task/name :requests :task/type :input :task/plugin :herald.flow.plugin/push-input
+              ;; an empty input sleeps 100 ms (the batch timeout) at once: records wait, the figures come per :publish-ms
+              :push/min-wait-ms 100 :task/batch-size batch-size :task/batch-timeout-ms 100}
              {:task/name :per-minute :task/type :reduce :task/group-by-key [:entity :operation]}
              {:task/name :minutes :task/type :output :task/plugin :herald.flow.plugin/fn-output}]
    :windows [{:window/id :minute :window/task :per-minute :window/type :fixed :window/range [1 :minute]

@@ -1,14 +1,12 @@
 (ns herald.feed.jobs-test
-  "Tests of the feed's job values and the runtime switch: the jobs are valid herald.flow jobs with the planned stages, the mailbox drops or waits when full and never loses what it took, a bad :runtime fails the start naming the key."
+  "Tests of the feed's job values and the runtime switch: the jobs are valid herald.flow jobs with the planned stages, a bad :runtime fails the start naming the key."
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.jobs :as jobs]
-            [herald.feed.jobs.mailbox :as mailbox]
             [herald.feed.jobs.perf :as jperf]
             [herald.feed.jobs.posts :as posts]
             [herald.feed.test-util :as u]
-            [herald.flow :as flow]
-            [herald.flow.spi :as spi]))
+            [herald.flow :as flow]))
 
 (set! *warn-on-reflection* true)
 
@@ -37,37 +35,6 @@
     (is (nil? (jperf/open-minute {:event :watermark :group [:a :b] :lower 0 :value {}})) "the timer's emit ignores closes")
     (is (= {:entity :a :operation :b :minute 2 :histogram nil :statuses nil :final? true}
            (jperf/closed-minute {:event :job-completed :group [:a :b] :lower 120000 :value {}})))))
-
-(deftest the-mailbox-never-blocks
-  (let [m (mailbox/mailbox 3)
-        in (mailbox/mailbox-input {:task/name :requests :mailbox/mailbox m})]
-    (is (= [true true true false] (mapv #(mailbox/offer! m {:n %}) (range 4))) "full: refused at once")
-    (is (= [3 1] [(mailbox/accepted m) (mailbox/dropped m)]))
-    (is (= [{:n 0} {:n 1}] (spi/-poll! in 2 0)))
-    (is (= [{:n 2}] (spi/-poll! in 10 0)))
-    (is (= [] (spi/-poll! in 10 1)) "empty: waits its timeout, then an empty batch")
-    (mailbox/offer! m {:n 4})
-    (mailbox/close! m)
-    (is (false? (mailbox/offer! m {:n 5})) "closed: refused")
-    (is (= [{:n 4}] (spi/-poll! in 10 0)) "what was in before the close still comes out")
-    (is (nil? (spi/-poll! in 10 0)) "then the input ends")))
-
-(deftest put-waits-while-the-mailbox-is-full
-  (let [m (mailbox/mailbox 1)
-        in (mailbox/mailbox-input {:task/name :posts :mailbox/mailbox m :mailbox/min-wait-ms 1})]
-    (is (true? (mailbox/put! m {:n 1} (constantly true))))
-    (let [f (future (mailbox/put! m {:n 2} (constantly true)))]
-      (is (= ::waiting (deref f 200 ::waiting)) "full: the producer waits")
-      (is (= [{:n 1}] (spi/-poll! in 10 0)))
-      (is (true? (deref f 5000 ::timeout)) "room again: it goes in")
-      (is (= [{:n 2}] (spi/-poll! in 10 0))))
-    (testing "a producer waiting for a consumer that is gone gives up"
-      (mailbox/put! m {:n 3} (constantly true))
-      (is (false? (mailbox/put! m {:n 4} (constantly false)))))
-    (mailbox/close! m)
-    (is (false? (mailbox/put! m {:n 5} (constantly true))) "closed: refused")
-    (is (= [{:n 3}] (spi/-poll! in 10 0)))
-    (is (nil? (spi/-poll! in 10 0)))))
 
 (deftest a-bad-option-fails-the-start-naming-the-key
   (doseq [[overrides k v] [[{:fanout {:runtime :executor}} [:fanout :runtime] :executor]

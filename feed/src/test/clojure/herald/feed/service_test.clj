@@ -31,7 +31,7 @@
   (is (= "2026-11-22" (svc/parse-occurred {:occurred "2026-11-22"})))
   (is (= "2014-01-05T19:25:51.490Z" (svc/parse-occurred {:occurred "2014-01-05T19:25:51.490Z"})))
   (is (re-matches #"\d{4}-\d{2}-\d{2}" (svc/parse-occurred {})) "missing means today")
-  (doseq [bad ["2026-13-01" "22/11/2026" "2026-11-22Tnoon" 20261122]]
+  (doseq [bad ["2026-13-01" "2026-02-30" "2026-00-10" "22/11/2026" "2026-11-22Tnoon" 20261122]]
     (is (= "occurred" (:field (err #(svc/parse-occurred {:occurred bad})))) (pr-str bad))))
 
 (deftest participants-friends-posts-and-fan-out
@@ -106,3 +106,18 @@
     (is (= :max-limit (:key (e {:max-limit "many"}))))
     (is (= :default-limit (:key (e {:default-limit 2000}))) "default above max")
     (is (= :page-size (:key (e {:page-size 5}))) "unknown key")))
+
+(deftest a-participant-found-once-is-not-asked-of-the-store-again
+  (let [c (ctx)
+        a (:id (svc/create-participant! c {:name "Ann"}))
+        asked (atom [])
+        lookup store/participant]
+    (with-redefs [store/participant (fn [s id] (swap! asked conj id) (lookup s id))]
+      (is (= {:id a :name "Ann"} (svc/participant c a)))
+      (dotimes [_ 3] (svc/publish! c a {:subject "s" :story "t" :occurred "2026-11-26"}))
+      (is (= [a] @asked) "found once: the posts that follow use the context's own copy")
+      (is (= :herald.feed/not-found (:type (err #(svc/participant c 999999)))))
+      (is (= :herald.feed/not-found (:type (err #(svc/participant c 999999)))))
+      (is (= [a 999999 999999] @asked) "an id not found is asked again (it may be created meanwhile)"))
+    (testing "a context made without the map still reads the store"
+      (is (= {:id a :name "Ann"} (svc/participant (dissoc c :participants) a))))))

@@ -1,7 +1,9 @@
 (ns herald.flow.push-test
   "The push input (backpressure, timeouts, close, counts) and await-caught-up in-process: true only once every accepted segment is written and flushed."
   (:require [clojure.test :refer [deftest is testing]]
-            [herald.flow :as flow])
+            [herald.flow :as flow]
+            [herald.flow.plugin :as plugin]
+            [herald.flow.spi :as spi])
   (:import (java.util.concurrent CountDownLatch TimeUnit)))
 
 (set! *warn-on-reflection* true)
@@ -107,3 +109,17 @@
       (is (true? (flow/await-caught-up h 10000)))
       (is (= (range 1 501) (map :n @durable)) "the log's records up to its end at the call, flushed, in order")
       (finally (flow/kill-job h) (flow/close-log! log)))))
+
+(deftest offer-never-waits-on-a-push-input-its-owner-polls
+  (let [in (plugin/push-input {:task/name :requests :push/capacity 3 :push/min-wait-ms 1})]
+    (is (= [true true true false] (mapv #(flow/offer! in {:n %}) (range 4))) "full: refused at once")
+    (is (= {:accepted 3 :dropped 1 :queued 3 :capacity 3} (flow/push-stats in)))
+    (is (= [{:n 0} {:n 1}] (spi/-poll! in 2 0)))
+    (is (= [{:n 2}] (spi/-poll! in 10 0)))
+    (is (= [] (spi/-poll! in 10 1)) "empty: waits its timeout, then an empty batch")
+    (flow/offer! in {:n 4})
+    (flow/close-input! in)
+    (is (false? (flow/offer! in {:n 5})) "closed: refused")
+    (is (= [{:n 4}] (spi/-poll! in 10 0)) "what was in before the close still comes out")
+    (is (nil? (spi/-poll! in 10 0)) "then the input ends")
+    (is (= :herald.flow/not-a-push-input (ex-type #(flow/offer! {} {:n 0}))))))

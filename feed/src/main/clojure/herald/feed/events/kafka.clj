@@ -118,14 +118,18 @@
 
 (defn producer
   "The idempotent producer of the log: acks=all, enable.idempotence (a retried send is written once, in order
-  per partition), `:linger-ms`, `:send-timeout-ms` as delivery.timeout.ms; `:producer` properties on top. Keys
-  are strings; values byte arrays (`record-bytes`) or strings (`edn-text`)."
+  per partition), `:linger-ms`, `:send-timeout-ms` as delivery.timeout.ms, no compression; `:producer`
+  properties on top. Keys are strings; values byte arrays (`record-bytes`) or strings (`edn-text`).
+  Why no compression: a publish waits for its acknowledgement, so a batch holds one or two post records of a few
+  hundred bytes; lz4 allocated a 64 KiB block buffer per batch (a quarter of an instance's allocation, profiled
+  2026-11-26, bench/results/feed-instance-profile.md) and made the broker decompress every batch to validate it.
+  `:producer {\"compression.type\" \"lz4\"}` brings it back."
   ^KafkaProducer [{:keys [bootstrap-servers linger-ms send-timeout-ms] :as o}]
   (KafkaProducer. (props (merge {"bootstrap.servers" bootstrap-servers "acks" "all" "enable.idempotence" "true"
                                  "max.in.flight.requests.per.connection" "5" "linger.ms" linger-ms
                                  "delivery.timeout.ms" send-timeout-ms
                                  "request.timeout.ms" (min (quot (long send-timeout-ms) 2) 30000)
-                                 "max.block.ms" send-timeout-ms "compression.type" "lz4"
+                                 "max.block.ms" send-timeout-ms "compression.type" "none"
                                  "client.id" (str "herald-feed-" (.pid (ProcessHandle/current)) "-" (System/identityHashCode o))}
                                 (:producer o)))
                   (StringSerializer.) value-serializer))

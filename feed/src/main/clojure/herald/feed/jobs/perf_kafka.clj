@@ -3,11 +3,11 @@
   (:require [clojure.edn :as edn]
             [herald.feed.events.kafka :as kafka]
             [herald.feed.jobs :as jobs]
-            [herald.feed.jobs.mailbox :as mailbox]
             [herald.feed.jobs.minutes :as minutes]
             [herald.feed.jobs.perf :as jperf]
             [herald.feed.jobs.perf-sender :as sender]
-            [herald.flow :as flow])
+            [herald.flow :as flow]
+            [herald.flow.plugin :as plugin])
   (:import (java.nio.charset StandardCharsets)
            (java.time Duration)
            (java.util Map Properties)
@@ -237,9 +237,9 @@
         ;; the instance's name in the figures (the dashboard lists the instances of a minute): host, pid, a nonce
         src (str (.getHostName (java.net.InetAddress/getLocalHost)) "/" (.pid (java.lang.ProcessHandle/current)) "/"
                  (subs (str (java.util.UUID/randomUUID)) 0 8))
-        mb (mailbox/mailbox queue-size)
+        in (plugin/push-input {:task/name :requests :push/capacity queue-size})
         p (producer events)
-        sd (sender/sender mb p (:requests ns) src {:send-ms send-ms :max-age-ms allowed-lateness-ms})
+        sd (sender/sender in p (:requests ns) src {:send-ms send-ms :max-age-ms allowed-lateness-ms})
         consumer (start-consumer! events (:minutes ns) st)
         admin (Admin/create (client-props events {"default.api.timeout.ms" "5000" "request.timeout.ms" "5000"}))
         [dir temp?] (state-dir (:data-dir o))
@@ -250,12 +250,13 @@
      st
      {:src src
       :record! (fn [entity op us status at]
-                 (mailbox/offer! mb {:entity entity :operation op :us us :status status :at at}))
+                 (flow/offer! in {:entity entity :operation op :us us :status status :at at}))
       :await (fn [timeout-ms] (await-figures rt timeout-ms))
-      :stats (fn [] (merge {:recorded (mailbox/accepted mb) :queued (mailbox/queued mb)
-                            :late (long (or (get-in (flow/job-metrics job) [:tasks :per-minute :late]) 0))
-                            :unreadable (.get ^AtomicLong (:unreadable consumer))}
-                           (update (sender/stats sd) :dropped + (mailbox/dropped mb))))
+      :stats (fn [] (let [{:keys [accepted queued dropped]} (flow/push-stats in)]
+                      (merge {:recorded accepted :queued queued
+                              :late (long (or (get-in (flow/job-metrics job) [:tasks :per-minute :late]) 0))
+                              :unreadable (.get ^AtomicLong (:unreadable consumer))}
+                             (update (sender/stats sd) :dropped + dropped))))
       :close! (fn [timeout-ms]
                 (if (.getAndSet closed true)
                   true

@@ -1,7 +1,6 @@
 (ns herald.feed.jobs.perf-local
-  "The per-minute job in-process (`:events {:type :local}`): requests go to the job through a lock-free mailbox, its sink keeps the view and stores closed minutes on disk, read back at start."
+  "The per-minute job in-process (`:events {:type :local}`): requests go to the job through its herald.flow push input (lock-free, bounded; a full one drops the record, counted), its sink keeps the view and stores closed minutes on disk, read back at start."
   (:require [herald.feed.jobs :as jobs]
-            [herald.feed.jobs.mailbox :as mailbox]
             [herald.feed.jobs.minutes :as minutes]
             [herald.feed.jobs.perf :as jperf]
             [herald.flow :as flow])
@@ -39,8 +38,8 @@
   "Waits until every record accepted before the call is reflected in the view or was late. The late
   count comes from the job's metrics, which are costly to read (interval histograms): it is read again
   only when the view has not caught up for two publish periods."
-  [{:keys [mb ^AtomicLong reflected ^AtomicLong late-seen publish-ms]} job ^long timeout-ms]
-  (let [target (mailbox/accepted mb)
+  [{:keys [^AtomicLong reflected ^AtomicLong late-seen publish-ms]} job ^long timeout-ms]
+  (let [target (long (:accepted (flow/push-stats job :requests)))
         start (System/currentTimeMillis)
         deadline (+ start timeout-ms)]
     (loop [checked start]
@@ -56,24 +55,26 @@
   runs (a minute served by two runs is the sum of both)."
   [{:keys [dir retention-minutes queue-size clock publish-ms] :as o}]
   (let [st (jperf/view retention-minutes)
-        rt {:mb (mailbox/mailbox queue-size) :reflected (AtomicLong.) :late-seen (AtomicLong.)
-            :store-errors (AtomicLong.) :publish-ms publish-ms :dir dir :run (str (java.util.UUID/randomUUID))}
-        mb (:mb rt)]
+        rt {:reflected (AtomicLong.) :late-seen (AtomicLong.)
+            :store-errors (AtomicLong.) :publish-ms publish-ms :dir dir :run (str (java.util.UUID/randomUUID))}]
     (when dir
       (let [n (restore! st dir (- (quot (long (clock)) 60000) (long retention-minutes)))]
         (when (pos? n) (log "restored" n "stored minute rows from" dir))))
     (let [job (jobs/watch! (flow/submit-job (jobs/perf-job o)
-                                            {:inject {:requests {:mailbox/mailbox mb} :minutes {:sink/fn (sink st rt)}}}))]
+                                            {:inject {:requests {:push/capacity queue-size} :minutes {:sink/fn (sink st rt)}}}))]
       (jperf/recorder
        st
        {:record! (fn [entity op us status at]
-                   (mailbox/offer! mb {:entity entity :operation op :us us :status status :at at}))
+                   ;; never waits: a full input refuses (counted as dropped); a closed one or an ended job throws
+                   (try (flow/push! job :requests {:entity entity :operation op :us us :status status :at at} 0)
+                        (catch clojure.lang.ExceptionInfo _ false)))
         :await (fn [timeout-ms] (await-view rt job timeout-ms))
-        :stats (fn [] {:recorded (mailbox/accepted mb) :dropped (mailbox/dropped mb)
-                       :late (let [n (late job)] (.set ^AtomicLong (:late-seen rt) n) n)
-                       :queued (mailbox/queued mb) :store-errors (.get ^AtomicLong (:store-errors rt))})
+        :stats (fn [] (let [{:keys [accepted dropped queued]} (flow/push-stats job :requests)]
+                        {:recorded accepted :dropped dropped
+                         :late (let [n (late job)] (.set ^AtomicLong (:late-seen rt) n) n)
+                         :queued queued :store-errors (.get ^AtomicLong (:store-errors rt))}))
         :close! (fn [timeout-ms]
-                  (mailbox/close! mb)
+                  (flow/close-input! job :requests)
                   (let [done (flow/await-job job timeout-ms)]
                     (when-not (= :completed (:status done))
                       (log "the per-minute job did not finish in" timeout-ms "ms; its open minutes are lost")

@@ -1,7 +1,7 @@
 (ns herald.feed.jobs.perf-sender
-  "An instance's request records on their way to Kafka: taken from a lock-free mailbox by one thread, summed per minute x entity x operation into HdrHistograms, and sent as one batch record each every `:send-ms`; a Kafka outage drops batches (counted) and is logged once per state change, never on the request thread."
-  (:require [herald.feed.jobs.mailbox :as mailbox]
-            [herald.feed.jobs.minutes :as minutes]
+  "An instance's request records on their way to Kafka: taken from a herald.flow push input (lock-free, bounded) by one thread, summed per minute x entity x operation into HdrHistograms, and sent as one batch record each every `:send-ms`; a Kafka outage drops batches (counted) and is logged once per state change, never on the request thread."
+  (:require [herald.feed.jobs.minutes :as minutes]
+            [herald.flow :as flow]
             [herald.flow.spi :as spi])
   (:import (java.nio.charset StandardCharsets)
            (java.util HashMap)
@@ -78,14 +78,14 @@
               (.remove acc k))))))))
 
 (def ^:private max-idle-sleep-ms
-  "The longest the sender sleeps after finding the mailbox empty: `busy-sleep-ms` after a poll that found
+  "The longest the sender sleeps after finding the input empty: `busy-sleep-ms` after a poll that found
   requests, doubling while idle. A fixed 5 ms woke it 200 times a second on an idle instance (~1% of a core on a
   starved machine, bench/results/feed-scale.md)."
   40)
 
 (def ^:private busy-sleep-ms
   "The sleep after a poll that found requests (but fewer than a full poll): the records wait in the lock-free
-  mailbox (100,000 by default) and go out once a `:send-ms` anyway, so the sender need not take them as they come.
+  push input (100,000 by default) and go out once a `:send-ms` anyway, so the sender need not take them as they come.
   Without it, under load the sender polled again at once and then slept 5 ms, ~150 wake-ups a second for a few
   records each (2.3% of a loaded instance's CPU in a profile of 2026-11-26)."
   20)
@@ -108,12 +108,12 @@
               (recur next-send (if (empty? b) (min (* 2 (long idle-ms)) (long max-idle-sleep-ms)) (long busy-sleep-ms)))))))))
 
 (defn sender
-  "Starts the sender of mailbox `mb` to `topic` through `producer`: `src` names this instance in its
+  "Starts the sender of push input `in` (herald.flow.plugin/push-input, filled with herald.flow/offer!) to `topic` through `producer`: `src` names this instance in its
   batches. `opts`: `:send-ms`, `:max-age-ms` (how long after its minute's end a batch that could not be
   sent is kept for another try), `:log` (fn of the words of a log line; default: a line on stderr).
   Returns its state for `flushed?`, `request-flush!`, `stats`, `awaiting`."
-  [mb ^KafkaProducer producer topic src {:keys [send-ms max-age-ms] :as opts}]
-  (let [sd {:input (mailbox/mailbox-input {:task/name :requests :mailbox/mailbox mb}) :mb mb
+  [in ^KafkaProducer producer topic src {:keys [send-ms max-age-ms] :as opts}]
+  (let [sd {:input in
             :producer producer :topic topic :src src :send-ms send-ms :max-age-ms max-age-ms
             :seq-no (AtomicLong.) :awaiting (ConcurrentHashMap.) :dropped (AtomicLong.) :send-errors (AtomicLong.)
             :drained (AtomicLong.) :sent-through (AtomicLong.) :flush-wanted (AtomicBoolean.)
@@ -129,8 +129,8 @@
 
 (defn request-flush!
   "Asks the sender to send what it holds now; returns how many records must have gone for that."
-  ^long [{:keys [mb ^AtomicBoolean flush-wanted]}]
-  (let [target (mailbox/accepted mb)]
+  ^long [{:keys [input ^AtomicBoolean flush-wanted]}]
+  (let [target (long (:accepted (flow/push-stats input)))]
     (.set flush-wanted true)
     target))
 
@@ -151,7 +151,7 @@
   {:dropped (.get dropped) :send-errors (.get send-errors)})
 
 (defn close!
-  "Closes the mailbox and waits up to `timeout-ms` for the sender to send what it holds; true if it did."
-  [{:keys [mb done]} timeout-ms]
-  (mailbox/close! mb)
+  "Closes the input and waits up to `timeout-ms` for the sender to send what it holds; true if it did."
+  [{:keys [input done]} timeout-ms]
+  (flow/close-input! input)
   (boolean (deref done timeout-ms false)))

@@ -2,13 +2,14 @@
   "Tests of the per-minute figures cluster-wide on a real in-process KRaft broker: two instances recording the same minutes both show the figures of the union of their requests (merged HdrHistograms), an instance started later shows the past minutes, and a Kafka outage never blocks recording (dropped and counted)."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
-            [herald.feed.jobs.mailbox :as mailbox]
             [herald.feed.jobs.perf :as jperf]
             [herald.feed.jobs.perf-sender :as sender]
             [herald.feed.perf :as perf]
             [herald.feed.perf-model :as model]
             [herald.feed.servers.kafka :as kb]
-            [herald.feed.test-util :as u])
+            [herald.feed.test-util :as u]
+            [herald.flow :as flow]
+            [herald.flow.plugin :as plugin])
   (:import (org.apache.kafka.clients.producer KafkaProducer)
            (org.apache.kafka.common.serialization ByteArraySerializer)))
 
@@ -105,20 +106,20 @@
                             (.putAll {"bootstrap.servers" (str "127.0.0.1:" port) "max.block.ms" "200"
                                       "reconnect.backoff.max.ms" "10000"}))
                           (ByteArraySerializer.) (ByteArraySerializer.))
-        mb (mailbox/mailbox 1000)
+        mb (plugin/push-input {:task/name :requests :push/capacity 1000})
         lines (atom [])
         sd (sender/sender mb p "nowhere" "src" {:send-ms 20 :max-age-ms 0 :log (fn [& xs] (swap! lines conj (str/join " " xs)))})
         at (- (System/currentTimeMillis) 120000)
         t0 (System/nanoTime)]
     (try
-      (dotimes [i 5000] (mailbox/offer! mb {:entity :outbound :operation :post :us i :status 200 :at at}))
+      (dotimes [i 5000] (flow/offer! mb {:entity :outbound :operation :post :us i :status 200 :at at}))
       (let [per-record-us (/ (- (System/nanoTime) t0) 5000 1000.0)]
         (is (< per-record-us 50.0) (str "recording took " per-record-us " us a record with Kafka down")))
       (let [deadline (+ (System/currentTimeMillis) 60000)]
-        (while (and (< (:dropped (sender/stats sd)) (- 5000 (mailbox/dropped mb))) (< (System/currentTimeMillis) deadline))
+        (while (and (< (:dropped (sender/stats sd)) (- 5000 (:dropped (flow/push-stats mb)))) (< (System/currentTimeMillis) deadline))
           (Thread/sleep 50)))
-      (testing "what the mailbox took is dropped and counted once it is too old to send; the rest was refused"
-        (is (= 5000 (+ (:dropped (sender/stats sd)) (mailbox/dropped mb)))))
+      (testing "what the input took is dropped and counted once it is too old to send; the rest was refused"
+        (is (= 5000 (+ (:dropped (sender/stats sd)) (:dropped (flow/push-stats mb))))))
       (Thread/sleep 1500)
       (testing "one log line for the outage, not one per record or per try"
         (is (= 1 (count (filter #(str/includes? % "cannot reach Kafka") @lines))) (pr-str @lines)))
