@@ -24,10 +24,23 @@
 (defn- form-encode [m]
   (str/join "&" (for [[k v] m] (str (name k) "=" (URLEncoder/encode (str v) StandardCharsets/UTF_8)))))
 
-(defn- body-of [{:keys [body-format]} m]
+(defn- body-of
+  "A request's headers and body for the fields `m`: JSON (encoded straight to UTF-8 bytes) or a form."
+  [{:keys [body-format]} m]
   (if (= body-format :form)
     {:headers {"Content-Type" "application/x-www-form-urlencoded"} :body (form-encode m)}
-    {:headers {"Content-Type" "application/json"} :body (json/write-str m)}))
+    {:headers {"Content-Type" "application/json"} :body (json/write-bytes m)}))
+
+;; every entity x operation the workload records, its key computed once (feed-record/op)
+(def ^:private participant-post (rec/op "participant" "post"))
+(def ^:private friends-post (rec/op "friends" "post"))
+(def ^:private outbound-post (rec/op "outbound" "post"))
+(def ^:private outbound-patch (rec/op "outbound" "patch"))
+(def ^:private outbound-delete (rec/op "outbound" "delete"))
+(def ^:private outbound-get-one (rec/op "outbound" "get-one"))
+(def ^:private outbound-search (rec/op "outbound" "search"))
+(def ^:private feed-gets [[(rec/op "inbound" "get") "/inbound"] [(rec/op "outbound" "get") "/outbound"]
+                          [(rec/op "friends" "get") "/friends"]])
 
 (defn- pace!
   "Waits for the next slot of the global rate cap, if there is one."
@@ -44,8 +57,10 @@
   20)
 
 (defn- call!
-  "Sends one request on the user's session and records it; returns the parsed JSON body of a 200, else nil."
-  [{:keys [^SessionClient session host-header recorder stop] :as ctx} entity operation req]
+  "Sends one request on the user's session and records it as `op` (feed-record/op); with `field` (a name),
+  returns that top-level field of a 200's JSON body (json/read-field: only what the workload uses next is
+  parsed), else nil."
+  [{:keys [^SessionClient session host-header recorder stop] :as ctx} op req field]
   (when-not @stop
     (pace! ctx)
     (let [started (System/currentTimeMillis)
@@ -53,12 +68,12 @@
           bytes (request/encode req host-header)]
       (try
         (let [^Response r (.get (.send session bytes false))]
-          (rec/record! recorder started entity operation (.status r) (quot (.latencyNanos r) 1000) nil)
-          (when (= 200 (.status r))
-            (try (json/read-bytes (.body r)) (catch Exception _ {}))))
+          (rec/record! recorder started op (.status r) (quot (.latencyNanos r) 1000) nil)
+          (when (and field (= 200 (.status r)))
+            (json/read-field (.body r) field)))
         (catch ExecutionException e
           (let [kind (if (instance? RequestFailure (.getCause e)) (.label (.kind ^RequestFailure (.getCause e))) "read")]
-            (rec/record! recorder started entity operation 0 (quot (- (System/nanoTime) t0) 1000) kind)
+            (rec/record! recorder started op 0 (quot (- (System/nanoTime) t0) 1000) kind)
             ;; a failed connect backs off as rate mode's reconnects do, not a tight loop against a dead server
             (when (= kind "connect") (Thread/sleep (long connect-backoff-ms)))
             nil))))))
@@ -102,14 +117,15 @@
 
 (defn- post!
   "Publishes one post as `b` and remembers its link (from the POST answer) when the run edits, deletes or reads."
-  [{:keys [^Random rnd opts dict] :as ctx} b]
+  [{:keys [^Random rnd opts dict published] :as ctx} b]
   (let [{:keys [subject-words story-words]} opts
-        j (call! ctx "outbound" "post"
-                 (as ctx b (merge {:method :post :path (str (link b) "/outbound")}
-                                  (body-of opts {:from (link b) :occurred (str (LocalDate/now))
-                                                 :subject (words/sentence rnd dict subject-words)
-                                                 :story (words/sentence rnd dict story-words)}))))]
-    (when (map? j) (remember! ctx b (:link j)))))
+        post-link (call! ctx outbound-post
+                         (as ctx b (merge {:method :post :path (str (link b) "/outbound")}
+                                          (body-of opts {:from (link b) :occurred (str (LocalDate/now))
+                                                         :subject (words/sentence rnd dict subject-words)
+                                                         :story (words/sentence rnd dict story-words)})))
+                         (when published "link"))]
+    (remember! ctx b post-link)))
 
 (defn- outbound-op!
   "One outbound operation as participant `b`: a post, or (by the shares, when the user has published posts) a
@@ -120,20 +136,22 @@
     (if-not post-link
       (post! ctx b)
       (case kind
-        :edit (call! ctx "outbound" "patch"
+        :edit (call! ctx outbound-patch
                      (as ctx sender (merge {:method :patch :path post-link}
                                            (body-of opts {:subject (str (words/sentence rnd dict (:subject-words opts)) " (edited)")
-                                                          :story (words/sentence rnd dict (:story-words opts))}))))
-        :delete (call! ctx "outbound" "delete" (as ctx sender {:method :delete :path post-link}))
-        :read-post (call! ctx "outbound" "get-one" (as ctx sender {:method :get :path post-link}))))))
+                                                          :story (words/sentence rnd dict (:story-words opts))})))
+                     nil)
+        :delete (call! ctx outbound-delete (as ctx sender {:method :delete :path post-link}) nil)
+        :read-post (call! ctx outbound-get-one (as ctx sender {:method :get :path post-link}) nil)))))
 
 (defn- broadcast-once!
   "One broadcaster iteration: a batch of participants, friendships, then posts by the invitees."
   [{:keys [^Random rnd opts dict known] :as ctx}]
   (let [{:keys [batch-size min-friends max-friends posts-per-user]} opts
-        ids (vec (keep (fn [_] (:id (call! ctx "participant" "post"
-                                            (merge {:method :post :path "/participant"}
-                                                   (body-of opts {:name (words/sentence rnd dict 1)})))))
+        ids (vec (keep (fn [_] (call! ctx participant-post
+                                      (merge {:method :post :path "/participant"}
+                                             (body-of opts {:name (words/sentence rnd dict 1)}))
+                                      "id"))
                        (range batch-size)))]
     (when (seq ids)
       (swap! known into ids)
@@ -141,23 +159,25 @@
             inviters (pick (min 3 (count ids)))
             invitees (pick (+ min-friends (.nextInt rnd (inc (- max-friends min-friends)))))]
         (doseq [a inviters b invitees :when (not= a b)]
-          (call! ctx "friends" "post" (as ctx a (merge {:method :post :path (str (link a) "/friends")}
-                                                     (body-of opts {:from (link a) :to (link b)})))))
+          (call! ctx friends-post (as ctx a (merge {:method :post :path (str (link a) "/friends")}
+                                                   (body-of opts {:from (link a) :to (link b)})))
+                 nil))
         (doseq [b invitees _ (range posts-per-user)]
           (outbound-op! ctx b))))))
 
 (defn- search-once! [{:keys [^Random rnd opts dict] :as ctx}]
   (dotimes [_ (:searches-per-user opts)]
-    (call! ctx "outbound" "search"
-           {:method :get :path (str "/outbound?keywords=" (URLEncoder/encode ^String (nth dict (.nextInt rnd (count dict))) StandardCharsets/UTF_8))})))
+    (call! ctx outbound-search
+           {:method :get :path (str "/outbound?keywords=" (URLEncoder/encode ^String (words/pick rnd dict) StandardCharsets/UTF_8))}
+           nil)))
 
 (defn- read-once! [{:keys [^Random rnd known stop] :as ctx}]
   (let [ids @known]
     (if (empty? ids)
       (when-not @stop (Thread/sleep 10))
       (let [id (nth ids (.nextInt rnd (count ids)))]
-        (doseq [[entity path] [["inbound" "/inbound"] ["outbound" "/outbound"] ["friends" "/friends"]]]
-          (call! ctx entity "get" (as ctx id {:method :get :path (str (link id) path)})))))))
+        (doseq [[op path] feed-gets]
+          (call! ctx op (as ctx id {:method :get :path (str (link id) path)}) nil))))))
 
 (defn role
   "The role of a user drawn with `rnd`: :searcher, :reader or :broadcaster, by the options' shares."
@@ -176,7 +196,7 @@
 (defn start-users!
   "Starts one virtual thread per user, each with its session to `target`; returns {:threads :roles :sessions}."
   [opts ^Target target ^EventLoopGroup group recorder stop]
-  (let [dict (words/dictionary 40000 (:seed opts))
+  (let [dict (words/dictionary-array (words/dictionary 40000 (:seed opts)))
         known (atom [])
         seed-rnd (Random. (long (:seed opts)))
         cap (when-let [r (:rate-cap opts)] (long (/ 1e9 (double r))))

@@ -32,16 +32,27 @@
   [{:keys [^java.util.concurrent.atomic.AtomicLong from-ms]} ms]
   (.set from-ms (long ms)))
 
-(defn- bump! [^Map m k] (.merge m k 1 (reify java.util.function.BiFunction (apply [_ a b] (+ (long a) (long b))))))
+(def ^:private ^java.util.function.BiFunction plus
+  (reify java.util.function.BiFunction (apply [_ a b] (+ (long a) (long b)))))
+
+(defn- bump! [^Map m k] (.merge m k 1 plus))
+
+(defrecord Op [entity operation key])
+
+(defn op
+  "An entity x operation to record (`record!`), its key \"entity operation\" made once: define one per kind of
+  request, not one per request."
+  [entity operation]
+  (->Op (str entity) (str operation) (str entity " " operation)))
 
 (defn record!
-  "Records one request started at epoch ms `time-ms`. `status` 0 with an `error-kind` (\"connect\",
-  \"timeout\", ...) means no response; any status outside 200..299 counts as a status error (a DELETE's 204 is
-  a success)."
+  "Records one request of `op` (made by `op`) started at epoch ms `time-ms`. `status` 0 with an `error-kind`
+  (\"connect\", \"timeout\", ...) means no response; any status outside 200..299 counts as a status error (a
+  DELETE's 204 is a success)."
   [{:keys [^java.util.concurrent.atomic.AtomicLong from-ms lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
-   time-ms entity operation code latency-us error-kind]
+   time-ms ^Op op code latency-us error-kind]
   (when (>= (long time-ms) (.get from-ms))
-  (let [k (str entity " " operation)]
+  (let [k (.-key op) entity (.-entity op) operation (.-operation op)]
     (when (or error-kind (not (<= 200 (long code) 299))) (.incrementAndGet interval-errors))
     (if error-kind
       (locking lock (bump! errors [k error-kind]))

@@ -82,7 +82,7 @@
           errs (.get ^java.util.concurrent.atomic.AtomicLong (:interval-errors r))
           entry {:t (/ (Math/round (* 1000.0 t)) 1000.0) :count (.getTotalCount h)
                  :rate (/ (.getTotalCount h) (max 1e-9 (- t last-t))) :target (:rate-cap r) :errors (- errs last-err)
-                 :latency (select-keys (hist/summary h) [:p50 :p90 :p99 :p999 :max])}
+                 :latency (hist/brief h)}
           done? (or (>= now (long stop-at)) @stopped? (boolean (some-> (:stop-when r) (apply []))))]
       (when-let [f (:on-histogram r)] (f last-t t h))
       (report entry)

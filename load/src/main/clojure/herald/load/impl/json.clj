@@ -1,6 +1,7 @@
 (ns herald.load.impl.json
   "A small JSON writer and reader over jackson-core for Clojure data (results, progress lines, feed bodies)."
   (:import (com.fasterxml.jackson.core JsonFactory JsonGenerator JsonParser JsonToken)
+           (com.fasterxml.jackson.core.util ByteArrayBuilder)
            (java.io StringWriter)))
 
 (set! *warn-on-reflection* true)
@@ -34,6 +35,14 @@
       (write-value g x))
     (str w)))
 
+(defn write-bytes
+  "`x` as JSON in UTF-8 bytes (as `write-str`, without the String in between)."
+  ^bytes [x]
+  (let [out (ByteArrayBuilder. 256)]
+    (with-open [g (.createGenerator factory out)]
+      (write-value g x))
+    (.toByteArray out)))
+
 (defn- read-value [^JsonParser p]
   (let [t (.currentToken p)]
     (condp = t
@@ -61,3 +70,27 @@
   (with-open [p (.createParser factory b)]
     (.nextToken p)
     (read-value p)))
+
+(defn- scalar [^JsonParser p]
+  (condp = (.currentToken p)
+    JsonToken/VALUE_STRING (.getText p)
+    JsonToken/VALUE_NUMBER_INT (.getLongValue p)
+    JsonToken/VALUE_NUMBER_FLOAT (.getDoubleValue p)
+    JsonToken/VALUE_TRUE true
+    JsonToken/VALUE_FALSE false
+    (do (.skipChildren p) nil)))
+
+(defn read-field
+  "The value of top-level field `field-name` of the JSON object in bytes `b` when it is a string, number or
+  boolean (as `read-bytes` would give it); nil when the field is missing or not such a value, or `b` is not a
+  JSON object. Reads only up to the field: the hot path's way to take one value from a response."
+  [^bytes b ^String field-name]
+  (try
+    (with-open [p (.createParser factory b)]
+      (when (= JsonToken/START_OBJECT (.nextToken p))
+        (loop []
+          (when (= JsonToken/FIELD_NAME (.nextToken p))
+            (let [k (.currentName p)]
+              (.nextToken p)
+              (if (= field-name k) (scalar p) (do (.skipChildren p) (recur))))))))
+    (catch java.io.IOException _ nil)))

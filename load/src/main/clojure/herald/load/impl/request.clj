@@ -52,14 +52,16 @@
 (defn method-name
   "The upper-case method name of a keyword or string (default GET)."
   ^String [m]
-  (str/upper-case (name (or m :get))))
+  (case m
+    (nil :get) "GET" :post "POST" :put "PUT" :patch "PATCH" :delete "DELETE" :head "HEAD"
+    (str/upper-case (name m))))
 
 (defn encode
   "Encodes request map `req` (:method, :path, :headers map, :body string or bytes) for `host-header`."
   ^bytes [req host-header]
-  (let [headers (mapcat (fn [[k v]] [(name k) (str v)]) (:headers req))]
-    (try (RequestEncoder/encode (method-name (:method req)) (or (:path req) "/") host-header
-                                (java.util.ArrayList. ^java.util.Collection headers) (body-bytes (:body req)))
+  (let [headers (reduce (fn [^java.util.ArrayList l [k v]] (doto l (.add (name k)) (.add (str v))))
+                        (java.util.ArrayList. 8) (:headers req))]
+    (try (RequestEncoder/encode (method-name (:method req)) (or (:path req) "/") host-header headers (body-bytes (:body req)))
          (catch IllegalArgumentException e
            (throw (ex-info (str "bad request " (pr-str (select-keys req [:method :path])) ": " (.getMessage e))
                            {:type :herald.load/bad-request :request req} e))))))

@@ -24,7 +24,30 @@
          (let [w (apply str (repeatedly (+ 2 (.nextInt r 3)) #(syllable r)))]
            (if (seen w) (recur seen out) (recur (conj! seen w) (conj! out w)))))))))
 
+(def ^:private ^Class string-array (Class/forName "[Ljava.lang.String;"))
+
 (defn sentence
-  "`k` random words of `dict` joined by spaces."
+  "`k` random words of `dict` (a vector, or for speed a String array as `dictionary-array` makes) joined by
+  spaces; draws `k` ints from `r` in order, the same words for the same `r` either way."
   [^Random r dict k]
-  (str/join " " (repeatedly k #(nth dict (.nextInt r (count dict))))))
+  (if (instance? string-array dict)
+    (let [^"[Ljava.lang.String;" words dict
+          n (alength words)
+          sb (StringBuilder. (int (* 12 (long k))))]
+      (dotimes [i k]
+        (when (pos? i) (.append sb \space))
+        (.append sb (aget words (.nextInt r n))))
+      (.toString sb))
+    (str/join " " (repeatedly k #(nth dict (.nextInt r (count dict)))))))
+
+(defn dictionary-array
+  "`dict` as a String array (for `sentence` on the hot path: no lazy sequences, no vector walks)."
+  ^"[Ljava.lang.String;" [dict]
+  (into-array String dict))
+
+(defn pick
+  "One random word of `dict` (a vector or a String array), drawing one int from `r`."
+  ^String [^Random r dict]
+  (if (instance? string-array dict)
+    (let [^"[Ljava.lang.String;" words dict] (aget words (.nextInt r (alength words))))
+    (nth dict (.nextInt r (count dict)))))

@@ -2,7 +2,7 @@ package herald.load.client;
 
 /**
  * One request at a time on a connection: a whole HTTP/1.1 connection ({@link HttpConnection}), or one stream
- * slot of an HTTP/2 connection ({@link Http2Connection}). Events come to the {@link ConnectionListener} the
+ * slot of an HTTP/2 connection ({@link Http2Stream} of an {@link Http2Connection}). Events come to the {@link ConnectionListener} the
  * lane was made with, on the connection's event loop; every method must be called on that loop.
  */
 public interface Lane {

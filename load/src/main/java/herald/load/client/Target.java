@@ -79,7 +79,7 @@ public final class Target {
 
   /** Connects the connection of {@code lanes} (from {@link #newConnection}) on {@code loop}. */
   public void connect(EventLoop loop, Lane[] lanes) {
-    ChannelHandler handler = lanes[0] instanceof HttpConnection c ? c : ((Http2Connection.Stream) lanes[0]).owner();
+    ChannelHandler handler = lanes[0] instanceof HttpConnection c ? c : ((Http2Stream) lanes[0]).owner();
     Bootstrap b = Transport.bootstrap(connectTimeoutMillis).group(loop);
     if (ssl == null) {
       b.handler(handler);

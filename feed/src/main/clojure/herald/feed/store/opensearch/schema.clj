@@ -98,11 +98,14 @@
 
 (defn search-body
   "The _search body: posts whose `text` holds every term of keywords (analysed by the field's analyzer; keywords
-  without a term match nothing), newest first (ts, then id), only the `from` doc values, no scores, no total."
+  without a term match nothing), newest first (ts, then id), only the `from` doc values, no scores, no total, and
+  no stored field read (`stored_fields: _none_`: with `_source: false` alone the fetch phase still decompresses each
+  hit's stored-fields block for its `_id`: 2.4-2.7x the search's CPU, bench/results/stores.md)."
   [keywords limit]
   {"size" limit
    "track_total_hits" false
    "_source" false
+   "stored_fields" "_none_"
    "docvalue_fields" ["from"]
    "sort" [{"ts" "desc"} {"id" "desc"}]
    "query" {"bool" {"filter" [{"match" {"text" {"query" keywords "operator" "and"
