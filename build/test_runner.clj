@@ -4,6 +4,8 @@
 ;; -Dherald.test.include=stress,benchmark), fails on reflection warnings in herald code, prints
 ;; "N passed, N failed, N skipped" last, writes the same counts to SUMMARY-FILE and exits 1 on failure.
 ;; A test that cannot run (a backend that cannot start) reports (clojure.test/do-report {:type :skip :message "why"}).
+;; Shared test servers whose start fn is marked ^:herald.test/start-early start in the background once the
+;; namespaces are loaded (see start-early!).
 (ns herald.build.test-runner
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
@@ -91,10 +93,20 @@
       (doseq [w warnings] (println "FAIL (reflection)" w))
       (+ @failures (count warnings)))))
 
+(defn- start-early!
+  "Calls, each in its own future, every public fn of the loaded namespaces marked ^:herald.test/start-early (the
+  start of a shared test server in a child JVM or in this one, which tests would otherwise wait for when they
+  first use it), so that its start overlaps the tests that run before. A server that no selected namespace
+  requires is not loaded, so not started; a start that fails is reported by the tests that use it."
+  []
+  (doseq [n (all-ns) [_ v] (ns-publics n) :when (:herald.test/start-early (meta v))]
+    (future (try (v) (catch Throwable _ nil)))))
+
 (defn -main [dir summary]
   (let [pattern (re-pattern (System/getProperty "herald.test.ns" ".*"))
         nss (filter #(re-matches pattern (str %)) (test-namespaces (io/file dir)))
         load-failures (load-namespaces nss)
+        _ (start-early!)
         timed (doall (map (fn [n] (let [t0 (System/nanoTime) r (run-ns n)]
                                     [r [n (quot (- (System/nanoTime) t0) 1000000)]]))
                           nss))

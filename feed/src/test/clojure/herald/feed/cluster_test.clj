@@ -128,7 +128,7 @@
       (with-load [load "kill" graph (constantly eps) 6 100 1000]
         (w/await-acked load 0 120 60000)
         (h/kill! c 2)                                             ; SIGKILL mid-load
-        (w/await-acked load (acked-count load) 60 30000)
+        (w/await-acked load (acked-count load) 60 90000)
         (let [acked ((:stop! load))
               survivors [(instance c 1) (instance c 3)]]
           (println "cluster test: SIGKILL of instance 2:" (count acked) "posts acknowledged,"
@@ -146,7 +146,7 @@
         (Thread/sleep 2000)
         (h/start! c "kafka")
         (let [n (acked-count load)
-              after (- (long (w/await-acked load n 40 60000)) n)
+              after (- (long (w/await-acked load n 40 120000)) n)
               acked ((:stop! load))]
           (println "cluster test: Kafka broker restart:" (count acked) "posts acknowledged," after "after the restart")
           (is (<= 40 after) "posts are acknowledged again after the broker restart")
@@ -162,7 +162,7 @@
         (w/await-acked load 0 40 60000)
         (h/kill! c "opensearch")
         (let [down-at (System/currentTimeMillis)
-              _ (w/await-acked load (acked-count load) 60 30000)
+              _ (w/await-acked load (acked-count load) 60 90000)
               acked ((:stop! load))
               meanwhile (filter #(< down-at (long (:at %))) acked)]
           (println "cluster test: OpenSearch outage:" (count acked) "posts acknowledged," (count meanwhile) "while it was down")

@@ -60,7 +60,7 @@
             (is (re-find #"(?m)^herald_feed_fanout_index_lag 0$" m))
             (is (re-find #"(?m)^herald_feed_fanout_submitted_total 30$" m)))
           (testing "the cluster-wide lag (the consumer groups' committed offsets) comes down to 0"
-            (let [deadline (+ (System/currentTimeMillis) 15000)
+            (let [deadline (+ (System/currentTimeMillis) 60000)
                   m (loop [] (let [m (:body (req "/metrics"))]
                                (if (or (and (re-find #"(?m)^herald_feed_fanout_fan_out_cluster_lag 0$" m)
                                             (re-find #"(?m)^herald_feed_fanout_index_cluster_lag 0$" m))
@@ -73,7 +73,7 @@
             (with-open [p (kafka/producer (kafka/check (dissoc events :type)))]
               (kafka/send! p (kafka/posts-topic events) "x" (kafka/edn-text {:foo 1}) 10000)
               (kafka/send! p (kafka/posts-topic events) "x" (byte-array [(unchecked-byte 0xB1) 99]) 10000))
-            (let [deadline (+ (System/currentTimeMillis) 30000)
+            (let [deadline (+ (System/currentTimeMillis) 60000)
                   count-line #"(?m)^herald_feed_fanout_dead_letters_total (\d+)$"
                   n (loop [] (let [n (some-> (re-find count-line (:body (req "/metrics"))) second parse-long)]
                                (if (or (= 4 n) (> (System/currentTimeMillis) deadline)) n (do (Thread/sleep 200) (recur)))))]

@@ -40,7 +40,7 @@
   "A shared HTTP/1.1 client (connection reuse)."
   (-> (HttpClient/newBuilder)
       (.version HttpClient$Version/HTTP_1_1)
-      (.connectTimeout (Duration/ofSeconds 5))
+      (.connectTimeout (Duration/ofSeconds 30))
       (.build)))
 
 (defn form-encode

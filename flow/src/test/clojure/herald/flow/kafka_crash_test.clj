@@ -53,7 +53,7 @@
       (kb/produce! bootstrap in (records))
       (let [p (start-child [bootstrap app in rows ids-file (str (io/file dir "child")) 2000] (io/file dir "child.out"))]
         (try
-          (is (wait-until #(>= (count (ids-seen ids-file)) 600) 120000) "the child made progress")
+          (is (wait-until #(>= (count (ids-seen ids-file)) 600) 300000) "the child made progress")
           (finally (.destroyForcibly p) (.waitFor p 10 TimeUnit/SECONDS))))
       (let [before (count (ids-seen ids-file))]
         (is (< before (+ n 3)) (str "killed mid-stream (" before " ids written)"))
@@ -62,8 +62,8 @@
           (try
             (with-open [c (kb/consumer bootstrap [rows])]
               (let [want (expected-rows)
-                    got (get (kb/poll-until c #(>= (count (get % rows)) (count want)) 120000 2000) rows)]
-                (is (wait-until #(= (+ n 3) (count (ids-seen ids-file))) 60000)
+                    got (get (kb/poll-until c #(>= (count (get % rows)) (count want)) 300000 2000) rows)]
+                (is (wait-until #(= (+ n 3) (count (ids-seen ids-file))) 120000)
                     "every input segment reached the plugin output at least once")
                 (testing "window aggregates: each extent once (read_committed), exact"
                   (is (= (count want) (count got)))

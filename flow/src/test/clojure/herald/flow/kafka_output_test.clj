@@ -97,9 +97,16 @@
                                   (let [c (committed admin app) d (count @durable)]
                                     (swap! samples conj [c d])
                                     (Thread/sleep 10))))]
-            (doseq [chunk (partition-all 100 (for [i (range 3000)] {:id i}))]
-              (kb/produce! bootstrap (:in topics) chunk)
-              (Thread/sleep 30))
+            (doseq [[half chunks] (map vector [:first :second] (partition 15 (partition-all 100 (for [i (range 3000)] {:id i}))))]
+              (doseq [chunk chunks]
+                (kb/produce! bootstrap (:in topics) chunk)
+                (Thread/sleep 30))
+              ;; the second half waits for a commit of the first (a loaded machine's stream thread could otherwise
+              ;; take all 3000 between two commits): the sampler then sees one in the middle of the stream
+              (when (= :first half)
+                (let [deadline (+ (System/currentTimeMillis) 60000)]
+                  (while (and (not (some (fn [[c _]] (pos? (long c))) @samples)) (< (System/currentTimeMillis) deadline))
+                    (Thread/sleep 20)))))
             (is (= 3000 (await-count durable 3000 60000)) "every segment was written and flushed")
             (Thread/sleep 500)
             (future-cancel sampler)
@@ -272,7 +279,7 @@
               (reset! down-until 0))
             (testing "after the outage, the good segments are written and the rejected ones go to :on-error, once each"
               (is (= (- n (count bad)) (await-count durable (- n (count bad)) 60000)))
-              (let [deadline (+ (System/currentTimeMillis) 10000)]
+              (let [deadline (+ (System/currentTimeMillis) 60000)]
                 (while (and (< (count @dead) (count bad)) (< (System/currentTimeMillis) deadline)) (Thread/sleep 20)))
               (is (= (set (remove bad (range n))) (ids @durable)))
               (is (= bad (set (map (comp :id :segment) @dead))))

@@ -86,7 +86,7 @@
                                       {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/collecting-output}]}
                            {:inject {:out {:sink/atom out}}})]
     (flow/append-all! l [{:n 3}])
-    (let [deadline (+ (System/currentTimeMillis) 5000)]
+    (let [deadline (+ (System/currentTimeMillis) 60000)]
       (while (and (< (count @out) 3) (< (System/currentTimeMillis) deadline)) (Thread/sleep 5)))
     (is (= [{:n 1} {:n 2} {:n 3}] @out))
     (is (identical? l (flow/open-log dir)) "one log per directory in a JVM")

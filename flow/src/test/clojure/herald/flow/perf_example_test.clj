@@ -45,7 +45,7 @@
     (flow/append! requests {:entity :outbound :operation :post :ms 1 :status 200 :at (+ t0 (* 10 60000))})
     (let [want (for [[[e o m] xs] (group-by (juxt :entity :operation #(- (:at %) (mod (- (:at %) t0) 60000))) recs)]
                  [e o m xs])
-          deadline (+ (System/currentTimeMillis) 20000)]
+          deadline (+ (System/currentTimeMillis) 60000)]
       (while (and (< (count @rows) (count want)) (< (System/currentTimeMillis) deadline)) (Thread/sleep 20))
       (flow/kill-job job)
       (is (= (count want) (count @rows)) "one row per entity x operation x minute")

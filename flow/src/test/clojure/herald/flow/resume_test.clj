@@ -13,7 +13,7 @@
              {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/fn-output}]})
 
 (defn- wait-for [pred]
-  (let [deadline (+ (System/currentTimeMillis) 10000)]
+  (let [deadline (+ (System/currentTimeMillis) 60000)]
     (while (and (not (pred)) (< (System/currentTimeMillis) deadline)) (Thread/sleep 5))
     (pred)))
 

@@ -50,11 +50,11 @@
          wrap-params)))
 
 (def ^:private ^HttpClient client
-  (delay (-> (HttpClient/newBuilder) (.connectTimeout (Duration/ofSeconds 5)) .build)))
+  (delay (-> (HttpClient/newBuilder) (.connectTimeout (Duration/ofSeconds 30)) .build)))
 
 (defn- send! ^HttpResponse [port method path headers ^bytes body]
   (let [b (-> (HttpRequest/newBuilder (URI/create (str "http://127.0.0.1:" port path)))
-              (.timeout (Duration/ofSeconds 10))
+              (.timeout (Duration/ofSeconds 60))
               (.method method (if body (HttpRequest$BodyPublishers/ofByteArray body) (HttpRequest$BodyPublishers/noBody))))]
     (doseq [[k v] headers] (.header b k v))
     (.send ^HttpClient @client (.build b) (HttpResponse$BodyHandlers/ofString))))

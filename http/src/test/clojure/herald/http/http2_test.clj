@@ -84,11 +84,11 @@
    (cond-> (HttpClient/newBuilder)
      true (.version HttpClient$Version/HTTP_2)
      ssl (.sslContext ssl)
-     true (.connectTimeout (Duration/ofSeconds 5))
+     true (.connectTimeout (Duration/ofSeconds 30))
      true (.build))))
 
 (defn jdk-send ^HttpResponse [^HttpClient c ^String url ^bytes body]
-  (let [b (-> (HttpRequest/newBuilder (URI. url)) (.timeout (Duration/ofSeconds 10)))]
+  (let [b (-> (HttpRequest/newBuilder (URI. url)) (.timeout (Duration/ofSeconds 60)))]
     (.send c (.build (if body (.POST b (HttpRequest$BodyPublishers/ofByteArray body)) (.GET b)))
            (HttpResponse$BodyHandlers/ofString))))
 
@@ -246,14 +246,12 @@
         (let [r (h2 c "GET" "/h" {"x-big" (apply str (repeat 3000 "h"))} nil)]
           (is (= 431 (.status r)))
           (is (str/starts-with? (.text r) "Request Header Fields Too Large: ")))
-        (Thread/sleep 100)
-        (is (some? (.goAwayLastStream c)))
-        (is (not (.isOpen c))))
+        (is (ts/eventually #(some? (.goAwayLastStream c)) 30000) "GOAWAY")
+        (is (ts/eventually #(not (.isOpen c)) 30000) "closed"))
       (testing "also when the block spans CONTINUATION frames, on the first stream"
         (with-open [c (h2-client s)]
           (is (= 431 (.status (h2 c "GET" "/h" {"x-big" (apply str (repeat 40000 "h"))} nil))))
-          (Thread/sleep 100)
-          (is (some? (.goAwayLastStream c))))))
+          (is (ts/eventually #(some? (.goAwayLastStream c)) 30000) "GOAWAY"))))
     (is (= 3 (get-in (http/server-stats s) [:errors 431])) "every 431 is counted"))
   (testing "max-pending: 503 with Retry-After per stream"
     (let [gate (promise)]
@@ -314,8 +312,7 @@
     (with-open [c (h2-client s)]
       (is (= "ok" (.text (h2 c "GET" "/slow"))) "a stream running longer than the idle timeout is not cut")
       (is (.isOpen c))
-      (Thread/sleep 800)
-      (is (not (.isOpen c)) "no open stream for the idle timeout: closed")
+      (is (ts/eventually #(not (.isOpen c)) 30000) "no open stream for the idle timeout: closed")
       (is (some? (.goAwayLastStream c)) "with GOAWAY"))))
 
 (deftest ^:integration a-stalled-request-body-gets-408-on-its-stream

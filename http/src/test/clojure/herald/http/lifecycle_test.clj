@@ -17,17 +17,21 @@
 
 (deftest ^:integration graceful-stop-drains-in-flight-requests
   (let [entered (CountDownLatch. 1)
-        s (start (fn [_] (.countDown entered) (Thread/sleep 400) {:status 200 :body "finished"}) {})
+        release (CountDownLatch. 1)
+        ;; the request stays in flight until the test has seen new connections refused (not a 400 ms sleep that a
+        ;; loaded machine could outlast before the check)
+        s (start (fn [_] (.countDown entered) (.await release 30 TimeUnit/SECONDS) {:status 200 :body "finished"}) {})
         p (ts/port s)
         in-flight (future (ts/GET p "/"))]
-    (is (.await entered 5 TimeUnit/SECONDS))
+    (is (.await entered 30 TimeUnit/SECONDS))
     (let [stopped (http/stop-server s)]
-      (Thread/sleep 50)
-      (is (refused? p) "no new connections once stopping")
+      (is (ts/eventually #(refused? p)) "no new connections once stopping")
+      (is (not (realized? in-flight)) "while the request is in flight")
+      (.countDown release)
       (let [r @in-flight]
         (is (= "finished" (:body r)) "the in-flight request completes")
         (is (= "close" ((:headers r) "connection"))))
-      (is (nil? (deref stopped 5000 ::timeout)))
+      (is (nil? (deref stopped 30000 ::timeout)))
       (is (identical? stopped (http/stop-server s)) "stop is idempotent"))))
 
 (deftest ^:integration shutdown-timeout-bounds-the-drain

@@ -117,7 +117,7 @@
 
 (defn- send! ^HttpResponse [port method path headers ^String body]
   (let [b (-> (HttpRequest/newBuilder (URI/create (str "http://127.0.0.1:" port path)))
-              (.timeout (Duration/ofSeconds 10))
+              (.timeout (Duration/ofSeconds 60))
               (.method method (if body (HttpRequest$BodyPublishers/ofString body) (HttpRequest$BodyPublishers/noBody))))]
     (doseq [[k v] headers] (.header b k v))
     (.send (HttpClient/newHttpClient) (.build b) (HttpResponse$BodyHandlers/ofByteArray))))

@@ -40,10 +40,10 @@
                  (finally (ts/close! c)))))
         (testing "beyond the reserve: 503 at once"
           ;; the refused reserve connections close asynchronously: wait until only the three held are open
-          (loop [n 0] (when (and (< n 100) (not= 3 (:connections (http/server-stats s)))) (Thread/sleep 50) (recur (inc n))))
+          (ts/eventually #(= 3 (:connections (http/server-stats s))) 30000)
           (is (= 3 (:connections (http/server-stats s))))
           (let [probe (ts/open p)]
-            (loop [n 0] (when (and (< n 100) (not= 4 (:connections (http/server-stats s)))) (Thread/sleep 50) (recur (inc n))))
+            (ts/eventually #(= 4 (:connections (http/server-stats s))) 30000)
             (let [c (ts/open p)]
               (try (is (= 503 (:status (ts/read-response c))))
                    (finally (ts/close! c))))

@@ -58,8 +58,9 @@
           (finally @(http/stop-server ~sym)))))
 
 (defn eventually
-  "True as soon as `(f)` is, polling every 10 ms for up to `ms` (default 5,000) milliseconds; false after that."
-  ([f] (eventually f 5000))
+  "True as soon as `(f)` is, polling every 10 ms for up to `ms` (default 30,000: generous for a loaded 2-core CI
+  machine, and no cost when `(f)` comes true sooner) milliseconds; false after that."
+  ([f] (eventually f 30000))
   ([f ms] (loop [n (quot (long ms) 10)] (cond (f) true (zero? n) false :else (do (Thread/sleep 10) (recur (dec n)))))))
 
 (defn port ^long [server] (http/server-port server))
@@ -83,8 +84,9 @@
 ;; ---- a raw HTTP/1.1 client over a plain Socket: exact wire control for compliance tests ----
 
 (defn open
-  "A raw connection to 127.0.0.1:port: {:socket :in :out}; reads time out after `timeout-ms` (5000)."
-  ([port] (open port 5000))
+  "A raw connection to 127.0.0.1:port: {:socket :in :out}; reads time out after `timeout-ms` (30000: a loaded 2-core
+  CI machine answered a namespace's first request after more than 5 s; no test waits for this timeout to pass)."
+  ([port] (open port 30000))
   ([port timeout-ms]
    (let [s (doto (Socket. "127.0.0.1" (int port)) (.setSoTimeout (int timeout-ms)) (.setTcpNoDelay true))]
      {:socket s :in (BufferedInputStream. (.getInputStream s)) :out (.getOutputStream s)})))
@@ -197,7 +199,7 @@
                     (onPong [_ ws _] (.put q :pong) (.request ws 1) nil)
                     (onClose [_ _ code reason] (.put q [:close code reason]) nil)
                     (onError [_ _ err] (.put q [:error err])))
-         builder (-> (HttpClient/newHttpClient) .newWebSocketBuilder (.connectTimeout (Duration/ofSeconds 5)))
+         builder (-> (HttpClient/newHttpClient) .newWebSocketBuilder (.connectTimeout (Duration/ofSeconds 30)))
          builder (if (seq subprotocols)
                    (.subprotocols builder (first subprotocols) (into-array String (rest subprotocols)))
                    builder)
@@ -303,5 +305,5 @@
    (-> (HttpClient/newBuilder)
        (.sslContext (client-ssl-context (boolean client-cert?)))
        (.version (if (= version :http2) java.net.http.HttpClient$Version/HTTP_2 java.net.http.HttpClient$Version/HTTP_1_1))
-       (.connectTimeout (Duration/ofSeconds 5))
+       (.connectTimeout (Duration/ofSeconds 30))
        (.build))))

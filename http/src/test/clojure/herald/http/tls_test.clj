@@ -23,7 +23,7 @@
   (^HttpResponse [^HttpClient client port path] (send! client port path nil))
   (^HttpResponse [^HttpClient client port path ^bytes body]
    (let [b (-> (HttpRequest/newBuilder (URI. (str "https://127.0.0.1:" port path)))
-               (.timeout (java.time.Duration/ofSeconds 10)))]
+               (.timeout (java.time.Duration/ofSeconds 60)))]
      (.send client (.build (if body (.POST b (HttpRequest$BodyPublishers/ofByteArray body)) (.GET b)))
             (HttpResponse$BodyHandlers/ofByteArray)))))
 

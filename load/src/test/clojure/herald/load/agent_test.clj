@@ -43,6 +43,13 @@
        (throw (ex-info (str "agent did not start: " line " " (slurp (io/file dir "agent.log"))) {:type ::agent})))
      {:process p :port (parse-long port) :name (str host ":" port) :hlog-dir dir})))
 
+(defn- await!
+  "True once (ok?) is, checked every 20 ms for at most `timeout-ms` (generous: a loaded 2-core CI machine); false
+  after. Tests wait for the event they need, not a fixed time."
+  [timeout-ms ok?]
+  (let [deadline (+ (System/currentTimeMillis) (long timeout-ms))]
+    (loop [] (cond (ok?) true (> (System/currentTimeMillis) deadline) false :else (do (Thread/sleep 20) (recur))))))
+
 (defn stop-agent [{:keys [^Process process]}]
   (.destroyForcibly process)
   (.waitFor process 10 TimeUnit/SECONDS))
@@ -181,9 +188,10 @@
                             [(main/run-cli ["rate" (url s "/") "--rate" "100" "-d" "3s" "-c" "4" "-q"
                                             "--agents" (str (:name a) "," (:name victim)) "-o" (str out)])
                              (str o) (str e)])))]
-        ;; kill it once its coordinator is connected and the run is under way
-        (loop [i 0] (when (and (< i 300) (<= (connects) before)) (Thread/sleep 50) (recur (inc i))))
-        (Thread/sleep 2000)
+        ;; kill it once its coordinator is connected and the run is under way (requests arrive), early in the 3 s
+        ;; run: a fixed 2 s after the connect left a loaded machine too little margin before the run's end
+        (is (await! 120000 #(> (connects) before)) "the victim's coordinator connected")
+        (is (await! 120000 #(<= 30 (long @seen))) "the run is under way")
         (stop-agent victim)
         (let [[code stdout stderr] (deref run 60000 [:timeout "" ""])]
           (is (= 2 code) (str stdout stderr))
@@ -208,8 +216,10 @@
     [s (wire/read-frame (DataInputStream. (.getInputStream s)))]))
 
 (deftest ^:integration an-agent-refuses-a-second-coordinator-and-other-protocols
-  (let [{:keys [port]} (first (:agents @env))
-        [^Socket s1 m1] (hello port wire/protocol-version)]
+  (let [{:keys [port hlog-dir]} (first (:agents @env))
+        [^Socket s1 m1] (hello port wire/protocol-version)
+        ;; the agent's line once it let the first coordinator go (busy is free again then)
+        gone (str "coordinator /127.0.0.1:" (.getLocalPort s1) " gone")]
     (try
       (is (= :welcome (:type m1)))
       (let [[^Socket s2 m2] (hello port wire/protocol-version)]
@@ -217,7 +227,8 @@
         (is (= :refused (:type m2)))
         (is (str/starts-with? (:reason m2) "busy")))
       (finally (.close s1)))
-    (Thread/sleep 300)
+    ;; not a fixed 300 ms: a loaded machine's agent may notice the close later
+    (is (await! 60000 #(str/includes? (slurp (io/file hlog-dir "agent.log")) gone)) "the agent saw the first coordinator go")
     (testing "a peer sending garbage is dropped; the agent still serves"
       (with-open [g (doto (Socket. "127.0.0.1" (int port)) (.setSoTimeout 20000))]
         (.write (.getOutputStream g) (.getBytes "GET / HTTP/1.1\r\nHost: x\r\n\r\n"))

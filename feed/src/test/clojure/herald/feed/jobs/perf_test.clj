@@ -34,7 +34,7 @@
         job (jperf/flow-recorder {:clock clock :publish-ms 20 :allowed-lateness-ms 0})]
     (try
       (record-all! job recs)
-      (is (true? (perf/await-recorded job 10000)))
+      (is (true? (perf/await-recorded job 60000)))
       (let [a (vec (perf/figures expected nil nil)) b (vec (perf/figures job nil nil))]
         (is (= 20 (count a)) "5 minutes x 4 entity-operations")
         (is (= a b) "count, median, p95, p99, max, errors and closed agree"))
@@ -62,7 +62,7 @@
         (is (= [[1 0 true] [1 1 false]] (map (juxt :count :errors :closed) (perf/figures r nil nil))))
         (testing "a record of a final minute is late: counted, not added"
           (perf/record! r :outbound :post 4000000 200 (+ t0 2000))
-          (is (true? (perf/await-recorded r 10000)))
+          (is (true? (perf/await-recorded r 60000)))
           (is (= 1 (:late (perf/recorder-stats r))))
           (is (= [1 1] (map :count (perf/figures r nil nil))))))
       (finally (perf/close-recorder! r 10000)))))

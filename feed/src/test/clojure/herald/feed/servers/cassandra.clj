@@ -26,8 +26,9 @@
 (com.typesafe.config.ConfigFactory/invalidateCaches)
 
 (def ^:private start-timeout-ms
-  "How long the node may take to open its CQL port (a busy 2-core machine needs ~45 s)."
-  240000)
+  "How long the node may take to open its CQL port (a busy 2-core machine needs ~45 s; it starts early, beside the
+  cluster test's servers)."
+  300000)
 
 (def ^:private jvm-options
   "What Cassandra's conf/jvm17-server.options adds to run on JDK 17, plus a small heap."
@@ -92,8 +93,18 @@
               (fail (str "cannot resolve cassandra-all 5.0.9 (no network?): " (str/trim (str (:out r) (:err r))))))))))
     (str/trim (slurp f))))
 
-(defn- free-port ^long []
-  (with-open [s (ServerSocket. 0)] (.getLocalPort s)))
+(defn- free-ports
+  "n distinct free ports (bound together, then released)."
+  [n]
+  (let [ss (vec (repeatedly n #(ServerSocket. 0)))]
+    (try (mapv #(.getLocalPort ^ServerSocket %) ss) (finally (run! #(.close ^ServerSocket %) ss)))))
+
+(defn- port-taken?
+  "True when the node in dir stopped because another process took one of its ports between their choice and its
+  bind (a JVM start later, on a busy machine)."
+  [^File dir]
+  (boolean (some #(and (.exists ^File %) (re-find #"is in use by another process|Address already in use" (slurp %)))
+                 [(io/file dir "stdout.log") (io/file dir "system.log")])))
 
 (defn- write-config! [^File dir ports]
   (let [yaml (reduce-kv (fn [s k v] (str/replace s (str "@@" k "@@") (str v)))
@@ -126,36 +137,41 @@
   (doseq [^File f (reverse (file-seq (io/file dir)))] (.delete f)))
 
 (defn- start!
-  "Starts a node: {:contact-point \"127.0.0.1:port\" :process p :dir dir :started-ms n}."
-  []
-  (let [target (io/file (.getParentFile (server-dir)) ".." "target")
-        java (java-17)
-        cp (classpath target)
-        dir (io/file target (str "cassandra-node-" (.pid (ProcessHandle/current))))
-        native (free-port)
-        ports {"NATIVE_PORT" native "STORAGE_PORT" (free-port) "SSL_STORAGE_PORT" (free-port)}
-        t0 (System/currentTimeMillis)]
-    (delete-tree! dir)
-    (.mkdirs dir)
-    (write-config! dir ports)
-    (let [cmd (concat [java] jvm-options
-                      [(str "-Dcassandra.config=file://" (.getAbsolutePath (io/file dir "cassandra.yaml")))
-                       (str "-Dcassandra.storagedir=" (.getAbsolutePath dir))
-                       (str "-Dcassandra.logdir=" (.getAbsolutePath dir))
-                       (str "-Dlogback.configurationFile=" (.getAbsolutePath (io/file dir "logback.xml")))
-                       "-cp" cp "org.apache.cassandra.service.CassandraDaemon"])
-          ;; the watchdog shell kills the node when the test JVM is gone or the shell is told to stop
-          watchdog (str "\"$@\" & c=$!; trap 'kill -9 $c 2>/dev/null; exit 0' TERM INT EXIT; "
-                        "while kill -0 " (.pid (ProcessHandle/current)) " 2>/dev/null && kill -0 $c 2>/dev/null; do sleep 1; done")
-          log (io/file dir "stdout.log")
-          p (-> (ProcessBuilder. ^java.util.List (into ["bash" "-c" watchdog "cassandra"] cmd))
-                (.redirectErrorStream true)
-                (.redirectOutput log)
-                (.start))]
-      (try (await-port! p native dir)
-           (catch Throwable e (.destroy p) (throw e)))
-      {:contact-point (str "127.0.0.1:" native) :process p :dir dir
-       :started-ms (- (System/currentTimeMillis) t0)})))
+  "Starts a node: {:contact-point \"127.0.0.1:port\" :process p :dir dir :started-ms n}. A node whose port was
+  taken by another process before it bound it is started again on new ports (at most 3 tries)."
+  ([] (start! 1))
+  ([attempt]
+    (let [target (io/file (.getParentFile (server-dir)) ".." "target")
+          java (java-17)
+          cp (classpath target)
+          dir (io/file target (str "cassandra-node-" (.pid (ProcessHandle/current))))
+          [native storage ssl] (free-ports 3)
+          ports {"NATIVE_PORT" native "STORAGE_PORT" storage "SSL_STORAGE_PORT" ssl}
+          t0 (System/currentTimeMillis)]
+      (delete-tree! dir)
+      (.mkdirs dir)
+      (write-config! dir ports)
+      (let [cmd (concat [java] jvm-options
+                        [(str "-Dcassandra.config=file://" (.getAbsolutePath (io/file dir "cassandra.yaml")))
+                         (str "-Dcassandra.storagedir=" (.getAbsolutePath dir))
+                         (str "-Dcassandra.logdir=" (.getAbsolutePath dir))
+                         (str "-Dlogback.configurationFile=" (.getAbsolutePath (io/file dir "logback.xml")))
+                         "-cp" cp "org.apache.cassandra.service.CassandraDaemon"])
+            ;; the watchdog shell kills the node when the test JVM is gone or the shell is told to stop
+            watchdog (str "\"$@\" & c=$!; trap 'kill -9 $c 2>/dev/null; exit 0' TERM INT EXIT; "
+                          "while kill -0 " (.pid (ProcessHandle/current)) " 2>/dev/null && kill -0 $c 2>/dev/null; do sleep 1; done")
+            log (io/file dir "stdout.log")
+            p (-> (ProcessBuilder. ^java.util.List (into ["bash" "-c" watchdog "cassandra"] cmd))
+                  (.redirectErrorStream true)
+                  (.redirectOutput log)
+                  (.start))]
+        (if-let [e (try (await-port! p native dir) nil
+                        (catch Throwable e (.destroy p) (.waitFor p 15 TimeUnit/SECONDS) e))]
+          (if (and (< (long attempt) 3) (port-taken? dir))
+            (start! (inc (long attempt)))
+            (throw e))
+          {:contact-point (str "127.0.0.1:" native) :process p :dir dir
+           :started-ms (- (System/currentTimeMillis) t0)})))))
 
 (defn- stop! [{:keys [^Process process dir]}]
   (when process
@@ -174,9 +190,10 @@
           n)
         (catch Exception e {:skip (ex-message e)})))))
 
-(defn start-async!
+(defn ^:herald.test/start-early start-async!
   "Starts the node in the background, if it is not started yet, so that its start overlaps other work (another
-  server's start); a later contact-point waits for it. Returns nil."
+  server's start, the tests before the first that uses it: build/test_runner.clj calls it once the test namespaces
+  are loaded); a later contact-point waits for it. Returns nil."
   []
   (future @node)
   nil)

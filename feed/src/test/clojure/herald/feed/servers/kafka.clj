@@ -73,6 +73,13 @@
 (def ^:private broker
   (delay (try (start!) (catch Throwable e {:error e}))))
 
+(defn ^:herald.test/start-early start-async!
+  "Starts the broker in the background, if it is not started yet (build/test_runner.clj calls it once the test
+  namespaces are loaded, so that the start overlaps the tests before the first that uses it). Returns nil."
+  []
+  (future @broker)
+  nil)
+
 (defn bootstrap
   "The bootstrap address of the shared test broker (started on first use), or nil when it could not start
   (the reason is in `failure`)."

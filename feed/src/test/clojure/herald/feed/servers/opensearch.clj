@@ -100,13 +100,30 @@
   [cmd url ^File log]
   (let [p (-> (ProcessBuilder. ^java.util.List cmd) (.redirectErrorStream true)
               (.redirectOutput (java.lang.ProcessBuilder$Redirect/appendTo log)) (.start))
-        deadline (+ (System/currentTimeMillis) 120000)]
+        deadline (+ (System/currentTimeMillis) 300000)]
     (loop []
       (cond (#{"green" "yellow"} (closing url health)) [p nil]
             (not (.isAlive p)) [nil (str "the OpenSearch node exited with " (.exitValue p) ": " (tail log 20))]
             (> (System/currentTimeMillis) deadline)
-            (do (stop-process! p) [nil (str "the OpenSearch node did not start in 120 s: " (tail log 20))])
+            (do (stop-process! p) [nil (str "the OpenSearch node did not start in 300 s: " (tail log 20))])
             :else (do (Thread/sleep 250) (recur))))))
+
+(defn- launch-on-free-ports!
+  "Launches the node of project dir on classpath cp with its home and log on two free ports: {:p process :why
+  reason :url u :cmd [..]}. A node that could not bind a port (taken by another process between its choice and the
+  node's bind, a JVM start later) is launched again on new ports, at most 3 times."
+  [^File dir cp ^File home ^File log]
+  (loop [attempt 1]
+    (let [http-port (free-port)
+          url (str "http://127.0.0.1:" http-port)
+          cmd [(child-java) "-Xms256m" "-Xmx512m" "-XX:+UseSerialGC" "-XX:TieredStopAtLevel=1"
+               "-Dlog4j2.disable.jmx=true" "-Dopensearch.set.netty.runtime.available.processors=false"
+               "-cp" (str (io/file dir "target/classes") File/pathSeparator cp)
+               "herald.servers.OpenSearchMain" (str (.getCanonicalFile home)) (str http-port) (str (free-port))]
+          [p why] (launch! cmd url log)]
+      (if (and (nil? p) (< attempt 3) (re-find #"BindException|Address already in use" (str why)))
+        (recur (inc attempt))
+        {:p p :why why :url url :cmd cmd}))))
 
 (defn- start!
   "Starts the node; returns {:url u :process (atom p) :cmd [..] :home dir :started-ms n} or {:skip reason}."
@@ -123,18 +140,15 @@
                 _ (delete-tree! home)
                 _ (.mkdirs home)
                 log (io/file home "node.log")
-                http-port (free-port)
-                url (str "http://127.0.0.1:" http-port)
-                cmd [(child-java) "-Xms256m" "-Xmx512m" "-XX:+UseSerialGC" "-XX:TieredStopAtLevel=1"
-                     "-Dlog4j2.disable.jmx=true" "-Dopensearch.set.netty.runtime.available.processors=false"
-                     "-cp" (str (io/file dir "target/classes") File/pathSeparator cp)
-                     "herald.servers.OpenSearchMain" (str (.getCanonicalFile home)) (str http-port) (str (free-port))]
-                [p why] (launch! cmd url log)]
+                {:keys [p why url cmd]} (launch-on-free-ports! dir cp home log)]
             (if-not p
               {:skip why}
               (let [ms (- (System/currentTimeMillis) t0)
                     process (atom p)]
-                (.addShutdownHook (Runtime/getRuntime) (Thread. #(some-> ^Process @process stop-process!)))
+                ;; at the JVM's exit the node is killed, not stopped cleanly: its data is thrown away (deleted at
+                ;; the next start) and no test asserts on its stop
+                (.addShutdownHook (Runtime/getRuntime)
+                                  (Thread. #(when-let [^Process p @process] (.destroyForcibly p) (.waitFor p 10 TimeUnit/SECONDS))))
                 (println (str "OpenSearch test node up at " url " in " ms " ms (classpath " build-ms " ms; log: " log ")"))
                 {:url url :process process :cmd cmd :home home :started-ms ms})))))
       {:skip "feed/servers/opensearch/pom.xml not found (tests must run in feed/ or the repository root)"})))

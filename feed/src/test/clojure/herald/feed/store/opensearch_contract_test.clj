@@ -48,7 +48,7 @@
           (s/index-batch! st ps)
           (is (= (repeat 5 a) (s/search st "marked")))
           (let [probe (os/open {:url (node/url) :index index})
-                deadline (+ (System/currentTimeMillis) 10000)]
+                deadline (+ (System/currentTimeMillis) 60000)]
             (try
               (loop []
                 (let [m (spi/-indexed-through probe)]

@@ -89,6 +89,13 @@
                           :index-mark-ms 10}
                          opts))))
 
+(defn- await!
+  "Waits until (ok?) is true (the store's background indexing and mark are asynchronous), checking every 10 ms, at
+  most 30 s (a loaded 2-core CI machine), instead of a fixed sleep."
+  [ok?]
+  (let [deadline (+ (System/currentTimeMillis) 30000)]
+    (loop [] (when-not (or (ok?) (> (System/currentTimeMillis) deadline)) (Thread/sleep 10) (recur)))))
+
 (deftest search-catches-up-after-a-crash
   (let [feeds (memory/memory-store)
         search (HeldSearch. (memory/memory-store) (atom 0) (atom false))
@@ -96,7 +103,7 @@
         st (open-held feeds search)
         p1 (s/publish! st (post-of a "alpha before") [])]
     (s/index! st p1)
-    (Thread/sleep 100)
+    (await! #(= (:ts p1) @(.-mark search)))
     (is (= (:ts p1) @(.-mark search)) "the mark follows the indexed posts")
     (reset! (.-fail? search) true)
     (let [p2 (s/publish! st (post-of a "beta during the outage") [])
@@ -134,11 +141,11 @@
         (is (= [] (s/search st "forgotten")) "not while search fails")
         (is (= 2 (:search-pending (s/stats st))))
         (reset! (.-fail? search) false)
-        (Thread/sleep 500)
+        (await! #(and (= [3] (s/search st "forgotten")) (= [3] (s/search st "failed")) (= 0 (:search-pending (s/stats st)))))
         (is (= [3] (s/search st "forgotten")) "retried once search is back")
         (is (= [3] (s/search st "failed")))
         (is (= 0 (:search-pending (s/stats st))))
-        (Thread/sleep 100)
+        (await! #(< (:ts p1) @(.-mark search)))
         (is (< (:ts p1) @(.-mark search)) "and the mark moved past them"))
       (finally (s/close-store! st)))))
 

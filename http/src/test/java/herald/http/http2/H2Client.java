@@ -148,9 +148,9 @@ public final class H2Client implements AutoCloseable {
         return result;
     }
 
-    /** {@link #send} and wait up to 10 s. */
+    /** {@link #send} and wait up to 60 s (a loaded 2-core CI machine). */
     public Response request(String method, String path, List<String[]> headers, byte[] body) throws Exception {
-        return send(method, path, headers, body).get(10, TimeUnit.SECONDS);
+        return send(method, path, headers, body).get(60, TimeUnit.SECONDS);
     }
 
     @Override
