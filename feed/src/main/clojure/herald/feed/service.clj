@@ -5,7 +5,8 @@
             [herald.feed.fanout :as fanout]
             [herald.feed.pages :as pages]
             [herald.feed.store :as store])
-  (:import (java.time LocalDate LocalTime ZoneOffset)))
+  (:import (com.github.benmanes.caffeine.cache Cache Caffeine)
+           (java.time LocalDate LocalTime ZoneOffset)))
 
 (set! *warn-on-reflection* true)
 
@@ -33,6 +34,10 @@
                       {:type :herald.feed/config :key d :value (get limits d)}))))
   limits)
 
+(def ^:private participants-held
+  "The most participants a context keeps in its own memory (`known-participant`; Caffeine evicts past it)."
+  50000)
+
 (defn context
   "The service context over `store` and `fanout` with `limits`; validated, naming the key at fault.
 
@@ -47,7 +52,7 @@
   | `:max-story-chars`      | int  | 100000  | longest story |"
   [store fanout limits]
   {:store store :fanout fanout :limits (check-limits (merge default-limits limits))
-   :participants (java.util.concurrent.ConcurrentHashMap.)})
+   :participants (.build (.maximumSize (Caffeine/newBuilder) (long participants-held)))})
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; parsing and validation
@@ -159,22 +164,17 @@
 ;; ---------------------------------------------------------------------------------------------------
 ;; operations
 
-(def ^:private participants-held
-  "The most participants a context keeps in its own memory (`participant`); past it the map starts again empty."
-  50000)
-
 (defn- known-participant
   "Participant `id` from the context's own map (`:participants`, made by `context`), else from the store (through
   the cache role), kept in the map when it exists. Sound without any invalidation: a participant, once created,
   never changes nor goes away (the graph role has no rename or delete), so only the ids found are kept; an id not
   found is asked again next time. It spares the cache server a round trip on every post, friendship and feed read
   of a participant seen before (one of the two a post made: the participant, then its friends)."
-  [{:keys [store ^java.util.Map participants]} id]
+  [{:keys [store ^Cache participants]} id]
   (if (nil? participants)
     (store/participant store id)
-    (or (.get participants id)
+    (or (.getIfPresent participants id)
         (when-let [p (store/participant store id)]
-          (when (>= (.size participants) (long participants-held)) (.clear participants))
           (.put participants id p)
           p))))
 
