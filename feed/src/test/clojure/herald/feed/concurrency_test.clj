@@ -100,7 +100,7 @@
           (doseq [id ids]
             (is (not-any? deleted (map #(get % "subject") (:json (req (str (link id) "/outbound?limit=1000")))))))
           (let [kept (count (filter #(= :keep (:action %)) done))]
-            (is (= kept (count (:json (u/eventually 5000 #(= kept (count (:json %)))
+            (is (= kept (count (:json (u/eventually 30000 #(= kept (count (:json %)))
                                                     #(req "/outbound?keywords=racing&limit=1000")))))
                 "search finds the kept posts' story, not the deleted or edited ones'"))))
       (finally (feed/stop! sys) (u/delete-tree! dir)))))

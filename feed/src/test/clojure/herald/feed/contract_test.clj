@@ -25,7 +25,7 @@
 (defn- search
   "The search result once it has n items (search is eventually consistent), or the last one after 5 s."
   [query n]
-  (:json (u/eventually 5000 #(= n (count (:json %))) #(req (str "/outbound?keywords=" query)))))
+  (:json (u/eventually 30000 #(= n (count (:json %))) #(req (str "/outbound?keywords=" query)))))
 
 (defn- participant! [name] (get-in (post "/participant" {:name name}) [:json "id"]))
 (defn- link [id] (str "/participant/" id))

@@ -147,7 +147,7 @@
           (is (= (feed/port sys) (get-in first-msg [:instance :port]))))
         (testing "then new ones every interval, taking in the requests served meanwhile"
           (dotimes [_ 30] (tu/request base "/participant" :method :post :json {:name "x"}))
-          (let [seen (tu/eventually 5000 #(and % (some (fn [s] (and (= "participant" (:entity s)) (= "post" (:operation s))
+          (let [seen (tu/eventually 30000 #(and % (some (fn [s] (and (= "participant" (:entity s)) (= "post" (:operation s))
                                                                        (<= 30 (:count (last (:points s))))))
                                                       (:series %)))
                                     #(next-json c 1000))]

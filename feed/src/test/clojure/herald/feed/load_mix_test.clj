@@ -74,7 +74,7 @@
         (is (<= 1 (count edited) patches) (str (count edited) " edited of " patches " edits")))
       (testing "inbound copies: none of a deleted post, edited ones as their outbound item"
         (let [by-link (into {} (map (juxt #(get % "link") identity)) out)
-              in (u/eventually 5000 #(every? (comp links (fn [i] (get i "link"))) %)
+              in (u/eventually 30000 #(every? (comp links (fn [i] (get i "link"))) %)
                                #(items base participants "inbound" (:jwt-secret extra)))]
           (is (seq in))
           (is (every? #(contains? links (get % "link")) in) "a deleted post's copy remains")

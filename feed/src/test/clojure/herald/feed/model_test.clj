@@ -146,7 +146,7 @@
                      :when (some #{w} (concat (str/split (:subject p) #" ") (str/split (:story p) #" ")))]
                  (:from p))
         ;; search is eventually consistent (indexing runs after the 200): poll briefly
-        r (u/eventually 5000 #(= expect (:json %))
+        r (u/eventually 30000 #(= expect (:json %))
                         #(req (str "/outbound?keywords=" (java.net.URLEncoder/encode ^String w "UTF-8"))))]
     [model (and (= 200 (:status r)) (= expect (:json r)))]))
 

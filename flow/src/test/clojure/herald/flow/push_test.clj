@@ -37,7 +37,7 @@
               (Thread/sleep 50)
               (is (not (realized? f)) "it waits while the buffer is full")
               (.countDown gate)
-              (is (true? (deref f 5000 :timeout)))))
+              (is (true? (deref f 30000 :timeout)))))
           (flow/close-input! h :in)
           (is (= :completed (:status (flow/await-job h 10000))) "closed and drained: the job completes")
           (is (= (range 1 (+ 2 accepted)) (sort (map :n @got))) "every accepted segment, none refused")

@@ -274,10 +274,10 @@
           parked? (fn [] (every? #(= Thread$State/WAITING (.getState ^Thread %)) queue-threads))]
       (try
         (is (= 2 (count queue-threads)))
-        (is (loop [n 0] (cond (parked?) true (> n 200) false :else (do (Thread/sleep 10) (recur (inc n)))))
+        (is (loop [n 0] (cond (parked?) true (> n 3000) false :else (do (Thread/sleep 10) (recur (inc n)))))
             "parked (WAITING), not polling every few milliseconds (TIMED_WAITING)")
         (.put q {:n 1})
-        (is (loop [n 0] (cond (seq @out) true (> n 500) false :else (do (Thread/sleep 10) (recur (inc n)))))
+        (is (loop [n 0] (cond (seq @out) true (> n 3000) false :else (do (Thread/sleep 10) (recur (inc n)))))
             "a segment still wakes them")
         (is (= [{:n 2}] @out))
         (finally (is (= :killed (:status (flow/kill-job h)))))))))

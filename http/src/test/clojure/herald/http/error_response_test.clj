@@ -138,7 +138,7 @@
                     {:max-pending 1 :error-response (json-errors calls)}]
         (let [p (ts/port s)
               blocked (future (ts/GET p "/"))]
-          (is (.await entered 5 TimeUnit/SECONDS))
+          (is (.await entered 30 TimeUnit/SECONDS))
           (let [r (ts/GET p "/")]
             (is (= 503 (:status r)))
             (is (str/includes? (:body r) "too-many-pending")))

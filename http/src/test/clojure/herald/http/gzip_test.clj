@@ -87,4 +87,4 @@
   (let [h (mw/wrap-gzip (fn [_ respond _] (future (respond {:status 200 :headers text :body big}))))
         p (promise)]
     (h {:headers {"accept-encoding" "gzip"}} p p)
-    (is (= big (gunzip (:body (deref p 1000 nil)))))))
+    (is (= big (gunzip (:body (deref p 30000 nil)))))))

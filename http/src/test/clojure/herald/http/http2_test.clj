@@ -272,7 +272,7 @@
         c (h2-client s)]
     (try
       (let [f (.send c "GET" "/slow" (header-list {}) nil)]
-        (is (true? (deref started 5000 false)))
+        (is (true? (deref started 30000 false)))
         (let [stopped (http/stop-server s)]
           (is (ts/eventually #(some? (.goAwayLastStream c))) "GOAWAY on the shutdown event")
           (is (= "drained" (.text ^H2Client$Response (.get f 10 TimeUnit/SECONDS))) "the open stream completes")

@@ -63,7 +63,7 @@
         client (ts/ws-connect (ts/port s) "/")]
     (let [stopped (http/stop-server s)]
       (is (= [:close 1001 "server shutting down"] (ts/ws-receive client)))
-      (is (nil? (deref stopped 5000 ::timeout))))))
+      (is (nil? (deref stopped 30000 ::timeout))))))
 
 (deftest ^:integration websocket-listeners-get-on-close-1001-before-stop-completes
   (let [closes (atom [])
@@ -72,7 +72,7 @@
                   :on-close (fn [_ code reason] (Thread/sleep 100) (swap! closes conj [code reason]))}
         s (start (fn [_] {:ring.websocket/listener listener}) {})
         clients [(ts/ws-connect (ts/port s) "/a") (ts/ws-connect (ts/port s) "/b")]]
-    (is (.await opened 5 TimeUnit/SECONDS))
+    (is (.await opened 30 TimeUnit/SECONDS))
     (is (nil? (deref (http/stop-server s) 8000 ::timeout)))
     (is (= [[1001 "server shutting down"] [1001 "server shutting down"]] @closes)
         "every listener was told the server is going away, and stop waited for on-close")

@@ -77,7 +77,7 @@
   (let [h (-> (fn [r respond _] (respond {:status 200 :body {:got (:body r)}}))
               (mw/wrap-json-body {:keywords? true})
               mw/wrap-json-response)
-        run (fn [r] (let [p (promise)] (h r p p) (deref p 1000 :timeout)))]
+        run (fn [r] (let [p (promise)] (h r p p) (deref p 30000 :timeout)))]
     (is (= "{\"got\":{\"x\":1}}" (String. ^bytes (:body (run (req "{\"x\":1}" "application/json"))) "UTF-8")))
     (is (= 400 (:status (run (req "{" "application/json"))))))
   (testing "an encoding failure goes to raise, and respond is not called"
@@ -85,7 +85,7 @@
           responded (atom 0)
           raised (promise)]
       (h {} (fn [_] (swap! responded inc)) raised)
-      (is (= :herald.http/json-encode-error (:type (ex-data (deref raised 1000 nil)))))
+      (is (= :herald.http/json-encode-error (:type (ex-data (deref raised 30000 nil)))))
       (is (zero? @responded)))))
 
 (deftest options-are-validated

@@ -71,7 +71,7 @@
 
 (deftest async-arity
   (let [h (mw/wrap-params (fn [req respond _] (respond {:status 200 :body (:params req)})) {:max-params 1})
-        run (fn [req] (let [p (promise)] (h req p p) (deref p 1000 :timeout)))]
+        run (fn [req] (let [p (promise)] (h req p p) (deref p 30000 :timeout)))]
     (is (= {"a" "1"} (:body (run {:headers {} :query-string "a=1"}))))
     (is (= 400 (:status (run {:headers {} :query-string "a=1&b=2"}))))))
 

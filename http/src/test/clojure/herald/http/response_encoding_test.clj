@@ -194,7 +194,7 @@
   (let [first-read (CountDownLatch. 1)]
     (with-server [s (fn [req]
                       (if (= "/block" (:uri req))
-                        {:status 200 :body (if (.await first-read 5 TimeUnit/SECONDS) "released" "timed out")}
+                        {:status 200 :body (if (.await first-read 30 TimeUnit/SECONDS) "released" "timed out")}
                         {:status 200 :body (:uri req)}))
                   {:mode :virtual-threads}]
       (let [c (ts/open (ts/port s))]
@@ -214,7 +214,7 @@
                   {:max-pending 1}]
       (let [p (ts/port s)
             blocked (future (ts/GET p "/"))]
-        (is (.await entered 5 TimeUnit/SECONDS))
+        (is (.await entered 30 TimeUnit/SECONDS))
         (is (= 503 (:status (ts/GET p "/"))))
         (is (= 503 (:status (ts/GET p "/"))))
         (.countDown gate)

@@ -219,7 +219,7 @@
         (ts/ws-ping client "p")
         (is (= :pong (ts/ws-receive client)) "automatic pong when the listener has no :on-ping")
         (ts/ws-close client 1000)
-        (is (true? (deref done 5000 false)))
+        (is (true? (deref done 30000 false)))
         (is (= [:open [:message "hi"] [:close 1000]] @events))))))
 
 (deftest ^:integration point-13-wire-behaviour
@@ -266,6 +266,6 @@
         (is (= 500 (:status r)))
         (is (not (str/includes? (:body r) "secret")))
         (is (not (str/includes? (:body r) "at herald")))
-        (let [[t uri] (deref logged 2000 nil)]
+        (let [[t uri] (deref logged 30000 nil)]
           (is (instance? IllegalStateException t))
           (is (= "/boom" uri)))))))

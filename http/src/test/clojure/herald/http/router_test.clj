@@ -77,7 +77,7 @@
       (is (= "POST, OPTIONS" (get-in resp [:headers "Allow"])) "Allow added when the handler left it out"))
     (let [p (promise)]
       (h {:request-method :get :uri "/zz"} p p)
-      (is (= "async no" (:body (deref p 1000 nil)))))))
+      (is (= "async no" (:body (deref p 30000 nil)))))))
 
 (deftest nested-routes-and-middleware-order
   (let [trace (fn [tag] (fn [handler] (fn [req] (handler (update req :trace (fnil conj []) tag)))))
@@ -109,7 +109,7 @@
         call-async (fn [method uri]
                      (let [p (promise)]
                        (h {:request-method method :uri uri :headers {}} #(deliver p [:ok %]) #(deliver p [:err %]))
-                       (deref p 2000 :timeout)))]
+                       (deref p 30000 :timeout)))]
     (is (= [:ok {:status 200 :body {:id "1"}}] (call-async :get "/a/1")))
     (is (= 404 (:status (second (call-async :get "/zz")))))
     (let [[k resp] (call-async :post "/a/1")]

@@ -178,7 +178,7 @@
                                        (.request ws 1)
                                        nil))))]
         (.join (.sendText ^WebSocket ws "hi" true))
-        (is (= "echo:hi" (deref got 5000 :timeout)))
+        (is (= "echo:hi" (deref got 30000 :timeout)))
         (.join (.sendClose ^WebSocket ws 1000 ""))))))
 
 (deftest ^:integration connections-over-the-limit-are-closed-without-a-plaintext-answer

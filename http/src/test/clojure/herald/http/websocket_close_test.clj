@@ -99,7 +99,7 @@
 ;; with a client that keeps its socket open it would wait out its timer (about 2 s) first.
 (defn- hang-up! [c] (ts/close! c))
 
-(defn- code-of [closed] (first (deref closed 5000 [:no-on-close])))
+(defn- code-of [closed] (first (deref closed 30000 [:no-on-close])))
 
 ;; ---- protocol errors: 1002, 1009, 1007 reach the client ----
 
@@ -133,7 +133,7 @@
                               (catch Exception e e)))]
         (try
           (is (= [1009 :eof] (close-then-eof c)) "no TCP reset after the close frame")
-          (is (= :sent (deref sent 5000 :blocked)) "the server kept reading what followed")
+          (is (= :sent (deref sent 30000 :blocked)) "the server kept reading what followed")
           (hang-up! c)
           (is (= 1009 (code-of closed)))
           (finally (ts/close! c)))))))
@@ -208,7 +208,7 @@
           (try (ts/write! c (byte-array (concat (frame 8 (close-payload code "bye")) (frame 8 (close-payload 1000 "again")))))
                (is (= [code :eof] (close-then-eof c)) "one echo with the same code, then EOF")
                (hang-up! c)
-               (is (= [code "bye"] (deref closed 5000 nil)))
+               (is (= [code "bye"] (deref closed 30000 nil)))
                (finally (ts/close! c))))))))
 
 (deftest ^:integration an-empty-client-close-is-echoed-empty-and-reports-1005
@@ -294,7 +294,7 @@
     (let [c (ts/ws-connect port "/ws")]
       (ts/ws-close c 4000)
       (is (= [:close 4000] (subvec (ts/ws-receive c) 0 2)))
-      (is (= [4000 "bye"] (deref closed 5000 nil))))))
+      (is (= [4000 "bye"] (deref closed 30000 nil))))))
 
 (deftest ^:integration the-socket-refuses-close-codes-and-control-payloads-it-may-not-send
   (let [results (promise)]
@@ -312,7 +312,7 @@
       (let [c (ts/ws-connect (ts/port s) "/ws")]
         (is (= "still open" (ts/ws-receive c)))
         (is (= {:1005 :refused :5000 :refused :long-reason :refused :big-ping :refused :open? true}
-               (deref results 5000 nil)))))))
+               (deref results 30000 nil)))))))
 
 ;; ---- over TLS (wss) ----
 
@@ -338,7 +338,7 @@
                               (catch Exception e e)))]
         (try
           (is (= [1009 :eof] (close-then-eof c)))
-          (is (= :sent (deref sent 5000 :blocked)))
+          (is (= :sent (deref sent 30000 :blocked)))
           (hang-up! c)
           (is (= 1009 (code-of closed)))
           (finally (ts/close! c))))))
@@ -349,7 +349,7 @@
           (ts/write! c (frame 8 (close-payload 1000 "bye")))
           (is (= [1000 :eof] (close-then-eof c)))
           (hang-up! c)
-          (is (= [1000 "bye"] (deref closed 5000 nil)))
+          (is (= [1000 "bye"] (deref closed 30000 nil)))
           (finally (ts/close! c)))))))
 
 ;; ---- the handshake itself ----

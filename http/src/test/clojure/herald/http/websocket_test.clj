@@ -28,7 +28,7 @@
         (is (= "bin" (String. ^bytes (ts/ws-receive c) StandardCharsets/UTF_8)))
         (is (= (map str (range 200)) @got))
         (ts/ws-close c 4000)
-        (is (= 4000 (deref closed 5000 nil)))))))
+        (is (= 4000 (deref closed 30000 nil)))))))
 
 (deftest ^:integration a-listener-with-on-ping-answers-pings-itself
   (let [pings (atom [])]
@@ -49,7 +49,7 @@
                   {}]
       (let [c (ts/ws-connect (ts/port s) "/")]
         (is (= [:close 4001 "done"] (ts/ws-receive c)))
-        (is (= [false 4001] (deref state 5000 nil)))))))
+        (is (= [false 4001] (deref state 30000 nil)))))))
 
 (deftest ^:integration oversize-messages-close-the-socket
   (let [errors (atom [])]
@@ -139,6 +139,6 @@
                 b0 (.read in) len (.read in) code (bit-or (bit-shift-left (.read in) 8) (.read in))]
             (is (= [0x88 1007] [b0 code]) "a close frame with 1007 (RFC 6455 8.1)")
             (is (>= len 2)))
-          (is (= 1007 (deref closed 5000 nil)) "the listener hears 1007")
+          (is (= 1007 (deref closed 30000 nil)) "the listener hears 1007")
           (is (= ["ok"] @got) "the invalid message is not delivered")
           (finally (ts/close! c)))))))

@@ -154,7 +154,7 @@
                 (is (= 1 (:index-degraded stats)))
                 (is (= 1 (:search-pending stats)) "the post stays pending (below the watermark) for the next open"))
               (is (not (s/ready? st)) "a broken index makes the store not ready")
-              (is (eventually 5000 #(<= 3 (:index-errors (s/stats st))))
+              (is (eventually 30000 #(<= 3 (:index-errors (s/stats st))))
                   "the failed post is retried before each commit, and every failed attempt is counted")
               (is (= 1 (:search-pending (s/stats st))))
               (is (not (s/ready? st))))
