@@ -132,3 +132,12 @@
         (is (error? (post! (feed/url sys) (str (link a) "/outbound") (assoc body :story "other") "k-kill") 422))
         (is (= {:outbound 1 :inbound 1 :search 1} (copies sys a b "durable" "okapi")))
         (finally (feed/stop! sys) (u/delete-tree! dir))))))
+
+(deftest the-openapi-document-names-the-header
+  (let [sys (u/start-feed! nil)]
+    (try
+      (let [op (get-in (:json (u/request (feed/url sys) "/openapi.json")) ["paths" "/participant/{id}/outbound" "post"])]
+        (is (= [{"in" "header" "name" "Idempotency-Key" "required" false}]
+               (->> (get op "parameters") (filter #(= "Idempotency-Key" (get % "name"))) (map #(select-keys % ["in" "name" "required"])))))
+        (is (every? #(contains? (get op "responses") %) ["400" "422" "501" "503"])))
+      (finally (feed/stop! sys)))))
