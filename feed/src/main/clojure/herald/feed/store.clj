@@ -450,12 +450,13 @@
   (let [f (lc/role s :feeds)
         post (select-keys (v/check-post post) [:from :occurred :subject :story])
         recipients (v/check-recipients recipients)
-        rec (volatile! nil)
-        run #(:post (vreset! rec (keys/-publish-keyed! f post recipients k)))]
+        rec (volatile! nil)]
     (if-let [p (lc/progress-of s)]
-      ;; a repeat publishes nothing: the tracker then sees the first post again, which is harmless
-      (search/-tracked-publish! p run)
-      (run))
+      ;; a repeat publishes nothing: the search tracker must not wait for it (an abandoned publish)
+      (try (search/-tracked-publish! p #(let [r (vreset! rec (keys/-publish-keyed! f post recipients k))]
+                                         (if (:created? r) (:post r) (throw (ex-info "a repeat" {:type ::repeat})))))
+           (catch clojure.lang.ExceptionInfo e (when-not (= ::repeat (:type (ex-data e))) (throw e))))
+      (vreset! rec (keys/-publish-keyed! f post recipients k)))
     @rec))
 
 (defn reserve-key!

@@ -73,3 +73,16 @@
                       (is (= [(:post first-rec) false] [(:post r) (:created? r)])))
                     (finally (s/close-store! st2))))))
          (finally (s/close-store! st) (u/delete-tree! dir)))))
+
+(deftest keyed-publish-on-a-scale-store-with-a-search-mark
+  ;; the :scale store without a log tracks published posts for its search mark: a repeat publishes nothing, so it
+  ;; must not wait for indexing again
+  (let [st (s/open-store (merge (deref (requiring-resolve 'herald.feed.store.scale.roles/all-in-memory)) {:type :scale}))]
+    (try
+      (check-keyed-publish st)
+      (let [kq (k "q" "fp" (System/currentTimeMillis) 60000)
+            r (s/publish-keyed! st {:from 7 :occurred "2026-11-26" :subject "s" :story "marked"} [] kq)]
+        (s/index-batch! st [(:post r)])
+        (is (false? (:created? (s/publish-keyed! st {:from 7 :occurred "2026-11-26" :subject "s" :story "marked"} [] kq))))
+        (is (= 2 (:search-pending (s/stats st))) "the two posts of check-keyed-publish, not the repeat of the indexed one"))
+      (finally (s/close-store! st)))))
