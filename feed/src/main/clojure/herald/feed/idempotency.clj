@@ -30,9 +30,14 @@
   "A SHA-256 (hex) of a post's fields as requested: sender, `occurred` as sent (nil when left out: a retry the
   next day matches), subject, story."
   ^String [from occurred subject story]
-  (let [^String s (pr-str [from occurred subject story])
-        d (.digest (MessageDigest/getInstance "SHA-256") (.getBytes s StandardCharsets/UTF_8))]
-    (.formatHex (HexFormat/of) d)))
+  (let [md (MessageDigest/getInstance "SHA-256")
+        field! (fn [^String v]
+                 ;; each field length-prefixed (-1 for an absent one), so no two requests share the bytes
+                 (let [b (some-> v (.getBytes StandardCharsets/UTF_8))]
+                   (.update md (.array (.putInt (java.nio.ByteBuffer/allocate 4) (if b (alength ^bytes b) -1))))
+                   (when b (.update md ^bytes b))))]
+    (run! field! [(str from) occurred subject story])
+    (.formatHex (HexFormat/of) (.digest md))))
 
 (defn key-request
   "The key request (herald.feed.store.keys) of participant `owner`'s key `k` with `fp`, live `ttl-ms` from now."

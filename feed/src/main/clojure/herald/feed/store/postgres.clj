@@ -179,7 +179,9 @@
                :created? false))))
   (-purge-reservations! [_ now]
     (with-conn "purging idempotency keys"
-      (count (jdbc/query conn "DELETE FROM idempotency_keys WHERE expires_at <= ? RETURNING 1" [(long now)] #(jdbc/long-col % 1)))))
+      (with-open [ps (.prepareStatement conn "DELETE FROM idempotency_keys WHERE expires_at <= ?")]
+        (.setLong ps 1 (long now))
+        (.executeUpdate ps))))
 
   lifecycle/Lifecycle
   (-close! [_] (when (.compareAndSet open? true false) (.close ds)) nil)
