@@ -1,10 +1,9 @@
 (ns herald.http
-  "herald's public HTTP API: a strictly Ring 1.x compliant server on Netty, routing, middleware and JSON."
+  "herald's public HTTP API: a strictly Ring 1.x compliant server on Netty, routing and middleware (JSON data itself: herald.json)."
   (:require [herald.http.impl.file-sources :as file-sources]
             [herald.http.impl.files :as files]
             [herald.http.impl.response :as response]
             [herald.http.impl.server :as server]
-            [herald.http.json :as json]
             [herald.http.middleware :as middleware]
             [herald.http.openapi :as openapi]
             [herald.http.router :as router])
@@ -148,7 +147,7 @@
   ([routes opts] (router/router routes opts)))
 
 (defn openapi
-  "The OpenAPI 3.1.0 document (a Clojure map ready for `write-json`) of `router-or-routes`: a router built by
+  "The OpenAPI 3.1.0 document (a Clojure map ready for `herald.json/write-str`) of `router-or-routes`: a router built by
   `router`, or route data. Every route with a handler for an OpenAPI method is one path, its template in OpenAPI
   syntax (`/participant/:id` -> `/participant/{id}`, `/files/*path` -> `/files/{path}`), in declaration order.
   Documentation is plain data in the route's map (for all its methods) or in a method's `{:handler h ..}` map
@@ -248,18 +247,3 @@
   "gzip-compresses responses for clients that accept it; see `herald.http.middleware/wrap-gzip`."
   ([handler] (middleware/wrap-gzip handler))
   ([handler opts] (middleware/wrap-gzip handler opts)))
-
-(defn read-json
-  "Reads one JSON value from a String, byte[], InputStream or Reader; see `herald.http.json/read-json`."
-  ([x] (json/read-json x))
-  ([x opts] (json/read-json x opts)))
-
-(defn write-json
-  "Writes `x` as a JSON String; see `herald.http.json/write-json`."
-  ([x] (json/write-json x))
-  ([x opts] (json/write-json x opts)))
-
-(defn write-json-bytes
-  "Writes `x` as UTF-8 JSON bytes; see `herald.http.json/write-json-bytes`."
-  ([x] (json/write-json-bytes x))
-  ([x opts] (json/write-json-bytes x opts)))

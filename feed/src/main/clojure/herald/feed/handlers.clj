@@ -9,7 +9,8 @@
             [herald.feed.relations :as rel]
             [herald.feed.service :as svc]
             [herald.feed.store.cursor :as cursor]
-            [herald.http :as http])
+            [herald.http :as http]
+            [herald.json :as json])
   (:import (java.io FilterInputStream InputStream)
            (java.net URLEncoder)
            (java.nio.charset StandardCharsets)
@@ -27,7 +28,7 @@
   ([status data headers]
    {:status status
     :headers (if headers (assoc headers "content-type" json-type) {"content-type" json-type})
-    :body (http/write-json-bytes data)}))
+    :body (json/write-bytes data)}))
 
 (def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.handlers"))
 
@@ -134,10 +135,10 @@
 
       (and mt (or (= mt "application/json") (str/ends-with? mt "+json")))
       (let [data (when-let [b (:body req)]
-                   (http/read-json (if (instance? InputStream b) (bounded b limit) b)
-                                   ;; decimals exact: 1e400 is then a number that is no id (a 400 naming its
-                                   ;; field), not a malformed body (a double cannot hold it)
-                                   {:keywords? true :reject-duplicate-keys? true :bigdecimals? true}))]
+                   (json/read (if (instance? InputStream b) (bounded b limit) b)
+                              ;; decimals exact: 1e400 is then a number that is no id (a 400 naming its
+                              ;; field), not a malformed body (a double cannot hold it)
+                              {:keywords? true :reject-duplicate-keys? true :bigdecimals? true}))]
         (if (map? data)
           data
           (throw (err/bad-request (str "the JSON body must be an object, got "

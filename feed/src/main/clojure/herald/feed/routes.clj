@@ -11,7 +11,8 @@
             [herald.feed.openapi :as api]
             [herald.feed.perf :as perf]
             [herald.feed.store :as store]
-            [herald.http :as http]))
+            [herald.http :as http]
+            [herald.json :as json]))
 
 (set! *warn-on-reflection* true)
 
@@ -212,7 +213,7 @@
   [env]
   (let [dash-opts (dash/options (get-in env [:config :dashboard]))
         ctx (merge (:ctx env) (dissoc env :ctx)
-                   {:openapi-json (delay (http/write-json-bytes
+                   {:openapi-json (delay (json/write-bytes
                                           (api/document table (:version env) {:auth? (some? (:auth env))})))
                     :dashboard-options dash-opts
                     :dashboard-live (delay (live/handler (live/hub env dash-opts)))})

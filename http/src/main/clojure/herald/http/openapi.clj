@@ -1,7 +1,7 @@
 (ns herald.http.openapi
   "OpenAPI 3.1 documents built from a router's route data: each route's documentation keys become its operations."
   (:require [clojure.string :as str]
-            [herald.http.impl.json :as json]
+            [herald.http.impl.support :as support]
             [herald.http.impl.router :as impl])
   (:import (herald.http.impl.router RingRouter)
            (herald.http.route MalformedRouteException RouteTemplate)
@@ -209,12 +209,12 @@
    :tags       [#(and (sequential? %) (every? map? %)) "a vector of Tag maps ({:name ..})"]})
 
 (defn openapi
-  "The OpenAPI 3.1.0 document (a Clojure map ready for `write-json`) of `r`: a router built by
+  "The OpenAPI 3.1.0 document (a Clojure map ready for `herald.json/write-str`) of `r`: a router built by
   `herald.http/router`, or route data. See `herald.http/openapi`."
   [r opts]
   (when-not (contains? opts :info)
     (throw (ex-info "openapi needs :info {:title .. :version ..}" {:type :herald.http/invalid-option :key :info})))
-  (json/check-options! "openapi" document-options opts)
+  (support/check-options! "openapi" document-options opts)
   (let [flat (if (instance? RingRouter r) (impl/flat-of r) (impl/flatten-routes r))
         items (filterv #(seq (val %)) (map path-item flat))]
     (check-unique! items)

@@ -13,8 +13,8 @@
 (def ^:private ^JsonFactory json-factory (JsonFactory.))
 
 (defn- jackson-json-bytes
-  "Serialises a map of keyword keys to string values with jackson-core: the stand-in while
-  herald.http/write-json-bytes does not exist yet."
+  "Serialises a map of keyword keys to string values with jackson-core: the stand-in for a tree that has
+  neither herald.json/write-bytes nor herald.http/write-json-bytes (bench/http.sh may build an old commit)."
   ^bytes [m]
   (let [out (ByteArrayOutputStream. 64)]
     (with-open [^JsonGenerator g (.createGenerator json-factory out)]
@@ -25,8 +25,10 @@
     (.toByteArray out)))
 
 (def ^:private json-bytes
-  "herald.http/write-json-bytes when herald has it, else jackson-json-bytes."
-  (or (some-> (ns-resolve 'herald.http 'write-json-bytes) deref)
+  "herald.json/write-bytes, or on trees from before herald.json herald.http/write-json-bytes, else
+  jackson-json-bytes."
+  (or (some-> (try (requiring-resolve 'herald.json/write-bytes) (catch Exception _ nil)) deref)
+      (some-> (ns-resolve 'herald.http 'write-json-bytes) deref)
       jackson-json-bytes))
 
 (defn- plaintext [_] {:status 200 :headers plaintext-headers :body "Hello, World!"})

@@ -6,7 +6,7 @@
   (entity, operation, status, latency)."
   (:require [clojure.string :as str]
             [herald.load.impl.feed-record :as rec]
-            [herald.load.impl.json :as json]
+            [herald.json :as json]
             [herald.load.impl.jwt :as jwt]
             [herald.load.impl.request :as request]
             [herald.load.impl.words :as words])
@@ -52,13 +52,21 @@
           slot (max slot now)]
       (when (> slot now) (Thread/sleep (java.time.Duration/ofNanos (- slot now)))))))
 
+(defn response-field
+  "Top-level field `field` (a name) of the JSON object in the response body `b`: herald.json/read-field, which
+  reads only up to that field; nil when it is missing, or the body is no object or not JSON (the workload then
+  goes on without the value, as for any failed request)."
+  [^bytes b ^String field]
+  (try (json/read-field b field)
+       (catch clojure.lang.ExceptionInfo _ nil)))
+
 (def connect-backoff-ms
   "How long a user waits after a failed connect before its next request."
   20)
 
 (defn- call!
   "Sends one request on the user's session and records it as `op` (feed-record/op); with `field` (a name),
-  returns that top-level field of a 200's JSON body (json/read-field: only what the workload uses next is
+  returns that top-level field of a 200's JSON body (response-field: only what the workload uses next is
   parsed), else nil."
   [{:keys [^SessionClient session host-header recorder stop] :as ctx} op req field]
   (when-not @stop
@@ -70,7 +78,7 @@
         (let [^Response r (.get (.send session bytes false))]
           (rec/record! recorder started op (.status r) (quot (.latencyNanos r) 1000) nil)
           (when (and field (= 200 (.status r)))
-            (json/read-field (.body r) field)))
+            (response-field (.body r) field)))
         (catch ExecutionException e
           (let [kind (if (instance? RequestFailure (.getCause e)) (.label (.kind ^RequestFailure (.getCause e))) "read")]
             (rec/record! recorder started op 0 (quot (- (System/nanoTime) t0) 1000) kind)
