@@ -3,7 +3,8 @@
 # log (GC, safepoints, JIT compilations, epoch-millisecond stamps): `herald-load rate` at TAIL_SHARE of that max
 # for TAIL_WARMUP seconds (unrecorded, same connections) and TAIL_SECONDS recorded, the generator pinned to
 # WRK_CPU with its own safepoint log. The servers: raw Netty, herald on the event loop and on virtual threads
-# (ParallelGC, as the throughput runs), then herald on the event loop under each collector of TAIL_GCS.
+# (ParallelGC, as the throughput runs; TAIL_ROUNDS rounds in alternating order, each server's figures the median of
+# its rounds), then herald on the event loop and raw Netty under each other collector of TAIL_GCS (one round).
 # What happened inside the recorded window (from herald-load's interval log) is read from the logs: the server's
 # safepoint pauses (every stop-the-world pause, whatever the collector), GC cycles, JIT compilations, the
 # generator's own pauses, and how busy the server's core was with other processes. tail_summary prints the
@@ -15,6 +16,9 @@ TAIL_CONNECTIONS=${TAIL_CONNECTIONS:-64}
 TAIL_SHARE=${TAIL_SHARE:-0.5}
 TAIL_RATE=${TAIL_RATE:-}
 TAIL_GCS=${TAIL_GCS:-parallel g1 zgc}
+# rounds of raw Netty, herald and herald on virtual threads under ParallelGC, in alternating order (N H V, V H N, ...):
+# each server's figures are the median of its rounds, so one noisy minute of the shared machine moves no verdict
+TAIL_ROUNDS=${TAIL_ROUNDS:-3}
 TAIL_RESULTS=${TAIL_RESULTS:-$ROOT/bench/results/http-tail.csv}
 
 gc_flags() {
@@ -98,6 +102,30 @@ tail_cause() {
     else if (gp >= p / 2) print "generator-pauses"; else if (sv < p / 2) print "send-waits"; else print "service" }'
 }
 
+# median_of V...: the median of numbers (the lower middle one for an even count); empty when there are none
+median_of() {
+  printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'
+}
+
+# tail_median NAME: NAME's figures (TAIL_P99.. of NAME) as the medians of its rounds NAME.r1..NAME.rN, each
+# percentile on its own; the cause is the round nearest the median p99.99's; prints one line with every round's
+tail_median() {
+  local n=$1 r v k vals near
+  TAIL_BASE[$n]=${TAIL_BASE[$n.r1]}
+  for v in P99 P999 P9999 MAX PAUSE_MAX; do
+    vals=()
+    for ((r = 1; r <= TAIL_ROUNDS; r++)); do eval "vals+=(\"\${TAIL_$v[\$n.r\$r]}\")"; done
+    eval "TAIL_$v[\$n]=\$(median_of \"\${vals[@]}\")"
+    [ "$v" = P999 ] && k="p999_ms_rounds=$(IFS=/; echo "${vals[*]}")"
+    [ "$v" = P9999 ] && k="$k p9999_ms_rounds=$(IFS=/; echo "${vals[*]}")"
+  done
+  for ((r = 1; r <= TAIL_ROUNDS; r++)); do
+    [ "${TAIL_P9999[$n.r$r]}" = "${TAIL_P9999[$n]}" ] && { near=$n.r$r; break; }
+  done
+  TAIL_CAUSE[$n]=${TAIL_CAUSE[${near:-$n.r1}]}
+  echo "info tail_rounds server=${TAIL_BASE[$n]} rounds=$TAIL_ROUNDS p999_ms=${TAIL_P999[$n]} p9999_ms=${TAIL_P9999[$n]} $k" | tee -a "$WORK/tail.lines" >&2
+}
+
 declare -A TAIL_CAUSE
 declare -A TAIL_P99 TAIL_P999 TAIL_P9999 TAIL_MAX TAIL_PAUSE_MAX TAIL_BASE
 
@@ -115,9 +143,12 @@ tail_runs() {
     log "tail: raw Netty's non-pipelined max $W_RPS req/s ($TAIL_CONNECTIONS connections, wrk); rate $TAIL_RATE ($TAIL_SHARE)"
     echo "info tail_max netty_np_rps=$W_RPS connections=$TAIL_CONNECTIONS share=$TAIL_SHARE rate=$TAIL_RATE"
   fi
-  tail_run tail_netty netty parallel
-  tail_run tail_herald herald parallel
-  tail_run tail_herald_vt herald_vt parallel
+  local r order
+  for ((r = 1; r <= TAIL_ROUNDS; r++)); do
+    order="netty herald herald_vt"; ((r % 2 == 0)) && order="herald_vt herald netty"
+    for s in $order; do tail_run "tail_$s.r$r" "$s" parallel; done
+  done
+  for s in netty herald herald_vt; do tail_median "tail_$s"; done
   for gc in $TAIL_GCS; do
     [ "$gc" = parallel ] && continue  # tail_herald ran under ParallelGC
     tail_run "tail_herald_$gc" herald "$gc"

@@ -4,7 +4,7 @@ import clojure.java.api.Clojure;
 import clojure.lang.IFn;
 import clojure.lang.RT;
 
-/** Entry point of the standalone jar: loads {@code herald.feed.main} from source (no AOT) and calls its {@code -main}. */
+/** Entry point of the standalone jar: loads {@code herald.feed.main} (compiled into the standalone jar by build/aot_jar.clj; from source on a plain classpath) and calls its {@code -main}. */
 public final class Main {
     private Main() {}
 

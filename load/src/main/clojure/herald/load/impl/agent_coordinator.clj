@@ -115,6 +115,18 @@
       (catch Exception e
         (upd #(assoc % :status :died :reason (str "connection lost: " (or (ex-message e) (class e)))))))))
 
+(defn- goodbye!
+  "Says :bye to a connected agent and waits (at most 2 s) for its :bye: the agent has let this coordinator go
+  by then, so a run started right after this one finds it free (closing alone left the agent to notice the end
+  of the stream later, and a quick next run was refused as busy). An agent that is gone or does not answer is
+  left as it is."
+  [a]
+  (try
+    (.setSoTimeout ^Socket (:socket a) 2000)
+    (wire/write-frame! (:out a) {:type :bye})
+    (loop [] (when-let [m (wire/read-frame (:in a))] (when-not (= :bye (:type m)) (recur))))
+    (catch Exception _ nil)))
+
 (defn- run-seconds [mode opts]
   (+ (double (:warmup opts 0))
      (if (= mode :rate) (schedule/total-seconds (:phases opts)) (double (:duration opts)))))
@@ -167,5 +179,6 @@
               wait #(do (progress-loop! state report target) (run! deref readers))]
           (if (:handle-interrupt? opts) (progress/with-interrupt stop-all wait) (wait))
           (when hlog (hist/hlog-close! hlog))
+          (run! goodbye! conns)
           (report/result mode opts agents @state (run-seconds mode opts))))
       (finally (doseq [a conns] (.close ^Socket (:socket a)))))))

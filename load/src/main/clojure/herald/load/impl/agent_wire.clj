@@ -13,7 +13,8 @@
   | agent       | {:type :started :agent-ms MS}                             | its load began (start skew) |
   | agent       | {:type :interval :start-s S :end-s E :h BASE64}           | one interval's latency histogram (HdrHistogram's compressed encoding, as in .hlog) |
   | agent       | {:type :result :result {..}} or {:type :error :message TEXT} | the run's result map (histograms included), or why it failed |
-  | coordinator | {:type :stop}                                             | stop the run now (Ctrl-C); its result still follows |"
+  | coordinator | {:type :stop}                                             | stop the run now (Ctrl-C); its result still follows |
+  | coordinator | {:type :bye}                                              | {:type :bye} once the agent is free for another coordinator (then both close) |"
   (:require [clojure.edn :as edn]
             [clojure.string :as str])
   (:import (java.io DataInputStream DataOutputStream EOFException)

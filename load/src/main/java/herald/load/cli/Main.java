@@ -3,7 +3,7 @@ package herald.load.cli;
 import clojure.java.api.Clojure;
 import clojure.lang.IFn;
 
-/** Runs {@code herald.load.main/-main} with the command-line arguments (Clojure sources load from the jar). */
+/** Runs {@code herald.load.main/-main} with the command-line arguments (compiled into the standalone jar by build/aot_jar.clj; sources on a plain classpath). */
 public final class Main {
   private Main() {}
 
