@@ -9,7 +9,7 @@
             [herald.feed.relations :as rel]
             [herald.feed.service :as svc]
             [herald.feed.store.cursor :as cursor]
-            [herald.http :as http]
+            [herald.http.middleware :as mw]
             [herald.json :as json])
   (:import (java.io FilterInputStream InputStream)
            (java.net URLEncoder)
@@ -108,10 +108,10 @@
         ([^bytes bs off len] (count! (.read in bs (int off) (int len))))))))
 
 (defn wrap-form-params
-  "herald.http/wrap-params for the feed: urlencoded form bodies over the feed's `limit` get the feed's JSON 413
+  "herald.http.middleware/wrap-params for the feed: urlencoded form bodies over the feed's `limit` get the feed's JSON 413
   (`field` body), declared or counted while the middleware reads them, like JSON bodies do."
   [handler limit]
-  (let [h (http/wrap-params handler {:max-form-bytes (inc (long limit))})]
+  (let [h (mw/wrap-params handler {:max-form-bytes (inc (long limit))})]
     (fn [req]
       (if (= "application/x-www-form-urlencoded" (media-type req))
         (try (check-size! req limit)

@@ -1,6 +1,7 @@
 (ns herald.http.bench-app
   "The herald side of bench/http.sh: TechEmpower plaintext and JSON routes as a Ring handler on herald.http."
-  (:require [herald.http :as http])
+  (:require [herald.http :as http]
+            [herald.http.router :as router])
   (:import (com.fasterxml.jackson.core JsonFactory JsonGenerator)
            (java.io ByteArrayOutputStream)))
 
@@ -44,9 +45,9 @@
     not-found))
 
 (defn routed-handler
-  "The same two routes through `herald.http/router` (with its 404, 405 and automatic HEAD/OPTIONS)."
+  "The same two routes through `herald.http.router/router` (with its 404, 405 and automatic HEAD/OPTIONS)."
   []
-  (http/router [["/plaintext" {:get plaintext}]
+  (router/router [["/plaintext" {:get plaintext}]
                 ["/json" {:get json}]]))
 
 (def ^:private usage
