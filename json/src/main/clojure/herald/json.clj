@@ -79,6 +79,8 @@
   (^String [x opts] (let [w (impl/writer opts)] (impl/write-with #(.writeString w x)))))
 
 (defn write-bytes
-  "Writes `x` as UTF-8 JSON bytes, without a String in between (see `write-str` for conversions and options)."
+  "Writes `x` as UTF-8 JSON bytes, without a String in between (see `write-str` for conversions and options).
+  Characters outside the BMP are written as `\\uD83D\\uDE00`-style escape pairs (Jackson's byte generator), where
+  `write-str` keeps them as they are: the same JSON value."
   (^bytes [x] (impl/write-with #(.writeBytes JsonWriter/DEFAULT x)))
   (^bytes [x opts] (let [w (impl/writer opts)] (impl/write-with #(.writeBytes w x)))))

@@ -1,5 +1,5 @@
 (ns herald.load.json-test
-  "The feed workload's hot-path JSON and words: bodies written as bytes equal to the String writer's, one response
+  "The feed workload's hot-path JSON and words: request bodies equal to herald.json/write-bytes's, one response
   field read as the whole reader reads it (nil for what is no JSON object), results written with herald-load's
   conventions, sentences from a String array equal to those from the vector."
   (:require [clojure.test :refer [deftest is testing]]
@@ -13,10 +13,15 @@
 
 (defn- utf8 ^bytes [^String s] (.getBytes s "UTF-8"))
 
-(deftest write-bytes-is-write-str-in-utf-8
+(deftest request-bodies-are-write-bytes
   (doseq [x [{:from "/participant/1" :occurred "2026-11-26" :subject "ä b \"c\"" :story "line\nnext \u2603"}
              {:name "x"} {} [1 2.5 nil true "s"]]]
-    (is (= (seq (utf8 (json/write-str x))) (seq (json/write-bytes x))) (pr-str x))))
+    (is (= (seq (json/write-bytes x)) (seq (feed/json-body x))) (pr-str x))
+    (is (= x (json/read (feed/json-body x) {:keywords? true})) (pr-str x)))
+  (testing "outside the BMP: raw UTF-8 where write-bytes writes \\u escapes; the same value"
+    (let [x {:story "\uD83D\uDE00 x"}]
+      (is (= [-16 -97 -104 -128] (take 4 (drop 10 (seq (feed/json-body x))))))
+      (is (= x (json/read (feed/json-body x) {:keywords? true}) (json/read (json/write-bytes x) {:keywords? true}))))))
 
 (deftest response-field-reads-one-top-level-value
   (let [post (utf8 (json/write-str {:from "/participant/5" :story (apply str (repeat 500 "w ")) :nested {:id 9 :link "no"}
