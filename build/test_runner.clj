@@ -102,10 +102,30 @@
   (doseq [n (all-ns) [_ v] (ns-publics n) :when (:herald.test/start-early (meta v))]
     (future (try (v) (catch Throwable _ nil)))))
 
+(defn- report-property-seeds!
+  "Makes every defspec failure print, on lines of its own, the test, its seed and its failing then shrunk input:
+  test.check prints the seed when a property returns false but not when it throws, and a CI run draws a fresh
+  seed each time, so the log must say how to reproduce it: (the-spec num-tests :seed N)."
+  []
+  (when-let [opts (try (requiring-resolve 'clojure.test.check.clojure-test/*default-opts*) (catch Exception _ nil))]
+    (let [report (:reporter-fn @opts)
+          test-name #(some-> t/*testing-vars* first symbol)]
+      (alter-var-root opts assoc :reporter-fn
+                      (fn [{:keys [type seed] :as m}]
+                        (case type
+                          :failure (binding [*print-length* 20 *print-level* 6]
+                                     (println "PROPERTY FAILED" (test-name) "seed" seed "failing size" (:failing-size m)
+                                              "after" (:num-tests m) "trials; input:" (pr-str (:fail m))))
+                          :shrunk (println "PROPERTY SHRUNK" (test-name) "seed" seed "smallest input:"
+                                           (pr-str (-> m :shrunk :smallest)) (str "reproduce: (" (test-name) " " (:num-tests m) " :seed " seed ")"))
+                          nil)
+                        (when report (report m)))))))
+
 (defn -main [dir summary]
   (let [pattern (re-pattern (System/getProperty "herald.test.ns" ".*"))
         nss (filter #(re-matches pattern (str %)) (test-namespaces (io/file dir)))
         load-failures (load-namespaces nss)
+        _ (report-property-seeds!)
         _ (start-early!)
         timed (doall (map (fn [n] (let [t0 (System/nanoTime) r (run-ns n)]
                                     [r [n (quot (- (System/nanoTime) t0) 1000000)]]))

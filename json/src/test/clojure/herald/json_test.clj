@@ -58,7 +58,7 @@
                 (gen/fmap #(Date. (long %)) (gen/large-integer* {:min 0 :max 4102444800000}))])))
 
 (defn- expected
-  "What read-json gives back for `x`, per the conversion table of write-json."
+  "What read gives back for `x`, per the conversion table of write-str."
   [x]
   (cond (map? x) (into {} (map (fn [[k v]] [(if (instance? clojure.lang.Named k) (subs (str (if (keyword? k) k (keyword k))) 1) (str k))
                                             (expected v)]) x))

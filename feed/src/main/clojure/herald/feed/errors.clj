@@ -82,7 +82,11 @@
    :herald.feed.store.opensearch/unavailable 503
    :herald.feed.store.cassandra/unavailable 503
    :herald.feed.store.cassandra/timeout 503
-   :herald.json/malformed 400})
+   :herald.json/malformed 400
+   ;; issue 10: Idempotency-Key (herald.feed.idempotency)
+   :herald.feed/unprocessable 422      ; a key used before with other fields
+   :herald.feed/not-implemented 501    ; a store that cannot keep keys
+   :herald.feed/maybe-recorded 503})   ; the post may be durable: retry with the same key
 
 (defn error-body
   "The JSON error body {:error msg :field f :value v} (absent keys omitted)."
@@ -120,9 +124,12 @@
     (cond
       (nil? status) nil
       ;; the backend's own words (hosts, keys, exception classes) go to the log, not to API clients
-      (= 503 status) (response 503 (if (= :herald.feed.auth/unavailable (:type data))
+      (= 503 status) (response 503 (case (:type data)
+                                     :herald.feed.auth/unavailable
                                      "the keys that verify bearer tokens cannot be fetched now: retry the request"
+                                     :herald.feed/maybe-recorded (ex-message e)
                                      "storage temporarily unavailable: retry the request")
+                               :field (when (= :herald.feed/maybe-recorded (:type data)) "Idempotency-Key")
                                :headers {"retry-after" "1"})
       :else
       (let [field (:field data)
@@ -131,3 +138,8 @@
         (response status (ex-message e) :field (or field (when (= :herald.json/malformed (:type data)) "body"))
                   :value (:value data)
                   :headers (when-let [w (:www-authenticate data)] {"www-authenticate" w}))))))
+
+(defn unavailable?
+  "True when `e` (or an ex-info in its cause chain) is an outage: an ex-info whose :type answers 503."
+  [^Throwable e]
+  (boolean (some #(= 503 (get statuses (:type (ex-data %)))) (take-while some? (iterate #(.getCause ^Throwable %) e)))))

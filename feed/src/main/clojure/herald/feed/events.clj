@@ -1,6 +1,7 @@
 (ns herald.feed.events
   "The feed's event log, the top-level `:events` config: `:local` (the store's own durable records, the jobs in-process) or `:kafka` (the :scale profile: Kafka is the log, the jobs run on Kafka Streams); `start-fanout` gives the matching herald.feed.fanout/Fanout."
-  (:require [herald.feed.events.ids :as ids]
+  (:require [herald.feed.errors :as err]
+            [herald.feed.events.ids :as ids]
             [herald.feed.events.kafka :as kafka]
             [herald.feed.fanout :as fanout]
             [herald.feed.jobs.derived :as derived]
@@ -58,6 +59,18 @@
          (finally (.close producer (java.time.Duration/ofMillis (left)))))
     (< (System/currentTimeMillis) deadline)))
 
+(defn- maybe-recorded
+  "Runs (f); an outage it throws becomes ex-info :herald.feed/maybe-recorded (a 503 that says why, naming
+  Idempotency-Key): the post may already be durable on the log, which the fan-out job makes visible (issue 10)."
+  [f]
+  (try (f)
+       (catch Exception e
+         (throw (if (err/unavailable? e)
+                  (ex-info (str "storage temporarily unavailable: the post may have been recorded and may appear shortly;"
+                                " retry with the same Idempotency-Key to publish it exactly once")
+                           {:type :herald.feed/maybe-recorded} e)
+                  e)))))
+
 (defn kafka-fanout
   "The fan-out over the Kafka log (see herald.feed.events.kafka/check for `opts`). On start it creates the topics
   when missing and starts the fan-out and indexing jobs on Kafka Streams (herald.feed.jobs.derived). `publish!`
@@ -87,6 +100,21 @@
                          (let [p (or (:edit change) (:delete change))]
                            (kafka/send! producer posts (:from p) (kafka/record-bytes change) (:send-timeout-ms o))))]
     (reify
+      fanout/KeyedFanout
+      ;; reserve (key -> this prepared post) in the graph role before the append; a repeat re-appends the reserved
+      ;; post unless the store has its author's copy (written only after an acknowledged append), and upserts it
+      (-publish-keyed! [_ post recipients k]
+        (when-not (store/key-reservations? store) (throw (fanout/keys-unsupported)))
+        (let [fresh (assoc (store/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))
+              rec (store/reserve-key! store (assoc k :post fresh))
+              p (:post rec)]
+          (when (= (:fingerprint rec) (:fingerprint k))
+            (maybe-recorded
+             #(when (or (:created? rec) (nil? (store/post store (:id p))))
+                (append! {:post p :recipients (vec (distinct recipients))})
+                (store/put-outbound! store p))))
+          rec))
+
       fanout/PostChanges
       ;; issue 11: the change goes on the posts topic keyed by the sender (after the post's own record, in the same
       ;; partition), then the author's copy changes (read-your-writes); the jobs apply it to the inbound copies and
@@ -104,8 +132,8 @@
       fanout/Fanout
       (-publish! [_ post recipients]
         (let [p (assoc (store/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))]
-          (append! {:post p :recipients (vec (distinct recipients))})
-          (store/put-outbound! store p)
+          (maybe-recorded #(do (append! {:post p :recipients (vec (distinct recipients))})
+                               (store/put-outbound! store p)))
           p))
       (-submit! [_ job] (append! job) nil)
       (-await-idle [_ timeout-ms] (caught-up? (vals handles) timeout-ms))

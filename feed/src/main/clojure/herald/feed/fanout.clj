@@ -54,3 +54,27 @@
   (if (satisfies? PostChanges f)
     (-delete-post! f post)
     ((requiring-resolve 'herald.feed.store/delete-post!) store (:id post))))
+
+(defprotocol KeyedFanout
+  "Publishing under an idempotency key (issue 10, herald.feed.store.keys): the first call with a key records the
+  post and its key record durably (in one atomic write on the local log; reserved in the graph role before the
+  Kafka append on the Kafka log); a later call with the key while it lives records no second post: when the record's
+  fingerprint is the call's, it makes sure the post is recorded and in its author's outbound feed (it appends the
+  same post again when the store has no copy of it: the log's readers upsert by post id), and returns the record.
+  A record with another fingerprint is returned as it is, nothing done (the caller answers 422)."
+  (-publish-keyed! [f post recipients k] "The key record {:post :fingerprint :expires-at :created?} of key request
+  `k` (see herald.feed.store.keys), after `post` (validated fields) was recorded for `recipients` under it."))
+
+(defn keys-unsupported
+  "The ex-info :herald.feed/not-implemented (a 501 naming the header) of a fan-out or store that cannot keep keys."
+  []
+  (ex-info "'Idempotency-Key' is not supported by this deployment's store: send the post without it"
+           {:type :herald.feed/not-implemented :field "Idempotency-Key"}))
+
+(defn publish-keyed!
+  "Publishes `post` under the key request `k` when `f` has `KeyedFanout`; returns the key record. Throws
+  `keys-unsupported` when neither `f` nor its store can keep keys."
+  [f post recipients k]
+  (if (satisfies? KeyedFanout f)
+    (-publish-keyed! f post recipients k)
+    (throw (keys-unsupported))))

@@ -3,6 +3,7 @@
   (:require [clojure.string :as str]
             [herald.feed.auth :as auth]
             [herald.feed.errors :as err]
+            [herald.feed.idempotency :as idem]
             [herald.feed.forms :as forms]
             [herald.feed.outage :as outage]
             [herald.feed.perf :as perf]
@@ -202,9 +203,12 @@
   (json-response (mapv friendship-json (svc/friends ctx (path-id req)))))
 
 (defn post-outbound
-  "POST /participant/:id/outbound: {from occurred subject story} -> the item echoed."
+  "POST /participant/:id/outbound: {from occurred subject story} -> the item echoed. With an `Idempotency-Key`
+  header (herald.feed.idempotency), a repeat of the same fields answers the first post (issue 10)."
   [ctx req]
-  (json-response (outbound-json (svc/publish! ctx (path-id req) (body-params req (:max-body-bytes (:limits ctx)))))))
+  (let [id (path-id req)
+        k (idem/request-key req)]
+    (json-response (outbound-json (svc/publish! ctx id (body-params req (:max-body-bytes (:limits ctx))) k)))))
 
 (defn- check-cursor!
   "Paging options with a `:before` that decodes (herald.feed.store.cursor, the stores' own bounds), else a 400

@@ -121,12 +121,20 @@
         :description "end, as from (a date means the end of that day); not before from"}
    :file {:in :path :name "file" :required true :schema {:type "string" :enum ["dashboard.js" "dashboard.css" "favicon.svg"]}
           :description "the asset's name"}
+   :idempotency-key {:in :header :name "Idempotency-Key" :required false
+                     :schema {:type "string" :minLength 1 :maxLength 255 :pattern "^[\\x21-\\x7e]{1,255}$"
+                              :example "3f2b9c1e-post-1"}
+                     :description (str "makes a retried post safe: a repeat with the same key and the same fields"
+                                       " answers the first post (same id and link) and records no second one, also"
+                                       " when the first attempt failed; the same key with other fields is a 422."
+                                       " Scoped to the participant; 1-255 visible ASCII characters (else a 400); kept"
+                                       " 24 h (`:feed :idempotency-key-ttl-ms`)")}
    :v {:in :query :name "v" :required false :schema {:type "string"}
        :description "the asset's content hash (as the page links it): cached for a year when it matches"}})
 
 (defn params
   "The route data `:parameters` of the feed's parameters named `ks` (:id :postId :otherId :limit :before :keywords
-  :viewer :from :to :file :v)."
+  :viewer :from :to :file :v :idempotency-key)."
   [& ks]
   (mapv #(or (parameter-table %) (throw (ex-info (str "no feed parameter " %) {:type :herald.feed/config :key %})))
         ks))
@@ -168,6 +176,8 @@
          :content (json-content {:type "object"})}
     {:description (case (long c) 400 "bad input, the field named" 404 "unknown participant (or post)"
                         409 "conflict: a block between the two participants (unblock first)"
+                        422 "the Idempotency-Key was used for a post with other fields"
+                        501 "Idempotency-Key is not supported by this deployment's store"
                         401 "with auth on: no bearer token, or one that does not verify (WWW-Authenticate: Bearer)"
                         403 "with auth on: the token's participant is not the path's"
                         415 "unsupported Content-Type" "error")

@@ -111,8 +111,11 @@
            :summary "A participant's posts, newest first" :parameters (api/params :id :limit :before)
            :responses (api/responses (api/paged (api/ok ["Outbound"])) 400 404)}
      :post {:handler h/post-outbound :herald.feed/perf [:outbound :post] :operation-id "outbound-post" :herald.feed/auth :self
-            :summary "Post a news item; it is copied into every friend's inbound feed" :parameters (api/params :id)
-            :request (api/body "NewOutbound") :responses (api/responses (api/ok "Outbound") 400 404 413 415)}}]
+            :summary "Post a news item; it is copied into every friend's inbound feed" :parameters (api/params :id :idempotency-key)
+            :request (api/body "NewOutbound")
+            :responses (api/responses (api/ok "Outbound") 400 404 413 415 422 501
+                                      [503 (str "storage unavailable: with the post possibly recorded, the error says so;"
+                                                " retry with the same Idempotency-Key")])}}]
    ["/participant/:id/outbound/:postId"
     {:get {:handler h/get-post :herald.feed/perf [:outbound :get-one] :operation-id "outbound-get-one"
            :summary "One post, by its link (404 when the participant of the path is not its sender, or it is deleted)"

@@ -3,6 +3,7 @@
   (:require [clojure.string :as str]
             [herald.feed.errors :as err]
             [herald.feed.fanout :as fanout]
+            [herald.feed.idempotency :as idem]
             [herald.feed.pages :as pages]
             [herald.feed.store :as store])
   (:import (com.github.benmanes.caffeine.cache Cache Caffeine)
@@ -15,7 +16,8 @@
 (def default-limits
   "Limits applied to requests; overridden by the config's :feed map (see docs/feed.md)."
   {:default-limit 50 :max-limit 1000 :default-search-limit 100 :max-search-limit 1000
-   :max-name-chars 200 :max-subject-chars 1000 :max-story-chars 100000 :max-body-bytes 1048576})
+   :max-name-chars 200 :max-subject-chars 1000 :max-story-chars 100000 :max-body-bytes 1048576
+   :idempotency-key-ttl-ms 86400000})
 
 (defn- check-limits [limits]
   (doseq [[k v] limits]
@@ -221,22 +223,39 @@
   (participant ctx id)
   (store/friends store id))
 
+(def ^:private key-purge-ms
+  "The least time between two purges of expired idempotency keys by one context."
+  3600000)
+
+(defn- publish-keyed!
+  "`post` published under idempotency key `k` (herald.feed.idempotency): the key's post, also for a repeat."
+  [{:keys [store fanout limits ^java.util.concurrent.atomic.AtomicLong key-purge]} id params post recipients k]
+  (let [kr (idem/key-request id k (idem/fingerprint id (:occurred params) (:subject post) (:story post))
+                             (:idempotency-key-ttl-ms limits))]
+    (when key-purge (idem/maybe-purge! store key-purge (min key-purge-ms (long (:idempotency-key-ttl-ms limits)))))
+    (idem/answer (fanout/publish-keyed! fanout post recipients kr) kr)))
+
 (defn publish!
   "Posts params {:from :occurred :subject :story} as participant `id` (a missing :from defaults to
   `id`; another sender is a 400). Durably records the post with its fan-out to the sender's current friends
   (the store's pending fan-out, or a record on the Kafka log), then the fan-out jobs deliver and index it
-  (herald.feed.fanout/publish!). Returns the stored post."
-  [{:keys [store fanout limits] :as ctx} id params]
-  (let [from (if (nil? (:from params)) id (parse-link "from" (single "from" (:from params))))
-        _ (when (not= from id)
-            (throw (err/bad-request (str "'from' must be the participant of the path, " (link id)) "from" (link from))))
-        post {:from from
-              :occurred (parse-occurred params)
-              :subject (required-string params "subject" (:max-subject-chars limits) false)
-              :story (required-string params "story" (:max-story-chars limits) false)}
-        _ (participant ctx id)
-        recipients (mapv :to (store/friends store id))]
-    (fanout/publish! fanout post recipients)))
+  (herald.feed.fanout/publish!). Returns the stored post. With `idempotency-key` (a checked `Idempotency-Key`,
+  herald.feed.idempotency), a repeat of the same fields returns the first call's post and records none; other
+  fields are a 422 naming the header."
+  ([ctx id params] (publish! ctx id params nil))
+  ([{:keys [store fanout limits] :as ctx} id params idempotency-key]
+   (let [from (if (nil? (:from params)) id (parse-link "from" (single "from" (:from params))))
+         _ (when (not= from id)
+             (throw (err/bad-request (str "'from' must be the participant of the path, " (link id)) "from" (link from))))
+         post {:from from
+               :occurred (parse-occurred params)
+               :subject (required-string params "subject" (:max-subject-chars limits) false)
+               :story (required-string params "story" (:max-story-chars limits) false)}
+         _ (participant ctx id)
+         recipients (mapv :to (store/friends store id))]
+     (if (nil? idempotency-key)
+       (fanout/publish! fanout post recipients)
+       (publish-keyed! ctx id params post recipients idempotency-key)))))
 
 (defn outbound
   "A page {:items :next} of participant `id`'s posts, newest first; `opts` from `page-opts`."

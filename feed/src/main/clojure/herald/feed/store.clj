@@ -7,6 +7,7 @@
   (:require [herald.feed.store.cache :as cache]
             [herald.feed.store.feeds :as feeds]
             [herald.feed.store.graph :as graph]
+            [herald.feed.store.keys :as keys]
             [herald.feed.store.lifecycle :as lc]
             [herald.feed.store.search :as search]
             [herald.feed.store.validate :as v]))
@@ -427,3 +428,47 @@
   ([s keywords opts]
    (search/-search-page (lc/role s :search) (v/check-string :keywords keywords)
                         (assoc (v/page-opts opts) :hidden (v/check-hidden (:hidden opts))))))
+;; ---------------------------------------------------------------------------------------------------
+;; issue 10: idempotency keys (herald.feed.store.keys: KeyedPublish on the feeds role, KeyReservations on the graph role)
+
+(defn keyed-publish?
+  "True when the feeds role of `s` has `KeyedPublish` (a post and its key record in one atomic write)."
+  [s]
+  (satisfies? keys/KeyedPublish (lc/feeds-of s)))
+
+(defn key-reservations?
+  "True when the graph role of `s` has `KeyReservations` (a key reserved before a post goes on an outside log)."
+  [s]
+  (satisfies? keys/KeyReservations (if (lc/role-map? s) (:graph s) s)))
+
+(defn publish-keyed!
+  "Feeds role (`KeyedPublish`): `publish!` of `post` for `recipients` under the key request `k` (see
+  herald.feed.store.keys), the post, its pending fan-out and its key record in one atomic durable write; or, when
+  (owner, key) names a live record, that record and no write. Returns the key record {:post :fingerprint
+  :expires-at :created?}."
+  [s post recipients k]
+  (let [f (lc/role s :feeds)
+        post (select-keys (v/check-post post) [:from :occurred :subject :story])
+        recipients (v/check-recipients recipients)
+        rec (volatile! nil)]
+    (if-let [p (lc/progress-of s)]
+      ;; a repeat publishes nothing: the search tracker must not wait for it (an abandoned publish)
+      (try (search/-tracked-publish! p #(let [r (vreset! rec (keys/-publish-keyed! f post recipients k))]
+                                         (if (:created? r) (:post r) (throw (ex-info "a repeat" {:type ::repeat})))))
+           (catch clojure.lang.ExceptionInfo e (when-not (= ::repeat (:type (ex-data e))) (throw e))))
+      (vreset! rec (keys/-publish-keyed! f post recipients k)))
+    @rec))
+
+(defn reserve-key!
+  "Graph role (`KeyReservations`): the live key record of (owner, key) of key request `k`, written with `k`'s
+  :post (a prepared post with :id and :ts, validated here) when there is none. Returns {:post :fingerprint
+  :expires-at :created?}."
+  [s k]
+  (keys/-reserve-key! (lc/role s :graph) (update k :post v/check-stored-post)))
+
+(defn purge-keys!
+  "Deletes the key records and reservations expired at `now` (epoch ms) from whichever roles of `s` keep them;
+  returns how many."
+  [s now]
+  (+ (long (if (keyed-publish? s) (keys/-purge-keys! (lc/role s :feeds) now) 0))
+     (long (if (key-reservations? s) (keys/-purge-reservations! (lc/role s :graph) now) 0))))

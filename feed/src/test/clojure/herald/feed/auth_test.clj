@@ -2,7 +2,8 @@
   "Bearer tokens over real HTTP: HS256 (good, expired, bad signature, wrong alg, alg none, missing), RS256 and ES256
   from a JWKS file and from a JWKS URL served by a herald.http server, 401 vs 403, secrets and tokens never in
   bodies or logs, the jar's token command, and herald-load's feed workload against an auth-on feed."
-  (:require [clojure.string :as str]
+  (:require [herald.feed.child-jvm :as child-jvm]
+            [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.auth :as auth]
@@ -270,7 +271,7 @@
   "The jar's main in a child JVM with `env`; [exit out err], or nil after 120 s."
   [env & args]
   (let [java (str (java.io.File. (System/getProperty "java.home") "bin/java"))
-        ^java.util.List cmd (into [java "-XX:TieredStopAtLevel=1" "-cp" (System/getProperty "java.class.path") "herald.feed.Main"] args)
+        ^java.util.List cmd (into [java "-XX:TieredStopAtLevel=1" "-cp" (child-jvm/classpath) "herald.feed.Main"] args)
         pb (ProcessBuilder. cmd)
         _ (doseq [[k v] env] (.put (.environment pb) k v))
         p (.start pb)

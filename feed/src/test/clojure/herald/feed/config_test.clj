@@ -1,6 +1,7 @@
 (ns herald.feed.config-test
   "Tests of the EDN config reader: #env, #profile, #ref, errors naming the key, the bundled config."
-  (:require [clojure.test :refer [deftest is testing]]
+  (:require [herald.feed.child-jvm :as child-jvm]
+            [clojure.test :refer [deftest is testing]]
             [herald.feed.config :as config]))
 
 (set! *warn-on-reflection* true)
@@ -103,7 +104,7 @@
   in 120 s."
   [env & args]
   (let [java (str (java.io.File. (System/getProperty "java.home") "bin/java"))
-        ^java.util.List cmd (into [java "-XX:TieredStopAtLevel=1" "-cp" (System/getProperty "java.class.path")
+        ^java.util.List cmd (into [java "-XX:TieredStopAtLevel=1" "-cp" (child-jvm/classpath)
                                    "herald.feed.Main" "--port" "0"] args)
         pb (doto (ProcessBuilder. cmd) (.redirectErrorStream true))
         _ (doseq [[k v] env] (.put (.environment pb) k v))

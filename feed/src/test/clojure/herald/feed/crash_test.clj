@@ -1,6 +1,7 @@
 (ns herald.feed.crash-test
   "^:integration THE crash test: the service in a child JVM is killed with SIGKILL in the middle of a write load, restarted on the same data directory, and every acknowledged write must be there, with the fan-out of acknowledged posts completed."
-  (:require [clojure.java.io :as io]
+  (:require [herald.feed.child-jvm :as child-jvm]
+            [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.feed.test-util :as u])
@@ -15,7 +16,7 @@
   [dir]
   (let [java (str (io/file (System/getProperty "java.home") "bin" "java"))
         ^java.util.List cmd [java "-Xmx512m" "-XX:+UseSerialGC" "-XX:TieredStopAtLevel=1" "--enable-native-access=ALL-UNNAMED"
-                                   "-cp" (System/getProperty "java.class.path")
+                                   "-cp" (child-jvm/classpath)
                                    "herald.feed.Main" "--port" "0" "--host" "127.0.0.1"
                              "--profile" "embedded" "--data-dir" dir]
         pb (doto (ProcessBuilder. cmd)

@@ -4,7 +4,8 @@
   directory, swept with very short capped runs. The cell must finish with a measured max, capped steps that each
   ran requests, CPU and RSS of the feed's process and its GC log read; the feed must have stored what the
   workload wrote, and no feed is left running."
-  (:require [clojure.java.io :as io]
+  (:require [herald.feed.child-jvm :as child-jvm]
+            [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.load :as load])
@@ -30,7 +31,7 @@
    :targets [{:name "feed" :url "http://127.0.0.1:{port}/health" :ready-timeout 120
               ;; the marker names this test's feed among the machine's processes
               :cmd (str "set -f; exec {java} $JAVA_OPTS -Dherald.lab.marker=" marker
-                        " -cp " (System/getProperty "java.class.path")
+                        " -cp " (child-jvm/classpath)
                         " herald.feed.Main --port {port} --host 127.0.0.1 --profile embedded --data-dir {cell-dir}/data")}]
    :common-opts ["-Xmx512m" "-XX:TieredStopAtLevel=1" "--enable-native-access=ALL-UNNAMED"]
    :jvm-opts [{:name "parallel" :opts ["-XX:+UseParallelGC"]}]

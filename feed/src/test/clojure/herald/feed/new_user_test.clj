@@ -2,7 +2,8 @@
   "What a new user hit (issue 11, \"Smaller things\"): an empty `keywords=` is a 400, a form body with invalid UTF-8
   a 400 naming the field (never stored as U+FFFD), `bin/herald-feed --help` works where the default `java` is 17, and
   the benchmark, the launcher and the docs use the JVM options (and GC) of `make run`."
-  (:require [clojure.java.io :as io]
+  (:require [herald.feed.child-jvm :as child-jvm]
+            [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
@@ -85,7 +86,7 @@
              (.redirectErrorStream true))
         env (.environment pb)
         _ (do (.remove env "JAVA_HOME")
-              (.put env "HERALD_FEED_CLASSPATH" (System/getProperty "java.class.path"))
+              (.put env "HERALD_FEED_CLASSPATH" (child-jvm/classpath))
               (.put env "HERALD_FEED_JVM_OPTS" "-XX:TieredStopAtLevel=1"))
         p (.start pb)
         out (future (slurp (.getInputStream p)))]

@@ -32,17 +32,17 @@
 (deftest ^:integration saturation-answers-503-fast
   (let [gate (CountDownLatch. 1)
         entered (CountDownLatch. 2)]
-    (with-server [s (fn [_] (.countDown entered) (.await gate 5 TimeUnit/SECONDS) {:status 200 :body "done"})
+    (with-server [s (fn [_] (.countDown entered) (.await gate 60 TimeUnit/SECONDS) {:status 200 :body "done"})
                   {:max-pending 2}]
       (let [p (ts/port s)
             blocked (doall (for [_ (range 2)] (future (ts/GET p "/"))))]
-        (is (.await entered 5 TimeUnit/SECONDS))
+        (is (.await entered 30 TimeUnit/SECONDS))
         (is (= 2 (:pending (http/server-stats s))))
         (let [t0 (System/nanoTime)
               r (ts/GET p "/")]
           (is (= 503 (:status r)))
           (is (= "1" ((:headers r) "retry-after")))
-          (is (< (- (System/nanoTime) t0) 4e9) "answered without waiting for the gate"))
+          (is (< (- (System/nanoTime) t0) 30e9) "answered without waiting for the gate (60 s)"))
         (is (= 1 (:rejected (http/server-stats s))) "the 503 is counted")
         (.countDown gate)
         (is (= ["done" "done"] (map (comp :body deref) blocked)))
@@ -51,11 +51,11 @@
 (deftest ^:integration queue-depth-and-wait-in-server-stats
   (let [gate (CountDownLatch. 1)
         entered (CountDownLatch. 1)]
-    (with-server [s (fn [_] (.countDown entered) (.await gate 5 TimeUnit/SECONDS) {:status 200 :body "done"})
+    (with-server [s (fn [_] (.countDown entered) (.await gate 60 TimeUnit/SECONDS) {:status 200 :body "done"})
                   {:mode :worker-pool :worker-threads 1}]
       (let [p (ts/port s)
             first-one (future (ts/GET p "/"))
-            _ (.await entered 5 TimeUnit/SECONDS)
+            _ (.await entered 30 TimeUnit/SECONDS)
             queued (doall (for [_ (range 2)] (future (ts/GET p "/"))))]
         (is (ts/eventually #(= 2 (:queue-depth (http/server-stats s)))) "two requests wait for the only worker")
         (is (= 3 (:pending (http/server-stats s))))

@@ -85,7 +85,8 @@
         (is (str/includes? (str err) "herald-load: nohost.invalid: unknown host") (str args " " err))
         (is (not (str/includes? (str err out) "refused")) (str err out))
         (is (not (str/includes? out "herald-load mode=")) "no run")
-        (is (< (/ (- (System/nanoTime) t0) 1e9) 5.0) "fails fast, before any run")))))
+        ;; "no run" above is the point; this bound only catches a hang (a resolver's own timeouts take seconds)
+        (is (< (/ (- (System/nanoTime) t0) 1e9) 30.0) "fails before any run")))))
 
 (deftest ^:integration a-refused-connect-is-counted-by-cause
   (let [port (with-open [ss (java.net.ServerSocket. 0)] (.getLocalPort ss))

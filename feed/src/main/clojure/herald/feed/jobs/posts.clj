@@ -221,7 +221,18 @@
         closed (volatile! false)
         [fj ij] (submit-jobs! store o c)
         queued #(long (:queued (flow/push-stats % :posts)))]
-    (reify fanout/Fanout
+    (reify
+      fanout/KeyedFanout
+      ;; the post, its pending fan-out and its key record in one atomic write (store/publish-keyed!); a repeat finds
+      ;; the record and submits nothing (the first call submitted the fan-out, or a restart resumes it: pending)
+      (-publish-keyed! [this post recipients k]
+        (when-not (store/keyed-publish? store) (throw (fanout/keys-unsupported)))
+        (let [rs (vec (distinct recipients))
+              rec (store/publish-keyed! store post rs k)]
+          (when (:created? rec) (fanout/-submit! this {:post (:post rec) :recipients rs}))
+          rec))
+
+      fanout/Fanout
       (-publish! [this post recipients]
         (let [rs (vec (distinct recipients))
               stored (store/publish! store post rs)]

@@ -3,12 +3,14 @@
   (:require [clojure.java.io :as io]
             [herald.feed.store.feeds :as feeds]
             [herald.feed.store.graph :as graph]
+            [herald.feed.store.keys :as k]
             [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.search :as search]
             [herald.feed.store.clock :as clock]
             [herald.feed.store.embedded.codec :as c]
             [herald.feed.store.embedded.edits :as edits]
             [herald.feed.store.embedded.indexing :as ix]
+            [herald.feed.store.embedded.keys :as keys]
             [herald.feed.store.embedded.lucene :as lucene]
             [herald.feed.store.embedded.pages :as pages]
             [herald.feed.store.embedded.relations :as rel]
@@ -83,6 +85,22 @@
       (doseq [r recipients] (.put wb (cf db :inbound) (c/feed-key r ts id) v)))
     (.delete wb (cf db :fanout) (c/long-key id))))
 
+(defn- publish-with!
+  "Assigns post its :id and :ts and writes it with its pending fan-out, plus what (extra! wb post) adds to the
+  WriteBatch, in one atomic write; returns the post."
+  [db idx ids ^AtomicLong last-ts post-lock post recipients extra!]
+  (let [post (locking post-lock
+               (let [id (.incrementAndGet ^AtomicLong (:post ids))]
+                 (ix/track-unindexed! idx id)
+                 (assoc post :id id :ts (clock/tick! last-ts))))]
+    (try
+      (with-open [wb (publish-batch db post recipients)]
+        (extra! wb post)
+        (rocks/write! db wb))
+      (catch Throwable t (ix/untrack! idx (:id post)) (throw t)))
+    (when (seq recipients) (.add ^Set (get-in db [:pending :fanout]) (:id post)))
+    post))
+
 (defn- pending
   "The in-memory set of post ids with a pending fan-out record: an exact count for the stats without
   iterating a family that fills with tombstones (one boxed id per pending post)."
@@ -127,18 +145,21 @@
 
   feeds/OutboundStore
   (-publish! [_ post recipients]
-    (guarded
-     (let [post (locking post-lock
-                  (let [id (.incrementAndGet ^AtomicLong (:post ids))]
-                    (ix/track-unindexed! idx id)
-                    (assoc post :id id :ts (clock/tick! last-ts))))]
-       (try
-         (with-open [wb (publish-batch db post recipients)] (rocks/write! db wb))
-         (catch Throwable t (ix/untrack! idx (:id post)) (throw t)))
-       (when (seq recipients) (.add (pending db :fanout) (:id post)))
-       post)))
+    (guarded (publish-with! db idx ids last-ts post-lock post recipients (fn [_ _]))))
   (-outbound [_ sender opts] (guarded (pages/outbound-page db sender opts)))
   (-post [_ id] (guarded (edits/current-post db id)))
+
+  k/KeyedPublish
+  ;; under the key's stripe lock: of concurrent calls with one key, one publishes, the others find its record
+  (-publish-keyed! [_ post recipients kr]
+    (guarded
+     (locking (aget locks (mod (hash [:idem (:owner kr) (:key kr)]) stripes))
+       (if-let [r (keys/live db kr)]
+         (assoc r :created? false)
+         (let [r (volatile! nil)]
+           (publish-with! db idx ids last-ts post-lock post recipients (fn [wb p] (vreset! r (keys/put! db wb kr p))))
+           (assoc @r :created? true))))))
+  (-purge-keys! [_ now] (guarded (keys/purge! db now)))
 
   feeds/InboundStore
   (-deliver! [_ recipient post]

@@ -2,6 +2,7 @@
   "The in-memory store: every protocol over one atom; volatile, and the model the other backends must match."
   (:require [herald.feed.store.feeds :as feeds]
             [herald.feed.store.graph :as graph]
+            [herald.feed.store.keys :as keys]
             [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.search :as search]
             [herald.feed.store.clock :as clock]
@@ -23,7 +24,8 @@
    :deleted #{}                 ; ids of deleted posts (tombstones: never delivered, shown or indexed again)
    :mutes {}                    ; id -> sorted #{target}
    :blocks {}                   ; id -> sorted #{target}
-   :blocked-by {}})             ; target -> #{id}
+   :blocked-by {}               ; target -> #{id}
+   :keys {}})                   ; [owner key] -> key record {:post :fingerprint :expires-at} (issue 10)
 
 (defn- feed-key [{:keys [ts id]}] [(- (long ts)) id])
 
@@ -65,6 +67,30 @@
     (cond-> (-> state (assoc-in [:seq :post] id) (assoc :last-ts ts)
                 (assoc-in [:posts id] post) (put-feed :outbound (:from post) post))
       (seq recipients) (assoc-in [:fanouts id] (vec recipients)))))
+
+(defn- live-key
+  "The key record of (owner, key) of key request `k` in `state` unless expired at (:now k), or nil."
+  [state {:keys [owner key now]}]
+  (when-let [r (get-in state [:keys [owner key]])]
+    (when (> (long (:expires-at r)) (long now)) r)))
+
+(defn- key-record [k post] {:post post :fingerprint (:fingerprint k) :expires-at (:expires-at k)})
+
+(defn- publish-keyed
+  "`state` with post published and its key record, unless a live record of the key exists (then as it is)."
+  [state post recipients k]
+  (if (live-key state k)
+    state
+    (let [st (publish state post recipients)]
+      (assoc-in st [:keys [(:owner k) (:key k)]] (key-record k (get-in st [:posts (get-in st [:seq :post])]))))))
+
+(defn- purge-keys [state now]
+  (update state :keys #(into {} (filter (fn [[_ r]] (> (long (:expires-at r)) (long now)))) %)))
+
+(defn- keyed-answer
+  "The key record after a swap from `old` to `new`: created when `old` had no live record."
+  [old new k]
+  (assoc (get-in new [:keys [(:owner k) (:key k)]]) :created? (nil? (live-key old k))))
 
 (defn- blocker
   "[blocker blocked] of a block between a and b (either direction), or nil."
@@ -169,6 +195,19 @@
                                        recipients)))
                            st deliveries)))
     nil)
+
+  keys/KeyedPublish
+  (-publish-keyed! [_ post recipients k]
+    (let [[old new] (swap-vals! state publish-keyed post recipients k)] (keyed-answer old new k)))
+  (-purge-keys! [_ now]
+    (let [[old new] (swap-vals! state purge-keys now)] (- (count (:keys old)) (count (:keys new)))))
+
+  keys/KeyReservations
+  (-reserve-key! [_ k]
+    (let [[old new] (swap-vals! state #(if (live-key % k) % (assoc-in % [:keys [(:owner k) (:key k)]] (key-record k (:post k)))))]
+      (keyed-answer old new k)))
+  (-purge-reservations! [_ now]
+    (let [[old new] (swap-vals! state purge-keys now)] (- (count (:keys old)) (count (:keys new)))))
 
   search/SearchIndex
   (-index! [_ post]

@@ -1,8 +1,10 @@
 (ns herald.feed.store.postgres
   "Participants and friendships on PostgreSQL (plain JDBC over a HikariCP pool): the :scale store's :graph role."
-  (:require [herald.feed.quiet]
+  (:require [clojure.edn :as edn]
+            [herald.feed.quiet]
             [herald.feed.outage :as outage]
             [herald.feed.store.graph :as graph]
+            [herald.feed.store.keys :as keys]
             [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.postgres.jdbc :as jdbc]
             [herald.feed.store.postgres.schema :as schema])
@@ -76,6 +78,18 @@
        (let [r# (do ~@body)] (.commit c#) r#)
        (catch Throwable t# (try (.rollback c#) (catch java.sql.SQLException _# nil)) (throw t#))
        (finally (.setAutoCommit c# true)))))
+
+(def ^:private reserve-sql
+  "Inserts a key record unless a live one (not expired at the last parameter) holds the key; returns it when written."
+  (str "INSERT INTO idempotency_keys (participant, key, fingerprint, post, expires_at) VALUES (?, ?, ?, ?, ?)"
+       " ON CONFLICT (participant, key) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, post = EXCLUDED.post,"
+       " expires_at = EXCLUDED.expires_at WHERE idempotency_keys.expires_at <= ? RETURNING 1"))
+
+(defn- edn-bytes ^bytes [x]
+  (utf8 (binding [*print-length* nil *print-level* nil *print-meta* false *print-namespace-maps* false] (pr-str x))))
+
+(defn- key-row [^java.sql.ResultSet rs]
+  {:fingerprint (.getString rs 1) :post (edn/read-string (string (jdbc/bytes-col rs 2))) :expires-at (jdbc/long-col rs 3)})
 
 (deftype PostgresStore [^HikariDataSource ds ^AtomicBoolean open? reporter]
   graph/ParticipantStore
@@ -151,6 +165,23 @@
   (-hidden [_ id]
     (with-conn "reading the hidden set"
       (set (jdbc/query conn hidden-sql [(long id) (long id) (long id)] #(jdbc/long-col % 1)))))
+
+  keys/KeyReservations
+  ;; the insert is atomic per key (a concurrent one waits on the row, then sees it); when it wrote nothing, the
+  ;; winner is read by a second statement, whose snapshot holds every committed row
+  (-reserve-key! [_ {:keys [owner key fingerprint post expires-at now]}]
+    (with-conn "reserving an idempotency key"
+      (if (seq (jdbc/query conn reserve-sql [(long owner) key fingerprint (edn-bytes post) (long expires-at) (long now)]
+                           #(jdbc/long-col % 1)))
+        {:post post :fingerprint fingerprint :expires-at expires-at :created? true}
+        (assoc (first (jdbc/query conn "SELECT fingerprint, post, expires_at FROM idempotency_keys WHERE participant = ? AND key = ?"
+                                  [(long owner) key] key-row))
+               :created? false))))
+  (-purge-reservations! [_ now]
+    (with-conn "purging idempotency keys"
+      (with-open [ps (.prepareStatement conn "DELETE FROM idempotency_keys WHERE expires_at <= ?")]
+        (.setLong ps 1 (long now))
+        (.executeUpdate ps))))
 
   lifecycle/Lifecycle
   (-close! [_] (when (.compareAndSet open? true false) (.close ds)) nil)

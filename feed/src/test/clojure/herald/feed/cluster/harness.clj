@@ -2,7 +2,8 @@
   "Runs bin/herald-cluster for the cluster tests: `up` in a temporary directory (instances on this test JVM's own
   classpath, a watchdog that stops everything if this JVM dies), `kill` and `start` of an instance or a server,
   `down`; a server that cannot start becomes a skip reason, an instance that cannot start an error."
-  (:require [clojure.java.io :as io]
+  (:require [herald.feed.child-jvm :as child-jvm]
+            [clojure.java.io :as io]
             [clojure.string :as str])
   (:import (java.io File)
            (java.lang ProcessBuilder$Redirect ProcessHandle)
@@ -31,7 +32,7 @@
         env (.environment pb)]
     ;; absolute entries: each instance runs in its own directory
     (.put env "HERALD_FEED_CLASSPATH" (str/join File/pathSeparator
-                                                (for [e (str/split (System/getProperty "java.class.path") #":")]
+                                                (for [e (str/split (child-jvm/classpath) #":")]
                                                   (.getAbsolutePath (io/file e)))))
     (.put env "HERALD_CLUSTER_WATCH_PID" (str (.pid (ProcessHandle/current))))
     ;; thrown away after the test: the Cassandra node's schema is not fsynced (no test kills the node)

@@ -1,6 +1,7 @@
 (ns herald.feed.events.cluster-test
   "Feed instances on one Kafka and the four real servers (PostgreSQL, Cassandra, OpenSearch, Redis): two systems in this JVM read each other's writes and never collide on post ids; OpenSearch down for a while only delays search; an instance killed with SIGKILL (a child JVM) loses no acknowledged post: the others take over its partitions."
-  (:require [clojure.string :as str]
+  (:require [herald.feed.child-jvm :as child-jvm]
+            [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.servers.cassandra :as cass]
@@ -114,7 +115,7 @@
   listens; nil when it exited or did not listen within 300 s)."
   [env]
   (let [java (str (java.io.File. (System/getProperty "java.home") "bin/java"))
-        ^java.util.List cmd [java "-XX:TieredStopAtLevel=1" "-Xmx512m" "-cp" (System/getProperty "java.class.path")
+        ^java.util.List cmd [java "-XX:TieredStopAtLevel=1" "-Xmx512m" "-cp" (child-jvm/classpath)
                              "herald.feed.Main" "--port" "0" "--host" "127.0.0.1"]
         pb (doto (ProcessBuilder. cmd) (.redirectErrorStream true))
         _ (doseq [[k v] (assoc env "DATA_DIR" (u/temp-dir "feed-child-"))] (.put (.environment pb) k v))

@@ -1,7 +1,8 @@
 (ns herald.feed.store.durability-test
   "kill -9 at the store level: a child JVM writes and prints each acknowledged write, the test SIGKILLs it,
   reopens the directory and finds every acknowledged write, finishes pending fan-outs, and searches."
-  (:require [clojure.java.io :as io]
+  (:require [herald.feed.child-jvm :as child-jvm]
+            [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.feed.store :as s]
@@ -13,7 +14,7 @@
 
 (defn- child ^Process [dir log]
   (let [^java.util.List cmd [(str (System/getProperty "java.home") "/bin/java") "-Xmx512m"
-                             "--enable-native-access=ALL-UNNAMED" "-cp" (System/getProperty "java.class.path")
+                             "--enable-native-access=ALL-UNNAMED" "-cp" (child-jvm/classpath)
                              "clojure.main" "-m" "herald.feed.store.crash-child" dir]]
     (-> (ProcessBuilder. cmd) (.redirectError (io/file log)) (.start))))
 

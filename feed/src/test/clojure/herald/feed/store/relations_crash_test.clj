@@ -2,7 +2,8 @@
   "kill -9 of the embedded store's relationships (issue 11): a child JVM befriends, mutes, blocks and unmutes, and
   deletes a post delivered before the block, printing each acknowledged write; the test SIGKILLs it, reopens the
   directory and finds every acknowledged write, and no inbound copy of an acknowledged delete in RocksDB."
-  (:require [clojure.java.io :as io]
+  (:require [herald.feed.child-jvm :as child-jvm]
+            [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.store :as s]
@@ -19,7 +20,7 @@
   returns the lines (split into fields)."
   [dir log n]
   (let [^java.util.List cmd [(str (System/getProperty "java.home") "/bin/java") "-Xmx512m"
-                             "--enable-native-access=ALL-UNNAMED" "-cp" (System/getProperty "java.class.path")
+                             "--enable-native-access=ALL-UNNAMED" "-cp" (child-jvm/classpath)
                              "clojure.main" "-m" "herald.feed.store.relations-crash-child" dir]
         p (-> (ProcessBuilder. cmd) (.redirectError (io/file log)) (.start))
         lines (atom [])

@@ -20,9 +20,11 @@
   id, seq) -> nothing: an edit or delete whose search index change is not in a Lucene commit yet (written with the
   edit, cleared after the commit); a deleted post's posts entry is a tombstone (its outbound key and one more byte);
   former (owner, other) -> a marker, both ways, written by the unfriend or block that ends a friendship: a later
-  delete of a post of owner's also removes other's inbound copy of it (delivered while they were friends)."
+  delete of a post of owner's also removes other's inbound copy of it (delivered while they were friends).
+  Idempotency keys (issue 10): idem (owner, key bytes) -> the key record (herald.feed.store.embedded.keys), written
+  in the post's own WriteBatch."
   [:participants :friendships :friends :posts :outbound :inbound :fanout :search-pending :mutes :blocks :blocked-by
-   :reindex :former])
+   :reindex :former :idem])
 
 (def ^:private feed-families #{:outbound :inbound})
 

@@ -31,7 +31,17 @@
           target bigint NOT NULL,
           PRIMARY KEY (blocker, target),
           CONSTRAINT blocks_not_self CHECK (blocker <> target))"
-       "CREATE INDEX blocks_by_target ON blocks (target, blocker)"]]])
+       "CREATE INDEX blocks_by_target ON blocks (target, blocker)"]]
+   ;; issue 10: idempotency keys of posts on the Kafka log (herald.feed.store.keys/KeyReservations); the post as
+   ;; EDN text in UTF-8 (a subject may hold U+0000, which text cannot)
+   [3 ["CREATE TABLE idempotency_keys (
+          participant bigint NOT NULL,
+          key text NOT NULL,
+          fingerprint text NOT NULL,
+          post bytea NOT NULL,
+          expires_at bigint NOT NULL,
+          PRIMARY KEY (participant, key))"
+       "CREATE INDEX idempotency_keys_by_expiry ON idempotency_keys (expires_at)"]]])
 
 (def ^:private lock-key
   "The advisory lock taken while migrating (any constant shared by every herald process)."
