@@ -27,7 +27,7 @@ jar: $(FEED_JAR)
 build:
 	$(MVN) -q -DskipTests install
 
-## make install: the modules' jars into ~/.m2 as dev.herald:herald-{http,flow,load,feed} (README, Use from another project)
+## make install: the modules' jars into ~/.m2 as dev.herald:herald-{json,http,flow,load,feed} (README, Use from another project)
 install: build
 
 ## make repl: a REPL with every module on the classpath (Maven's), plus a socket REPL on REPL_PORT (5555)

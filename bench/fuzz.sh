@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# bench/fuzz.sh: a coverage-guided fuzzing campaign (Jazzer, libFuzzer inside the JVM) of herald.http's codecs, one
-# JVM per target, each for FUZZ_SECONDS. The targets are the @FuzzTest methods under http/src/test/java/herald/http/fuzz
-# (`make test` only replays their committed corpus). Prints one line per target:
+# bench/fuzz.sh: a coverage-guided fuzzing campaign (Jazzer, libFuzzer inside the JVM) of herald.http's codecs and
+# herald.json's reader, one JVM per target, each for FUZZ_SECONDS. The targets are the @FuzzTest methods under
+# http/src/test/java/herald/http/fuzz and json/src/test/java/herald/json/fuzz (`make test` only replays their
+# committed corpus). Prints one line per target:
 #   fuzz target=<name> execs=<n> execs_per_s=<n> edges=<n> corpus=<n> findings=<n>
 # (edges: libFuzzer's "cov", the instrumented edges covered; corpus: inputs in the generated corpus at the end;
 # findings: distinct crashing inputs Jazzer saved, deduplicated by stack trace) and keeps under RESULTS:
@@ -27,6 +28,8 @@ MVN="mvn -B -ntp -Dstyle.color=never"
 
 declare -A CLASS=([http1]=Http1DecoderFuzzTest [http2]=Http2FrameFuzzTest [websocket]=WebSocketFrameFuzzTest
                   [json]=JsonReaderFuzzTest [form]=FormDecoderFuzzTest)
+# the module and package of each target: the JSON reader is herald-json's, the others herald-http's
+declare -A MODULE=([json]=json)
 declare -A EXTRA=([http2]='io.netty.handler.codec.http2.**' [websocket]='io.netty.handler.codec.http.websocketx.**'
                   [json]='com.fasterxml.jackson.core.**')
 
@@ -38,7 +41,8 @@ for t in $TARGETS; do
   instrument="herald.**${EXTRA[$t]:+,${EXTRA[$t]}}"
   # jazzer.internal.arg.N: libFuzzer's command line (argv0, the corpus directory it writes to, flags that win
   # over Jazzer's own: artifacts to the results, a limit per input: TIMEOUT seconds)
-  JAZZER_FUZZ=1 $MVN -o -pl http surefire:test -Dtest="herald.http.fuzz.$cls" -Dsurefire.failIfNoSpecifiedTests=false \
+  module="${MODULE[$t]:-http}"
+  JAZZER_FUZZ=1 $MVN -o -pl "$module" surefire:test -Dtest="herald.$module.fuzz.$cls" -Dsurefire.failIfNoSpecifiedTests=false \
       -DtrimStackTrace=false -Djazzer.max_duration="${FUZZ_SECONDS}s" -Djazzer.keep_going="$KEEP_GOING" \
       -Djazzer.instrument="$instrument" \
       -Djazzer.internal.arg.0=fuzz -Djazzer.internal.arg.1="$RESULTS/corpus/$t" \

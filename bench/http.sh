@@ -18,7 +18,7 @@
 # events, e.g. cpu,alloc: one extra profiled run per server and test after the measured rounds), PROFILE_DIR
 # [/tmp/herald-http-profiles], SERVERS ["netty herald herald_vt"] (a subset, or more:
 # netty_validating = the ceiling with Netty's header validation on, herald_wp = herald's worker pool,
-# herald_router = herald with herald.http/router), EXTRA_CP
+# herald_router = herald with herald.http.router/router), EXTRA_CP
 # [""] (prepended to the servers' classpath), NICE [""] (a nice level for servers and wrk, e.g. -10 on a
 # machine busy with other work), SOURCE [head] (head: the committed http sources; worktree: the files on disk),
 # BASE [""] (a git revision: adds the servers herald_base and herald_vt_base, built from that revision's http

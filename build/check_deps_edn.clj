@@ -10,13 +10,14 @@
             [clojure.string :as str]))
 
 (def modules
-  "alias -> the modules whose direct dependencies it carries (:feed brings the two herald modules it depends on)."
-  {:http [:http] :flow [:flow] :load [:load] :feed [:feed :http :flow] :all [:http :flow :load :feed]})
+  "alias -> the modules whose direct dependencies it carries (an alias brings the herald modules its module depends on)."
+  {:json [:json] :http [:http :json] :flow [:flow] :load [:load :json] :feed [:feed :json :http :flow]
+   :all [:json :http :flow :load :feed]})
 
 (def classpaths
   "alias -> the modules whose Maven runtime classpaths, first jar of an artifact winning, it must equal: the feed's
-  already holds herald-http's and herald-flow's (without flow's optional kafka-streams and its RocksDB)."
-  {:http [:http] :flow [:flow] :load [:load] :feed [:feed] :all [:feed :load :http :flow]})
+  already holds herald-json's, herald-http's and herald-flow's (without flow's optional kafka-streams and its RocksDB)."
+  {:json [:json] :http [:http] :flow [:flow] :load [:load] :feed [:feed] :all [:feed :load :http :flow]})
 
 (defn- maven-direct
   "group/artifact$classifier -> version of a module's direct runtime dependencies (herald's own left out)."

@@ -23,7 +23,7 @@ done
 up=$(($(date +%s) - started))
 exec 3<>"/dev/tcp/127.0.0.1/$port"
 cat >&3 <<'FORMS'
-(require 'herald.http 'herald.flow 'herald.load 'herald.feed)
+(require 'herald.json 'herald.http 'herald.flow 'herald.load 'herald.feed)
 (let [s (herald.http/start-server (fn [_] {:status 200 :body "hi"}) {:port 0 :host "127.0.0.1"})
       body (slurp (str "http://127.0.0.1:" (herald.http/server-port s) "/"))]
   @(herald.http/stop-server s)

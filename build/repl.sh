@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# make repl: a Clojure REPL with every module (http, flow, load, feed) on the classpath, and a socket REPL
+# make repl: a Clojure REPL with every module (json, http, flow, load, feed) on the classpath, and a socket REPL
 # (clojure.core.server) on REPL_HOST:REPL_PORT (127.0.0.1:5555) that editors and `nc` can connect to.
 # The classpath is Maven's own: the modules' sources (edits are picked up by `require :reload`), their compiled
 # Java classes (mvn compile, run here) and `mvn dependency:build-classpath` of each module, nothing by hand.
@@ -11,7 +11,7 @@ host="${REPL_HOST:-127.0.0.1}"
 port="${REPL_PORT:-5555}"
 # the feed first: its classpath already holds herald-http's and herald-flow's, and its RocksDB (linux64) must win
 # over the one herald-flow's optional kafka-streams would bring
-modules=(feed load http flow)
+modules=(feed load http json flow)
 echo "make repl: compiling and asking Maven for the classpath..." >&2
 mvn -B -ntp -q ${MVN_OFFLINE:-} -DskipTests compile dependency:build-classpath -DincludeScope=runtime \
   -Dmdep.outputFile=target/repl-classpath.txt >&2

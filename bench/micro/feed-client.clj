@@ -4,9 +4,10 @@
 ;; the 2026-11-26 change every 200 body was parsed whole; now only a participant's `id`). On one thread, CPU and
 ;; bytes from ThreadMXBean. Compare two builds of herald-load, alternating:
 ;;   for j in /tmp/base.jar load/target/herald-load.jar; do java -Xmx1g -XX:+UseParallelGC -cp $j clojure.main bench/micro/feed-client.clj; done
-;; Prints `<base|new> user-side us/request: [5 runs]  bytes allocated/request: <n>`.
-(require '[herald.load.impl.feed :as feed] '[herald.load.impl.json :as json] '[herald.load.impl.request :as request]
-         '[herald.load.impl.words :as words])
+;; (-Dbench.label=NAME names a run.) Prints `<base|new> user-side us/request: [5 runs]  bytes allocated/request: <n>`.
+;; herald-load's JSON: herald.json since herald-json (2026-11-26, session 9), before it herald.load.impl.json
+(def json-ns (if (try (require 'herald.json) true (catch java.io.FileNotFoundException _ false)) 'herald.json 'herald.load.impl.json))
+(require '[herald.load.impl.feed :as feed] json-ns '[herald.load.impl.request :as request] '[herald.load.impl.words :as words])
 (import '(java.util Random) '(java.lang.management ManagementFactory))
 (def new? (some? (resolve 'herald.load.impl.words/dictionary-array)))
 (def dict (let [d (words/dictionary 40000 1)] (if new? ((resolve (quote herald.load.impl.words/dictionary-array)) d) d)))
@@ -14,12 +15,16 @@
 (def opts {:body-format :json})
 (def rnd (Random. 1))
 (def story (words/sentence rnd (words/dictionary 40000 1) 150))
-(def post-answer (.getBytes (json/write-str {:from "/participant/5" :occurred "2026-11-26" :subject "a b c d e" :story story :id 52979 :link "/participant/5/outbound/52979"}) "UTF-8"))
+(def write-str @(ns-resolve json-ns 'write-str))
+(def post-answer (.getBytes (write-str {:from "/participant/5" :occurred "2026-11-26" :subject "a b c d e" :story story :id 52979 :link "/participant/5/outbound/52979"}) "UTF-8"))
 (def part-answer (.getBytes "{\"id\":2472,\"name\":\"x\",\"link\":\"/participant/2472\"}" "UTF-8"))
 (def friend-answer (.getBytes "{\"id\":14891,\"from\":\"/participant/5\",\"to\":\"/participant/6\"}" "UTF-8"))
-(def read-field (when new? @(resolve 'herald.load.impl.json/read-field)))
+;; the workload's one-field reader: feed/response-field over herald.json/read-field, or (session 8's jar) its own
+(def read-field (when new? (or (some-> (resolve 'herald.load.impl.feed/response-field) deref)
+                               @(resolve 'herald.load.impl.json/read-field))))
 (defn answer [^bytes b field]
-  (if new? (when field (read-field b field)) (let [m (try (json/read-bytes b) (catch Exception _ {}))] (when field (field m)))))
+  (if new? (when field (read-field b field))
+      (let [m (try (@(resolve 'herald.load.impl.json/read-bytes) b) (catch Exception _ {}))] (when field (field m)))))
 (def sink (volatile! 0))
 (defn one-iteration []
   (dotimes [_ 10]
@@ -42,4 +47,4 @@
 (run 3000) (run 3000)
 (let [rs (repeatedly 5 #(run 2000))]
   (println (format "%s user-side us/request: %s  bytes allocated/request: %.0f"
-                   (if new? "new" "base") (pr-str (mapv #(Double/parseDouble (format "%.2f" (first %))) rs)) (second (last rs)))))
+                   (or (System/getProperty "bench.label") (if new? "new" "base")) (pr-str (mapv #(Double/parseDouble (format "%.2f" (first %))) rs)) (second (last rs)))))

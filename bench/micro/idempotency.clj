@@ -5,7 +5,7 @@
 ;; p50/p99 latency in ms. The client and the server share this JVM and the machine's cores.
 ;; Run: java -cp <feed classpath> clojure.main bench/micro/idempotency.clj
 ;; Env: PROFILE [embedded], POSTS [3000] per round and mode, THREADS [4], ROUNDS [3], FRIENDS [10].
-(require '[herald.feed :as feed] '[herald.http :as http] '[clojure.string :as str])
+(require '[herald.feed :as feed] '[herald.json :as json] '[clojure.string :as str])
 (import '(java.net URI) '(java.net.http HttpClient HttpRequest HttpRequest$BodyPublishers HttpResponse$BodyHandlers)
         '(java.util.concurrent Executors TimeUnit) '(java.nio.file Files) '(java.nio.file.attribute FileAttribute))
 
@@ -25,15 +25,15 @@
 (defn- send! [path body k]
   (let [b (cond-> (-> (HttpRequest/newBuilder (URI/create (str base path)))
                       (.header "Content-Type" "application/json")
-                      (.POST (HttpRequest$BodyPublishers/ofString (http/write-json body))))
+                      (.POST (HttpRequest$BodyPublishers/ofString (json/write-str body))))
             k (.header "Idempotency-Key" ^String k))
         r (.send client (.build b) (HttpResponse$BodyHandlers/ofString))]
     (when-not (= 200 (.statusCode r)) (throw (ex-info (str "status " (.statusCode r) ": " (.body r)) {})))
     (.body r)))
 
-(def sender (get (http/read-json (send! "/participant" {:name "sender"} nil) {:keywords? false}) "id"))
+(def sender (get (json/read (send! "/participant" {:name "sender"} nil) {:keywords? false}) "id"))
 (dotimes [i friends]
-  (let [f (get (http/read-json (send! "/participant" {:name (str "friend" i)} nil) {:keywords? false}) "id")]
+  (let [f (get (json/read (send! "/participant" {:name (str "friend" i)} nil) {:keywords? false}) "id")]
     (send! (str "/participant/" sender "/friends") {:to (str "/participant/" f)} nil)))
 
 (def story (str/join " " (repeat 25 "lorem ipsum dolor sit")))

@@ -1,4 +1,4 @@
-;; bench/micro/router-docs.clj: does documentation in route data (herald.http/openapi keys) cost the router anything?
+;; bench/micro/router-docs.clj: does documentation in route data (herald.http.openapi/openapi keys) cost the router anything?
 ;; One JVM builds the same 102 routes twice, plain and documented, and times dispatch through each, interleaved.
 ;; Run (after mvn -pl http -am test-compile and dependency:build-classpath -Dmdep.outputFile=target/bench/http-cp.txt -Dmdep.includeScope=test):
 ;;   java -cp "http/src/main/clojure:http/src/test/clojure:http/target/classes:$(cat target/bench/http-cp.txt)" clojure.main bench/micro/router-docs.clj

@@ -11,7 +11,7 @@
 ;; against a node of bin/herald-cluster (`bin/herald-cluster start --dir DIR opensearch`); it writes the indexes
 ;; herald-bench-1s, herald-bench-5s and herald-bench-nosrc (deleted first): use a throwaway node.
 (require '[herald.feed.store.opensearch :as os] '[herald.feed.store.opensearch.schema :as schema]
-         '[herald.feed.store.search :as search] '[herald.http.json :as json] '[clojure.string :as str])
+         '[herald.feed.store.search :as search] '[herald.json :as json] '[clojure.string :as str])
 (let [[pid url rounds posts variants] *command-line-args*]
   (def opid (Long/parseLong pid))
   (def url url)
@@ -28,7 +28,7 @@
 (.send client (.build (-> (java.net.http.HttpRequest/newBuilder (java.net.URI. (str url "/herald-bench-nosrc")))
                           (.header "content-type" "application/json")
                           (.PUT (java.net.http.HttpRequest$BodyPublishers/ofString
-                                 (json/write-json (assoc-in (schema/index-body {:shards 1 :replicas 0 :refresh-interval-ms 1000})
+                                 (json/write-str (assoc-in (schema/index-body {:shards 1 :replicas 0 :refresh-interval-ms 1000})
                                                             ["mappings" "_source"] {"excludes" ["subject" "story"]}))))))
        (java.net.http.HttpResponse$BodyHandlers/discarding))
 (def sn (os/open {:url url :index "herald-bench-nosrc" :refresh-interval-ms 1000}))

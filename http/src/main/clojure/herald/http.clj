@@ -1,13 +1,10 @@
 (ns herald.http
-  "herald's public HTTP API: a strictly Ring 1.x compliant server on Netty, routing, middleware and JSON."
+  "herald's HTTP server: a strictly Ring 1.x compliant server on Netty, WebSockets, static files. Routing, OpenAPI and
+  middleware are herald.http.router, herald.http.openapi and herald.http.middleware (JSON data: herald.json)."
   (:require [herald.http.impl.file-sources :as file-sources]
             [herald.http.impl.files :as files]
             [herald.http.impl.response :as response]
-            [herald.http.impl.server :as server]
-            [herald.http.json :as json]
-            [herald.http.middleware :as middleware]
-            [herald.http.openapi :as openapi]
-            [herald.http.router :as router])
+            [herald.http.impl.server :as server])
   (:import (herald.http.server HeraldServer)
            (herald.http.websocket HeraldWebSocket)))
 
@@ -141,52 +138,6 @@
   [^HeraldWebSocket socket]
   (.isOpen socket))
 
-(defn router
-  "Compiles route data into a Ring handler (1- and 3-arity); see `herald.http.router/router` for the route
-  syntax and options. Path params land in `(:path-params request)`; 404, 405 with Allow, automatic HEAD/OPTIONS."
-  ([routes] (router/router routes))
-  ([routes opts] (router/router routes opts)))
-
-(defn openapi
-  "The OpenAPI 3.1.0 document (a Clojure map ready for `write-json`) of `router-or-routes`: a router built by
-  `router`, or route data. Every route with a handler for an OpenAPI method is one path, its template in OpenAPI
-  syntax (`/participant/:id` -> `/participant/{id}`, `/files/*path` -> `/files/{path}`), in declaration order.
-  Documentation is plain data in the route's map (for all its methods) or in a method's `{:handler h ..}` map
-  (which wins); matching never reads it:
-
-  | key | type | becomes |
-  |-----|------|---------|
-  | `:summary` `:description` | String | the operation's |
-  | `:operation-id` | String | `operationId`; unique in the document |
-  | `:tags` | vector of Strings | `tags` |
-  | `:parameters` | vector of `{:in :path/:query/:header/:cookie :name n :schema json-schema :required? :description ..}` | `parameters`; path parameters of the template that are not given are added (`{:type \"string\"}`) |
-  | `:request` | `{:content {content-type json-schema} :required bool :description s}` | `requestBody` |
-  | `:responses` | `{status {:description s :content {content-type json-schema} :headers {name {:schema ..}}}}` | `responses`; status an int, `\"4XX\"` or `\"default\"`; description defaults to the reason phrase |
-  | `:security` | vector of requirement maps | `security` |
-  | `:deprecated` | boolean | `deprecated` |
-
-  A parent route's `:tags` `:parameters` `:responses` `:security` `:deprecated` apply to its children
-  (parameters by :in and :name, responses by status, tags added; the child's win). HEAD answered by the GET
-  handler and the router's automatic OPTIONS are not listed (a route's own `:head`/`:options` handler is); an
-  `:any` handler is listed as GET, PUT, POST, DELETE and PATCH where the route has no handler of its own (its
-  `:operation-id` suffixed `-get` ..); CONNECT and WebDAV methods have no place in OpenAPI and are left out.
-
-  | option | type | meaning |
-  |--------|------|---------|
-  | `:info` | map, required | the Info object: `{:title s :version s :description ..}` |
-  | `:servers` | vector | Server objects, `[{:url \"https://api.example\"}]` |
-  | `:components` | map | the Components object as is (`:schemas`, `:securitySchemes`, ..), for `$ref`s |
-  | `:security` | vector | the document's default security requirement |
-  | `:tags` | vector | Tag objects |
-
-  Errors (ex-info): a bad documentation value or an unknown key inside one (a parameter's `:schme`) ->
-  `{:type :herald.http/invalid-openapi :route path :method m :key k}`; two operations with one operationId, or two
-  routes that are one OpenAPI path (`/a/:x` and `/a/*y`) -> `:herald.http/invalid-openapi`; an unknown route data
-  key -> `:herald.http/malformed-route` with `:key` (as `router` throws); a bad option ->
-  `:herald.http/invalid-option`. Reference: docs/http-routing.md#openapi."
-  [router-or-routes opts]
-  (openapi/openapi router-or-routes opts))
-
 (def ^:private file-options #{:prefix :index-files :content-types :precompressed? :dotfiles? :follow-symlinks?
                               :cache-control})
 
@@ -228,38 +179,3 @@
    (let [opts (files/options "resources" opts (-> file-options (disj :follow-symlinks?) (conj :loader)))
          loader (or (:loader opts) (.getContextClassLoader (Thread/currentThread)))]
      (files/handler (file-sources/resource-source (str prefix) loader) opts))))
-
-(defn wrap-params
-  "Adds :query-params, :form-params and :params (String keys); see `herald.http.middleware/wrap-params`."
-  ([handler] (middleware/wrap-params handler))
-  ([handler opts] (middleware/wrap-params handler opts)))
-
-(defn wrap-json-body
-  "Parses application/json request bodies into :body; see `herald.http.middleware/wrap-json-body`."
-  ([handler] (middleware/wrap-json-body handler))
-  ([handler opts] (middleware/wrap-json-body handler opts)))
-
-(defn wrap-json-response
-  "Encodes collection response bodies as JSON; see `herald.http.middleware/wrap-json-response`."
-  ([handler] (middleware/wrap-json-response handler))
-  ([handler opts] (middleware/wrap-json-response handler opts)))
-
-(defn wrap-gzip
-  "gzip-compresses responses for clients that accept it; see `herald.http.middleware/wrap-gzip`."
-  ([handler] (middleware/wrap-gzip handler))
-  ([handler opts] (middleware/wrap-gzip handler opts)))
-
-(defn read-json
-  "Reads one JSON value from a String, byte[], InputStream or Reader; see `herald.http.json/read-json`."
-  ([x] (json/read-json x))
-  ([x opts] (json/read-json x opts)))
-
-(defn write-json
-  "Writes `x` as a JSON String; see `herald.http.json/write-json`."
-  ([x] (json/write-json x))
-  ([x opts] (json/write-json x opts)))
-
-(defn write-json-bytes
-  "Writes `x` as UTF-8 JSON bytes; see `herald.http.json/write-json-bytes`."
-  ([x] (json/write-json-bytes x))
-  ([x opts] (json/write-json-bytes x opts)))

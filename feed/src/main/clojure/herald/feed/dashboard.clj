@@ -9,7 +9,8 @@
             [herald.feed.fanout :as fanout]
             [herald.feed.jobs :as jobs]
             [herald.feed.perf :as perf]
-            [herald.http :as http])
+            [herald.http :as http]
+            [herald.json :as json])
   (:import (java.lang.management ManagementFactory)
            (java.net InetAddress)
            (java.security MessageDigest)
@@ -142,7 +143,7 @@
 (defn snapshot-json
   "`snapshot` as JSON bytes (`cache` as there)."
   (^bytes [env now-ms minutes] (snapshot-json env now-ms minutes nil))
-  (^bytes [env now-ms minutes cache] (http/write-json-bytes (snapshot env now-ms minutes cache))))
+  (^bytes [env now-ms minutes cache] (json/write-bytes (snapshot env now-ms minutes cache))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; the page and its assets

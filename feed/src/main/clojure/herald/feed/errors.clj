@@ -2,7 +2,8 @@
   "Client errors as ex-info values and their JSON responses: 400/401/403/404/405/409/413/415 bodies that name the field or value
   at fault, 503 for a storage outage."
   (:require [clojure.walk :as walk]
-            [herald.http :as http]))
+            [herald.http :as http]
+            [herald.json :as json]))
 
 (set! *warn-on-reflection* true)
 
@@ -39,7 +40,7 @@
 (defn json-text
   "`v` as JSON text for an error message (\"x\", [1,2], {\"a\":1}), never a JVM or EDN rendering."
   ^String [v]
-  (try (http/write-json v) (catch Exception _ (pr-str (str v)))))
+  (try (json/write-str v) (catch Exception _ (pr-str (str v)))))
 
 (defn json-kind
   "The JSON kind of a decoded value, for messages: \"an object\", \"an array\", \"a string\"..."
@@ -81,7 +82,7 @@
    :herald.feed.store.opensearch/unavailable 503
    :herald.feed.store.cassandra/unavailable 503
    :herald.feed.store.cassandra/timeout 503
-   :herald.http/malformed-json 400
+   :herald.json/malformed 400
    ;; issue 10: Idempotency-Key (herald.feed.idempotency)
    :herald.feed/unprocessable 422      ; a key used before with other fields
    :herald.feed/not-implemented 501    ; a store that cannot keep keys
@@ -103,7 +104,7 @@
   [status msg & {:keys [field value headers]}]
   {:status status
    :headers (merge {"content-type" "application/json; charset=utf-8"} headers)
-   :body (http/write-json-bytes (error-body msg field value))})
+   :body (json/write-bytes (error-body msg field value))})
 
 (defn server-answer
   "herald.http's `:error-response` for the feed: the answers the server makes itself before a handler runs (400,
@@ -134,7 +135,7 @@
       (let [field (:field data)
             field (if (keyword? field) (name field) field)]
         ;; a malformed JSON body is the body's fault
-        (response status (ex-message e) :field (or field (when (= :herald.http/malformed-json (:type data)) "body"))
+        (response status (ex-message e) :field (or field (when (= :herald.json/malformed (:type data)) "body"))
                   :value (:value data)
                   :headers (when-let [w (:www-authenticate data)] {"www-authenticate" w}))))))
 

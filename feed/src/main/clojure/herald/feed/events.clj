@@ -120,7 +120,10 @@
       ;; partition), then the author's copy changes (read-your-writes); the jobs apply it to the inbound copies and
       ;; the index
       (-edit-post! [_ post changes]
-        (let [p (merge post (select-keys changes [:subject :story]))]
+        ;; :version orders the versions of a post in stores that keep the newest (Cassandra's write timestamps): a
+        ;; fan-out of the post itself that lands after this edit's author copy must not bring the old text back
+        (let [p (assoc (merge post (select-keys changes [:subject :story]))
+                       :version (max (clock/tick! last-ts) (inc (long (or (:version post) (:ts post) 0)))))]
           (append-change! {:edit p})
           (store/put-outbound! store p)
           p))

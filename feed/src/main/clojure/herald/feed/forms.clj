@@ -46,7 +46,7 @@
 
 (defn check-utf8!
   "Throws a 400 naming the field (or `body` for a key) when a pair of the urlencoded body of `req` (its `:body`
-  after herald.http/wrap-params: a fresh stream or the bytes) decodes to bytes that are not UTF-8. Bodies that
+  after herald.http.middleware/wrap-params: a fresh stream or the bytes) decodes to bytes that are not UTF-8. Bodies that
   name another charset are left to it. Returns `req`, its :body readable again."
   [req]
   (let [b (:body req)

@@ -10,7 +10,8 @@
             [herald.feed.relations :as rel]
             [herald.feed.service :as svc]
             [herald.feed.store.cursor :as cursor]
-            [herald.http :as http])
+            [herald.http.middleware :as mw]
+            [herald.json :as json])
   (:import (java.io FilterInputStream InputStream)
            (java.net URLEncoder)
            (java.nio.charset StandardCharsets)
@@ -28,7 +29,7 @@
   ([status data headers]
    {:status status
     :headers (if headers (assoc headers "content-type" json-type) {"content-type" json-type})
-    :body (http/write-json-bytes data)}))
+    :body (json/write-bytes data)}))
 
 (def ^:private ^Logger log (LoggerFactory/getLogger "herald.feed.handlers"))
 
@@ -108,10 +109,10 @@
         ([^bytes bs off len] (count! (.read in bs (int off) (int len))))))))
 
 (defn wrap-form-params
-  "herald.http/wrap-params for the feed: urlencoded form bodies over the feed's `limit` get the feed's JSON 413
+  "herald.http.middleware/wrap-params for the feed: urlencoded form bodies over the feed's `limit` get the feed's JSON 413
   (`field` body), declared or counted while the middleware reads them, like JSON bodies do."
   [handler limit]
-  (let [h (http/wrap-params handler {:max-form-bytes (inc (long limit))})]
+  (let [h (mw/wrap-params handler {:max-form-bytes (inc (long limit))})]
     (fn [req]
       (if (= "application/x-www-form-urlencoded" (media-type req))
         (try (check-size! req limit)
@@ -135,10 +136,10 @@
 
       (and mt (or (= mt "application/json") (str/ends-with? mt "+json")))
       (let [data (when-let [b (:body req)]
-                   (http/read-json (if (instance? InputStream b) (bounded b limit) b)
-                                   ;; decimals exact: 1e400 is then a number that is no id (a 400 naming its
-                                   ;; field), not a malformed body (a double cannot hold it)
-                                   {:keywords? true :reject-duplicate-keys? true :bigdecimals? true}))]
+                   (json/read (if (instance? InputStream b) (bounded b limit) b)
+                              ;; decimals exact: 1e400 is then a number that is no id (a 400 naming its
+                              ;; field), not a malformed body (a double cannot hold it)
+                              {:keywords? true :reject-duplicate-keys? true :bigdecimals? true}))]
         (if (map? data)
           data
           (throw (err/bad-request (str "the JSON body must be an object, got "

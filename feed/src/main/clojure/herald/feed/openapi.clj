@@ -1,7 +1,7 @@
 (ns herald.feed.openapi
   "The feed's OpenAPI facts: its component schemas, the pieces its route table's documentation is made of, and the
-  document herald.http/openapi builds from that table."
-  (:require [herald.http :as http]))
+  document herald.http.openapi/openapi builds from that table."
+  (:require [herald.http.openapi :as openapi]))
 
 (set! *warn-on-reflection* true)
 
@@ -213,11 +213,11 @@
 
 (defn document
   "The OpenAPI 3.1.0 document (a Clojure map ready for JSON) of route table `table` (herald.feed.routes/table),
-  built by herald.http/openapi with the feed's schemas and security scheme. `:auth?` says whether the service runs
+  built by herald.http.openapi/openapi with the feed's schemas and security scheme. `:auth?` says whether the service runs
   with auth on: the `:herald.feed/auth :self` operations then require the bearer scheme, else it is optional."
   ([table version] (document table version {}))
   ([table version {:keys [auth?]}]
-   (http/openapi (with-auth table (boolean auth?))
-                 {:info {:title "herald.feed" :version version
-                         :description "The news feed service: the reference contract plus paging, health, metrics and performance figures."}
-                  :components {:schemas schemas :securitySchemes security-schemes}})))
+   (openapi/openapi (with-auth table (boolean auth?))
+                    {:info {:title "herald.feed" :version version
+                            :description "The news feed service: the reference contract plus paging, health, metrics and performance figures."}
+                     :components {:schemas schemas :securitySchemes security-schemes}})))

@@ -11,7 +11,9 @@
             [herald.feed.openapi :as api]
             [herald.feed.perf :as perf]
             [herald.feed.store :as store]
-            [herald.http :as http]))
+            [herald.http :as http]
+            [herald.http.router :as router]
+            [herald.json :as json]))
 
 (set! *warn-on-reflection* true)
 
@@ -76,7 +78,7 @@
 
 (def table
   "The route table: herald.http route data, one `[path {method operation}]` per path, read both by the router
-  (`ring-handler`) and by the OpenAPI document (herald.feed.openapi/document, through herald.http/openapi). An
+  (`ring-handler`) and by the OpenAPI document (herald.feed.openapi/document, through herald.http.openapi/openapi). An
   operation is a method's map: `:handler` (fn [ctx req] response), herald.http's documentation keys (`:summary`
   `:operation-id` `:parameters` `:request` `:responses`, made of herald.feed.openapi's pieces), and the feed's own:
   `:herald.feed/perf [entity op]` (perf names; none = not recorded) and `:herald.feed/auth`.
@@ -215,7 +217,7 @@
   [env]
   (let [dash-opts (dash/options (get-in env [:config :dashboard]))
         ctx (merge (:ctx env) (dissoc env :ctx)
-                   {:openapi-json (delay (http/write-json-bytes
+                   {:openapi-json (delay (json/write-bytes
                                           (api/document table (:version env) {:auth? (some? (:auth env))})))
                     :dashboard-options dash-opts
                     :dashboard-live (delay (live/handler (live/hub env dash-opts)))})
@@ -227,6 +229,6 @@
                     (if-let [[entity op-name] (:herald.feed/perf op)]
                       (h/endpoint (:recorder env) entity op-name ring)
                       (h/endpoint nil nil nil ring))))]
-    (-> (http/router (mapv (fn [[path ops]] [path (into {} (for [[m op] ops] [m (ring-of path op)]))]) table)
+    (-> (router/router (mapv (fn [[path ops]] [path (into {} (for [[m op] ops] [m (ring-of path op)]))]) table)
                      {:not-found not-found :method-not-allowed method-not-allowed})
         (h/wrap-form-params (:max-body-bytes (:limits (:ctx env)))))))

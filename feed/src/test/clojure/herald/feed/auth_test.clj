@@ -12,6 +12,7 @@
             [herald.feed.main :as main]
             [herald.feed.test-util :as u]
             [herald.http :as http]
+            [herald.json :as json]
             [herald.load :as load])
   (:import (com.nimbusds.jose JWSAlgorithm JWSHeader$Builder)
            (com.nimbusds.jose.crypto ECDSASigner MACSigner RSASSASigner)
@@ -37,13 +38,13 @@
             token (.header "Authorization" (str "Bearer " token))
             authorization (.header "Authorization" authorization)
             true (.method (str/upper-case (name method))
-                          (if json (HttpRequest$BodyPublishers/ofString (http/write-json json)) (HttpRequest$BodyPublishers/noBody))))
+                          (if json (HttpRequest$BodyPublishers/ofString (json/write-str json)) (HttpRequest$BodyPublishers/noBody))))
         r (.send client (.build b) (HttpResponse$BodyHandlers/ofString))
         body (str (.body r))]
     {:status (.statusCode r)
      :headers (into {} (map (fn [[k v]] [(str/lower-case k) (first v)])) (.map (.headers r)))
      :body body
-     :json (when-not (str/blank? body) (try (http/read-json body {:keywords? false}) (catch Exception _ nil)))}))
+     :json (when-not (str/blank? body) (try (json/read body {:keywords? false}) (catch Exception _ nil)))}))
 
 (defn- signed
   "A compact JWT with `claims` {:sub :exp-s (from now) :nbf-s :iss :aud} signed by `signer` with `alg` and `kid`."

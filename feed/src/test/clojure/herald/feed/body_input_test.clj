@@ -4,7 +4,7 @@
   (:require [clojure.test :refer [deftest is testing use-fixtures]]
             [herald.feed :as feed]
             [herald.feed.test-util :as u]
-            [herald.http :as http])
+            [herald.json :as json])
   (:import (java.io ByteArrayInputStream)
            (java.net URI)
            (java.net.http HttpClient HttpRequest HttpRequest$BodyPublishers HttpResponse HttpResponse$BodyHandlers)
@@ -35,14 +35,14 @@
                         (reify Supplier (get [_] (ByteArrayInputStream. bytes)))))
                 (.build))
         ^HttpResponse resp (.send u/client req (HttpResponse$BodyHandlers/ofString))]
-    {:status (.statusCode resp) :json (http/read-json (str (.body resp)))})))
+    {:status (.statusCode resp) :json (json/read (str (.body resp)))})))
 
 (defn- participant! [] (get-in (u/request *base* "/participant" :method :post :json {:name "b"}) [:json "id"]))
 
 (deftest a-chunked-body-over-the-limit-is-a-json-413
   (let [id (participant!)
-        big (http/write-json {:subject "big" :story (apply str (repeat (* 2 limit) "x"))})
-        small (http/write-json {:subject "small" :story "fits"})]
+        big (json/write-str {:subject "big" :story (apply str (repeat (* 2 limit) "x"))})
+        small (json/write-str {:subject "small" :story "fits"})]
     (testing "declared and chunked bodies over the limit get the same answer"
       (let [declared (u/request *base* (str "/participant/" id "/outbound") :method :post :body big
                                 :content-type "application/json")
@@ -87,7 +87,7 @@
   (let [sys (u/start-feed! nil {:feed {:max-body-bytes limit} :http {:max-body-bytes (* 2 limit)}})
         base (feed/url sys)]
     (try
-      (let [big (http/write-json {:name (apply str (repeat (* 4 limit) "x"))})
+      (let [big (json/write-str {:name (apply str (repeat (* 4 limit) "x"))})
             r (u/request base "/participant" :method :post :body big :content-type "application/json")]
         (is (= 413 (:status r)))
         (is (re-find #"application/json" (str (get-in r [:headers "content-type"]))))

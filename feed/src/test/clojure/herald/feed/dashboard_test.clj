@@ -12,7 +12,8 @@
             [herald.feed.jobs.perf :as jperf]
             [herald.feed.perf :as perf]
             [herald.feed.test-util :as tu]
-            [herald.http :as http])
+            [herald.http :as http]
+            [herald.json :as json])
   (:import (java.io InputStream OutputStream)
            (java.net Socket URI)
            (java.net.http HttpClient HttpRequest HttpResponse HttpResponse$BodyHandlers WebSocket WebSocket$Listener
@@ -50,7 +51,7 @@
     {:ws ws :messages q}))
 
 (defn- next-json [{:keys [^LinkedBlockingQueue messages]} ms]
-  (some-> (.poll messages ms TimeUnit/MILLISECONDS) (http/read-json {:keywords? true})))
+  (some-> (.poll messages ms TimeUnit/MILLISECONDS) (json/read {:keywords? true})))
 
 (defn- ws-url [base] (str (str/replace base #"^http" "ws") "/dashboard/live"))
 

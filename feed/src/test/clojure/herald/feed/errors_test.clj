@@ -3,11 +3,11 @@
   (:require [clojure.test :refer [deftest is]]
             [herald.feed.errors :as err]
             [herald.feed.handlers :as h]
-            [herald.http :as http]))
+            [herald.json :as json]))
 
 (set! *warn-on-reflection* true)
 
-(defn- body [r] (http/read-json (String. ^bytes (:body r) "UTF-8")))
+(defn- body [r] (json/read (String. ^bytes (:body r) "UTF-8")))
 
 (deftest a-storage-outage-is-a-503-without-internals
   ;; external QA (session 3, Q12): a Redis timeout used to answer its host, key layout and exception class

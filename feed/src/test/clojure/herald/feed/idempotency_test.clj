@@ -9,7 +9,7 @@
             [herald.feed.crash-test]
             [herald.feed.store :as store]
             [herald.feed.test-util :as u]
-            [herald.http :as http])
+            [herald.json :as json])
   (:import (java.net URI)
            (java.net.http HttpRequest HttpRequest$BodyPublishers HttpResponse HttpResponse$BodyHandlers)
            (java.time Duration)))
@@ -24,10 +24,10 @@
    (let [b (cond-> (-> (HttpRequest/newBuilder (URI/create (str base path)))
                        (.timeout (Duration/ofSeconds 30))
                        (.header "Content-Type" (if form? "application/x-www-form-urlencoded" "application/json"))
-                       (.POST (HttpRequest$BodyPublishers/ofString (if form? (u/form-encode body) (http/write-json body)))))
+                       (.POST (HttpRequest$BodyPublishers/ofString (if form? (u/form-encode body) (json/write-str body)))))
              k (.header "Idempotency-Key" ^String k))
          ^HttpResponse r (.send u/client (.build b) (HttpResponse$BodyHandlers/ofString))]
-     {:status (.statusCode r) :json (http/read-json (str (.body r)) {:keywords? false})})))
+     {:status (.statusCode r) :json (json/read (str (.body r)) {:keywords? false})})))
 
 (defn link [id] (str "/participant/" id))
 

@@ -8,7 +8,7 @@
             [herald.feed :as feed]
             [herald.feed.auth.jwt :as jwt]
             [herald.feed.test-util :as u]
-            [herald.http :as http]
+            [herald.json :as json]
             [herald.load :as load])
   (:import (java.net URI)
            (java.net.http HttpRequest HttpResponse HttpResponse$BodyHandlers)))
@@ -35,7 +35,7 @@
   (let [b (cond-> (HttpRequest/newBuilder (URI/create (str base path)))
             secret (.header "Authorization" (str "Bearer " (jwt/mint secret id 600))))
         ^HttpResponse r (.send u/client (.build b) (HttpResponse$BodyHandlers/ofString))]
-    [(.statusCode r) (when (= 200 (.statusCode r)) (http/read-json (str (.body r)) {:keywords? false}))]))
+    [(.statusCode r) (when (= 200 (.statusCode r)) (json/read (str (.body r)) {:keywords? false}))]))
 
 (defn- items
   "Every item of the feed `kind` (\"outbound\" or \"inbound\") of participants 1..n (the stores number them from

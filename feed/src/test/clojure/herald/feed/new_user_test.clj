@@ -7,7 +7,8 @@
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
-            [herald.feed.test-util :as u])
+            [herald.feed.test-util :as u]
+            [herald.json :as json])
   (:import (java.util.concurrent TimeUnit)))
 
 (set! *warn-on-reflection* true)
@@ -33,7 +34,7 @@
                                    (.header "Content-Type" "application/x-www-form-urlencoded")
                                    (.POST (java.net.http.HttpRequest$BodyPublishers/ofByteArray body)) (.build))
                              (java.net.http.HttpResponse$BodyHandlers/ofString))]
-                {:status (.statusCode r) :json (herald.http/read-json (str (.body r)) {:keywords? false})}))]
+                {:status (.statusCode r) :json (json/read (str (.body r)) {:keywords? false})}))]
     (try
       (testing "an empty or blank keywords= is a 400, not []"
         (is (error? (req "/outbound?keywords=") 400 "keywords"))

@@ -6,7 +6,7 @@
             [herald.feed :as feed]
             [herald.feed.auth.jwt :as jwt]
             [herald.feed.test-util :as u]
-            [herald.http :as http])
+            [herald.json :as json])
   (:import (java.net URI)
            (java.net.http HttpClient HttpRequest HttpRequest$BodyPublishers HttpResponse HttpResponse$BodyHandlers)))
 
@@ -197,7 +197,7 @@
   (let [b (cond-> (HttpRequest/newBuilder (URI/create (str *base* path)))
             body (.header "Content-Type" "application/json")
             token (.header "Authorization" (str "Bearer " token))
-            true (.method method (if body (HttpRequest$BodyPublishers/ofString (http/write-json body))
+            true (.method method (if body (HttpRequest$BodyPublishers/ofString (json/write-str body))
                                      (HttpRequest$BodyPublishers/noBody))))]
     (.statusCode ^HttpResponse (.send u/client (.build b) (HttpResponse$BodyHandlers/ofString)))))
 

@@ -4,7 +4,7 @@
   (:require [clojure.test :refer [deftest is]]
             [herald.feed.routes :as routes]
             [herald.feed.store.lifecycle :as lifecycle]
-            [herald.http :as http])
+            [herald.json :as json])
   (:import (java.util.concurrent.atomic AtomicBoolean AtomicLong)))
 
 (set! *warn-on-reflection* true)
@@ -19,7 +19,7 @@
         draining? (atom false)
         probe (fn []
                 (let [r (#'routes/ready {:store store :draining? draining?} {})]
-                  [(:status r) (http/read-json (String. ^bytes (:body r) "UTF-8") {:keywords? false})]))]
+                  [(:status r) (json/read (String. ^bytes (:body r) "UTF-8") {:keywords? false})]))]
     (is (= [200 {"status" "ready" "store" "open" "draining" false}] (probe)))
     (is (= 1 (.get asked)))
     (reset! draining? true)

@@ -8,7 +8,7 @@
             [herald.feed :as feed]
             [herald.feed.auth.jwt :as jwt]
             [herald.feed.test-util :as u]
-            [herald.http :as http])
+            [herald.json :as json])
   (:import (java.net URI)
            (java.net.http HttpRequest HttpResponse HttpResponse$BodyHandlers)))
 
@@ -27,7 +27,7 @@
     {:status (.statusCode r)
      :link (some->> (header "link") (re-find #"^<([^>]+)>; rel=\"next\"$") second)
      :www (header "www-authenticate")
-     :json (when-not (str/blank? body) (http/read-json body {:keywords? false}))}))
+     :json (when-not (str/blank? body) (json/read body {:keywords? false}))}))
 
 (defn- walk
   "Every sender link of a paged search from `path`, following Link rel=next; [links page-sizes next-paths]."
@@ -48,10 +48,10 @@
                (let [b (cond-> (HttpRequest/newBuilder (URI/create (str base path)))
                          true (.header "Content-Type" "application/json")
                          (and token-of actor) (.header "Authorization" (str "Bearer " (token-of actor)))
-                         true (.method method (java.net.http.HttpRequest$BodyPublishers/ofString (http/write-json body))))
+                         true (.method method (java.net.http.HttpRequest$BodyPublishers/ofString (json/write-str body))))
                      ^HttpResponse r (.send u/client (.build b) (HttpResponse$BodyHandlers/ofString))]
                  (is (= 200 (.statusCode r)) (str method " " path " " (.body r)))
-                 (http/read-json (str (.body r)) {:keywords? false})))
+                 (json/read (str (.body r)) {:keywords? false})))
         [a b c d] (for [n ["a" "b" "c" "d"]] (get (call "POST" "/participant" {:name n} nil) "id"))
         link #(str "/participant/" %)
         senders [b c b b c d c b b]]                         ; oldest first: newest two and oldest are b's

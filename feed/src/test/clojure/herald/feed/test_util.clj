@@ -3,7 +3,7 @@
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
             [herald.feed :as feed]
-            [herald.http :as http])
+            [herald.json :as json])
   (:import (java.net URI URLEncoder)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpRequest$BodyPublishers HttpResponse
                           HttpResponse$BodyHandlers)
@@ -61,7 +61,7 @@
   | `:body`         | a raw string body |
   | `:content-type` | overrides the Content-Type |"
   [base path & {:keys [method json form body content-type] :or {method :get}}]
-  (let [[payload ct] (cond (some? json) [(http/write-json json) "application/json"]
+  (let [[payload ct] (cond (some? json) [(json/write-str json) "application/json"]
                            form [(form-encode form) "application/x-www-form-urlencoded"]
                            body [body nil]
                            :else [nil nil])
@@ -81,7 +81,7 @@
      :body text
      :json (when (and (str/starts-with? (str (get headers "content-type")) "application/json")
                       (not (str/blank? text)))
-             (http/read-json text {:keywords? false}))}))
+             (json/read text {:keywords? false}))}))
 
 (defn eventually
   "Calls (f) every 50 ms until (ok? result) or `timeout-ms` passed; returns the last result. For views

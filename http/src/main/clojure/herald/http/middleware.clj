@@ -1,9 +1,9 @@
 (ns herald.http.middleware
   "Plain Ring middleware for params, JSON bodies and gzip, backed by herald's Java codecs; both arities."
   (:require [herald.http.impl.gzip :as gzip]
-            [herald.http.impl.json :as json]
             [herald.http.impl.json-body :as json-body]
-            [herald.http.impl.params :as params])
+            [herald.http.impl.params :as params]
+            [herald.http.impl.support :as support])
   (:import (java.nio.charset Charset)))
 
 (set! *warn-on-reflection* true)
@@ -52,21 +52,35 @@
   | `:max-params`     | int    | 1000      | more pairs in the query or form -> 400 with a JSON error body |"
   ([handler] (wrap-params handler {}))
   ([handler opts]
-   (json/check-options! "wrap-params" params/options opts)
+   (support/check-options! "wrap-params" params/options opts)
    (let [o (merge params/defaults opts)
          o (assoc o :charset (Charset/forName (:encoding o)))]
      (ring-fn handler [req] (params/params-request req o) [resp] resp))))
 
 (def ^:private json-body-options
-  (assoc json/read-options :malformed-response [ifn? "a function (fn [request ex-info] response)"]))
+  "wrap-json-body's options: herald.json/read's (checked here too, so a bad one fails when the handler is wrapped,
+  as `:herald.http/invalid-option`) and :malformed-response."
+  {:keywords?              [boolean? "a boolean"]
+   :key-fn                 [ifn? "a function of one String"]
+   :bigdecimals?           [boolean? "a boolean"]
+   :reject-duplicate-keys? [boolean? "a boolean"]
+   :max-depth              [support/pos-int-option? "a positive integer"]
+   :max-string-length      [support/pos-int-option? "a positive integer (chars)"]
+   :malformed-response     [ifn? "a function (fn [request ex-info] response)"]})
+
+(def ^:private json-response-options
+  "wrap-json-response's options: herald.json/write-bytes's."
+  {:pretty? [boolean? "a boolean"]
+   :key-fn  [ifn? "a function of a map key returning a String"]})
 
 (defn wrap-json-body
   "Parses the body of requests whose Content-Type is application/json or application/*+json into Clojure
-  data at `:body` (see `herald.http.json/read-json` for the conversions). An empty body gives `:body nil`;
+  data at `:body` (see `herald.json/read` for the conversions). An empty body gives `:body nil`;
   a body that is not raw (not an InputStream, byte[] or String: parsed already) is left as it is.
   Other requests pass unchanged. Bodies in a non-UTF charset (Content-Type `charset=`) are decoded with it.
   Malformed JSON (or a limit exceeded) does not reach the handler: the response is
-  `(malformed-response request ex-info)`, by default 400 with `{\"error\":\"malformed JSON: <detail>\"}`.
+  `(malformed-response request ex-info)` (herald.json's `{:type :herald.json/malformed :message detail :line l
+  :column c}`), by default 400 with `{\"error\":\"malformed JSON: <detail>\"}`.
 
   | option                    | type    | default  | meaning                                         |
   |---------------------------|---------|----------|-------------------------------------------------|
@@ -81,13 +95,13 @@
   The body size is bounded by the server's `:max-body-bytes`."
   ([handler] (wrap-json-body handler {}))
   ([handler opts]
-   (json/check-options! "wrap-json-body" json-body-options opts)
-   (let [reader (json/json-reader (dissoc opts :malformed-response))
+   (support/check-options! "wrap-json-body" json-body-options opts)
+   (let [read-opts (not-empty (dissoc opts :malformed-response))
          malformed (:malformed-response opts json-body/default-malformed-response)
          pre (fn [req]
                (if-not (json-body/json-request? req)
                  req
-                 (let [[status v] (json-body/parse-body req reader)]
+                 (let [[status v] (json-body/parse-body req read-opts)]
                    (case status
                      :ok (assoc req :body v)
                      :as-is req
@@ -96,20 +110,21 @@
 
 (defn wrap-json-response
   "Encodes collection bodies (maps, vectors, lists, seqs, sets) of responses as JSON bytes (see
-  `herald.http.json/write-json` for the conversions) and sets `Content-Type: application/json;
+  `herald.json/write-str` for the conversions) and sets `Content-Type: application/json;
   charset=utf-8` unless the response has a Content-Type (any case). Other bodies (String, byte[],
   InputStream, File, nil) pass unchanged. Note that a seq body, which Ring would stream element by
   element, becomes one JSON array here. A value that cannot be encoded throws
-  `{:type :herald.http/json-encode-error}` (a 500 from the server).
+  `{:type :herald.json/unencodable}` (a 500 from the server).
 
   | option     | type    | default | meaning                                        |
   |------------|---------|---------|------------------------------------------------|
   | `:pretty?` | boolean | false   | indented output                                |
-  | `:key-fn`  | fn      | nil     | map key -> the String written (see write-json) |"
+  | `:key-fn`  | fn      | nil     | map key -> the String written (see write-str)  |"
   ([handler] (wrap-json-response handler {}))
   ([handler opts]
-   (let [writer (json/json-writer opts)]
-     (ring-fn handler [req] req [resp] (json-body/json-response resp writer)))))
+   (support/check-options! "wrap-json-response" json-response-options opts)
+   (let [opts (not-empty opts)]
+     (ring-fn handler [req] req [resp] (json-body/json-response resp opts)))))
 
 (def ^:private gzip-options
   {:streams?  [boolean? "a boolean"]
@@ -137,6 +152,6 @@
   | `:compress?` | fn   | text/* (not event-stream), JSON, XML, JavaScript, SVG | predicate on the Content-Type value (nil when absent) |"
   ([handler] (wrap-gzip handler {}))
   ([handler opts]
-   (json/check-options! "wrap-gzip" gzip-options opts)
+   (support/check-options! "wrap-gzip" gzip-options opts)
    (let [o (merge {:min-bytes 860 :level 6 :compress? gzip/compressible-type? :streams? true} opts)]
      (ring-fn handler [req] req [resp] (gzip/gzip-response req resp o)))))

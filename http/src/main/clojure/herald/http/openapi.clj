@@ -1,7 +1,7 @@
 (ns herald.http.openapi
   "OpenAPI 3.1 documents built from a router's route data: each route's documentation keys become its operations."
   (:require [clojure.string :as str]
-            [herald.http.impl.json :as json]
+            [herald.http.impl.support :as support]
             [herald.http.impl.router :as impl])
   (:import (herald.http.impl.router RingRouter)
            (herald.http.route MalformedRouteException RouteTemplate)
@@ -209,13 +209,49 @@
    :tags       [#(and (sequential? %) (every? map? %)) "a vector of Tag maps ({:name ..})"]})
 
 (defn openapi
-  "The OpenAPI 3.1.0 document (a Clojure map ready for `write-json`) of `r`: a router built by
-  `herald.http/router`, or route data. See `herald.http/openapi`."
-  [r opts]
+  "The OpenAPI 3.1.0 document (a Clojure map ready for `herald.json/write-str`) of `router-or-routes`: a router
+  built by `herald.http.router/router`, or route data. Every route with a handler for an OpenAPI method is one path,
+  its template in OpenAPI syntax (`/participant/:id` -> `/participant/{id}`, `/files/*path` -> `/files/{path}`), in
+  declaration order.
+  Documentation is plain data in the route's map (for all its methods) or in a method's `{:handler h ..}` map
+  (which wins); matching never reads it:
+
+  | key | type | becomes |
+  |-----|------|---------|
+  | `:summary` `:description` | String | the operation's |
+  | `:operation-id` | String | `operationId`; unique in the document |
+  | `:tags` | vector of Strings | `tags` |
+  | `:parameters` | vector of `{:in :path/:query/:header/:cookie :name n :schema json-schema :required? :description ..}` | `parameters`; path parameters of the template that are not given are added (`{:type \"string\"}`) |
+  | `:request` | `{:content {content-type json-schema} :required bool :description s}` | `requestBody` |
+  | `:responses` | `{status {:description s :content {content-type json-schema} :headers {name {:schema ..}}}}` | `responses`; status an int, `\"4XX\"` or `\"default\"`; description defaults to the reason phrase |
+  | `:security` | vector of requirement maps | `security` |
+  | `:deprecated` | boolean | `deprecated` |
+
+  A parent route's `:tags` `:parameters` `:responses` `:security` `:deprecated` apply to its children
+  (parameters by :in and :name, responses by status, tags added; the child's win). HEAD answered by the GET
+  handler and the router's automatic OPTIONS are not listed (a route's own `:head`/`:options` handler is); an
+  `:any` handler is listed as GET, PUT, POST, DELETE and PATCH where the route has no handler of its own (its
+  `:operation-id` suffixed `-get` ..); CONNECT and WebDAV methods have no place in OpenAPI and are left out.
+
+  | option | type | meaning |
+  |--------|------|---------|
+  | `:info` | map, required | the Info object: `{:title s :version s :description ..}` |
+  | `:servers` | vector | Server objects, `[{:url \"https://api.example\"}]` |
+  | `:components` | map | the Components object as is (`:schemas`, `:securitySchemes`, ..), for `$ref`s |
+  | `:security` | vector | the document's default security requirement |
+  | `:tags` | vector | Tag objects |
+
+  Errors (ex-info): a bad documentation value or an unknown key inside one (a parameter's `:schme`) ->
+  `{:type :herald.http/invalid-openapi :route path :method m :key k}`; two operations with one operationId, or two
+  routes that are one OpenAPI path (`/a/:x` and `/a/*y`) -> `:herald.http/invalid-openapi`; an unknown route data
+  key -> `:herald.http/malformed-route` with `:key` (as `herald.http.router/router` throws); a bad option ->
+  `:herald.http/invalid-option`. Reference: docs/http-routing.md#openapi."
+  [router-or-routes opts]
   (when-not (contains? opts :info)
     (throw (ex-info "openapi needs :info {:title .. :version ..}" {:type :herald.http/invalid-option :key :info})))
-  (json/check-options! "openapi" document-options opts)
-  (let [flat (if (instance? RingRouter r) (impl/flat-of r) (impl/flatten-routes r))
+  (support/check-options! "openapi" document-options opts)
+  (let [r router-or-routes
+        flat (if (instance? RingRouter r) (impl/flat-of r) (impl/flatten-routes r))
         items (filterv #(seq (val %)) (map path-item flat))]
     (check-unique! items)
     (cond-> (array-map :openapi "3.1.0" :info (:info opts))

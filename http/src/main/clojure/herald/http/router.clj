@@ -1,6 +1,6 @@
 (ns herald.http.router
   "Data-driven routing: route vectors compiled into a Java segment trie, served as one Ring handler."
-  (:require [herald.http.impl.json :as json]
+  (:require [herald.http.impl.support :as support]
             [herald.http.impl.router :as impl]
             [herald.http.impl.router-paths :as paths])
   (:import (herald.http.impl.router RingRouter)
@@ -71,7 +71,7 @@
   docs/http-routing.md."
   ([routes] (router routes {}))
   ([routes opts]
-   (json/check-options! "router" router-options opts)
+   (support/check-options! "router" router-options opts)
    (let [flat (impl/flatten-routes routes)
          trie (impl/compile-flat flat (:middleware opts))]
      (RingRouter. trie

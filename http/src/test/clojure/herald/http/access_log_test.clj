@@ -4,6 +4,7 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing use-fixtures]]
             [herald.http :as http]
+            [herald.json :as json]
             [herald.http.http2-test :as h2t]
             [herald.http.test-support :as ts :refer [with-server]])
   (:import (java.io File)
@@ -51,7 +52,7 @@
     (with-server [s app {:access-log {:to #(.put q %) :format :json}}]
       (ts/GET (ts/port s) "/j" {"User-Agent" "t\"ester" "Referer" "http://r/"})
       (let [line (.poll q 30 TimeUnit/SECONDS)
-            m (http/read-json line)]
+            m (json/read line)]
         (is (= {"method" "GET" "uri" "/j" "protocol" "HTTP/1.1" "status" 200 "bytes" 3 "remote_addr" "127.0.0.1"
                 "user_agent" "t\"ester" "referer" "http://r/"}
                (dissoc m "time" "duration_ms")))
@@ -60,7 +61,7 @@
       (testing "HTTP/2 requests are logged with their protocol"
         (with-open [c (h2t/h2-client s)]
           (h2t/h2 c "GET" "/h2"))
-        (is (= "HTTP/2.0" (get (http/read-json (.poll q 30 TimeUnit/SECONDS)) "protocol"))))
+        (is (= "HTTP/2.0" (get (json/read (.poll q 30 TimeUnit/SECONDS)) "protocol"))))
       (ts/eventually #(<= 2 (get-in (http/server-stats s) [:access-log :written])) 30000)
       (is (= 2 (get-in (http/server-stats s) [:access-log :written]))))
     (with-server [s app {:access-log {:to #(.put q %) :format :combined}}]

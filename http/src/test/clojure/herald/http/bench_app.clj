@@ -1,6 +1,7 @@
 (ns herald.http.bench-app
   "The herald side of bench/http.sh: TechEmpower plaintext and JSON routes as a Ring handler on herald.http."
-  (:require [herald.http :as http])
+  (:require [herald.http :as http]
+            [herald.http.router :as router])
   (:import (com.fasterxml.jackson.core JsonFactory JsonGenerator)
            (java.io ByteArrayOutputStream)))
 
@@ -13,8 +14,8 @@
 (def ^:private ^JsonFactory json-factory (JsonFactory.))
 
 (defn- jackson-json-bytes
-  "Serialises a map of keyword keys to string values with jackson-core: the stand-in while
-  herald.http/write-json-bytes does not exist yet."
+  "Serialises a map of keyword keys to string values with jackson-core: the stand-in for a tree that has
+  neither herald.json/write-bytes nor herald.http/write-json-bytes (bench/http.sh may build an old commit)."
   ^bytes [m]
   (let [out (ByteArrayOutputStream. 64)]
     (with-open [^JsonGenerator g (.createGenerator json-factory out)]
@@ -25,8 +26,10 @@
     (.toByteArray out)))
 
 (def ^:private json-bytes
-  "herald.http/write-json-bytes when herald has it, else jackson-json-bytes."
-  (or (some-> (ns-resolve 'herald.http 'write-json-bytes) deref)
+  "herald.json/write-bytes, or on trees from before herald.json herald.http/write-json-bytes, else
+  jackson-json-bytes."
+  (or (some-> (try (requiring-resolve 'herald.json/write-bytes) (catch Exception _ nil)) deref)
+      (some-> (ns-resolve 'herald.http 'write-json-bytes) deref)
       jackson-json-bytes))
 
 (defn- plaintext [_] {:status 200 :headers plaintext-headers :body "Hello, World!"})
@@ -42,9 +45,9 @@
     not-found))
 
 (defn routed-handler
-  "The same two routes through `herald.http/router` (with its 404, 405 and automatic HEAD/OPTIONS)."
+  "The same two routes through `herald.http.router/router` (with its 404, 405 and automatic HEAD/OPTIONS)."
   []
-  (http/router [["/plaintext" {:get plaintext}]
+  (router/router [["/plaintext" {:get plaintext}]
                 ["/json" {:get json}]]))
 
 (def ^:private usage

@@ -3,7 +3,7 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.http :as http]
-            [herald.http.json :as json]
+            [herald.json :as json]
             [herald.http.middleware :as mw]
             [herald.http.router :as r])
   (:import (java.io ByteArrayInputStream)
@@ -44,7 +44,7 @@
         h (mw/wrap-json-body (fn [_] (reset! called true) {:status 200}))]
     (doseq [bad ["{" "{\"a\":1} trailing" "[1,]" "\"\\q\"" (apply str (repeat 2000 "["))]]
       (let [resp (h (req bad "application/json"))
-            err (get (json/read-json (:body resp)) "error")]
+            err (get (json/read (:body resp)) "error")]
         (is (= 400 (:status resp)) bad)
         (is (= "application/json; charset=utf-8" (get-in resp [:headers "Content-Type"])))
         (is (.startsWith ^String err "malformed JSON: ") err)
@@ -67,7 +67,7 @@
       (is (identical? body (:body (run {:status 200 :body body})))))
     (is (= "{\n  \"a\" : 1\n}" (.replace (String. ^bytes (:body ((mw/wrap-json-response (constantly {:status 200 :body {:a 1}})
                                                                  {:pretty? true}) {})) "UTF-8") "\r" "")))
-    (is (= :herald.http/json-encode-error
+    (is (= :herald.json/unencodable
            (:type (ex-data (try (run {:status 200 :body {:a (Object.)}}) (catch Exception e e))))))
     (is (= "{\"userId\":1}" (String. ^bytes (:body ((mw/wrap-json-response (constantly {:status 200 :body {:user-id 1}})
                                                                         {:key-fn (fn [k] (if (= k :user-id) "userId" (name k)))}) {}))
@@ -85,7 +85,7 @@
           responded (atom 0)
           raised (promise)]
       (h {} (fn [_] (swap! responded inc)) raised)
-      (is (= :herald.http/json-encode-error (:type (ex-data (deref raised 30000 nil)))))
+      (is (= :herald.json/unencodable (:type (ex-data (deref raised 30000 nil)))))
       (is (zero? @responded)))))
 
 (deftest options-are-validated
@@ -129,9 +129,9 @@
   (let [r (send! port "POST" "/participant" {"Content-Type" "application/json"} "{\"name\":\"Jörg\",\"tags\":[1,2]}")]
     (is (= 201 (.statusCode r)))
     (is (= "application/json; charset=utf-8" (hdr r "content-type")))
-    (is (= {"created" {"name" "Jörg" "tags" [1 2]}} (json/read-json (.body r)))))
+    (is (= {"created" {"name" "Jörg" "tags" [1 2]}} (json/read (.body r)))))
   (let [r (send! port "GET" "/participant/caf%C3%A9?x=1&x=2" {} nil)]
-    (is (= {"id" "café" "q" {"x" ["1" "2"]}} (dissoc (json/read-json (.body r)) "pad")))
+    (is (= {"id" "café" "q" {"x" ["1" "2"]}} (dissoc (json/read (.body r)) "pad")))
     (testing "HEAD: the GET route, no body, the same Content-Length"
       (let [h (send! port "HEAD" "/participant/caf%C3%A9?x=1&x=2" {} nil)]
         (is (= 200 (.statusCode h)))
@@ -144,10 +144,10 @@
   (is (= 404 (.statusCode (send! port "GET" "/nope" {} nil))))
   (let [r (send! port "POST" "/participant" {"Content-Type" "application/json"} "{\"name\":")]
     (is (= 400 (.statusCode r)))
-    (is (str/starts-with? (get (json/read-json (.body r)) "error") "malformed JSON: ")))
+    (is (str/starts-with? (get (json/read (.body r)) "error") "malformed JSON: ")))
   (let [r (send! port "GET" "/big" {"Accept-Encoding" "gzip"} nil)]
     (is (= "gzip" (hdr r "content-encoding")))
-    (is (= (vec (range 2000)) (get (json/read-json (GZIPInputStream. (ByteArrayInputStream. (.body r)))) "items"))))
+    (is (= (vec (range 2000)) (get (json/read (GZIPInputStream. (ByteArrayInputStream. (.body r)))) "items"))))
   (let [r (send! port "GET" "/stream" {"Accept-Encoding" "gzip"} nil)]
     (is (= "gzip" (hdr r "content-encoding")) "an InputStream body is compressed as it is sent")
     (is (= (apply str (repeat 5000 "stream ")) (slurp (GZIPInputStream. (ByteArrayInputStream. (.body r))))))))

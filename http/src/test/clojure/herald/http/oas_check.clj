@@ -2,7 +2,8 @@
   "Test helper: validates an OpenAPI 3.1 document against the official OAS 3.1 JSON Schema (schema-base, which
   also checks every Schema Object) with com.networknt:json-schema-validator, offline."
   (:require [clojure.java.io :as io]
-            [herald.http :as http])
+            [herald.http :as http]
+            [herald.json :as json])
   (:import (com.networknt.schema InputFormat Schema SchemaLocation SchemaRegistry SchemaRegistry$Builder
                                  SpecificationVersion)
            (java.util.function Consumer)))
@@ -34,4 +35,4 @@
   "The validation errors of `doc` (a Clojure map, written as JSON first) as strings; empty when valid."
   [doc]
   (mapv (fn [^com.networknt.schema.Error e] (str (.getInstanceLocation e) ": " (.getMessage e)))
-        (.validate ^Schema @schema ^String (http/write-json doc) InputFormat/JSON)))
+        (.validate ^Schema @schema ^String (json/write-str doc) InputFormat/JSON)))

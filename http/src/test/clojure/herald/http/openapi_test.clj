@@ -1,5 +1,5 @@
 (ns herald.http.openapi-test
-  "herald.http/openapi: documents from routers validate against the official OAS 3.1 schema, every route once,
+  "herald.http.openapi/openapi: documents from routers validate against the official OAS 3.1 schema, every route once,
   metadata merged from parents, metadata mistakes as ex-info, a router serving its own document."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
@@ -7,6 +7,7 @@
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop]
             [herald.http :as http]
+            [herald.json :as json]
             [herald.http.oas-check :as oas]
             [herald.http.openapi :as openapi]
             [herald.http.router :as r]
@@ -48,7 +49,7 @@
 (defn- ops [doc] (for [[p item] (:paths doc) [m op] item] [p m op]))
 
 (deftest a-document-from-a-router-validates
-  (let [doc (http/openapi (http/router routes) {:info info :components components
+  (let [doc (openapi/openapi (r/router routes) {:info info :components components
                                                 :servers [{:url "https://api.example"}]})]
     (testing "valid against the official OpenAPI 3.1 schema (Schema Objects included)"
       (is (= [] (oas/problems doc)))
@@ -83,10 +84,10 @@
       (is (= {:schema {:type "string"} :description "next page"}
              (get-in doc [:paths "/things" :get :responses "200" :headers "Link"]))))
     (testing "route data gives the same document as the router built from it"
-      (is (= doc (http/openapi routes {:info info :components components :servers [{:url "https://api.example"}]}))))))
+      (is (= doc (openapi/openapi routes {:info info :components components :servers [{:url "https://api.example"}]}))))))
 
 (deftest the-validator-is-real
-  (let [doc (http/openapi routes {:info info :components components})]
+  (let [doc (openapi/openapi routes {:info info :components components})]
     (is (seq (oas/problems (assoc-in doc [:paths "/things" :get :responses "200" :content "application/json" :schema :type] 5)))
         "a Schema Object with a bad type")
     (is (seq (oas/problems (update-in doc [:paths "/things" :post :responses "201"] dissoc :description))))
@@ -98,13 +99,13 @@
   (testing "an unknown key: refused by the router and by openapi, naming the key and the route"
     (doseq [data [[["/a" {:get ok :sumary "typo"}]]
                   [["/a" {:get {:handler ok :operationId "camel"}}]]]]
-      (is (= :herald.http/malformed-route (:type (thrown-data #(http/router data)))))
-      (let [d (thrown-data #(http/openapi data {:info info}))]
+      (is (= :herald.http/malformed-route (:type (thrown-data #(r/router data)))))
+      (let [d (thrown-data #(openapi/openapi data {:info info}))]
         (is (= :herald.http/malformed-route (:type d)))
         (is (= "/a" (:route d)))
         (is (#{:sumary :operationId} (:key d))))))
   (testing "a qualified key is the application's own: kept and ignored"
-    (is (= {:get {}} (get-in (http/openapi [["/a" {:get ok ::perf :x}]] {:info info}) [:paths "/a"]))))
+    (is (= {:get {}} (get-in (openapi/openapi [["/a" {:get ok ::perf :x}]] {:info info}) [:paths "/a"]))))
   (testing "bad values and unknown keys inside documentation"
     (doseq [[data k] [[[["/a/:id" {:get ok :parameters [{:in :path :name :id :schme {}}]}]] :schme]
                       [[["/a/:id" {:get ok :parameters [{:in :path :name :other :schema {}}]}]] :parameters]
@@ -115,21 +116,21 @@
                       [[["/a" {:get ok :responses {200 {:desc "x"}}}]] :desc]
                       [[["/a" {:post {:handler ok :request {:schema {}}}}]] :schema]
                       [[["/a" {:get ok :deprecated "yes"}]] :deprecated]]]
-      (let [d (thrown-data #(http/openapi data {:info info}))]
+      (let [d (thrown-data #(openapi/openapi data {:info info}))]
         (is (= :herald.http/invalid-openapi (:type d)) (pr-str data))
         (is (= k (:key d)) (pr-str data))
         (is (= (ffirst data) (:route d)) (pr-str data)))))
   (testing "one operationId on two operations"
-    (let [d (thrown-data #(http/openapi [["/a" {:get ok :post ok :operation-id "a"}]] {:info info}))]
+    (let [d (thrown-data #(openapi/openapi [["/a" {:get ok :post ok :operation-id "a"}]] {:info info}))]
       (is (= {:type :herald.http/invalid-openapi :key :operation-id :operation-id "a"
               :operations [[:get "/a"] [:post "/a"]]}
              d))))
   (testing "two routes that are one OpenAPI path"
-    (is (= ["/a/{x}" "/a/{y}"] (:routes (thrown-data #(http/openapi [["/a/:x" {:get ok}] ["/a/*y" {:get ok}]] {:info info}))))))
+    (is (= ["/a/{x}" "/a/{y}"] (:routes (thrown-data #(openapi/openapi [["/a/:x" {:get ok}] ["/a/*y" {:get ok}]] {:info info}))))))
   (testing "options"
-    (is (= {:type :herald.http/invalid-option :key :info} (thrown-data #(http/openapi routes {}))))
-    (is (= :herald.http/invalid-option (:type (thrown-data #(http/openapi routes {:info {:title "x"}})))))
-    (is (= :bogus (:key (thrown-data #(http/openapi routes {:info info :bogus 1})))))))
+    (is (= {:type :herald.http/invalid-option :key :info} (thrown-data #(openapi/openapi routes {}))))
+    (is (= :herald.http/invalid-option (:type (thrown-data #(openapi/openapi routes {:info {:title "x"}})))))
+    (is (= :bogus (:key (thrown-data #(openapi/openapi routes {:info info :bogus 1})))))))
 
 (defn- request
   "One request with a 30 s read timeout: a cold server's first answer took 3.5 s on a machine at load 40."
@@ -140,12 +141,12 @@
 (deftest the-router-still-routes-and-serves-its-own-document
   (let [app (atom nil)
         table (conj routes ["/openapi.json" {:get {:handler (fn [_] {:status 200 :headers {"content-type" "application/json"}
-                                                                     :body (http/write-json (http/openapi @app {:info info :components components}))})
+                                                                     :body (json/write-str (openapi/openapi @app {:info info :components components}))})
                                                    :summary "This document" :operation-id "openapi"}}])]
-    (reset! app (http/router table))
+    (reset! app (r/router table))
     (ts/with-server [srv @app {}]
       (let [resp (request (ts/port srv) "GET" "/openapi.json")
-            doc (http/read-json (:body resp))]
+            doc (json/read (:body resp))]
         (is (= 200 (:status resp)))
         (is (= [] (oas/problems doc)))
         (is (= "openapi" (get-in doc ["paths" "/openapi.json" "get" "operationId"])))
@@ -170,7 +171,7 @@
 
 (defspec every-route-once-in-a-valid-document 20
   (prop/for-all [table gen-table]
-    (let [doc (http/openapi (http/router table) {:info info})]
+    (let [doc (openapi/openapi (r/router table) {:info info})]
       (and (empty? (oas/problems doc))
            (= (map (comp openapi/path first) table) (keys (:paths doc)))
            (every? (fn [{:keys [path methods]}] (= methods (set (keys (get-in doc [:paths (openapi/path path)])))))

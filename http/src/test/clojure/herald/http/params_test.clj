@@ -6,7 +6,7 @@
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop]
-            [herald.http.json :as json]
+            [herald.json :as json]
             [herald.http.middleware :as mw])
   (:import (herald.http.codec FormDecoder)
            (java.io ByteArrayInputStream InputStream)
@@ -62,11 +62,11 @@
   (let [h (mw/wrap-params (fn [_] {:status 200}) {:max-form-bytes 10 :max-params 3})]
     (let [resp (h (form "a=12345678901"))]
       (is (= 413 (:status resp)))
-      (is (re-find #"larger than 10 bytes" (get (json/read-json (:body resp)) "error"))))
+      (is (re-find #"larger than 10 bytes" (get (json/read (:body resp)) "error"))))
     (is (= 200 (:status (h (form "a=12345678")))))
     (let [resp (h {:headers {} :query-string "a=1&b=2&c=3&d=4"})]
       (is (= 400 (:status resp)))
-      (is (= {"error" "too many parameters (more than 3)"} (json/read-json (:body resp)))))
+      (is (= {"error" "too many parameters (more than 3)"} (json/read (:body resp)))))
     (is (= 400 (:status (h (form "a&b&c&d")))))))
 
 (deftest async-arity

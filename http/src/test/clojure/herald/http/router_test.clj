@@ -6,7 +6,7 @@
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop]
-            [herald.http.json :as json]
+            [herald.json :as json]
             [herald.http.router :as r]))
 
 (set! *warn-on-reflection* true)
@@ -44,11 +44,11 @@
     (doseq [uri ["/nope" "/participant/7/enemies" "/participant/" "" "/participant//friends"]]
       (let [resp (call h :get uri)]
         (is (= 404 (:status resp)) uri)
-        (is (= {"error" "not found"} (json/read-json (:body resp))))))
+        (is (= {"error" "not found"} (json/read (:body resp))))))
     (let [resp (call h :put "/participant/7")]
       (is (= 405 (:status resp)))
       (is (= "GET, HEAD, DELETE, OPTIONS" (get-in resp [:headers "Allow"])))
-      (is (= {"error" "method not allowed"} (json/read-json (:body resp)))))
+      (is (= {"error" "method not allowed"} (json/read (:body resp)))))
     (is (= "POST, OPTIONS" (get-in (call h :get "/participant") [:headers "Allow"])))))
 
 (deftest automatic-head-and-options

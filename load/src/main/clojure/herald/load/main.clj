@@ -4,7 +4,7 @@
             [clojure.tools.cli :as cli]
             [herald.load :as load]
             [herald.load.impl.cli :as c]
-            [herald.load.impl.json :as json]
+            [herald.load.impl.result-json :as json]
             [herald.load.impl.output :as output])
   (:gen-class))
 

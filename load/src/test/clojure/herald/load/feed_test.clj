@@ -5,7 +5,7 @@
             [clojure.test :refer [deftest is testing]]
             [herald.load :as load]
             [herald.load.impl.aggregate :as agg]
-            [herald.load.impl.json :as json]
+            [herald.json :as json]
             [herald.load.main :as main]
             [herald.load.test-server :as ts])
   (:import (com.sun.net.httpserver HttpExchange)))
@@ -61,7 +61,7 @@
           (let [dir (.toFile (java.nio.file.Files/createTempDirectory "herald-feed" (make-array java.nio.file.attribute.FileAttribute 0)))
                 _ (load/write-result! dir r)
                 html (slurp (io/file dir "report.html"))
-                sj (json/read-bytes (.getBytes (slurp (io/file dir "summary.json")) "UTF-8"))]
+                sj (json/read (.getBytes (slurp (io/file dir "summary.json")) "UTF-8") {:keywords? true})]
             (is (str/includes? html "<h2>Operations: "))
             (is (str/includes? html "<th>operation</th><th>count</th><th>p50</th><th>p95</th><th>p99</th><th>max</th><th>errors</th>"))
             (doseq [[k {:keys [latency]}] (:operations r)]

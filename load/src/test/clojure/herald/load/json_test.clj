@@ -1,8 +1,11 @@
 (ns herald.load.json-test
-  "The feed workload's hot-path JSON and words: bytes written as the String writer writes them, one field read
-  as the whole reader reads it, sentences from a String array equal to those from the vector."
+  "The feed workload's hot-path JSON and words: request bodies equal to herald.json/write-bytes's, one response
+  field read as the whole reader reads it (nil for what is no JSON object), results written with herald-load's
+  conventions, sentences from a String array equal to those from the vector."
   (:require [clojure.test :refer [deftest is testing]]
-            [herald.load.impl.json :as json]
+            [herald.json :as json]
+            [herald.load.impl.feed :as feed]
+            [herald.load.impl.result-json :as result-json]
             [herald.load.impl.words :as words])
   (:import (java.util Random)))
 
@@ -10,28 +13,38 @@
 
 (defn- utf8 ^bytes [^String s] (.getBytes s "UTF-8"))
 
-(deftest write-bytes-is-write-str-in-utf-8
+(deftest request-bodies-are-write-bytes
   (doseq [x [{:from "/participant/1" :occurred "2026-11-26" :subject "ä b \"c\"" :story "line\nnext \u2603"}
              {:name "x"} {} [1 2.5 nil true "s"]]]
-    (is (= (seq (utf8 (json/write-str x))) (seq (json/write-bytes x))) (pr-str x))))
+    (is (= (seq (json/write-bytes x)) (seq (feed/json-body x))) (pr-str x))
+    (is (= x (json/read (feed/json-body x) {:keywords? true})) (pr-str x)))
+  (testing "outside the BMP: raw UTF-8 where write-bytes writes \\u escapes; the same value"
+    (let [x {:story "\uD83D\uDE00 x"}]
+      (is (= [-16 -97 -104 -128] (take 4 (drop 10 (seq (feed/json-body x))))))
+      (is (= x (json/read (feed/json-body x) {:keywords? true}) (json/read (json/write-bytes x) {:keywords? true}))))))
 
-(deftest read-field-reads-one-top-level-value
+(deftest response-field-reads-one-top-level-value
   (let [post (utf8 (json/write-str {:from "/participant/5" :story (apply str (repeat 500 "w ")) :nested {:id 9 :link "no"}
                                     :tags [{:id 8}] :id 52979 :link "/participant/5/outbound/52979" :ok true :score 1.5}))]
-    (testing "the value the whole reader gives, for each kind of scalar"
-      (doseq [[k f] [[:id "id"] [:link "link"] [:ok "ok"] [:score "score"] [:from "from"]]]
-        (is (= (k (json/read-bytes post)) (json/read-field post f)) f)))
-    (testing "nested objects and arrays are skipped, not searched"
-      (is (= 52979 (json/read-field post "id")))
-      (is (nil? (json/read-field post "nested")))
-      (is (nil? (json/read-field post "tags"))))
+    (testing "the value the whole reader gives, for each field"
+      (doseq [[k f] [[:id "id"] [:link "link"] [:ok "ok"] [:score "score"] [:from "from"] [:nested "nested"] [:tags "tags"]]]
+        (is (= (get (json/read post) f) (feed/response-field post f)) f)))
+    (testing "nested objects and arrays are not searched"
+      (is (= 52979 (feed/response-field post "id")))
+      (is (= {"id" 9 "link" "no"} (feed/response-field post "nested"))))
     (testing "missing fields, other documents and malformed bodies give nil"
-      (is (nil? (json/read-field post "missing")))
-      (is (nil? (json/read-field (utf8 "[{\"id\":1}]") "id")))
-      (is (nil? (json/read-field (utf8 "") "id")))
-      (is (nil? (json/read-field (utf8 "{\"id\":") "id")))
-      (is (nil? (json/read-field (utf8 "not json") "id")))
-      (is (nil? (json/read-field (utf8 "{\"a\":[1,") "id"))))))
+      (is (nil? (feed/response-field post "missing")))
+      (is (nil? (feed/response-field (utf8 "[{\"id\":1}]") "id")))
+      (is (nil? (feed/response-field (utf8 "") "id")))
+      (is (nil? (feed/response-field (utf8 "{\"id\":") "id")))
+      (is (nil? (feed/response-field (utf8 "not json") "id")))
+      (is (nil? (feed/response-field (utf8 "{\"a\":[1,") "id"))))))
+
+(deftest results-keep-their-json-conventions
+  (is (= {"result" 1 "mode" "rate" "p99" nil "rate" nil "steps" [{"label" "x" "at" "2026-11-26"}] "ratio" 0.5 "path" "/tmp/r"}
+         (json/read (result-json/write-str {:herald.load/result 1 :mode :rate :p99 ##NaN :rate ##Inf
+                                            :steps [{:label "x" :at (java.time.LocalDate/of 2026 11 26)}] :ratio 1/2
+                                            :path (java.io.File. "/tmp/r")})))))
 
 (deftest sentences-from-the-array-are-those-of-the-vector
   (let [v (words/dictionary 2000 3)

@@ -5,7 +5,7 @@
             [clojure.test :refer [deftest is testing]]
             [herald.http]
             [herald.load :as load]
-            [herald.load.impl.json :as json]
+            [herald.json :as json]
             [herald.load.main :as main]
             [herald.load.test-server :as ts]
             [herald.load.tls-support :as tls :refer [with-http-server]]))

@@ -4,7 +4,7 @@
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.load :as load]
-            [herald.load.impl.json :as json]
+            [herald.json :as json]
             [herald.load.impl.plot :as plot]
             [herald.load.impl.report :as report]
             [herald.load.main :as main]
@@ -98,7 +98,7 @@
         (is (re-find #"\[step 2 80/s\] [\d.]+ req/s \(target 80.0\)" (str err)) "the last step too, once the run is over"))
       (testing "steps.csv and steps.json"
         (let [[header & rows] (str/split-lines (slurp (io/file dir "r" "steps.csv")))
-              js (json/read-bytes (.getBytes (slurp (io/file dir "r" "steps.json")) "UTF-8"))]
+              js (json/read (.getBytes (slurp (io/file dir "r" "steps.json")) "UTF-8") {:keywords? true})]
           (is (= (str "step,label,start_s,duration_s,target_from_rps,target_to_rps,target_rps,achieved_rps,throughput_rps,"
                       "planned,sent,requests,unsent,connection_waits,late_sends,errors,p50_ms,p90_ms,p99_ms,p999_ms,max_ms,"
                       "service_p50_ms,service_p99_ms,service_max_ms,complete")
@@ -107,7 +107,7 @@
           (is (str/starts-with? (first rows) "1,40/s,0.0,0.5,40.0,40.0,40.0,"))
           (is (= [1 2] (mapv :step js)))
           (is (not-any? :histograms js) "histograms stay in result.edn")
-          (is (not-any? :histograms (:steps (json/read-bytes (.getBytes (slurp (io/file dir "r" "summary.json")) "UTF-8")))))))
+          (is (not-any? :histograms (:steps (json/read (.getBytes (slurp (io/file dir "r" "summary.json")) "UTF-8") {:keywords? true}))))))
       (testing "the report has a per-step section with its plots"
         (let [html (slurp (io/file dir "r" "report.html"))]
           (is (str/includes? html "<h2>Steps: "))
@@ -148,7 +148,7 @@
 (deftest ^:integration progress-as-json-lines
   (ts/with-server [s ts/hello]
     (let [out (with-out-str (load/rate {:url (:url s) :rate 100 :duration 1.2 :interval 0.5 :connections 2 :progress :json}))
-          lines (map #(json/read-bytes (.getBytes ^String % "UTF-8")) (str/split-lines out))]
+          lines (map #(json/read (.getBytes ^String % "UTF-8") {:keywords? true}) (str/split-lines out))]
       (is (>= (count lines) 2))
       (is (every? #(= "interval" (:type %)) lines))
       (is (every? #(and (number? (:rate %)) (== 100 (:target %)) (map? (:latency %))) lines)))))
@@ -159,7 +159,7 @@
           out (with-out-str (binding [*err* err]
                               (is (zero? (main/run-cli ["rate" (:url s) "-R" "50" "-d" "1.2s" "-w" "0s" "--interval" "0.5"
                                                         "-c" "2" "--progress" "json"])))))
-          lines (map #(json/read-bytes (.getBytes ^String % "UTF-8")) (str/split-lines out))
+          lines (map #(json/read (.getBytes ^String % "UTF-8") {:keywords? true}) (str/split-lines out))
           intervals (filter #(= "interval" (:type %)) lines)]
       (is (= "summary" (:type (last lines))) "every stdout line is JSON, the summary last")
       (is (>= (count intervals) 3))

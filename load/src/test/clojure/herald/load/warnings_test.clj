@@ -4,7 +4,7 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.load :as load]
-            [herald.load.impl.json :as json]
+            [herald.json :as json]
             [herald.load.impl.sweep :as sweep]
             [herald.load.impl.warnings :as warnings]
             [herald.load.main :as main]
@@ -107,7 +107,7 @@
     (let [dir (str (java.nio.file.Files/createTempDirectory "herald-load-warn" (make-array java.nio.file.attribute.FileAttribute 0)))
           out (with-out-str (binding [*err* (java.io.StringWriter.)]
                               (main/run-cli ["rate" (:url s) "-R" "10" "-d" "1s" "-c" "1" "-t" "1" "--timeout" "5s" "-q" "-o" dir])))
-          summary (json/read-bytes (java.nio.file.Files/readAllBytes (java.nio.file.Path/of dir (into-array String ["summary.json"]))))
+          summary (json/read (java.nio.file.Files/readAllBytes (java.nio.file.Path/of dir (into-array String ["summary.json"]))) {:keywords? true})
           step (first (:steps summary))
           n (:unsent step)]
       (is (pos? n) (pr-str step))

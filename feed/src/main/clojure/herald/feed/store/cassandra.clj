@@ -152,23 +152,37 @@
     (doseq [{:keys [post]} deliveries] (.remove pending (:id post)))
     nil))
 
+(defn- version
+  "The write timestamp of a post's copies as the Kafka log records them (feeds/LoggedFeeds): an edit's :version
+  (herald.feed.events), else the post's :ts (epoch microseconds, as Cassandra's own), so that the newest version of
+  a post wins whatever order its writes land in (the post's own fan-out after an edit's author copy, a replay)."
+  ^long [post]
+  (long (or (:version post) (:ts post))))
+
+(defn- edit-version
+  "The write timestamp of edit `post`: its :version when the Kafka log gave one, else now (above its :ts): later
+  than the post's first copies, written at its :ts or, on the store's own log, at their write time."
+  ^long [post]
+  (long (or (:version post) (max (clock/now-micros) (inc (long (:ts post)))))))
+
 (defn- author-copy
   "The statements of a post's author copy: its outbound row and its pointer by id (no post-log row, no pending
-  fan-out: with a log outside the store, feeds/LoggedFeeds)."
-  [ps {:keys [id ts from occurred subject story]}]
-  [(st ps :insert-outbound from ts id occurred subject story) (st ps :insert-post id from ts)])
+  fan-out: with a log outside the store, feeds/LoggedFeeds), written at timestamp `v`."
+  [ps {:keys [id ts from occurred subject story]} v]
+  [(st ps :insert-outbound-at from ts id occurred subject story v) (st ps :insert-post-at id from ts v)])
 
 (defn- post-rows
-  "[statement bytes] of a post's copies: the author copy and the inbound row of each recipient in rs."
-  [ps {:keys [id ts from occurred subject story] :as post} rs]
+  "[statement bytes] of a post's copies written at timestamp `v`: the author copy and the inbound row of each
+  recipient in rs."
+  [ps {:keys [id ts from occurred subject story] :as post} rs v]
   (let [b (batch/text-bytes post)]
-    (concat (map #(vector % b) (author-copy ps post))
-            (for [r rs] [(st ps :insert-inbound r ts id from occurred subject story) b]))))
+    (concat (map #(vector % b) (author-copy ps post v))
+            (for [r rs] [(st ps :insert-inbound-at r ts id from occurred subject story v) b]))))
 
 (defn- delivery-rows
   "[statement bytes] of one delivery: the post's copies and its recipients row."
   [ps {:keys [post recipients]}]
-  (cond->> (post-rows ps post recipients)
+  (cond->> (post-rows ps post recipients (version post))
     (seq recipients) (cons [(st ps :insert-recipients (:id post) (vec recipients)) (+ 64 (* 8 (count recipients)))])))
 
 (defn- deliver-all!
@@ -204,7 +218,7 @@
       (if edit
         (let [id (:id edit)]
           (when (empty? (deleted-ids session ps [edit]))
-            (batch/write-grouped! session (post-rows ps edit (recipients-of session ps id)) n "applying an edit")))
+            (batch/write-grouped! session (post-rows ps edit (recipients-of session ps id) (edit-version edit)) n "applying an edit")))
         (let [{:keys [id ts]} delete]
           (batch/write-grouped! session (map #(vector % 64)
                                              (concat (delete-author ps delete)
@@ -290,7 +304,7 @@
 
   feeds/LoggedFeeds
   (-put-outbound! [_ post]
-    (guarded open? reporter (cs/execute! session "storing the author's copy" (batch/unlogged (author-copy ps post))) nil))
+    (guarded open? reporter (cs/execute! session "storing the author's copy" (batch/unlogged (author-copy ps post (version post)))) nil))
   (-deliver-all! [_ deliveries] (guarded open? reporter (deliver-all! session ps opts deliveries)))
 
   feeds/LoggedEdits

@@ -4,7 +4,7 @@
   author's outbound feed, once in each friend's inbound feed, and once in search."
   (:require [clojure.string :as str]
             [herald.feed.test-util :as u]
-            [herald.http :as http])
+            [herald.json :as json])
   (:import (java.net URI)
            (java.net.http HttpRequest HttpRequest$BodyPublishers HttpResponse HttpResponse$BodyHandlers)
            (java.time Duration)
@@ -38,7 +38,7 @@
   "POSTs one outbound item with a 10 s timeout; true when it was acknowledged (200)."
   [base author subject story]
   (try
-    (let [body (http/write-json {:from (link author) :occurred "2026-11-25" :subject subject :story story})
+    (let [body (json/write-str {:from (link author) :occurred "2026-11-25" :subject subject :story story})
           req (-> (HttpRequest/newBuilder (URI/create (str base (link author) "/outbound")))
                   (.timeout (Duration/ofSeconds 10))
                   (.header "Content-Type" "application/json")

@@ -1,9 +1,9 @@
 (ns herald.http.impl.json-body
-  "Request and response sides of the JSON middleware."
-  (:require [herald.http.impl.json :as json]
-            [herald.http.impl.params :as params])
-  (:import (herald.http.codec JsonReader JsonWriter MalformedJsonException)
-           (java.io InputStream InputStreamReader)
+  "Request and response sides of the JSON middleware, over herald.json."
+  (:require [herald.http.impl.params :as params]
+            [herald.http.impl.support :as support]
+            [herald.json :as json])
+  (:import (java.io ByteArrayInputStream InputStream InputStreamReader)
            (java.nio.charset Charset StandardCharsets)))
 
 (set! *warn-on-reflection* true)
@@ -18,45 +18,43 @@
 (defn- utf? [^Charset cs] (.startsWith (.name cs) "UTF-"))
 
 (defn parse-body
-  "Parses the body of `req` with `reader`. Returns [:ok value] (value nil for an empty body),
-  [:malformed ex-info], or [:as-is] when the body is not raw (an outer middleware parsed it already)."
-  [req ^JsonReader reader]
+  "Parses the body of `req` with herald.json's read options `opts`. Returns [:ok value] (value nil for an empty
+  body), [:malformed ex-info], or [:as-is] when the body is not raw (an outer middleware parsed it already)."
+  [req opts]
   (let [b (:body req)]
     (try
       (cond
         (nil? b) [:ok nil]
-        (string? b) [:ok (when-not (.isBlank ^String b) (.read reader ^String b))]
+        (string? b) [:ok (when-not (.isBlank ^String b) (json/read b opts))]
         (not (or (bytes? b) (instance? InputStream b))) [:as-is]
         :else
         (let [^bytes bs (if (bytes? b) b (.readAllBytes ^InputStream b))
               cs (params/request-charset req StandardCharsets/UTF_8)]
           (cond
             (zero? (alength bs)) [:ok nil]
-            (utf? cs) [:ok (.read reader bs 0 (alength bs))]
-            :else [:ok (.read reader (InputStreamReader. (java.io.ByteArrayInputStream. bs) cs))])))
-      (catch MalformedJsonException e [:malformed (json/malformed e)]))))
+            (utf? cs) [:ok (json/read bs opts)]
+            :else [:ok (json/read (InputStreamReader. (ByteArrayInputStream. bs) cs) opts)])))
+      (catch clojure.lang.ExceptionInfo e
+        (if (= :herald.json/malformed (:type (ex-data e))) [:malformed e] (throw e))))))
 
 (defn default-malformed-response
   "400 with `{\"error\":\"malformed JSON: <detail>\"}`."
   [_request ex]
-  (json/error-response 400 (str "malformed JSON: " (:message (ex-data ex)))))
+  (support/error-response 400 (str "malformed JSON: " (:message (ex-data ex)))))
 
 (defn- has-content-type? [headers]
   (or (contains? headers "Content-Type") (contains? headers "content-type")
       (boolean (some #(.equalsIgnoreCase "content-type" (str %)) (keys headers)))))
 
-(def ^:private json-type "application/json; charset=utf-8")
-
 (defn json-response
-  "Encodes a collection body of `resp` as JSON bytes with `writer` and sets Content-Type unless present."
-  [resp ^JsonWriter writer]
+  "Encodes a collection body of `resp` as JSON bytes with herald.json's write options `opts` and sets
+  Content-Type unless present."
+  [resp opts]
   (let [body (:body resp)]
     (if (coll? body)
       (let [headers (:headers resp)
-            resp (assoc resp :body (try (.writeBytes writer body)
-                                        (catch herald.http.codec.JsonEncodeException e
-                                          (throw (json/encode-error e)))))]
+            resp (assoc resp :body (json/write-bytes body opts))]
         (if (has-content-type? headers)
           resp
-          (assoc resp :headers (assoc headers "Content-Type" json-type))))
+          (assoc resp :headers (assoc headers "Content-Type" support/json-type))))
       resp)))

@@ -1,6 +1,6 @@
 (ns herald.http.impl.params
   "Query-string and urlencoded-form decoding for wrap-params, over herald.http.codec.FormDecoder."
-  (:require [herald.http.impl.json :as json])
+  (:require [herald.http.impl.support :as support])
   (:import (herald.http.codec FormDecoder TooManyParamsException)
            (herald.http.route RequestMaps)
            (java.io ByteArrayInputStream InputStream)
@@ -10,8 +10,8 @@
 
 (def options
   {:encoding       [#(and (string? %) (Charset/isSupported %)) "a supported charset name"]
-   :max-form-bytes [json/pos-int-option? "a positive integer (bytes)"]
-   :max-params     [json/pos-int-option? "a positive integer"]})
+   :max-form-bytes [support/pos-int-option? "a positive integer (bytes)"]
+   :max-params     [support/pos-int-option? "a positive integer"]})
 
 (def defaults {:encoding "UTF-8" :max-form-bytes (* 1024 1024) :max-params 1000})
 
@@ -59,7 +59,7 @@
     (not= "application/x-www-form-urlencoded" (content-type req)) [{} nil]
     :else (let [bs (body-bytes req max-bytes)]
             (if (= ::too-large bs)
-              (reduced (json/error-response 413 (str "form body larger than " max-bytes " bytes")))
+              (reduced (support/error-response 413 (str "form body larger than " max-bytes " bytes")))
               [(FormDecoder/decode ^bytes bs 0 (alength ^bytes bs) (request-charset req cs) (int max-params))
                (ByteArrayInputStream. ^bytes bs)]))))
 
@@ -79,4 +79,4 @@
           form (form-params req charset max-form-bytes max-params)]
       (if (reduced? form) form (with-params req qp form)))
     (catch TooManyParamsException e
-      (reduced (json/error-response 400 (str "too many parameters (more than " (.limit e) ")"))))))
+      (reduced (support/error-response 400 (str "too many parameters (more than " (.limit e) ")"))))))

@@ -1,7 +1,6 @@
 (ns herald.http.impl.router
   "Route data -> flat route list -> Java segment trie; the dispatching Ring handler."
-  (:require [clojure.string :as str]
-            [herald.http.impl.json :as json])
+  (:require [clojure.string :as str])
   (:import (herald.http.route Endpoint MalformedRouteException RequestMaps Route RouteConflictException
                               RouteMatch Router)))
 

@@ -27,38 +27,7 @@ class FuzzFindingsTest {
         }
     }
 
-    /**
-     * Finding 2 (json): {@code 1e400} read as a Double was Infinity, which JsonWriter refuses, so a valid document did not round-trip (a handler
-     * echoing it failed with 500). Now it is a MalformedJsonException; with BigDecimals it reads exactly.
-     */
-    @Test
-    void aDecimalBeyondADoublesRangeIsMalformedNotInfinity() {
-        byte[] doc = "[1e400]".getBytes(StandardCharsets.UTF_8);
-        herald.http.codec.MalformedJsonException e = org.junit.jupiter.api.Assertions.assertThrows(
-            herald.http.codec.MalformedJsonException.class, () -> herald.http.codec.JsonReader.DEFAULT.read(doc, 0, doc.length));
-        assertTrue(e.detail().contains("beyond the range of a double"), e.getMessage());
-        assertEquals(1, e.line());
-        assertEquals(2, e.column());
-        assertEquals("[-1.0E-300]", new String(herald.http.codec.JsonWriter.DEFAULT.writeBytes(
-            herald.http.codec.JsonReader.DEFAULT.read("[-1e-300]")), StandardCharsets.UTF_8));
-        new JsonReaderFuzzTest().read(doc); // and the target's invariant holds on it
-    }
-
-    /**
-     * Finding 3 (json): with BigDecimals, a decimal whose exponent is past BigDecimal's range ({@code 1e10000005807}: the scale is an int)
-     * threw Jackson's NumberFormatException out of the reader, not its documented MalformedJsonException.
-     */
-    @Test
-    void anExponentPastBigDecimalsRangeIsMalformed() {
-        herald.http.codec.JsonReader exact = new herald.http.codec.JsonReader(herald.http.codec.JsonReader.Keys.STRINGS,
-            null, true, false, 10, 100);
-        for (String doc : new String[] {"1e10000005807", "[[111e10000001110,0]]"}) {
-            herald.http.codec.MalformedJsonException e = org.junit.jupiter.api.Assertions.assertThrows(
-                herald.http.codec.MalformedJsonException.class, () -> exact.read(doc));
-            assertTrue(e.detail().contains("cannot be read as a BigDecimal"), e.getMessage());
-            new JsonReaderFuzzTest().read(doc.getBytes(StandardCharsets.UTF_8));
-        }
-    }
+    // Findings 2 and 3 (json) are in the json module: herald.json.fuzz.FuzzFindingsTest.
 
     /**
      * Finding 4 (http2): an h2c POST's HEADERS without END_STREAM, then part of a DATA frame on stream 0. The codec

@@ -2,7 +2,7 @@
   "HS256 bearer tokens for the feed workload (`:jwt-secret`): one per simulated participant, subject its id,
   minted with the JDK's HmacSHA256 and cached for the run. The feed verifies them with nimbus-jose-jwt
   (herald.feed.auth.jwt); herald.feed.auth-test runs this workload against an auth-on feed."
-  (:require [herald.load.impl.json :as json])
+  (:require [herald.json :as json])
   (:import (java.nio.charset StandardCharsets)
            (java.util Base64)
            (java.util.concurrent ConcurrentHashMap)

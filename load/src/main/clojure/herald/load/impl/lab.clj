@@ -7,7 +7,7 @@
             [clojure.java.io :as io]
             [clojure.pprint :as pp]
             [clojure.string :as str]
-            [herald.load.impl.json :as json]
+            [herald.load.impl.result-json :as json]
             [herald.load.impl.lab-cell :as cell]
             [herald.load.impl.lab-proc :as proc]
             [herald.load.impl.lab-report :as report]

@@ -7,7 +7,7 @@
             [clojure.string :as str]
             [herald.load.impl.aggregate :as agg]
             [herald.load.impl.histogram :as hist]
-            [herald.load.impl.json :as json]
+            [herald.load.impl.result-json :as json]
             [herald.load.impl.plot :as plot]
             [herald.load.impl.report :as report]
             [herald.load.impl.steps :as steps]))

@@ -1,7 +1,7 @@
 (ns herald.load.impl.progress
   "Live progress: one line per interval on the terminal, JSON lines, or nothing; and Ctrl-C handling."
   (:require [herald.load.impl.histogram :as hist]
-            [herald.load.impl.json :as json])
+            [herald.load.impl.result-json :as json])
   (:import (sun.misc Signal SignalHandler)))
 
 (set! *warn-on-reflection* true)

@@ -80,6 +80,12 @@
    :insert-pending "INSERT INTO %s.pending_fanouts (bucket, ts, id, sender, recipients) VALUES (?, ?, ?, ?, ?)"
    :insert-bucket "INSERT INTO %s.buckets (kind, bucket) VALUES (?, ?)"
    :insert-inbound "INSERT INTO %s.inbound (recipient, ts, id, sender, occurred, subject, story) VALUES (?, ?, ?, ?, ?, ?, ?)"
+   ;; a post's copies as the Kafka log's jobs and the service write them: the write timestamp is the post's version
+   ;; (its :ts, an edit's :version), so an older version written later (the fan-out of the post itself running
+   ;; after an edit's author copy, a replay) never overwrites a newer one
+   :insert-outbound-at "INSERT INTO %s.outbound (sender, ts, id, occurred, subject, story) VALUES (?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
+   :insert-post-at "INSERT INTO %s.posts (id, sender, ts) VALUES (?, ?, ?) USING TIMESTAMP ?"
+   :insert-inbound-at "INSERT INTO %s.inbound (recipient, ts, id, sender, occurred, subject, story) VALUES (?, ?, ?, ?, ?, ?, ?) USING TIMESTAMP ?"
    :outbound-first "SELECT sender, ts, id, occurred, subject, story FROM %s.outbound WHERE sender = ? LIMIT ?"
    :outbound-after "SELECT sender, ts, id, occurred, subject, story FROM %s.outbound WHERE sender = ? AND (ts, id) < (?, ?) LIMIT ?"
    :outbound-row "SELECT sender, ts, id, occurred, subject, story FROM %s.outbound WHERE sender = ? AND ts = ? AND id = ?"

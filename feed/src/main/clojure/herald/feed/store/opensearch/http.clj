@@ -2,7 +2,7 @@
   "A minimal OpenSearch REST client: JSON over the JDK's java.net.http.HttpClient (HTTP/1.1), errors as ex-info.
   No OpenSearch client jar: it would bring Lucene 9 next to the feed's Lucene 10."
   (:require [clojure.string :as str]
-            [herald.http.json :as json])
+            [herald.json :as json])
   (:import (java.io IOException)
            (java.net URI)
            (java.net.http HttpClient HttpClient$Version HttpRequest HttpRequest$BodyPublishers HttpResponse
@@ -41,7 +41,7 @@
   "The server's error text from an error response body: `type: reason` of OpenSearch's {\"error\": {...}}, else
   the body itself (truncated)."
   [^String body]
-  (let [parsed (try (json/read-json body) (catch Exception _ nil))
+  (let [parsed (try (json/read body) (catch Exception _ nil))
         err (when (map? parsed) (get parsed "error"))]
     (cond (map? err) (str (get err "type") ": " (get err "reason")
                           (when-let [cause (get err "caused_by")]
@@ -52,7 +52,7 @@
 (defn- encode ^bytes [body]
   (cond (nil? body) nil
         (string? body) (.getBytes ^String body StandardCharsets/UTF_8)
-        :else (json/write-json-bytes body)))
+        :else (json/write-bytes body)))
 
 (defn request
   "Sends one request and returns [status parsed-json-body-or-nil]. body: nil, a String (sent as is, e.g. NDJSON)
@@ -95,7 +95,7 @@
          ^bytes raw (.body resp)
          text (when (and raw (pos? (alength raw))) (String. raw StandardCharsets/UTF_8))]
      (if (contains? ok status)
-       [status (when (and text (not= method :head)) (json/read-json text))]
+       [status (when (and text (not= method :head)) (json/read text))]
        (let [error (if text (server-error text) (str "HTTP " status))]
          (throw (ex-info (str "OpenSearch " op " failed (" method " " path " -> " status "): " error)
                          {:type :herald.feed.store.opensearch/http-error :op op :status status :error error})))))))

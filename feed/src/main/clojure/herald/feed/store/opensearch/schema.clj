@@ -1,7 +1,7 @@
 (ns herald.feed.store.opensearch.schema
   "The OpenSearch index of posts: settings, analyzer and mapping (the same terms as herald.feed.store.text), the
   documents, the bulk body and the search request."
-  (:require [herald.http.json :as json]))
+  (:require [herald.json :as json]))
 
 (set! *warn-on-reflection* true)
 
@@ -78,7 +78,7 @@
       (.append sb "{\"index\":{\"_id\":\"") (.append sb (str (:id p)))
       (.append sb "\",\"version\":") (.append sb (str (long (version-of p))))
       (.append sb ",\"version_type\":\"external_gte\"}}\n")
-      (.append sb (json/write-json (document p))) (.append sb "\n"))
+      (.append sb (json/write-str (document p))) (.append sb "\n"))
     (str sb)))
 
 (defn bulk-failures

@@ -1,4 +1,4 @@
-package herald.http.codec;
+package herald.json;
 
 import clojure.lang.BigInt;
 import clojure.lang.IFn;
@@ -64,48 +64,80 @@ public final class JsonReader {
     this.rejectDuplicateKeys = rejectDuplicateKeys;
   }
 
+  /** Opens a parser over the input with the factory that suits the current thread. */
+  @FunctionalInterface
+  private interface Source {
+    JsonParser open(JsonFactory f) throws IOException;
+  }
+
   /** Reads one JSON value from UTF-8 (or UTF-16/32, detected) bytes. */
   public Object read(byte[] b, int off, int len) {
-    try (JsonParser p = JsonFactories.forCurrentThread(factories).createParser(b, off, len)) {
-      return readRoot(p);
-    } catch (IOException e) {
-      throw translate(e, null);
-    }
+    return run(f -> f.createParser(b, off, len), null);
   }
 
   /** Reads one JSON value from a String. */
   public Object read(String s) {
-    try (JsonParser p = JsonFactories.forCurrentThread(factories).createParser(s)) {
-      return readRoot(p);
-    } catch (IOException e) {
-      throw translate(e, null);
-    }
+    return run(f -> f.createParser(s), null);
   }
 
   /** Reads one JSON value from a stream (encoding detected, UTF-8 by default); closes the stream. */
   public Object read(InputStream in) {
-    try (JsonParser p = JsonFactories.forCurrentThread(factories).createParser(in)) {
-      return readRoot(p);
-    } catch (IOException e) {
-      throw translate(e, null);
-    }
+    return run(f -> f.createParser(in), null);
   }
 
   /** Reads one JSON value from a Reader; closes the reader. */
   public Object read(Reader r) {
-    try (JsonParser p = JsonFactories.forCurrentThread(factories).createParser(r)) {
-      return readRoot(p);
+    return run(f -> f.createParser(r), null);
+  }
+
+  /**
+   * The value of the top-level field {@code field} of the JSON object in the bytes, read as {@link #read} reads it
+   * (objects and arrays too), or null when the document is not an object or has no such field. Reads only up to
+   * the end of that field's value: nothing after it is looked at (so not checked), and a repeated field gives its
+   * first value. Malformed text before the end of the value is a {@link MalformedJsonException}.
+   */
+  public Object readField(byte[] b, int off, int len, String field) {
+    return run(f -> f.createParser(b, off, len), field);
+  }
+
+  /** {@link #readField(byte[], int, int, String)} of a String. */
+  public Object readField(String s, String field) {
+    return run(f -> f.createParser(s), field);
+  }
+
+  /** {@link #readField(byte[], int, int, String)} of a stream; closes the stream. */
+  public Object readField(InputStream in, String field) {
+    return run(f -> f.createParser(in), field);
+  }
+
+  /** {@link #readField(byte[], int, int, String)} of a Reader; closes the reader. */
+  public Object readField(Reader r, String field) {
+    return run(f -> f.createParser(r), field);
+  }
+
+  private Object run(Source source, String field) {
+    try (JsonParser p = source.open(JsonFactories.forCurrentThread(factories))) {
+      try {
+        return field == null ? readRoot0(p) : readField0(p, field);
+      } catch (IOException e) {
+        throw translate(e, p);
+      }
     } catch (IOException e) {
       throw translate(e, null);
     }
   }
 
-  private Object readRoot(JsonParser p) throws IOException {
-    try {
-      return readRoot0(p);
-    } catch (IOException e) {
-      throw translate(e, p);
+  private Object readField0(JsonParser p, String field) throws IOException {
+    JsonToken t = p.nextToken();
+    if (t == null) throw new MalformedJsonException("no JSON value (empty input)", 1, 1, null);
+    if (t != JsonToken.START_OBJECT) return null;
+    String name;
+    while ((name = p.nextFieldName()) != null) {
+      JsonToken v = p.nextToken();
+      if (field.equals(name)) return readValue(p, v);
+      p.skipChildren();
     }
+    return null;
   }
 
   private Object readRoot0(JsonParser p) throws IOException {

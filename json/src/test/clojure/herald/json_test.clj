@@ -1,14 +1,14 @@
-(ns herald.http.json-test
-  "herald.http.json: round-trip properties, agreement with Jackson's tree model, malformed input."
+(ns herald.json-test
+  "herald.json: round-trip properties, agreement with Jackson's tree model, malformed input."
   (:require [clojure.string :as str]
-            [herald.http.measure :refer [ns-per-op]]
             [clojure.test :refer [deftest is testing]]
             [clojure.test.check :as tc]
             [clojure.test.check.clojure-test :refer [defspec]]
             [clojure.test.check.generators :as gen]
             [clojure.test.check.properties :as prop]
-            [herald.http.json :as json])
+            [herald.json :as json])
   (:import (com.fasterxml.jackson.core JsonFactory JsonParser JsonToken ObjectCodec TreeNode)
+           (java.lang.management ManagementFactory)
            (java.time Instant)
            (java.util Date UUID)))
 
@@ -39,11 +39,11 @@
 
 (defspec string-keyed-data-round-trips 200
   (prop/for-all [x (gen-json-data gen-text)]
-    (= (canonical x) (json/read-json (json/write-json x)) (json/read-json (json/write-json-bytes x)))))
+    (= (canonical x) (json/read (json/write-str x)) (json/read (json/write-bytes x)))))
 
 (defspec keyword-keyed-data-round-trips-with-keywords 200
   (prop/for-all [x (gen-json-data (gen/one-of [gen/keyword gen/keyword-ns]))]
-    (= (canonical x) (json/read-json (json/write-json-bytes x) {:keywords? true}))))
+    (= (canonical x) (json/read (json/write-bytes x) {:keywords? true}))))
 
 ;; ---------------------------------------------------------------- documented conversions
 
@@ -58,7 +58,7 @@
                 (gen/fmap #(Date. (long %)) (gen/large-integer* {:min 0 :max 4102444800000}))])))
 
 (defn- expected
-  "What read-json gives back for `x`, per the conversion table of write-json."
+  "What read gives back for `x`, per the conversion table of write-str."
   [x]
   (cond (map? x) (into {} (map (fn [[k v]] [(if (instance? clojure.lang.Named k) (subs (str (if (keyword? k) k (keyword k))) 1) (str k))
                                             (expected v)]) x))
@@ -72,23 +72,23 @@
 
 (defspec documented-conversions 200
   (prop/for-all [x gen-rich]
-    (= (expected x) (json/read-json (json/write-json x)))))
+    (= (expected x) (json/read (json/write-str x)))))
 
 (deftest conversion-examples
-  (is (= "{\"a/b\":[\"k\",\"ns/k\",\"sym\",0.5,\"c\"]}" (json/write-json {:a/b [:k :ns/k 'sym 1/2 \c]})))
-  (is (= "[\"2026-11-22T13:00:00Z\"]" (json/write-json [(Instant/parse "2026-11-22T13:00:00Z")])))
-  (is (= 0.1M (json/read-json "0.1" {:bigdecimals? true})))
-  (is (= 1.0E400M (json/read-json "1e400" {:bigdecimals? true})))
-  (is (= {:a {"x" 1}} (json/read-json "{\"a\":{\"x\":1}}" {:key-fn #(if (= "a" %) :a %)})))
-  (is (= 18446744073709551616N (json/read-json "18446744073709551616")))
-  (is (instance? Long (json/read-json "-9223372036854775808")))
-  (is (= "{\n  \"a\" : 1\n}" (str/replace (json/write-json {:a 1} {:pretty? true}) "\r" "")))
-  (is (= "{\"A\":{\"B_C\":1}}" (json/write-json {:a {:b-c 1}} {:key-fn #(-> % name str/upper-case (str/replace "-" "_"))})))
-  (is (= :herald.http/json-encode-error
-         (:type (ex-data (try (json/write-json {:a 1} {:key-fn (constantly 1)}) (catch Exception e e))))))
+  (is (= "{\"a/b\":[\"k\",\"ns/k\",\"sym\",0.5,\"c\"]}" (json/write-str {:a/b [:k :ns/k 'sym 1/2 \c]})))
+  (is (= "[\"2026-11-22T13:00:00Z\"]" (json/write-str [(Instant/parse "2026-11-22T13:00:00Z")])))
+  (is (= 0.1M (json/read "0.1" {:bigdecimals? true})))
+  (is (= 1.0E400M (json/read "1e400" {:bigdecimals? true})))
+  (is (= {:a {"x" 1}} (json/read "{\"a\":{\"x\":1}}" {:key-fn #(if (= "a" %) :a %)})))
+  (is (= 18446744073709551616N (json/read "18446744073709551616")))
+  (is (instance? Long (json/read "-9223372036854775808")))
+  (is (= "{\n  \"a\" : 1\n}" (str/replace (json/write-str {:a 1} {:pretty? true}) "\r" "")))
+  (is (= "{\"A\":{\"B_C\":1}}" (json/write-str {:a {:b-c 1}} {:key-fn #(-> % name str/upper-case (str/replace "-" "_"))})))
+  (is (= :herald.json/unencodable
+         (:type (ex-data (try (json/write-str {:a 1} {:key-fn (constantly 1)}) (catch Exception e e))))))
   (testing "what JSON cannot hold"
     (doseq [bad [##NaN ##Inf (Object.) {[1] 2} (atom 1)]]
-      (is (= :herald.http/json-encode-error (:type (ex-data (try (json/write-json bad) (catch Exception e e))))) (pr-str bad)))))
+      (is (= :herald.json/unencodable (:type (ex-data (try (json/write-str bad) (catch Exception e e))))) (pr-str bad)))))
 
 ;; ---------------------------------------------------------------- agreement with Jackson's tree model
 
@@ -124,9 +124,9 @@
         (if (or (nil? t) (.isMissingNode ^TreeNode t) (some? (.nextToken p))) ::invalid (tree->clj t))))
     (catch java.io.IOException _ ::invalid)))
 
-(defn- ours [s] (try (json/read-json s)
+(defn- ours [s] (try (json/read s)
                      (catch clojure.lang.ExceptionInfo e
-                       (if (= :herald.http/malformed-json (:type (ex-data e))) ::invalid (throw e)))))
+                       (if (= :herald.json/malformed (:type (ex-data e))) ::invalid (throw e)))))
 
 (def gen-ws (gen/elements ["" "" " " "\n" "\t" " \r\n "]))
 
@@ -158,7 +158,7 @@
    (gen/one-of [gen-json-string gen-json-number (gen/elements ["true" "false" "null"])])))
 
 (defn- skip-without-databind []
-  (clojure.test/do-report {:type :skip :message "jackson-databind is not on the test classpath (see http/pom.xml)"}))
+  (clojure.test/do-report {:type :skip :message "jackson-databind is not on the test classpath (see json/pom.xml)"}))
 
 (deftest agrees-with-jacksons-tree-model-on-random-json-text
   (if-not tree-codec
@@ -181,7 +181,7 @@
 ;; ---------------------------------------------------------------- malformed input
 
 (defn- malformed-data [x & [opts]]
-  (try (json/read-json x (or opts {})) ::no-error
+  (try (json/read x (or opts {})) ::no-error
        (catch clojure.lang.ExceptionInfo e (ex-data e))
        (catch Throwable t {:unexpected t})))
 
@@ -189,40 +189,76 @@
   (doseq [s ["" " " "{" "[1,2" "{\"a\":1" "\"abc" "[1] x" "{}{}" "1 2" "{\"a\":1,}" "[01]" "\"\\x\"" "\"\\u12\""
              "{\"a\"}" "{1:2}" "undefined" "NaN" "Infinity" "--1" "1e" "[\"\t\"]" "\u00ff"]]
     (let [d (malformed-data s)]
-      (is (= :herald.http/malformed-json (:type d)) (pr-str s d))
+      (is (= :herald.json/malformed (:type d)) (pr-str s d))
       (is (string? (:message d)) (pr-str s))))
   (testing "line and column"
     (is (= [3 5] ((juxt :line :column) (malformed-data "{\n\"a\":\n  1 2}")))))
   (testing "depth and size limits stop hostile input"
-    (is (= :herald.http/malformed-json (:type (malformed-data (str (str/join (repeat 100000 "[")) (str/join (repeat 100000 "]")))))))
-    (is (= :herald.http/malformed-json (:type (malformed-data "[[[[1]]]]" {:max-depth 3}))))
-    (is (= [[[1]]] (json/read-json "[[[1]]]" {:max-depth 3})))
-    (is (= :herald.http/malformed-json (:type (malformed-data "[\"abcdef\"]" {:max-string-length 5}))))
-    (is (= :herald.http/malformed-json (:type (malformed-data "{\"a\":1,\"a\":2}" {:reject-duplicate-keys? true}))))
-    (is (= {"a" 2} (json/read-json "{\"a\":1,\"a\":2}"))))
+    (is (= :herald.json/malformed (:type (malformed-data (str (str/join (repeat 100000 "[")) (str/join (repeat 100000 "]")))))))
+    (is (= :herald.json/malformed (:type (malformed-data "[[[[1]]]]" {:max-depth 3}))))
+    (is (= [[[1]]] (json/read "[[[1]]]" {:max-depth 3})))
+    (is (= :herald.json/malformed (:type (malformed-data "[\"abcdef\"]" {:max-string-length 5}))))
+    (is (= :herald.json/malformed (:type (malformed-data "{\"a\":1,\"a\":2}" {:reject-duplicate-keys? true}))))
+    (is (= {"a" 2} (json/read "{\"a\":1,\"a\":2}"))))
   (testing "bad UTF-8 and streams"
-    (is (= :herald.http/malformed-json (:type (malformed-data (byte-array [0x22 0xC3 0x28 0x22])))))
-    (is (= :herald.http/malformed-json (:type (malformed-data (java.io.ByteArrayInputStream. (.getBytes "[1,"))))))
-    (is (= :herald.http/malformed-json (:type (malformed-data nil)))))
+    (is (= :herald.json/malformed (:type (malformed-data (byte-array [0x22 0xC3 0x28 0x22])))))
+    (is (= :herald.json/malformed (:type (malformed-data (java.io.ByteArrayInputStream. (.getBytes "[1,"))))))
+    (is (= :herald.json/malformed (:type (malformed-data nil)))))
   (testing "bad options and inputs"
-    (is (= {:type :herald.http/invalid-option :key :keywords :value true} (malformed-data "1" {:keywords true})))
-    (is (= :herald.http/invalid-argument (:type (malformed-data 42))))))
+    (is (= {:type :herald.json/invalid-option :key :keywords :value true} (malformed-data "1" {:keywords true})))
+    (is (= :herald.json/invalid-argument (:type (malformed-data 42))))))
 
 (defspec random-bytes-never-throw-anything-but-malformed-json 200
   (prop/for-all [bs (gen/one-of [gen/bytes (gen/fmap #(.getBytes ^String %) gen-json-text)])]
     (let [r (malformed-data bs)]
-      (or (= ::no-error r) (= :herald.http/malformed-json (:type r))))))
+      (or (= ::no-error r) (= :herald.json/malformed (:type r))))))
+
+;; ---------------------------------------------------------------- one top-level field
+
+(defspec read-field-agrees-with-read-for-every-field 200
+  (prop/for-all [m (gen/map gen-text (gen-json-data gen-text) {:max-elements 6})
+                 as (gen/elements [identity #(.getBytes ^String %) #(java.io.StringReader. %)
+                                   #(java.io.ByteArrayInputStream. (.getBytes ^String %))])]
+    (let [s (json/write-str m)]
+      (every? (fn [k] (= (get (json/read s) k) (json/read-field (as s) k))) (conj (keys m) "absent")))))
+
+(deftest read-field-reads-only-up-to-the-field
+  (let [doc "{\"nested\":{\"id\":9},\"tags\":[{\"id\":8}],\"id\":52979,\"ns/k\":{\"a\":1.5}}"]
+    (testing "the top-level field, never one nested inside another value; options as read's"
+      (is (= 52979 (json/read-field doc "id")))
+      (is (= {"id" 9} (json/read-field doc "nested")))
+      (is (= {:a 1.5M} (json/read-field doc "ns/k" {:keywords? true :bigdecimals? true}))))
+    (testing "nothing after the field's value is read"
+      (is (= 1 (json/read-field "{\"id\":1, garbage" "id")))
+      (is (= 1 (json/read-field "{\"id\":1,\"id\":2}" "id")) "the first of repeated fields"))
+    (testing "not an object, or no such field: nil"
+      (is (nil? (json/read-field "[{\"id\":1}]" "id")))
+      (is (nil? (json/read-field "\"id\"" "id")))
+      (is (nil? (json/read-field "{\"a\":[1,{\"id\":2}]}" "id"))))
+    (testing "malformed input up to the field throws as read does"
+      (doseq [bad ["" "not json" "{\"id\":" "{\"a\":[1," "{\"id\":[1,}" "{\"a\":1 \"id\":2}" "{\"id\":1e400}"]]
+        (is (= :herald.json/malformed (:type (ex-data (try (json/read-field bad "id") (catch Exception e e))))) bad)))))
 
 ;; ---------------------------------------------------------------- measurement (not a timed assertion)
 
+(defn- ns-per-op
+  "Best CPU ns per call of `f` over 9 rounds of `n` calls, after a warm-up (as herald.http.measure, which this
+  module cannot depend on): the thread's CPU time, so other processes on a shared machine inflate it less."
+  [n f]
+  (let [mx (ManagementFactory/getThreadMXBean)]
+    (dotimes [_ (* 2 n)] (f))
+    (apply min (for [_ (range 9)]
+                 (let [t0 (.getCurrentThreadCpuTime mx)]
+                   (dotimes [_ n] (f))
+                   (/ (double (- (.getCurrentThreadCpuTime mx) t0)) n))))))
 
 (deftest ^:benchmark json-figures
   (let [hello {:message "Hello, World!"}
         doc {:id 12345 :name "participant 12345" :friends (vec (range 50))
              :posts (vec (for [i (range 10)] {:id i :subject (str "subject " i) :story (apply str (repeat 20 "word "))
                                               :created "2026-11-22T13:00:00Z" :tags ["a" "b"]}))}
-        doc-bytes (json/write-json-bytes doc)
-        hello-bytes (json/write-json-bytes hello)
+        doc-bytes (json/write-bytes doc)
+        hello-bytes (json/write-bytes hello)
         java-doc (when tree-codec
                    (.readValue tree-codec (.createParser ^JsonFactory factory ^bytes doc-bytes) java.util.Map))
         databind-write (fn [] (let [bb (com.fasterxml.jackson.core.util.ByteArrayBuilder.)]
@@ -231,11 +267,11 @@
                                 (.toByteArray bb)))
         databind-read (fn [] (with-open [p (.createParser ^JsonFactory factory ^bytes doc-bytes)]
                                (.readValue tree-codec p java.util.Map)))]
-    (println (format "bench json-write case=hello herald_ns=%.1f" (ns-per-op 500000 #(json/write-json-bytes hello))))
+    (println (format "bench json-write case=hello herald_ns=%.1f" (ns-per-op 500000 #(json/write-bytes hello))))
     (println (format "bench json-write case=doc bytes=%d herald_ns=%.1f" (alength ^bytes doc-bytes)
-                     (ns-per-op 20000 #(json/write-json-bytes doc))))
-    (println (format "bench json-read case=hello herald_ns=%.1f" (ns-per-op 500000 #(json/read-json hello-bytes {:keywords? true}))))
-    (println (format "bench json-read case=doc herald_ns=%.1f" (ns-per-op 20000 #(json/read-json doc-bytes {:keywords? true}))))
+                     (ns-per-op 20000 #(json/write-bytes doc))))
+    (println (format "bench json-read case=hello herald_ns=%.1f" (ns-per-op 500000 #(json/read hello-bytes {:keywords? true}))))
+    (println (format "bench json-read case=doc herald_ns=%.1f" (ns-per-op 20000 #(json/read doc-bytes {:keywords? true}))))
     (when java-doc
       (println (format "bench json-write case=doc jackson_databind_java_maps_ns=%.1f" (ns-per-op 20000 databind-write)))
       (println (format "bench json-read case=doc jackson_databind_java_maps_ns=%.1f" (ns-per-op 20000 databind-read))))

@@ -1,4 +1,4 @@
-package herald.http.codec;
+package herald.json;
 
 /** A value that cannot be written as JSON (an unsupported class, a non-finite double, a bad map key). */
 public final class JsonEncodeException extends RuntimeException {

@@ -1,4 +1,4 @@
-package herald.http.codec;
+package herald.json;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,4 +1,4 @@
-package herald.http.codec;
+package herald.json;
 
 import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.StreamReadConstraints;

@@ -1,11 +1,12 @@
-(ns herald.http.json
-  "JSON to and from Clojure data over Jackson's streaming API (no databind), with hostile-input limits."
-  (:require [herald.http.impl.json :as impl])
-  (:import (herald.http.codec JsonEncodeException JsonWriter)))
+(ns herald.json
+  "JSON to and from Clojure data over Jackson's streaming API (jackson-core, no databind), with hostile-input limits."
+  (:refer-clojure :exclude [read])
+  (:require [herald.json.impl :as impl])
+  (:import (herald.json JsonWriter)))
 
 (set! *warn-on-reflection* true)
 
-(defn read-json
+(defn read
   "Reads exactly one JSON value from `x` (String, byte[], InputStream or Reader; streams are read to the
   end and closed; byte input may be UTF-8, UTF-16 or UTF-32, detected) into Clojure data.
 
@@ -30,22 +31,27 @@
   | `:max-depth`             | int     | 512        | max nesting of arrays/objects                    |
   | `:max-string-length`     | int     | 20000000   | max chars in one string or key                   |
 
+  The reader an options map makes is cached (up to 256 distinct maps), so passing the same map on every call
+  costs a lookup, not a new reader.
+
   Malformed input (syntax, truncation, trailing content, empty input, bad UTF-8, a limit exceeded) throws
-  `(ex-info msg {:type :herald.http/malformed-json :message detail :line l :column c})` (`:line`/`:column`
+  `(ex-info msg {:type :herald.json/malformed :message detail :line l :column c})` (`:line`/`:column`
   1-based, absent when unknown) and never another exception type. An unknown or ill-typed option throws
-  `{:type :herald.http/invalid-option :key k}`."
-  ([x] (impl/read-with (impl/json-reader nil) x))
-  ([x opts] (impl/read-with (impl/json-reader opts) x)))
+  `{:type :herald.json/invalid-option :key k}`, an input of another class `{:type :herald.json/invalid-argument}`."
+  ([x] (impl/read-with (impl/reader nil) x nil))
+  ([x opts] (impl/read-with (impl/reader opts) x nil)))
 
-(defn- write-with [f]
-  (try (f) (catch JsonEncodeException e (throw (impl/encode-error e)))))
+(defn read-field
+  "The value of the top-level field `field-name` (a String) of the JSON object in `x` (as `read` takes it), read
+  as `read` would read it (objects and arrays too, with the same `opts`), or nil when the document is not an
+  object or has no such field. Reads only up to the end of that field's value: what follows is neither parsed nor
+  checked, which makes it the cheap way to take one value (an id, a link) out of a large response. A repeated
+  field gives its first value (`read` keeps the last). Malformed input before the end of the value throws as
+  `read` does (`:herald.json/malformed`)."
+  ([x ^String field-name] (impl/read-with (impl/reader nil) x field-name))
+  ([x ^String field-name opts] (impl/read-with (impl/reader opts) x field-name)))
 
-(defn write-json-bytes
-  "Writes `x` as UTF-8 JSON bytes (see `write-json` for conversions and options)."
-  (^bytes [x] (write-with #(.writeBytes JsonWriter/DEFAULT x)))
-  (^bytes [x opts] (let [w (impl/json-writer opts)] (write-with #(.writeBytes w x)))))
-
-(defn write-json
+(defn write-str
   "Writes `x` as a JSON String.
 
   | Clojure / Java                                  | JSON                                         |
@@ -63,11 +69,18 @@
   | nil, true, false                                | null, true, false                            |
 
   Map keys may be keywords, Strings, symbols, numbers, UUIDs, chars or booleans (written as strings).
-  Any other value throws `(ex-info msg {:type :herald.http/json-encode-error :value-class c})`.
+  Any other value throws `(ex-info msg {:type :herald.json/unencodable :value-class c})`.
 
   | option     | type    | default | meaning                                                        |
   |------------|---------|---------|----------------------------------------------------------------|
   | `:pretty?` | boolean | false   | indented output                                                |
-  | `:key-fn`  | fn      | nil     | map key -> the String written, e.g. `#(str/upper-case (name %))`; replaces the default key conversion; a non-String result is an encode error |"
-  (^String [x] (write-with #(.writeString JsonWriter/DEFAULT x)))
-  (^String [x opts] (let [w (impl/json-writer opts)] (write-with #(.writeString w x)))))
+  | `:key-fn`  | fn      | nil     | map key -> the String written, e.g. `#(str/upper-case (name %))`; replaces the default key conversion; a non-String result is unencodable |"
+  (^String [x] (impl/write-with #(.writeString JsonWriter/DEFAULT x)))
+  (^String [x opts] (let [w (impl/writer opts)] (impl/write-with #(.writeString w x)))))
+
+(defn write-bytes
+  "Writes `x` as UTF-8 JSON bytes, without a String in between (see `write-str` for conversions and options).
+  Characters outside the BMP are written as `\\uD83D\\uDE00`-style escape pairs (Jackson's byte generator), where
+  `write-str` keeps them as they are: the same JSON value."
+  (^bytes [x] (impl/write-with #(.writeBytes JsonWriter/DEFAULT x)))
+  (^bytes [x opts] (let [w (impl/writer opts)] (impl/write-with #(.writeBytes w x)))))

@@ -1,10 +1,10 @@
-package herald.http.fuzz;
+package herald.json.fuzz;
 
 import clojure.lang.Util;
 import com.code_intelligence.jazzer.junit.FuzzTest;
-import herald.http.codec.JsonReader;
-import herald.http.codec.JsonWriter;
-import herald.http.codec.MalformedJsonException;
+import herald.json.JsonReader;
+import herald.json.JsonWriter;
+import herald.json.MalformedJsonException;
 import java.util.Arrays;
 
 /**

@@ -1,4 +1,4 @@
-package herald.http.codec;
+package herald.json;
 
 import clojure.lang.BigInt;
 import clojure.lang.IFn;

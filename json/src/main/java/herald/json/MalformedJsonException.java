@@ -1,4 +1,4 @@
-package herald.http.codec;
+package herald.json;
 
 /**
  * JSON text that cannot be read: a syntax error, trailing content, empty input, invalid UTF-8, or a
