@@ -68,12 +68,15 @@ BASE=${BASE:-}
 if [ -n "$BASE" ]; then
   BASE_REV=$(git rev-parse --short "$BASE") || die "unknown BASE revision $BASE"
   mkdir -p "$WORK/base"
+  # a revision from before the json module (c55678c) has the JSON codec in http/src
   git archive "$BASE_REV" http/src | tar -x -C "$WORK/base"
+  git archive "$BASE_REV" json/src 2>/dev/null | tar -x -C "$WORK/base" 2>/dev/null || true
   find "$WORK/base/http/src/main/java" "$WORK/base/http/src/test/java/herald/http/bench" -name '*.java' >"$WORK/base-sources.txt"
+  [ -d "$WORK/base/json/src/main/java" ] && find "$WORK/base/json/src/main/java" -name '*.java' >>"$WORK/base-sources.txt"
   "$JAVA_HOME/bin/javac" --release 21 -nowarn -d "$WORK/base-classes" -cp "$(cat "$WORK/deps.txt")" \
     @"$WORK/base-sources.txt" || die "javac failed for BASE=$BASE"
   B="$WORK/base/http/src"
-  BASE_CP="$B/test/clojure:$B/main/clojure:$B/main/resources:$WORK/base-classes:$(cat "$WORK/deps.txt")"
+  BASE_CP="$B/test/clojure:$B/main/clojure:$WORK/base/json/src/main/clojure:$B/main/resources:$WORK/base-classes:$(cat "$WORK/deps.txt")"
   log "BASE: herald_base and herald_vt_base run http/src of $BASE_REV"
 fi
 

@@ -93,19 +93,22 @@ bench_pinning() {
 # compiled with javac into WORK/classes (not mvn into http/target, which other builds rewrite under a running
 # server). SOURCE head: HEAD's committed http/src (what the commit column names; edits in progress cannot break
 # the build), or the files on disk outside a git checkout (COMMIT names them); worktree: the files on disk.
-# Sets SRC, COMMIT and CP (sources, resources, classes, dependencies).
+# herald-http depends on the json module (herald-json): its sources are compiled with http's (JSON_SRC), and the
+# dependency list is resolved in the reactor with json (`-am compile`: json/target/classes, never ahead of ours).
+# Sets SRC, JSON_SRC, COMMIT and CP (sources, resources, classes, dependencies).
 bench_build() {
   cd "$ROOT"
-  mvn -o -q -B -pl http dependency:build-classpath -Dmdep.outputFile="$WORK/deps.txt" -Dmdep.includeScope=test \
-    >/dev/null || mvn -q -B -pl http dependency:build-classpath -Dmdep.outputFile="$WORK/deps.txt" \
-    -Dmdep.includeScope=test >/dev/null || die "cannot resolve the http module's test classpath"
+  local get=(-B -pl http -am compile dependency:build-classpath -Dmdep.outputFile="$WORK/deps.txt" -Dmdep.includeScope=test)
+  mvn -o -q "${get[@]}" >/dev/null || mvn -q "${get[@]}" >/dev/null || die "cannot resolve the http module's test classpath"
   if [ "$1" = head ] && git rev-parse --verify -q HEAD >/dev/null 2>&1; then
     mkdir -p "$WORK/src"
-    git archive HEAD http/src | tar -x -C "$WORK/src"
+    git archive HEAD http/src json/src | tar -x -C "$WORK/src"
     SRC="$WORK/src/http/src"
+    JSON_SRC="$WORK/src/json/src"
     COMMIT=$(git rev-parse --short HEAD)
   else
     SRC="$ROOT/http/src"
+    JSON_SRC="$ROOT/json/src"
     if git rev-parse --verify -q HEAD >/dev/null 2>&1; then
       COMMIT=$(git rev-parse --short HEAD)
       [ -n "$(git status --porcelain -- http/src 2>/dev/null)" ] && COMMIT="$COMMIT+worktree"
@@ -114,10 +117,10 @@ bench_build() {
     fi
   fi
   log "compiling http/src/main/java and the bench servers of $COMMIT ($1)"
-  find "$SRC/main/java" "$SRC/test/java/herald/http/bench" -name '*.java' >"$WORK/sources.txt"
+  find "$SRC/main/java" "$JSON_SRC/main/java" "$SRC/test/java/herald/http/bench" -name '*.java' >"$WORK/sources.txt"
   "$JAVA_HOME/bin/javac" --release 21 -nowarn -d "$WORK/classes" -cp "$(cat "$WORK/deps.txt")" @"$WORK/sources.txt" \
     2>"$WORK/javac.log" || { cat "$WORK/javac.log" >&2; die "javac failed"; }
-  BASE_CLASSPATH="$SRC/test/clojure:$SRC/main/clojure:$SRC/main/resources:$WORK/classes"
+  BASE_CLASSPATH="$SRC/test/clojure:$SRC/main/clojure:$JSON_SRC/main/clojure:$SRC/main/resources:$WORK/classes"
   CP="$BASE_CLASSPATH:$(cat "$WORK/deps.txt")"
 }
 
