@@ -74,23 +74,23 @@
       (cache/-fetch c [:friends id] #(graph/-friends g id))
       (graph/-friends g id))))
 
+(defn new-post
+  "The validated fields of a post to publish, {:from :occurred :subject :story} (as `publish!` takes them);
+  throws ex-info {:type :herald.feed.store/invalid :key k} naming a bad one."
+  [post]
+  (select-keys (v/check-post post) [:from :occurred :subject :story]))
+
 (defn publish!
   "Stores post {:from :occurred :subject :story} (strings; :id/:ts are assigned) with a pending fan-out
   record for recipients (a seq of ids, usually the sender's friends), atomically and durably. Returns the
   post with :id and :ts. Finish with fan-out! (or deliver! + complete-fanout!) and index!."
   [s post recipients]
   (let [f (lc/role s :feeds)
-        post (select-keys (v/check-post post) [:from :occurred :subject :story])
+        post (new-post post)
         recipients (v/check-recipients recipients)]
     (if-let [p (lc/progress-of s)]
       (search/-tracked-publish! p #(feeds/-publish! f post recipients))
       (feeds/-publish! f post recipients))))
-
-(defn new-post
-  "The validated fields of a post to publish, {:from :occurred :subject :story} (as `publish!` takes them);
-  throws ex-info {:type :herald.feed.store/invalid :key k} naming a bad one."
-  [post]
-  (select-keys (v/check-post post) [:from :occurred :subject :story]))
 
 (defn logged-feeds?
   "True when `s` has the `LoggedFeeds` role (the feeds can be derived from a log outside the store)."
@@ -448,16 +448,15 @@
   :expires-at :created?}."
   [s post recipients k]
   (let [f (lc/role s :feeds)
-        post (select-keys (v/check-post post) [:from :occurred :subject :story])
-        recipients (v/check-recipients recipients)
-        rec (volatile! nil)]
+        post (new-post post)
+        recipients (v/check-recipients recipients)]
     (if-let [p (lc/progress-of s)]
-      ;; a repeat publishes nothing: the search tracker must not wait for it (an abandoned publish)
-      (try (search/-tracked-publish! p #(let [r (vreset! rec (keys/-publish-keyed! f post recipients k))]
-                                         (if (:created? r) (:post r) (throw (ex-info "a repeat" {:type ::repeat})))))
-           (catch clojure.lang.ExceptionInfo e (when-not (= ::repeat (:type (ex-data e))) (throw e))))
-      (vreset! rec (keys/-publish-keyed! f post recipients k)))
-    @rec))
+      (let [rec (volatile! nil)]
+        ;; a repeat stores no post (nil to the tracker), so search does not wait for one
+        (search/-tracked-publish! p #(let [r (vreset! rec (keys/-publish-keyed! f post recipients k))]
+                                       (when (:created? r) (:post r))))
+        @rec)
+      (keys/-publish-keyed! f post recipients k))))
 
 (defn reserve-key!
   "Graph role (`KeyReservations`): the live key record of (owner, key) of key request `k`, written with `k`'s

@@ -6,15 +6,12 @@
   ~11 s of CPU less per start on this 2-core machine, and the suite starts ~20 of them. When the compilation
   fails the children load from source as before (the reason is printed once); HERALD_TEST_CHILD_AOT=0 skips it."
   (:require [clojure.java.io :as io]
-            [clojure.string :as str])
+            [clojure.string :as str]
+            [herald.feed.test-util :as u])
   (:import (java.io File)
            (java.util.concurrent TimeUnit)))
 
 (set! *warn-on-reflection* true)
-
-(defn- delete-tree! [^File f]
-  (when (.isDirectory f) (run! delete-tree! (.listFiles f)))
-  (.delete f))
 
 (defn- main-source-namespaces
   "The herald.* namespaces of the classpath's main output directories (`.../target/classes`), as symbols."
@@ -41,7 +38,7 @@
         out (io/file "target" "child-aot")
         nss (main-source-namespaces (str/split cp (re-pattern File/pathSeparator)))
         log (io/file "target" "child-aot.log")]
-    (delete-tree! out)
+    (u/delete-tree! out)
     (.mkdirs out)
     (let [^java.util.List cmd [(str (io/file (System/getProperty "java.home") "bin" "java")) "-Xmx512m"
                                      "-XX:TieredStopAtLevel=1" "-XX:+UseSerialGC" "--enable-native-access=ALL-UNNAMED"

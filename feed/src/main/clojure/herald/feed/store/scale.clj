@@ -20,7 +20,9 @@
   (-tracked-publish! [_ publish]
     (let [token (ix/publishing! tracker)]
       (try
-        (ix/published! tracker token (publish))
+        (if-some [post (publish)]
+          (ix/published! tracker token post)
+          (do (ix/abandoned! tracker token) nil))
         (catch Throwable t (ix/abandoned! tracker token) (throw t)))))
   (-indexed! [_ posts] (ix/indexed! tracker posts))
 

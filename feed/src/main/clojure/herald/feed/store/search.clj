@@ -36,5 +36,5 @@
   :scale store without a log keeps a search mark, herald.feed.store.scale): every publish and every indexing
   through the store's public functions report to it. With a log (Kafka) the log's offsets are the progress and a
   store has no SearchProgress."
-  (-tracked-publish! [p publish] "Calls (publish), which stores a post and returns it, recording the post as waiting for search; returns it.")
+  (-tracked-publish! [p publish] "Calls (publish), which stores a post and returns it, recording the post as waiting for search; returns it. A (publish) that returns nil stored no post (a repeat under an idempotency key): nothing waits.")
   (-indexed! [p posts] "Records posts as searchable."))
