@@ -159,11 +159,6 @@
   ^long [post]
   (long (or (:version post) (:ts post))))
 
-(defn- edit-version
-  "The write timestamp of edit `post`: its :version when the Kafka log gave one, else now (above its :ts): later
-  than the post's first copies, written at its :ts or, on the store's own log, at their write time."
-  ^long [post]
-  (long (or (:version post) (max (clock/now-micros) (inc (long (:ts post)))))))
 
 (defn- author-copy
   "The statements of a post's author copy: its outbound row and its pointer by id (no post-log row, no pending
@@ -218,7 +213,7 @@
       (if edit
         (let [id (:id edit)]
           (when (empty? (deleted-ids session ps [edit]))
-            (batch/write-grouped! session (post-rows ps edit (recipients-of session ps id) (edit-version edit)) n "applying an edit")))
+            (batch/write-grouped! session (post-rows ps edit (recipients-of session ps id) (clock/edit-version edit)) n "applying an edit")))
         (let [{:keys [id ts]} delete]
           (batch/write-grouped! session (map #(vector % 64)
                                              (concat (delete-author ps delete)

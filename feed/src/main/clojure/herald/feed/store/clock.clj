@@ -21,3 +21,10 @@
   "Issues the next timestamp from last (an AtomicLong holding the last one issued); thread-safe."
   ^long [^AtomicLong last]
   (.updateAndGet last (reify LongUnaryOperator (applyAsLong [_ x] (next-after x)))))
+
+(defn edit-version
+  "The version of edit `post` (epoch microseconds, ordering a post's versions in the stores that keep the newest:
+  Cassandra's write timestamps, OpenSearch's external versions): its :version when the Kafka log gave it one
+  (herald.feed.events), else now, above the post's :ts."
+  ^long [post]
+  (long (or (:version post) (max (now-micros) (inc (long (:ts post)))))))

@@ -305,8 +305,7 @@
     (let [{:keys [reporter index-errors degraded]} st]
       (open-only st
         (counting reporter index-errors degraded
-                  ;; an edit from the Kafka log carries its :version (herald.feed.events): a replayed older edit stays older
-                  #(do (put-doc! st post (schema/edit-version post (or (:version post) (clock/now-micros)))) (wrote! st) nil)))))
+                  #(do (put-doc! st post (clock/edit-version post)) (wrote! st) nil)))))
   (-unindex! [st id]
     (let [{:keys [client index reporter index-errors degraded]} st]
       (open-only st

@@ -59,15 +59,10 @@
 (defn versioned
   "The query string of a write of a post's document at external version `v` (issue 11): OpenSearch refuses it (409)
   when the index holds a higher version of that document, or a delete of it (for `index.gc_deletes`, 60 s by
-  default). A post is indexed at its :ts, an edit at a later time (`edit-version`), a delete likewise, so an
+  default). A post is indexed at its :ts, an edit at a later time (herald.feed.store.clock/edit-version), a delete likewise, so an
   indexing batch that still holds an older version of a post never puts it back."
   [v]
   (str "version=" v "&version_type=external_gte"))
-
-(defn edit-version
-  "The external version of an edit or a delete of `post` made now: the wall clock in epoch micros, above the post's ts."
-  [post now-micros]
-  (max (long now-micros) (inc (long (:ts post)))))
 
 (defn bulk-body
   "The NDJSON body of a _bulk request indexing posts (each under its id: indexing again replaces it), each at
