@@ -84,8 +84,18 @@
     (let [st (publish state post recipients)]
       (assoc-in st [:keys [(:owner k) (:key k)]] (key-record k (get-in st [:posts (get-in st [:seq :post])]))))))
 
+(defn- reserve-key
+  "`state` with key request k's record of its prepared (:post k), unless a live record of the key exists."
+  [state k]
+  (if (live-key state k) state (assoc-in state [:keys [(:owner k) (:key k)]] (key-record k (:post k)))))
+
 (defn- purge-keys [state now]
   (update state :keys #(into {} (filter (fn [[_ r]] (> (long (:expires-at r)) (long now)))) %)))
+
+(defn- purge-keys!
+  "Drops the key records of atom `state` expired at `now`; returns how many (records and reservations share :keys)."
+  [state now]
+  (let [[old new] (swap-vals! state purge-keys now)] (- (count (:keys old)) (count (:keys new)))))
 
 (defn- keyed-answer
   "The key record after a swap from `old` to `new`: created when `old` had no live record."
@@ -199,15 +209,12 @@
   keys/KeyedPublish
   (-publish-keyed! [_ post recipients k]
     (let [[old new] (swap-vals! state publish-keyed post recipients k)] (keyed-answer old new k)))
-  (-purge-keys! [_ now]
-    (let [[old new] (swap-vals! state purge-keys now)] (- (count (:keys old)) (count (:keys new)))))
+  (-purge-keys! [_ now] (purge-keys! state now))
 
   keys/KeyReservations
   (-reserve-key! [_ k]
-    (let [[old new] (swap-vals! state #(if (live-key % k) % (assoc-in % [:keys [(:owner k) (:key k)]] (key-record k (:post k)))))]
-      (keyed-answer old new k)))
-  (-purge-reservations! [_ now]
-    (let [[old new] (swap-vals! state purge-keys now)] (- (count (:keys old)) (count (:keys new)))))
+    (let [[old new] (swap-vals! state reserve-key k)] (keyed-answer old new k)))
+  (-purge-reservations! [_ now] (purge-keys! state now))
 
   search/SearchIndex
   (-index! [_ post]
