@@ -57,6 +57,40 @@
                 (gen/fmap #(Instant/ofEpochMilli %) (gen/large-integer* {:min 0 :max 4102444800000}))
                 (gen/fmap #(Date. (long %)) (gen/large-integer* {:min 0 :max 4102444800000}))])))
 
+;; write-bytes hands Jackson's byte generator long strings as char[]s (JsonWriter.writeText): the bytes must be those
+;; of the generator's own String path, lone surrogates included (or both refuse the value alike).
+
+(def gen-long-text
+  "Strings of 0-120 pieces, long enough for the char[] path, with escapes, non-BMP and unpaired surrogates."
+  (gen/fmap str/join (gen/vector (gen/one-of [gen/char-ascii gen/char
+                                              (gen/elements ["\"" "\\" "\n" "\u0000" "é" "€" "😀" "\u2028"
+                                                             "\uD800" "\uDC00" "lorem ipsum dolor sit amet "])])
+                                 0 120)))
+
+(defn- jackson-string-path
+  "The bytes of `{\"k\" s}` from Jackson's UTF-8 generator given `s` as a String, or :refused."
+  [^String s]
+  (try (let [bb (com.fasterxml.jackson.core.util.ByteArrayBuilder.)]
+         (with-open [g (.createGenerator (JsonFactory.) bb)]
+           (.writeStartObject g) (.writeFieldName g "k") (.writeString g s) (.writeEndObject g))
+         (vec (.toByteArray bb)))
+       (catch java.io.IOException _ :refused)))
+
+(defn- write-bytes-outcome [s]
+  (try (vec (json/write-bytes {"k" s}))
+       (catch clojure.lang.ExceptionInfo e (if (= :herald.json/unencodable (:type (ex-data e))) :refused (throw e)))))
+
+(defspec write-bytes-is-jacksons-string-path-byte-for-byte 300
+  (prop/for-all [s gen-long-text]
+    (= (jackson-string-path s) (write-bytes-outcome s))))
+
+(deftest write-bytes-of-long-strings-round-trips
+  (doseq [s [(apply str (repeat 40 "lorem ")) (str (apply str (repeat 40 "é")) "\u2028\"\\\n") (apply str (repeat 33 "x"))]]
+    (is (= s (get (json/read (json/write-bytes {"k" s})) "k")))
+    (is (= (json/write-str {"k" s}) (String. ^bytes (json/write-bytes {"k" s}) "UTF-8"))))
+  (let [s (apply str "😀" (repeat 40 "a"))]
+    (is (= s (get (json/read (json/write-bytes {"k" s})) "k")) "non-BMP: escaped pairs read back as the character")))
+
 (defn- expected
   "What read gives back for `x`, per the conversion table of write-str."
   [x]

@@ -12,6 +12,7 @@ import com.fasterxml.jackson.core.JsonFactory;
 import com.fasterxml.jackson.core.JsonGenerator;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.core.io.SegmentedStringWriter;
+import com.fasterxml.jackson.core.json.UTF8JsonGenerator;
 import com.fasterxml.jackson.core.util.BufferRecycler;
 import com.fasterxml.jackson.core.util.ByteArrayBuilder;
 import java.io.IOException;
@@ -112,7 +113,7 @@ public final class JsonWriter {
 
   /** Writes {@code x} as one JSON value to {@code g}. */
   public void write(JsonGenerator g, Object x) throws IOException {
-    if (x instanceof String s) g.writeString(s);
+    if (x instanceof String s) writeText(g, s);
     else if (x instanceof Keyword k) g.writeString(k.sym.toString());
     else if (x instanceof Long l) g.writeNumber(l);
     else if (x instanceof Map<?, ?> m) writeMap(g, m);
@@ -142,9 +143,25 @@ public final class JsonWriter {
       g.writeStartArray(a, a.length);
       for (Object o : a) write(g, o);
       g.writeEndArray();
-    } else if (x instanceof CharSequence cs) g.writeString(cs.toString());
+    } else if (x instanceof CharSequence cs) writeText(g, cs.toString());
     else throw new JsonEncodeException("cannot write a " + x.getClass().getName() + " as JSON", x, null);
   }
+
+  /**
+   * Writes a string value; to Jackson's byte generator one of {@link #LONG_TEXT} chars or more goes as a char[].
+   * Its String loop calls {@code String.charAt} per char, and in a JVM whose {@code charAt} profile has seen UTF-16
+   * strings (every Clojure JVM measured) C2 keeps a call to {@code StringUTF16.charAt} in that loop, which then
+   * reloads the String's fields every turn and is neither unrolled nor freed of range checks: 2-3x slower per
+   * char than its char[] loop (bench/micro/json-write.clj). The bytes written are the same.
+   */
+  private static void writeText(JsonGenerator g, String s) throws IOException {
+    int n = s.length();
+    if (n >= LONG_TEXT && g instanceof UTF8JsonGenerator) g.writeString(s.toCharArray(), 0, n);
+    else g.writeString(s);
+  }
+
+  /** The length from which {@link #writeText} hands the byte generator a char[]: below it the copy costs more. */
+  private static final int LONG_TEXT = 32;
 
   private static void writeDouble(JsonGenerator g, double d) throws IOException {
     if (Double.isNaN(d) || Double.isInfinite(d)) {
