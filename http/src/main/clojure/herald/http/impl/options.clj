@@ -117,6 +117,8 @@
    :error-response [ifn? "a function (fn [status info]) returning a Ring response" (fn [b _] b)]
    :websocket-max-frame-bytes [(int-in 125 max-int) "an integer >= 125"
                                (fn [^ServerConfig$Builder b v] (.websocketMaxFrameBytes b (int v)))]
+   :websocket-close-wait-ms [(int-in 1 Long/MAX_VALUE) "a positive integer"
+                             (fn [^ServerConfig$Builder b v] (.websocketCloseWaitMs b (long v)))]
    :ssl-context [#(or (instance? SSLContext %) (and (instance? SslContext %) (.isServer ^SslContext %)))
                  "a javax.net.ssl.SSLContext or a server-side io.netty.handler.ssl.SslContext"
                  (fn [^ServerConfig$Builder b v] (.sslContext b (ssl-context v)))]

@@ -31,6 +31,8 @@ public final class ServerConfig {
     public final String serverHeader;
     public final boolean proxy;
     public final int websocketMaxFrameBytes;
+    /** How long a WebSocket close the server started waits for the client's close, in ms. */
+    public final long websocketCloseWaitMs;
     public final int maxPipelined;
     /** Outbound bytes queued for one connection above which it stops being read (Netty's high water mark). */
     public final int maxWriteBufferBytes;
@@ -74,6 +76,7 @@ public final class ServerConfig {
         serverHeader = b.serverHeader;
         proxy = b.proxy;
         websocketMaxFrameBytes = b.websocketMaxFrameBytes;
+        websocketCloseWaitMs = b.websocketCloseWaitMs;
         maxPipelined = b.maxPipelined;
         maxWriteBufferBytes = b.maxWriteBufferBytes;
         sslContext = b.sslContext;
@@ -114,6 +117,7 @@ public final class ServerConfig {
         private String serverHeader = "herald";
         private boolean proxy = false;
         private int websocketMaxFrameBytes = 1024 * 1024;
+        private long websocketCloseWaitMs = 1000;
         private int maxPipelined = 16;
         private int maxWriteBufferBytes = 64 * 1024;
         private io.netty.handler.ssl.SslContext sslContext;
@@ -146,6 +150,7 @@ public final class ServerConfig {
         public Builder serverHeader(String v) { serverHeader = v; return this; }
         public Builder proxy(boolean v) { proxy = v; return this; }
         public Builder websocketMaxFrameBytes(int v) { websocketMaxFrameBytes = v; return this; }
+        public Builder websocketCloseWaitMs(long v) { websocketCloseWaitMs = v; return this; }
         public Builder maxPipelined(int v) { maxPipelined = v; return this; }
         public Builder maxWriteBufferBytes(int v) { maxWriteBufferBytes = v; return this; }
         public Builder sslContext(io.netty.handler.ssl.SslContext v) { sslContext = v; return this; }
@@ -174,6 +179,7 @@ public final class ServerConfig {
             check(shutdownTimeoutMs >= 0, "shutdownTimeoutMs", shutdownTimeoutMs);
             check(ioThreads >= 1, "ioThreads", ioThreads);
             check(websocketMaxFrameBytes >= 125, "websocketMaxFrameBytes", websocketMaxFrameBytes);
+            check(websocketCloseWaitMs >= 1, "websocketCloseWaitMs", websocketCloseWaitMs);
             check(maxPipelined >= 1, "maxPipelined", maxPipelined);
             check(maxWriteBufferBytes >= 2, "maxWriteBufferBytes", maxWriteBufferBytes);
             check(reservedConnections >= 0, "reservedConnections", reservedConnections);

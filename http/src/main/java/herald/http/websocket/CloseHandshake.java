@@ -19,7 +19,7 @@ import java.util.concurrent.TimeUnit;
  * The close handshake of one WebSocket (RFC 6455 7.1), on the channel's event loop except {@link #sendClose}.
  *
  * <ul>
- *   <li>The server closes ({@link HeraldWebSocket#close}): close frame, then wait up to {@link #CLOSE_WAIT_MS}
+ *   <li>The server closes ({@link HeraldWebSocket#close}): close frame, then wait up to {@code closeWaitMs} ({@code :websocket-close-wait-ms})
  *       for the peer's close; on it the connection closes at once (the server closes TCP first, 7.1.1).</li>
  *   <li>The peer closes: the close is echoed once with the peer's code (none when it sent none), then the
  *       connection ends gracefully.</li>
@@ -32,8 +32,6 @@ import java.util.concurrent.TimeUnit;
  * frame.
  */
 final class CloseHandshake {
-    /** How long a close the server started waits for the peer's close. */
-    static final long CLOSE_WAIT_MS = 1000;
     /** How long input is discarded after the last frame before the connection is closed anyway. */
     static final long LINGER_MS = 2000;
     static final String DISCARD = "herald-ws-discard";
@@ -42,15 +40,18 @@ final class CloseHandshake {
 
     private final Channel ch;
     private final HeraldWebSocket socket;
+    /** How long a close the server started waits for the peer's close. */
+    private final long closeWaitMs;
     // event-loop state
     private boolean failed;
     private boolean peerClosed;
     private boolean closeFlushed;
     private boolean finishing;
 
-    CloseHandshake(Channel ch, HeraldWebSocket socket) {
+    CloseHandshake(Channel ch, HeraldWebSocket socket, long closeWaitMs) {
         this.ch = ch;
         this.socket = socket;
+        this.closeWaitMs = closeWaitMs;
     }
 
     /** True once the peer broke the protocol: later frames are dropped, not delivered. */
@@ -75,7 +76,7 @@ final class CloseHandshake {
         } else if (failed) {
             finish();
         } else {
-            ch.eventLoop().schedule(() -> { ch.close(); }, CLOSE_WAIT_MS, TimeUnit.MILLISECONDS);
+            ch.eventLoop().schedule(() -> { ch.close(); }, closeWaitMs, TimeUnit.MILLISECONDS);
         }
     }
 

@@ -32,11 +32,11 @@ public final class HeraldWebSocket {
     private volatile int closeCode = CloseCodes.ABNORMAL;
     private volatile String closeReason = "";
 
-    HeraldWebSocket(Channel ch, WebSocketListener listener, Executor executor) {
+    HeraldWebSocket(Channel ch, WebSocketListener listener, Executor executor, long closeWaitMs) {
         this.ch = ch;
         this.listener = listener;
         this.serial = new SerialExecutor(executor);
-        this.close = new CloseHandshake(ch, this);
+        this.close = new CloseHandshake(ch, this, closeWaitMs);
     }
 
     /** The underlying Netty channel. */

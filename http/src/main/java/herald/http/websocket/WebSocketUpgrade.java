@@ -93,7 +93,7 @@ public final class WebSocketUpgrade {
         WebSocketListener listener = (WebSocketListener) hooks.websocketAdapter.invoke(listenerValue);
         ChannelPipeline p = ctx.pipeline();
         p.addBefore(ctx.name(), "herald-http-encoder", new HttpResponseEncoder());
-        HeraldWebSocket socket = new HeraldWebSocket(ctx.channel(), listener, executor);
+        HeraldWebSocket socket = new HeraldWebSocket(ctx.channel(), listener, executor, config.websocketCloseWaitMs);
         HttpHeaders extra = null;
         if (deflate != null) {
             extra = new DefaultHttpHeaders().add(HttpHeaderNames.SEC_WEBSOCKET_EXTENSIONS,

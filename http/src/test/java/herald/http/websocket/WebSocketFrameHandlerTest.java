@@ -50,7 +50,7 @@ class WebSocketFrameHandlerTest {
     @Test
     void eventsArriveInOrderAndPingsGetAutomaticPongs() throws Exception {
         EmbeddedChannel ch = new EmbeddedChannel();
-        HeraldWebSocket socket = new HeraldWebSocket(ch, listener(false), Executors.newVirtualThreadPerTaskExecutor());
+        HeraldWebSocket socket = new HeraldWebSocket(ch, listener(false), Executors.newVirtualThreadPerTaskExecutor(), 1000);
         ch.pipeline().addLast(new WebSocketFrameHandler(socket));
         socket.opened();
         ch.writeInbound(new TextWebSocketFrame("one"));
@@ -73,7 +73,7 @@ class WebSocketFrameHandlerTest {
     @Test
     void aListenerThatHandlesPingsGetsThemInstead() throws Exception {
         EmbeddedChannel ch = new EmbeddedChannel();
-        HeraldWebSocket socket = new HeraldWebSocket(ch, listener(true), Executors.newVirtualThreadPerTaskExecutor());
+        HeraldWebSocket socket = new HeraldWebSocket(ch, listener(true), Executors.newVirtualThreadPerTaskExecutor(), 1000);
         ch.pipeline().addLast(new WebSocketFrameHandler(socket));
         socket.opened();
         ch.writeInbound(new PingWebSocketFrame(Unpooled.copiedBuffer("p", StandardCharsets.UTF_8)));
