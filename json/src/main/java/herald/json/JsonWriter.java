@@ -150,9 +150,9 @@ public final class JsonWriter {
   /**
    * Writes a string value; to Jackson's byte generator one of {@link #LONG_TEXT} chars or more goes as a char[].
    * Its String loop calls {@code String.charAt} per char, and in a JVM whose {@code charAt} profile has seen UTF-16
-   * strings (every Clojure JVM measured) C2 keeps a call to {@code StringUTF16.charAt} in that loop, which then
-   * reloads the String's fields every turn and is neither unrolled nor freed of range checks: 2-3x slower per
-   * char than its char[] loop (bench/micro/json-write.clj). The bytes written are the same.
+   * strings (as in the Clojure JVMs measured) C2 keeps a call to {@code StringUTF16.charAt} in that loop, which
+   * then reloads the String's fields every turn and is neither unrolled nor freed of range checks: ~3x slower per
+   * char (docs/json.md, bench/results/json-write.md). The bytes written are the same.
    */
   private static void writeText(JsonGenerator g, String s) throws IOException {
     int n = s.length();
@@ -160,7 +160,8 @@ public final class JsonWriter {
     else g.writeString(s);
   }
 
-  /** The length from which {@link #writeText} hands the byte generator a char[]: below it the copy costs more. */
+  /** The length from which {@link #writeText} hands the byte generator a char[] (chosen, not measured: a short
+   *  string's loop is short, and the field names and keywords written beside it take the String path anyway). */
   private static final int LONG_TEXT = 32;
 
   private static void writeDouble(JsonGenerator g, double d) throws IOException {
