@@ -26,15 +26,15 @@ for p in os.listdir("/proc"):
     if p.isdigit():
         try:
             f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
-            stat[int(p)] = (int(f[1]), int(f[11]) + int(f[12]))
+            stat[int(p)] = (int(f[1]), int(f[11]) + int(f[12]), int(f[13]) + int(f[14]))
         except OSError:
             pass
 kids = {}
-for p, (pp, _) in stat.items(): kids.setdefault(pp, []).append(p)
-def tree(p): return stat.get(p, (0, 0))[1] + sum(tree(c) for c in kids.get(p, []))
-for a in sys.argv[1:]:
+for p, (pp, _, _) in stat.items(): kids.setdefault(pp, []).append(p)
+def tree(p): return stat.get(p, (0, 0, 0))[1] + sum(tree(c) for c in kids.get(p, []))
+for a in sys.argv[1:]:   # the root also counts its children that ended (PostgreSQL backends come and go)
     n, p = a.split("=")
-    print(n, tree(int(p)))' $PROCS; }
+    print(n, tree(int(p)) + stat.get(int(p), (0, 0, 0))[2])' $PROCS; }
 set_slack() { for t in /proc/"$PID"/task/*; do echo "$1" >"/proc/${t##*/}/timerslack_ns" 2>/dev/null || true; done; }
 HZ=$(getconf CLK_TCK)
 for r in $(seq 1 "$ROUNDS"); do
