@@ -70,3 +70,38 @@
     (is (= :output/retries (:key (try (flow/validate (update-in (job {}) [:catalog 0] assoc :output/retries 1)) nil
                                       (catch clojure.lang.ExceptionInfo e (ex-data e)))))
         "outputs only")))
+
+(deftest past-give-up-after-ms-a-failing-segment-is-handed-on-and-the-output-goes-on
+  (let [errors (atom []) got (atom []) calls (atom 0) lines (atom [])
+        ;; segment 7 fails every time (whatever the error: not a rejection), the others always succeed
+        sink (fn [segs] (swap! calls inc)
+               (when (some #(= 7 (:n %)) segs) (throw (ex-info "store down for good" {})))
+               (swap! got into segs))
+        t0 (System/currentTimeMillis)]
+    (with-redefs [retry/log-line! (fn [s] (swap! lines conj s))]
+      (let [h (flow/submit-job (job {:output/retries :forever :output/backoff-ms 20 :output/backoff-max-ms 40
+                                     :output/give-up-after-ms 300})
+                               {:inject {:in {:seq/segments (map #(hash-map :n %) (range 30))} :out {:sink/fn sink}}
+                                :on-error #(swap! errors conj %)})
+            st (flow/await-job h 20000)]
+        (is (= :completed (:status st)) "the output went on past the segment that never gets written")
+        (is (= (remove #{7} (range 30)) (sort (map :n @got))) "every other segment written")
+        (is (= 1 (count @errors)))
+        (let [{:keys [segment exception attempts first-failure-at last-failure-at task]} (first @errors)]
+          (is (= [{:n 7} :out "store down for good"] [segment task (ex-message exception)]))
+          (is (<= 300 (- last-failure-at first-failure-at)) "handed on only after the budget")
+          (is (<= t0 first-failure-at last-failure-at (System/currentTimeMillis)))
+          (is (< 3 attempts 40) (str "retried under the backoff meanwhile: " attempts)))
+        (is (= 1 (get-in (flow/job-metrics h) [:tasks :out :rejected-segments])))
+        (is (some #(str/includes? % "gave up on 1 of 10 segments (handed to :on-error) after") @lines) (pr-str @lines))
+        (is (not-any? #(str/includes? % "writing again") @lines) "giving up is not reported as writing again")))))
+
+(deftest a-failure-shorter-than-give-up-after-ms-hands-nothing-on
+  (let [errors (atom []) got (atom []) calls (atom [])
+        h (flow/submit-job (job {:output/retries :forever :output/backoff-ms 20 :output/backoff-max-ms 40
+                                 :output/give-up-after-ms 5000})
+                           {:inject {:in {:seq/segments (map #(hash-map :n %) (range 50))} :out {:sink/fn (flaky 4 got calls)}}
+                            :on-error #(swap! errors conj %)})]
+    (is (= :completed (:status (flow/await-job h 20000))))
+    (is (= (range 50) (map :n @got)) "a short outage heals: every segment written once, in order")
+    (is (empty? @errors))))
