@@ -125,6 +125,10 @@
     (doseq [[k type help] fanout-families :when (contains? fanout-stats k)]
       (family sb (str "herald_feed_fanout_" (str/replace (name k) "-" "_") (when (= type "counter") "_total")) type help
               [["" {} (get fanout-stats k)]]))
+    ;; issue 10: the dead letters per job (the total above stays for dashboards that read it)
+    (family sb "herald_feed_dead_letters_total" "counter"
+            "On Kafka: records of the posts topic this instance's jobs sent to <prefix>posts-dead-letter, by job (undecodable, refused by a store for good, or still failing :events :dead-letter-after-ms after their first failure)."
+            (for [[job n] (:dead-letters-by-job fanout-stats)] ["" {:job job} n]))
     (let [rs (perf/recorder-stats recorder)]
       (doseq [[k type help] perf-families :when (contains? rs k)]
         (family sb (str "herald_feed_perf_" (str/replace (name k) "-" "_") (when (= type "counter") "_total")) type help

@@ -91,10 +91,13 @@
 
 (defn- submit!
   "Submits `job` on :kafka-streams under application id `app-id`, reading `topic`, with `inject` for its output
-  (plus `rejected?` and `:rejected-retries`); a record the job cannot apply (undecodable, or refused by the store
-  for good) goes to `(:dead-letter! o)` with the job's name."
+  (plus `rejected?`, `:rejected-retries` and `:dead-letter-after-ms` as `:output/give-up-after-ms`); a record the
+  job cannot apply (undecodable, refused by the store for good, or still failing `:dead-letter-after-ms` after its
+  first failure) goes to `(:dead-letter! o)` with the job's name."
   [job app-id topic inject o]
-  (let [inject (update-vals inject #(assoc % :output/rejected? ::rejected? :output/rejected-retries (:rejected-retries o)))]
+  (let [inject (update-vals inject #(cond-> (assoc % :output/rejected? ::rejected? :output/rejected-retries (:rejected-retries o))
+                                      ;; any failure, an outage too, dead-lettered once it has lasted this long
+                                      (:dead-letter-after-ms o) (assoc :output/give-up-after-ms (:dead-letter-after-ms o))))]
    (jobs/watch!
    (flow/submit-job job
                     {:runtime :kafka-streams
