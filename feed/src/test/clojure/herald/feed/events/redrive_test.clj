@@ -25,10 +25,10 @@
 (defn- dead-letters
   "[headers value] of the first `n` records of the dead-letter `topic` (or what came within 20 s)."
   [bootstrap topic n]
-  (with-open [c (KafkaConsumer. ^java.util.Map {"bootstrap.servers" bootstrap "auto.offset.reset" "earliest"
-                                                "enable.auto.commit" "false" "group.id" (str "read-" (random-uuid))}
-                                (StringDeserializer.) (StringDeserializer.))]
-    (.subscribe c ^java.util.Collection [topic])
+  (with-open [c (let [^java.util.Map props {"bootstrap.servers" bootstrap "auto.offset.reset" "earliest"
+                                            "enable.auto.commit" "false" "group.id" (str "read-" (random-uuid))}]
+                  (KafkaConsumer. props (StringDeserializer.) (StringDeserializer.)))]
+    (let [^java.util.Collection topics [topic]] (.subscribe c topics))
     (let [deadline (+ (System/currentTimeMillis) 20000)]
       (loop [got []]
         (if (or (>= (count got) (long n)) (> (System/currentTimeMillis) deadline))
