@@ -105,3 +105,23 @@
     (is (= :completed (:status (flow/await-job h 20000))))
     (is (= (range 50) (map :n @got)) "a short outage heals: every segment written once, in order")
     (is (empty? @errors))))
+
+(deftest a-split-past-its-poll-budget-hands-the-rest-on-untried
+  ;; every write waits 40 ms then fails (a server that times out): a full split of 16 segments is 31 writes; with
+  ;; a 100 ms budget the split stops trying after a few and hands the rest on with the last failure
+  (let [p (retry/policy {:task/name :out :output/retries :forever :output/backoff-ms 1 :output/backoff-max-ms 1
+                         :output/give-up-after-ms 1} :j)
+        ^java.util.concurrent.atomic.AtomicLong failures (:failures (retry/state))
+        st (retry/state)
+        writes (atom 0) handed (atom [])]
+    (.set ^java.util.concurrent.atomic.AtomicLong (:failures st) 3)
+    (.set ^java.util.concurrent.atomic.AtomicLong (:since st) (- (System/currentTimeMillis) 1000))
+    (with-redefs [retry/log-line! (fn [_])]
+      (retry/write! p st 100 (fn [_] (swap! writes inc) (Thread/sleep 40) (throw (ex-info "timed out" {})))
+                    (fn [seg e info] (swap! handed conj [seg (ex-message e) (:attempts info)]))
+                    (vec (range 16))))
+    (is (= (range 16) (map first @handed)) "every segment handed on, in order")
+    (is (every? #(= "timed out" (second %)) @handed))
+    (is (< 1 @writes 10) (str "the split stopped trying at the budget: " @writes " writes"))
+    (is (zero? (.get failures)))
+    (is (= 16 (:rejected-segments (retry/failures [st]))))))

@@ -74,7 +74,7 @@
               inbound #(into {} (for [p (:json (req (str (it/link b) "/inbound?limit=1000")))] [(get p "subject") (get p "story")]))]
           (try
             (testing "an outage shorter than the budget heals: nothing dead-lettered, the post delivered once"
-              (reset! down-until (+ (System/currentTimeMillis) 600))
+              (reset! down-until (+ (System/currentTimeMillis) 300))
               (post! "blip" "blip heron")
               (is (= {:outbound 1 :inbound 1 :search 1} (it/copies sys a b "blip" "heron")))
               (is (= 0 (dead-count))))

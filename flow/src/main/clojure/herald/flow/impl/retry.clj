@@ -115,28 +115,37 @@
   {:attempts (inc (.get failures)) :first-failure-at (let [t (.get since)] (if (pos? t) t (System/currentTimeMillis)))
    :last-failure-at (System/currentTimeMillis)})
 
+(defn- hand-on! [st on-reject seg e]
+  (.incrementAndGet ^AtomicLong (:dead st))
+  (on-reject seg e (failure-info st)))
+
 (defn- bisect!
   "Writes segment vector `v` with `(w v)`; when the plugin rejects it (or fails at all, with `any?`), each half
   on its own, down to single segments, which go to `(on-reject segment exception info)` (`failure-info`). Any
   other failure is thrown (an outage: `write!` retries the whole batch; what was written is written again, which
-  outputs must bear: they are at least once)."
-  [p st w on-reject any? v]
-  (try (w v)
-       (catch InterruptedException e (throw e))
-       (catch Exception e
-         (cond (not (or any? (rejected? p e))) (throw e)
-               (= 1 (count v)) (do (.incrementAndGet ^AtomicLong (:dead st)) (on-reject (nth v 0) e (failure-info st)))
-               :else (let [h (quot (count v) 2)]
-                       (bisect! p st w on-reject any? (subvec v 0 h))
-                       (bisect! p st w on-reject any? (subvec v h)))))))
+  outputs must bear: they are at least once). With `any?`, once a write failed and `deadline` (epoch ms, or nil)
+  has passed, the segments not tried yet are handed on untried with that failure: splitting a batch whose every
+  write waits for a timeout must not hold the thread past its poll budget."
+  [p st w on-reject any? deadline last v]
+  (if (and any? deadline @last (> (System/currentTimeMillis) (long deadline)))
+    (doseq [seg v] (hand-on! st on-reject seg @last))
+    (try (w v)
+         (catch InterruptedException e (throw e))
+         (catch Exception e
+           (vreset! last e)
+           (cond (not (or any? (rejected? p e))) (throw e)
+                 (= 1 (count v)) (hand-on! st on-reject (nth v 0) e)
+                 :else (let [h (quot (count v) 2)]
+                         (bisect! p st w on-reject any? deadline last (subvec v 0 h))
+                         (bisect! p st w on-reject any? deadline last (subvec v h))))))))
 
 (defn- give-up!
-  "The attempt of a batch past `:give-up-after-ms`: `bisect!` handing on every segment that still fails, then one
-  log line, and the run of failures ends (the next batch gets a budget of its own)."
-  [p st w on-reject v]
+  "The attempt of a batch past `:give-up-after-ms`: `bisect!` handing on every segment that still fails (within
+  `budget-ms`, when given), then one log line, and the run of failures ends (the next batch gets a budget of its own)."
+  [p st budget-ms w on-reject v]
   (let [^AtomicLong dead (:dead st) before (.get dead) ^AtomicLong failures (:failures st)
         n (.get failures) since (.get ^AtomicLong (:since st))]
-    (bisect! p st w on-reject true v)
+    (bisect! p st w on-reject true (some->> budget-ms (+ (System/currentTimeMillis))) (volatile! nil) v)
     (let [k (- (.get dead) before)]
       (log-line! (str (what p) ": " (if (pos? k) (str "gave up on " k " of " (count v) " segments (handed to :on-error)")
                                         (str "wrote the batch of " (count v) " again"))
@@ -158,9 +167,9 @@
     (let [^AtomicLong rej (:rejected st)]
       (call! p st budget-ms
              (fn []
-               (cond (given-up? p st) (give-up! p st w on-reject v)
+               (cond (given-up? p st) (give-up! p st budget-ms w on-reject v)
                      (and (:rejected? p) (>= (.get rej) (long (:rejected-retries p))))
-                     (bisect! p st w on-reject false v)
+                     (bisect! p st w on-reject false nil (volatile! nil) v)
                      :else (try (w v)
                                 (catch Exception e
                                   (when (rejected? p e) (.incrementAndGet rej))
