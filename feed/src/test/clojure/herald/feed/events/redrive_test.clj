@@ -4,7 +4,9 @@
   headers, counted per job, and later posts of the same partition still arrive; a short outage heals with nothing
   dead-lettered; the `redrive` command, once the fault is gone, delivers each dead-lettered post exactly once in
   each reader's view, with the edit made meanwhile and without the post deleted meanwhile; a second run re-publishes
-  nothing, and one with --all changes nothing a reader sees."
+  nothing, and one with --all changes nothing a reader sees. On the bundled :scale profile (every server real),
+  Cassandra cut through a TCP proxy past the budget: the post goes to the dead-letter topic, and once Cassandra is
+  back the re-drive delivers it once."
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
@@ -14,6 +16,8 @@
             [herald.feed.idempotency-test :as it]
             [herald.feed.main :as main]
             [herald.feed.servers.kafka :as sk]
+            [herald.feed.servers.proxy :as proxy]
+            [herald.feed.servers.scale :as scale]
             [herald.feed.test-util :as u])
   (:import (java.time Duration)
            (org.apache.kafka.clients.consumer ConsumerRecord KafkaConsumer)
@@ -124,6 +128,41 @@
               (let [plain (doto (java.io.File. ^String dir "plain.edn") (spit "{}"))]
                 (is (= 2 (first (run-redrive (str plain) "-P" "memory"))))))
             (finally (feed/stop! sys) (u/delete-tree! dir))))))))
+
+(deftest ^:integration a-cassandra-cut-past-the-budget-is-dead-lettered-and-re-driven-on-every-real-server
+  (scale/with-servers "redrive"
+    (fn [roles]
+      (let [cp (first (get-in roles [:feeds :contact-points]))
+            {:keys [cut! restore! stop! port]} (proxy/start! (Long/parseLong (re-find #"\d+$" cp)))
+            sys (scale/start-feed! (assoc-in roles [:feeds :contact-points] [(str "127.0.0.1:" port)]) "redrive"
+                                   {:events {:dead-letter-after-ms 3000 :backoff-ms 50 :backoff-max-ms 200}})
+            base (feed/url sys)
+            [a b] (it/setup! base)
+            path (str (it/link a) "/outbound")
+            dead-count #(or (some-> (re-find #"(?m)^herald_feed_dead_letters_total\{job=\"feed-fan-out\"\} (\d+)$"
+                                             (:body (u/request base "/metrics")))
+                                    second parse-long)
+                            0)]
+        (try
+          ;; a first post warms the participant and friend lookups (the graph and cache roles are not cut)
+          (is (= 200 (:status (it/post! base path {:subject "warm" :story "warm"} nil))))
+          (is (= {:outbound 1 :inbound 1 :search 1} (it/copies sys a b "warm" "warm")))
+          (cut!)
+          ;; the append is acknowledged, the author's copy fails: a 503 that says the post may be recorded
+          (is (#{200 503} (:status (it/post! base path {:subject "cut" :story "cut pangolin"} nil))))
+          (is (= 1 (u/eventually 60000 #(= 1 %) dead-count)) "dead-lettered once the 3 s budget is spent")
+          (restore!)
+          ;; the driver sees the node again within its reconnection delay: retried with a key, one post
+          (is (= 200 (:status (u/eventually 120000 #(= 200 (:status %))
+                                            #(it/post! base path {:subject "later" :story "later gecko"} "k-later")))))
+          (is (= {:outbound 1 :inbound 1 :search 1} (it/copies sys a b "later" "gecko")) "the partition goes on")
+          (is (= 0 (:inbound (it/copies sys a b "cut" "pangolin"))) "not delivered before the re-drive")
+          (let [r (redrive/redrive! (dissoc (get-in sys [:config :events]) :type) {})]
+            (is (= [1 1] [(:dead-letters r) (:republished r)]) (pr-str (dissoc r :records))))
+          (is (= {:outbound 1 :inbound 1 :search 1}
+                 (u/eventually 60000 #(= 1 (:inbound %)) #(it/copies sys a b "cut" "pangolin"))))
+          (is (= 0 (:republished (redrive/redrive! (dissoc (get-in sys [:config :events]) :type) {}))) "a second run: nothing")
+          (finally (feed/stop! sys) (stop!)))))))
 
 (deftest fold-keeps-the-order-of-a-posts-versions
   (let [p {:id 7 :from 1 :ts 1000 :subject "s" :story "v0"}
