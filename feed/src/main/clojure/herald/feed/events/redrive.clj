@@ -114,7 +114,7 @@
         by-part (group-by #(partition-of (:from (dl/post-of (first (own %)))) (count tps)) order)
         scanned (group-by post-id
                           (for [[part ids] by-part
-                                :let [from-ms (- (quot (long (reduce min (map #(:ts (dl/post-of (first (own %)))) ids))) 1000) slack-ms)]
+                                :let [from-ms (max 0 (- (quot (long (reduce min (map #(or (:ts (dl/post-of (first (own %)))) 0) ids))) 1000) slack-ms))]
                                 r (scan c posts-topic part nil from-ms (ends part))
                                 :when (contains? own (post-id r))]
                             (dissoc r ::offset)))]
