@@ -84,7 +84,7 @@
    [:index-queued "gauge" "Posts waiting in the indexing job's queue."]
    [:fan-out-lag "gauge" "Posts not yet through the fan-out job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]
    [:index-lag "gauge" "Posts not yet through the indexing job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]
-   [:dead-letters "counter" "On Kafka: records of the posts topic a job could not apply (undecodable, not a post record, or refused by a store for good after :rejected-retries), written to <prefix>posts-dead-letter (by this instance's jobs)."]
+   [:dead-letters "counter" "On Kafka: records of the posts topic a job could not apply (undecodable, not a post record, refused by a store for good after :rejected-retries, or still failing :dead-letter-after-ms after the first failure), written to <prefix>posts-dead-letter (by this instance's jobs; per job: herald_feed_dead_letters_total)."]
    [:fan-out-cluster-lag "gauge" "On Kafka: posts of the whole cluster not yet committed by the fan-out job's consumer group (every instance; the same on every instance, never to be summed)."]
    [:index-cluster-lag "gauge" "On Kafka: posts of the whole cluster not yet committed by the indexing job's consumer group (every instance; the same on every instance, never to be summed)."]])
 
