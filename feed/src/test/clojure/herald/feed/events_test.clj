@@ -109,10 +109,10 @@
     (let [dir (u/temp-dir "feed-kafka-rejected-")
           events (assoc (kafka-events bootstrap (str "t" (random-uuid) "-") dir)
                         :backoff-ms 10 :backoff-max-ms 50 :rejected-retries 3 :fan-out-flush-ms 20)
-          real-deliver @#'herald.feed.store/deliver-all!
+          real-deliver @#'herald.feed.store.feeds/deliver-all!
           down-until (atom 0)
           attempts (atom 0)]
-      (with-redefs [herald.feed.store/deliver-all!
+      (with-redefs [herald.feed.store.feeds/deliver-all!
                     (fn [s deliveries]
                       (swap! attempts inc)
                       (when (< (System/currentTimeMillis) (long @down-until))

@@ -37,10 +37,10 @@
           [a b] (it/setup! base)
           path (str (it/link a) "/outbound")
           fail (atom #{})
-          real-put @#'herald.feed.store/put-outbound!
+          real-put @#'herald.feed.store.feeds/put-outbound!
           real-send @#'herald.feed.events.kafka/send!]
       (try
-        (with-redefs [herald.feed.store/put-outbound! (fn [s p] (when (@fail :put) (throw (outage))) (real-put s p))
+        (with-redefs [herald.feed.store.feeds/put-outbound! (fn [s p] (when (@fail :put) (throw (outage))) (real-put s p))
                       herald.feed.events.kafka/send! (fn [p topic k v t]
                                                        (when (and (@fail :send) (re-find #"posts$" topic)) (throw (outage)))
                                                        (real-send p topic k v t))]
