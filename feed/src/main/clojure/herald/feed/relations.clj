@@ -1,6 +1,6 @@
 (ns herald.feed.relations
   "The service's relationship operations (issue 11): unfriend, mutes and blocks, and the paged friend lists; the
-  graph role of the store does the writes (herald.feed.store `Relations`), this validates and answers the API's
+  graph role of the store does the writes (herald.feed.store.graph `Relations`), this validates and answers the API's
   errors."
   (:require [herald.feed.errors :as err]
             [herald.feed.pages :as pages]

@@ -90,7 +90,8 @@
 (defn publish!
   "Stores post {:from :occurred :subject :story} (strings; :id/:ts are assigned) with a pending fan-out
   record for recipients (a seq of ids, usually the sender's friends), atomically and durably. Returns the
-  post with :id and :ts. Finish with fan-out! (or deliver! + complete-fanout!) and herald.feed.store.search/index!."
+  post with :id and :ts. Finish with fan-out! (or deliver! + complete-fanout!) and
+  herald.feed.store.search/index!."
   [s post recipients]
   (let [f (lc/role s :feeds)
         post (new-post post)

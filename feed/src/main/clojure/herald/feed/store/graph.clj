@@ -45,6 +45,11 @@
 ;; ---------------------------------------------------------------------------------------------------
 ;; the graph role's functions on a store (herald.feed.store.lifecycle/role-map)
 
+(defn- cached
+  "(load) through the cache role of `s` under key `k` when `s` has one, else (load)."
+  [s k load]
+  (if-let [c (lc/cache-of s)] (cache/-fetch c k load) (load)))
+
 (defn create-participant!
   "Creates a participant named name (a string, any Unicode), returns {:id :name}. Durable on return."
   [s name]
@@ -54,9 +59,7 @@
   "The participant {:id :name} with this id, or nil (graph role, through the cache role when there is one)."
   [s id]
   (let [g (lc/role s :graph) id (v/check-id :id id)]
-    (if-let [c (lc/cache-of s)]
-      (cache/-fetch c [:participant id] #(-participant g id))
-      (-participant g id))))
+    (cached s [:participant id] #(-participant g id))))
 
 (defn befriend!
   "Befriends participants a and b, returns {:id :from a :to b :created? bool}. Idempotent and symmetric:
@@ -77,9 +80,7 @@
   "The friendships of participant id as [{:id :from id :to other}], ordered by the other's id."
   [s id]
   (let [g (lc/role s :graph) id (v/check-id :id id)]
-    (if-let [c (lc/cache-of s)]
-      (cache/-fetch c [:friends id] #(-friends g id))
-      (-friends g id))))
+    (cached s [:friends id] #(-friends g id))))
 
 (defn- invalidate!
   "Drops keys ks from the cache role, when there is one, after a graph write: every key even when one fails (the
@@ -93,7 +94,7 @@
 (defn blocked-error?
   "True when `e` is the ex-info a graph role throws for a befriend of a blocked pair (see `Relations`)."
   [e]
-  (= ::blocked (:type (ex-data e))))
+  (= :herald.feed.store/blocked (:type (ex-data e))))
 
 (defn unfriend!
   "Graph role. Ends the friendship of a and b (either order): neither lists the other any more and later posts
@@ -156,6 +157,4 @@
   those id blocks and those who block id."
   [s id]
   (let [g (lc/role s :graph) id (v/check-id :id id)]
-    (if-let [c (lc/cache-of s)]
-      (cache/-fetch c [:hidden id] #(set (-hidden g id)))
-      (set (-hidden g id)))))
+    (cached s [:hidden id] #(set (-hidden g id)))))

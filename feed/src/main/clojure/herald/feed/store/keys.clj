@@ -52,9 +52,9 @@
   (satisfies? KeyReservations (if (lc/role-map? s) (:graph s) s)))
 
 (defn publish-keyed!
-  "Feeds role (`KeyedPublish`): herald.feed.store.feeds/publish! of `post` for `recipients` under the key request `k` (see
-  herald.feed.store.keys), the post, its pending fan-out and its key record in one atomic durable write; or, when
-  (owner, key) names a live record, that record and no write. Returns the key record {:post :fingerprint
+  "Feeds role (`KeyedPublish`): herald.feed.store.feeds/publish! of `post` for `recipients` under the key
+  request `k` (see above), the post, its pending fan-out and its key record in one atomic durable write; or,
+  when (owner, key) names a live record, that record and no write. Returns the key record {:post :fingerprint
   :expires-at :created?}."
   [s post recipients k]
   (let [f (lc/role s :feeds)
