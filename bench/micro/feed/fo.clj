@@ -1,7 +1,6 @@
 (ns fo
   "Fan-out writes of the embedded store, post by post vs one WriteBatch per batch of 5, interleaved per chunk in one thread (thread CPU time)."
-  (:require [herald.feed.fanout :as fanout]
-            [herald.feed.store :as s]
+  (:require [herald.feed.store :as s]
             [herald.feed.store.feeds :as feeds]
             [herald.feed.store.graph :as graph])
   (:import (java.lang.management ManagementFactory ThreadMXBean)
@@ -22,7 +21,7 @@
                           {:post (feeds/publish! st {:from from :occurred "2026-11-22" :subject "s" :story story} rs) :recipients rs})))
             [a b] (split-at 250 jobs)
             one (fn [js] (doseq [{:keys [post recipients]} js] (feeds/fan-out! st post recipients)))
-            bat (fn [js] (doseq [b (partition-all 5 js)] (fanout/-fan-out-all! st (vec b))))
+            bat (fn [js] (doseq [b (partition-all 5 js)] (feeds/fan-out-all! st (vec b))))
             run (fn [k f js] (let [t0 (tcpu)] (f js) (aset cpu k (+ (aget cpu k) (- (tcpu) t0)))))]
         (if (even? (first chunk)) (do (run 0 one a) (run 1 bat b)) (do (run 1 bat a) (run 0 one b)))))
     (printf "fan-out of a post to 3 recipients, thread CPU: one by one %.2f us, batches of 5 %.2f us (%d posts each)%n"
