@@ -6,7 +6,7 @@
             [herald.feed.events.kafka :as kafka]
             [herald.feed.fanout :as fanout]
             [herald.feed.jobs.derived :as derived]
-            [herald.feed.store :as store]
+            [herald.feed.store.keys :as keys]
             [herald.feed.store.feeds :as feeds]
             [herald.feed.store.clock :as clock]
             [herald.flow :as flow])
@@ -64,7 +64,7 @@
   and returns the post. A record a job cannot apply goes to the dead-letter topic (herald.feed.events.dead-letter/writer). `store`
   must have the feeds/LoggedFeeds role."
   [store opts]
-  (when-not (store/logged-feeds? store)
+  (when-not (feeds/logged-feeds? store)
     (throw (ex-info "the store cannot be derived from the Kafka log (no feeds/LoggedFeeds role): use the :scale or :memory store with :events :kafka"
                     {:type :herald.feed/config :key [:events :type] :value :kafka})))
   (let [o (kafka/check opts)
@@ -88,15 +88,15 @@
       ;; reserve (key -> this prepared post) in the graph role before the append; a repeat re-appends the reserved
       ;; post unless the store has its author's copy (written only after an acknowledged append), and upserts it
       (-publish-keyed! [_ post recipients k]
-        (when-not (store/key-reservations? store) (throw (fanout/keys-unsupported)))
-        (let [fresh (assoc (store/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))
-              rec (store/reserve-key! store (assoc k :post fresh))
+        (when-not (keys/key-reservations? store) (throw (fanout/keys-unsupported)))
+        (let [fresh (assoc (feeds/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))
+              rec (keys/reserve-key! store (assoc k :post fresh))
               p (:post rec)]
           (when (= (:fingerprint rec) (:fingerprint k))
             (maybe-recorded
-             #(when (or (:created? rec) (nil? (store/post store (:id p))))
+             #(when (or (:created? rec) (nil? (feeds/post store (:id p))))
                 (append! {:post p :recipients (vec (distinct recipients))})
-                (store/put-outbound! store p))))
+                (feeds/put-outbound! store p))))
           rec))
 
       fanout/PostChanges
@@ -109,18 +109,18 @@
         (let [p (assoc (merge post (select-keys changes [:subject :story]))
                        :version (max (clock/tick! last-ts) (inc (long (or (:version post) (:ts post) 0)))))]
           (append-change! {:edit p})
-          (store/put-outbound! store p)
+          (feeds/put-outbound! store p)
           p))
       (-delete-post! [_ post]
         (append-change! {:delete post})
-        (store/delete-outbound! store post)
+        (feeds/delete-outbound! store post)
         post)
 
       fanout/Fanout
       (-publish! [_ post recipients]
-        (let [p (assoc (store/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))]
+        (let [p (assoc (feeds/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))]
           (maybe-recorded #(do (append! {:post p :recipients (vec (distinct recipients))})
-                               (store/put-outbound! store p)))
+                               (feeds/put-outbound! store p)))
           p))
       (-submit! [_ job] (append! job) nil)
       (-await-idle [_ timeout-ms] (caught-up? (vals handles) timeout-ms))

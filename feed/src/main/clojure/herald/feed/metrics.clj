@@ -2,7 +2,7 @@
   "The Prometheus text exposition (format 0.0.4) of the feed's request figures, background work, store and JVM gauges."
   (:require [clojure.string :as str]
             [herald.feed.perf :as perf]
-            [herald.feed.store.lifecycle :as lifecycle])
+            [herald.feed.store :as store])
   (:import (java.lang.management ManagementFactory)
            (org.HdrHistogram AbstractHistogram)))
 
@@ -53,15 +53,15 @@
     sample))
 
 (defn- store-samples
-  "[metric type help value] of the store's stats: the keys in lifecycle/counter-stats are counters
-  (named ..._total), the others gauges; HELP from lifecycle/stat-help."
+  "[metric type help value] of the store's stats: the keys in store/counter-stats are counters
+  (named ..._total), the others gauges; HELP from store/stat-help."
   [stats]
   (for [[k v] (sort-by key stats) :when (number? v)
-        :let [counter? (contains? lifecycle/counter-stats k)
+        :let [counter? (contains? store/counter-stats k)
               base (str "herald_feed_store_" (str/replace (name k) #"[^a-zA-Z0-9_]" "_"))]]
     [(if (and counter? (not (str/ends-with? base "_total"))) (str base "_total") base)
      (if counter? "counter" "gauge")
-     (get lifecycle/stat-help k "Store value.")
+     (get store/stat-help k "Store value.")
      v]))
 
 (defn- jvm-samples []

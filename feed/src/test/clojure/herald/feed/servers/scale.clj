@@ -3,7 +3,7 @@
   role configs with a fresh schema, keyspace, index and prefix each, and the bundled :scale profile started on them."
   (:require [herald.feed :as feed]
             [herald.feed.servers.cassandra :as cass]
-            [herald.feed.servers.kafka :as sk]
+            [herald.flow.kafka-broker :as sk]
             [herald.feed.servers.opensearch :as osn]
             [herald.feed.servers.postgres :as pg]
             [herald.feed.servers.redis :as rd]
