@@ -11,6 +11,7 @@
             [herald.feed.routes :as routes]
             [herald.feed.service :as svc]
             [herald.feed.store :as store]
+            [herald.feed.store.search :as search]
             [herald.feed.system :as system]
             [herald.http :as http]))
 
@@ -178,5 +179,5 @@
   need it."
   [sys timeout-ms]
   (let [idle? (fanout/await-idle (system/value sys ::fanout) timeout-ms)]
-    (when idle? (store/refresh-search! (system/value sys ::store)))
+    (when idle? (search/refresh-search! (system/value sys ::store)))
     idle?))

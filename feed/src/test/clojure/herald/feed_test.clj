@@ -3,6 +3,8 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.store :as store]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
             [herald.feed.test-util :as u]))
 
 (set! *warn-on-reflection* true)
@@ -29,16 +31,16 @@
     (try
       ;; record a post with its pending fan-out directly in the store, as a crash right after the ack leaves it
       (let [s (store/open-store {:type :embedded :data-dir dir})
-            a (:id (store/create-participant! s "a"))
-            b (:id (store/create-participant! s "b"))]
-        (store/befriend! s a b)
-        (store/publish! s {:from a :occurred "2026-11-22" :subject "left behind" :story "resume me"} [b])
+            a (:id (graph/create-participant! s "a"))
+            b (:id (graph/create-participant! s "b"))]
+        (graph/befriend! s a b)
+        (feeds/publish! s {:from a :occurred "2026-11-22" :subject "left behind" :story "resume me"} [b])
         (store/close-store! s)
         (let [sys (u/start-feed! dir)]
           (try
             (is (feed/await-fanout sys 10000))
             (is (= ["left behind"] (map #(get % "subject") (:json (u/request (feed/url sys) (str "/participant/" b "/inbound"))))))
-            (is (empty? (store/pending-fanouts (:store (feed/service sys)))))
+            (is (empty? (feeds/pending-fanouts (:store (feed/service sys)))))
             (finally (feed/stop! sys)))))
       (finally (u/delete-tree! dir)))))
 

@@ -84,7 +84,7 @@
   | `:data-dir` | string or File | none | in-process: where snapshots go; with it, window state is exactly-once over replayable inputs and a resubmitted job resumes from its last snapshot; without it nothing is checkpointed. Kafka Streams: the parent of its local state (`state.dir`) |
   | `:checkpoint-interval-ms` | pos-int | 1000 | time between epoch barriers (snapshots); Kafka Streams: `commit.interval.ms` (its default when absent) |
   | `:queue-capacity` | pos-int | 32 | in-process only: batches each task thread's inbound queue holds before senders block |
-  | `:on-error` | fn | prints to stderr, keeps the last 20 in `job-metrics` | `(f {:task :segment :exception})` for a task fn that threw and no flow condition routed |
+  | `:on-error` | fn | prints to stderr, keeps the last 20 in `job-metrics` | `(f {:task :segment :exception})` for a task fn that threw and no flow condition routed, and for a segment an output handed on (`:output/rejected?`, `:output/give-up-after-ms`; then also `:attempts :first-failure-at :last-failure-at`) |
   | `:inject` | map | {} | task name -> map merged into that task map (live values: queues, atoms, fns; `:kafka/topic`) |
   | `:fuse?` | boolean | true | in-process: run straight chains of tasks in one loop (`false` is refused on Kafka Streams) |
   | `:kafka` | map | required for `:kafka-streams` | `:bootstrap-servers`, `:application-id`, `:processing-guarantee` (`:exactly-once-v2`), `:threads`, `:store`, `:start-from`, `:replication-factor`, `:config`: see `(describe :kafka)` |"

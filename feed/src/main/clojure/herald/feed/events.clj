@@ -1,11 +1,12 @@
 (ns herald.feed.events
   "The feed's event log, the top-level `:events` config: `:local` (the store's own durable records, the jobs in-process) or `:kafka` (the :scale profile: Kafka is the log, the jobs run on Kafka Streams); `start-fanout` gives the matching herald.feed.fanout/Fanout."
   (:require [herald.feed.errors :as err]
+            [herald.feed.events.dead-letter :as dead-letter]
             [herald.feed.events.ids :as ids]
             [herald.feed.events.kafka :as kafka]
             [herald.feed.fanout :as fanout]
             [herald.feed.jobs.derived :as derived]
-            [herald.feed.store :as store]
+            [herald.feed.store.keys :as keys]
             [herald.feed.store.feeds :as feeds]
             [herald.feed.store.clock :as clock]
             [herald.flow :as flow])
@@ -35,23 +36,6 @@
   [handle]
   (get-in (flow/job-metrics handle) [:kafka :group-lag]))
 
-(defn- dead-letter-fn
-  "The `:dead-letter!` of the jobs: appends what a job could not apply (a record it cannot decode, or whose task
-  threw: not a post record, or one its store refused for good: herald.feed.jobs.derived/rejected?) to the dead-letter topic, keyed by the job's name, as EDN text `{:job :task :error
-  :segment}` (`:bytes`, base64, for an undecodable record), without waiting; counts it in `n` and logs one line."
-  [^KafkaProducer producer topic ^AtomicLong n]
-  (fn [job-name {:keys [task segment ^Throwable exception]}]
-    (.incrementAndGet n)
-    (let [raw (:bytes (ex-data exception))
-          v (cond-> {:job job-name :task task :error (str exception) :at (System/currentTimeMillis)}
-              (some? segment) (assoc :segment segment)
-              raw (assoc :bytes (.encodeToString (java.util.Base64/getEncoder) ^bytes raw)))]
-      (binding [*out* *err*]
-        (println "herald.feed: job" (name job-name) "could not apply a record (to" topic "):" (str exception)))
-      (try (.send producer (org.apache.kafka.clients.producer.ProducerRecord. ^String topic (name job-name) (kafka/edn-text v)))
-           (catch Exception e
-             (binding [*out* *err*] (println "herald.feed: writing to" topic "failed:" (str e))))))))
-
 (defn- close-kafka! [{:keys [fan-out index]} ^KafkaProducer producer ^long timeout-ms]
   (let [deadline (+ (System/currentTimeMillis) timeout-ms)
         left #(max 1 (- deadline (System/currentTimeMillis)))]
@@ -77,20 +61,20 @@
   gives the post an id (herald.feed.events.ids: unique across instances) and a :ts (this instance's clock),
   appends {:post :recipients} to the posts topic keyed by the sender and waits for the brokers' acknowledgement
   (acks=all, idempotent producer), then upserts the author's outbound copy (read-your-writes from any instance)
-  and returns the post. A record a job cannot apply goes to the dead-letter topic (`dead-letter-fn`). `store`
+  and returns the post. A record a job cannot apply goes to the dead-letter topic (herald.feed.events.dead-letter/writer). `store`
   must have the feeds/LoggedFeeds role."
   [store opts]
-  (when-not (store/logged-feeds? store)
+  (when-not (feeds/logged-feeds? store)
     (throw (ex-info "the store cannot be derived from the Kafka log (no feeds/LoggedFeeds role): use the :scale or :memory store with :events :kafka"
                     {:type :herald.feed/config :key [:events :type] :value :kafka})))
   (let [o (kafka/check opts)
         {:keys [posts dead-letter]} (kafka/ensure-topics! o)
         producer (kafka/producer o)
-        dead-letters (AtomicLong.)
+        dead (dead-letter/writer producer dead-letter (:send-timeout-ms o))
         ids (ids/allocator #(kafka/lease-block! producer o))
         last-ts (AtomicLong. (clock/now-micros))
         published (AtomicLong.)
-        handles (try (derived/submit-jobs! store posts (assoc o :dead-letter! (dead-letter-fn producer dead-letter dead-letters)))
+        handles (try (derived/submit-jobs! store posts (assoc o :dead-letter! (:dead-letter! dead)))
                      (catch Throwable t (.close producer) (throw t)))
         append! (fn [{:keys [post] :as job}]
                   (kafka/send! producer posts (:from post) (kafka/record-bytes job) (:send-timeout-ms o))
@@ -104,15 +88,15 @@
       ;; reserve (key -> this prepared post) in the graph role before the append; a repeat re-appends the reserved
       ;; post unless the store has its author's copy (written only after an acknowledged append), and upserts it
       (-publish-keyed! [_ post recipients k]
-        (when-not (store/key-reservations? store) (throw (fanout/keys-unsupported)))
-        (let [fresh (assoc (store/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))
-              rec (store/reserve-key! store (assoc k :post fresh))
+        (when-not (keys/key-reservations? store) (throw (fanout/keys-unsupported)))
+        (let [fresh (assoc (feeds/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))
+              rec (keys/reserve-key! store (assoc k :post fresh))
               p (:post rec)]
           (when (= (:fingerprint rec) (:fingerprint k))
             (maybe-recorded
-             #(when (or (:created? rec) (nil? (store/post store (:id p))))
+             #(when (or (:created? rec) (nil? (feeds/post store (:id p))))
                 (append! {:post p :recipients (vec (distinct recipients))})
-                (store/put-outbound! store p))))
+                (feeds/put-outbound! store p))))
           rec))
 
       fanout/PostChanges
@@ -125,23 +109,24 @@
         (let [p (assoc (merge post (select-keys changes [:subject :story]))
                        :version (max (clock/tick! last-ts) (inc (long (or (:version post) (:ts post) 0)))))]
           (append-change! {:edit p})
-          (store/put-outbound! store p)
+          (feeds/put-outbound! store p)
           p))
       (-delete-post! [_ post]
         (append-change! {:delete post})
-        (store/delete-outbound! store post)
+        (feeds/delete-outbound! store post)
         post)
 
       fanout/Fanout
       (-publish! [_ post recipients]
-        (let [p (assoc (store/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))]
+        (let [p (assoc (feeds/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))]
           (maybe-recorded #(do (append! {:post p :recipients (vec (distinct recipients))})
-                               (store/put-outbound! store p)))
+                               (feeds/put-outbound! store p)))
           p))
       (-submit! [_ job] (append! job) nil)
       (-await-idle [_ timeout-ms] (caught-up? (vals handles) timeout-ms))
       (-stats [_]
-        (cond-> {:submitted (.get published) :dead-letters (.get dead-letters) :fan-out-lag (input-lag (:fan-out handles)) :index-lag (input-lag (:index handles))}
+        (cond-> {:submitted (.get published) :dead-letters (reduce + 0 (vals (dead-letter/count-map (:counts dead))))
+                 :dead-letters-by-job (merge {"feed-fan-out" 0 "feed-index" 0} (dead-letter/count-map (:counts dead))) :fan-out-lag (input-lag (:fan-out handles)) :index-lag (input-lag (:index handles))}
           (group-lag (:fan-out handles)) (assoc :fan-out-cluster-lag (group-lag (:fan-out handles)))
           (group-lag (:index handles)) (assoc :index-cluster-lag (group-lag (:index handles)))))
       (-close! [_ timeout-ms] (close-kafka! handles producer timeout-ms)))))

@@ -3,7 +3,7 @@
   fingerprint, the key request handed to the fan-out (herald.feed.fanout/KeyedFanout), the answer from the key
   record, and the cheap purge of expired keys. The decisions: docs/adr/0014-idempotency-keys.md."
   (:require [herald.feed.errors :as err]
-            [herald.feed.store :as store])
+            [herald.feed.store.keys :as keys])
   (:import (java.nio.charset StandardCharsets)
            (java.security MessageDigest)
            (java.util HexFormat)
@@ -66,5 +66,5 @@
   [store ^AtomicLong last interval-ms]
   (let [now (System/currentTimeMillis) prev (.get last)]
     (when (and (>= (- now prev) (long interval-ms)) (.compareAndSet last prev now))
-      (Thread/startVirtualThread #(try (store/purge-keys! store now) (catch Throwable _ nil))))
+      (Thread/startVirtualThread #(try (keys/purge-keys! store now) (catch Throwable _ nil))))
     nil))

@@ -37,7 +37,9 @@
   (str "Usage: java -jar herald-feed.jar [options]\n"
        "       java -jar herald-feed.jar token --participant ID [--ttl SECONDS] [-c/-O/-P as below]\n"
        "         prints an HS256 bearer token for participant ID, signed with the configured secret\n"
-       "         (HERALD_JWT_SECRET), with the configured issuer and audience\n\nOptions:\n" summary
+       "         (HERALD_JWT_SECRET), with the configured issuer and audience\n"
+       "       java -jar herald-feed.jar redrive [--job NAME] [--all] [--dry-run] [-c/-O/-P as below]\n"
+       "         re-publishes the Kafka log's dead letters to its posts topic (docs/feed-scale.md, Dead letters)\n\nOptions:\n" summary
        "\n\nEnvironment: PORT, HOST, DATA_DIR, HERALD_PROFILE, HERALD_CONFIG_OVERLAY, HERALD_MEMORY_ROLES (e.g. search,cache:"
        "\nthose :scale roles in memory) and the others in docs/feed.md."))
 
@@ -77,12 +79,53 @@
                                   :issuer (:issuer cfg) :audience (:audience cfg)))
                         0)))))))
 
+;; issue 10: re-drive of the Kafka log's dead letters (herald.feed.events.redrive)
+
+(def redrive-options
+  "Options of the `redrive` command (besides --config, --config-overlay and --profile, as for the service)."
+  [[nil "--job NAME" "only the dead letters of this job: feed-fan-out or feed-index"
+    :validate [#{"feed-fan-out" "feed-index"} "must be feed-fan-out or feed-index"]]
+   [nil "--all" "from the dead-letter topic's beginning, not from where the last re-drive stopped"]
+   [nil "--dry-run" "print what would be re-published; append and commit nothing"]])
+
+(defn redrive
+  "The `redrive` command: re-publishes the dead letters of the configured Kafka log (`:events`, `:type :kafka`) to
+  its posts topic (herald.feed.events.redrive/redrive!), prints one line per post with `--dry-run`, and a summary
+  line `redrive dead_letters=N posts=N republished=N late_changes=N unusable=N other_job=N`. Exit 2 on a bad option
+  or a config without the Kafka log, 1 when Kafka fails. `env` (default the process's) is what the config reads."
+  ([args] (redrive args (into {} (System/getenv))))
+  ([args env]
+   (let [{:keys [options errors summary]} (cli/parse-opts args (concat redrive-options (filter #(#{"-c" "-O" "-P" "-h"} (first %)) cli-options)))
+         fail (fn [code & msg] (binding [*out* *err*] (println (apply str "herald.feed redrive: " msg))) code)
+         env (cond-> env (:config-overlay options) (assoc "HERALD_CONFIG_OVERLAY" (:config-overlay options)))]
+     (cond
+       (:help options) (do (println (str "Usage: java -jar herald-feed.jar redrive [options]\n\n" summary)) 0)
+       errors (fail 2 (str/join "; " errors))
+       :else
+       (let [events (try (:events (config/load-config (:config options) (cond-> {:env env} (:profile options) (assoc :profile (:profile options))) nil))
+                         (catch clojure.lang.ExceptionInfo e e))]
+         (cond (instance? Throwable events) (fail 2 (ex-message events))
+               (not= :kafka (:type events)) (fail 2 "the config has no Kafka log (:events {:type :kafka}, the scale profile): nothing is dead-lettered")
+               :else
+               (let [r (try ((requiring-resolve 'herald.feed.events.redrive/redrive!) (dissoc events :type)
+                             {:job (:job options) :all? (:all options) :dry-run? (:dry-run options)})
+                            (catch Exception e e))]
+                 (if (instance? Throwable r)
+                   (fail (if (config-error? r) 2 1) (ex-message r))
+                   (do (when (:dry-run options)
+                         (doseq [[id rec] (:records r)] (println "would re-publish post" id (first (keys rec)))))
+                       (println (str "redrive dead_letters=" (:dead-letters r) " posts=" (:posts r) " republished=" (:republished r)
+                                     " late_changes=" (:late-changes r) " unusable=" (:unusable r) " other_job=" (:other-job r)))
+                       0)))))))))
+
 (defn -main
-  "Starts the feed service and blocks until the JVM is asked to stop; `token ...` mints a bearer token instead."
+  "Starts the feed service and blocks until the JVM is asked to stop; `token ...` mints a bearer token, `redrive ...`
+  re-publishes the Kafka log's dead letters, instead."
   [& args]
   (let [{:keys [options errors summary]} (cli/parse-opts args cli-options)]
     (cond
       (= "token" (first args)) (let [code (token (rest args))] (flush) (when-not (zero? (long code)) (System/exit code)))
+      (= "redrive" (first args)) (let [code (redrive (rest args))] (flush) (System/exit code))
       (:help options) (println (usage summary))
       errors (do (binding [*out* *err*] (println (str/join "\n" errors)) (println (usage summary)))
                  (System/exit 2))

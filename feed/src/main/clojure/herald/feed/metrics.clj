@@ -2,7 +2,7 @@
   "The Prometheus text exposition (format 0.0.4) of the feed's request figures, background work, store and JVM gauges."
   (:require [clojure.string :as str]
             [herald.feed.perf :as perf]
-            [herald.feed.store.lifecycle :as lifecycle])
+            [herald.feed.store :as store])
   (:import (java.lang.management ManagementFactory)
            (org.HdrHistogram AbstractHistogram)))
 
@@ -53,15 +53,15 @@
     sample))
 
 (defn- store-samples
-  "[metric type help value] of the store's stats: the keys in lifecycle/counter-stats are counters
-  (named ..._total), the others gauges; HELP from lifecycle/stat-help."
+  "[metric type help value] of the store's stats: the keys in store/counter-stats are counters
+  (named ..._total), the others gauges; HELP from store/stat-help."
   [stats]
   (for [[k v] (sort-by key stats) :when (number? v)
-        :let [counter? (contains? lifecycle/counter-stats k)
+        :let [counter? (contains? store/counter-stats k)
               base (str "herald_feed_store_" (str/replace (name k) #"[^a-zA-Z0-9_]" "_"))]]
     [(if (and counter? (not (str/ends-with? base "_total"))) (str base "_total") base)
      (if counter? "counter" "gauge")
-     (get lifecycle/stat-help k "Store value.")
+     (get store/stat-help k "Store value.")
      v]))
 
 (defn- jvm-samples []
@@ -84,7 +84,7 @@
    [:index-queued "gauge" "Posts waiting in the indexing job's queue."]
    [:fan-out-lag "gauge" "Posts not yet through the fan-out job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]
    [:index-lag "gauge" "Posts not yet through the indexing job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]
-   [:dead-letters "counter" "On Kafka: records of the posts topic a job could not apply (undecodable, not a post record, or refused by a store for good after :rejected-retries), written to <prefix>posts-dead-letter (by this instance's jobs)."]
+   [:dead-letters "counter" "On Kafka: records of the posts topic a job could not apply (undecodable, not a post record, refused by a store for good after :rejected-retries, or still failing :dead-letter-after-ms after the first failure), written to <prefix>posts-dead-letter (by this instance's jobs; per job: herald_feed_dead_letters_total)."]
    [:fan-out-cluster-lag "gauge" "On Kafka: posts of the whole cluster not yet committed by the fan-out job's consumer group (every instance; the same on every instance, never to be summed)."]
    [:index-cluster-lag "gauge" "On Kafka: posts of the whole cluster not yet committed by the indexing job's consumer group (every instance; the same on every instance, never to be summed)."]])
 
@@ -125,6 +125,10 @@
     (doseq [[k type help] fanout-families :when (contains? fanout-stats k)]
       (family sb (str "herald_feed_fanout_" (str/replace (name k) "-" "_") (when (= type "counter") "_total")) type help
               [["" {} (get fanout-stats k)]]))
+    ;; issue 10: the dead letters per job (the total above stays for dashboards that read it)
+    (family sb "herald_feed_dead_letters_total" "counter"
+            "On Kafka: records of the posts topic this instance's jobs sent to <prefix>posts-dead-letter, by job (undecodable, refused by a store for good, or still failing :events :dead-letter-after-ms after their first failure)."
+            (for [[job n] (:dead-letters-by-job fanout-stats)] ["" {:job job} n]))
     (let [rs (perf/recorder-stats recorder)]
       (doseq [[k type help] perf-families :when (contains? rs k)]
         (family sb (str "herald_feed_perf_" (str/replace (name k) "-" "_") (when (= type "counter") "_total")) type help

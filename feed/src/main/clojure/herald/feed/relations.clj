@@ -1,11 +1,11 @@
 (ns herald.feed.relations
   "The service's relationship operations (issue 11): unfriend, mutes and blocks, and the paged friend lists; the
-  graph role of the store does the writes (herald.feed.store `Relations`), this validates and answers the API's
+  graph role of the store does the writes (herald.feed.store.graph `Relations`), this validates and answers the API's
   errors."
   (:require [herald.feed.errors :as err]
             [herald.feed.pages :as pages]
             [herald.feed.service :as svc]
-            [herald.feed.store :as store]))
+            [herald.feed.store.graph :as graph]))
 
 (set! *warn-on-reflection* true)
 
@@ -34,20 +34,20 @@
   oneself, a 404 for an unknown participant. Returns whether they were friends."
   [{:keys [store] :as ctx} id other]
   (other-id ctx id other "otherId" "unfriend")
-  (store/unfriend! store id other))
+  (graph/unfriend! store id other))
 
 (defn mute!
   "`id` mutes the participant of params {:target link}: its posts leave id's inbound feed at read time (also
   those delivered before). Idempotent. Returns {:from id :target other}."
   [{:keys [store] :as ctx} id params]
   (let [t (target ctx id params "mute")]
-    (select-keys (store/mute! store id t) [:from :target])))
+    (select-keys (graph/mute! store id t) [:from :target])))
 
 (defn unmute!
   "Ends `id`'s mute of `other` (idempotent); the posts show again."
   [{:keys [store] :as ctx} id other]
   (other-id ctx id other "otherId" "unmute")
-  (store/unmute! store id other))
+  (graph/unmute! store id other))
 
 (defn block!
   "`id` blocks the participant of params {:target link}: their friendship ends, each one's posts leave the other's
@@ -55,14 +55,14 @@
   other}."
   [{:keys [store] :as ctx} id params]
   (let [t (target ctx id params "block")]
-    (select-keys (store/block! store id t) [:from :target])))
+    (select-keys (graph/block! store id t) [:from :target])))
 
 (defn unblock!
   "Ends `id`'s block of `other` (idempotent): the posts show again (a block by `other` stays); the friendship is
   not restored."
   [{:keys [store] :as ctx} id other]
   (other-id ctx id other "otherId" "unblock")
-  (store/unblock! store id other))
+  (graph/unblock! store id other))
 
 (defn friends-page
   "A page {:items [{:id :from id :to other}] :next} of `id`'s friendships, ascending by the friend's id; `opts`
@@ -77,9 +77,9 @@
 (defn mutes-page
   "A page {:items [{:from id :target other}] :next} of the participants `id` mutes, ascending ids."
   [ctx id opts]
-  (relation-page store/mutes ctx id opts))
+  (relation-page graph/mutes ctx id opts))
 
 (defn blocks-page
   "A page {:items [{:from id :target other}] :next} of the participants `id` blocks, ascending ids."
   [ctx id opts]
-  (relation-page store/blocks ctx id opts))
+  (relation-page graph/blocks ctx id opts))

@@ -5,7 +5,10 @@
             [herald.feed.fanout :as fanout]
             [herald.feed.idempotency :as idem]
             [herald.feed.pages :as pages]
-            [herald.feed.store :as store])
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
+            [herald.feed.store.validate :as v])
   (:import (com.github.benmanes.caffeine.cache Cache Caffeine)
            (java.time LocalDate LocalTime ZoneOffset)))
 
@@ -27,8 +30,8 @@
     (when-not (and (integer? v) (pos? (long v)))
       (throw (ex-info (str ":feed option " k " must be a positive integer, got " (pr-str v))
                       {:type :herald.feed/config :key k :value v}))))
-  (doseq [k [:max-limit :max-search-limit] :when (> (long (get limits k)) (long store/max-limit))]
-    (throw (ex-info (str ":feed option " k " must be at most " store/max-limit " (the stores' largest page), got " (get limits k))
+  (doseq [k [:max-limit :max-search-limit] :when (> (long (get limits k)) (long v/max-limit))]
+    (throw (ex-info (str ":feed option " k " must be at most " v/max-limit " (the stores' largest page), got " (get limits k))
                     {:type :herald.feed/config :key k :value (get limits k)})))
   (doseq [[d m] [[:default-limit :max-limit] [:default-search-limit :max-search-limit]]]
     (when (> (long (get limits d)) (long (get limits m)))
@@ -174,9 +177,9 @@
   of a participant seen before (one of the two a post made: the participant, then its friends)."
   [{:keys [store ^Cache participants]} id]
   (if (nil? participants)
-    (store/participant store id)
+    (graph/participant store id)
     (or (.getIfPresent participants id)
-        (when-let [p (store/participant store id)]
+        (when-let [p (graph/participant store id)]
           (.put participants id p)
           p))))
 
@@ -190,7 +193,7 @@
 (defn create-participant!
   "Creates a participant from params {:name}; returns {:id :name}."
   [{:keys [store limits]} params]
-  (store/create-participant! store (required-string params "name" (:max-name-chars limits) true)))
+  (graph/create-participant! store (required-string params "name" (:max-name-chars limits) true)))
 
 (defn befriend!
   "Befriends params {:from link :to link} posted to participant `id`'s friends; `id` must be one of
@@ -207,9 +210,9 @@
       (throw (err/bad-request (str "a participant cannot befriend itself: " (link from)) "to" (link to))))
     (participant ctx from "from")
     (participant ctx to "to")
-    (let [f (try (store/befriend! store from to)
+    (let [f (try (graph/befriend! store from to)
                  (catch clojure.lang.ExceptionInfo e
-                   (if-not (store/blocked-error? e)
+                   (if-not (graph/blocked-error? e)
                      (throw e)
                      (let [{:keys [blocker blocked]} (ex-data e)]
                        (throw (err/conflict (str "participant " (link blocker) " blocks " (link blocked)
@@ -221,7 +224,7 @@
   "The friendships of participant `id`: [{:id :from id :to other}]."
   [{:keys [store] :as ctx} id]
   (participant ctx id)
-  (store/friends store id))
+  (graph/friends store id))
 
 (def ^:private key-purge-ms
   "The least time between two purges of expired idempotency keys by one context."
@@ -252,7 +255,7 @@
                :subject (required-string params "subject" (:max-subject-chars limits) false)
                :story (required-string params "story" (:max-story-chars limits) false)}
          _ (participant ctx id)
-         recipients (mapv :to (store/friends store id))]
+         recipients (mapv :to (graph/friends store id))]
      (if (nil? idempotency-key)
        (fanout/publish! fanout post recipients)
        (publish-keyed! ctx id params post recipients idempotency-key)))))
@@ -261,7 +264,7 @@
   "A page {:items :next} of participant `id`'s posts, newest first; `opts` from `page-opts`."
   [{:keys [store] :as ctx} id opts]
   (participant ctx id)
-  (store/outbound store id opts))
+  (feeds/outbound store id opts))
 
 (defn inbound
   "A page {:items :next} of participant `id`'s inbound feed, newest first, without the posts of the participants
@@ -278,12 +281,12 @@
     (when (str/blank? kw)
       (throw (err/bad-request (str "'keywords' must hold at least one word, got " (err/json-text kw)) "keywords" kw)))
     (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
-    (store/search store kw {:limit limit})))
+    (search/search store kw {:limit limit})))
 
 (defn search-page
   "A page {:items [{:id :from}] :next} of the posts matching every word of `keywords`, newest first; `opts`
   {:limit :before} from `page-opts` (a cursor already checked). With a `viewer` (a participant id, 404 naming
-  `viewer` when unknown), the posts of its hidden set (store/hidden: whom it mutes or blocks, who block it) are left
+  `viewer` when unknown), the posts of its hidden set (graph/hidden: whom it mutes or blocks, who block it) are left
   out by the search itself, so the page still holds `limit` items while other matches remain."
   ([ctx keywords opts] (search-page ctx keywords opts nil))
   ([{:keys [store] :as ctx} keywords opts viewer]
@@ -293,12 +296,12 @@
        (throw (err/bad-request (str "'keywords' must hold at least one word, got " (err/json-text kw)) "keywords" kw)))
      (when (> (count kw) 1000) (throw (err/bad-request "'keywords' is longer than 1000 characters" "keywords")))
      (when viewer (participant ctx viewer "viewer"))
-     (store/search-page store kw (cond-> opts viewer (assoc :hidden (store/hidden store viewer)))))))
+     (search/search-page store kw (cond-> opts viewer (assoc :hidden (graph/hidden store viewer)))))))
 
 (defn resume-pending!
   "Resubmits every fan-out the store recorded but did not complete (after a crash); returns the count."
   [{:keys [store fanout]}]
-  (reduce (fn [n job] (fanout/submit! fanout job) (inc n)) 0 (store/pending-fanouts store)))
+  (reduce (fn [n job] (fanout/submit! fanout job) (inc n)) 0 (feeds/pending-fanouts store)))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; issue 11: a post's link, edits and deletes
@@ -318,7 +321,7 @@
   "Post `post-id` of participant `id` (its sender), or a 404 naming `postId` (no such post, deleted, or sent by
   another participant)."
   [{:keys [store]} id post-id]
-  (let [p (store/post store post-id)]
+  (let [p (feeds/post store post-id)]
     (if (and p (= (long id) (long (:from p))))
       p
       (throw (err/not-found (str "post " (post-link id post-id) " does not exist") "postId" (post-link id post-id))))))

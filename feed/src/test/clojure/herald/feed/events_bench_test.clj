@@ -3,7 +3,7 @@
   (:require [clojure.test :refer [deftest is]]
             [herald.feed :as feed]
             [herald.feed.service :as svc]
-            [herald.feed.servers.kafka :as sk]
+            [herald.flow.kafka-broker :as sk]
             [herald.feed.test-util :as u])
   (:import (java.util Map)
            (java.util.concurrent ConcurrentHashMap)))
@@ -26,7 +26,7 @@
               (recur)))))
 
 (deftest ^:benchmark kafka-lag
-  (sk/with-kafka bootstrap
+  (sk/with-broker bootstrap
     (let [dir (u/temp-dir "lag-")
           sys (u/start-feed! nil {:events {:type :kafka :bootstrap-servers bootstrap :partitions 4 :data-dir dir
                                            :topic-prefix (str "lag" (random-uuid) "-")}})

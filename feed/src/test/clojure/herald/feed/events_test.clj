@@ -4,7 +4,7 @@
             [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.events.kafka :as kafka]
-            [herald.feed.servers.kafka :as sk]
+            [herald.flow.kafka-broker :as sk]
             [herald.feed.test-util :as u]))
 
 (set! *warn-on-reflection* true)
@@ -32,7 +32,7 @@
                              [(.key r) (clojure.edn/read-string (.value r))]))))))))
 
 (deftest ^:integration posts-go-through-kafka
-  (sk/with-kafka bootstrap
+  (sk/with-broker bootstrap
     (let [dir (u/temp-dir "feed-kafka-")
           events (kafka-events bootstrap (str "t" (random-uuid) "-") dir)
           sys (u/start-feed! nil {:events events})
@@ -105,14 +105,14 @@
   ;; the one fault no real server here gives on demand (a Cassandra write refused for a bad value) is mocked at
   ;; store/deliver-all!; Kafka, the jobs, the memory store and HTTP are real. Before the refusal, an outage (an
   ;; unavailable store) is retried, never dead-lettered.
-  (sk/with-kafka bootstrap
+  (sk/with-broker bootstrap
     (let [dir (u/temp-dir "feed-kafka-rejected-")
           events (assoc (kafka-events bootstrap (str "t" (random-uuid) "-") dir)
                         :backoff-ms 10 :backoff-max-ms 50 :rejected-retries 3 :fan-out-flush-ms 20)
-          real-deliver @#'herald.feed.store/deliver-all!
+          real-deliver @#'herald.feed.store.feeds/deliver-all!
           down-until (atom 0)
           attempts (atom 0)]
-      (with-redefs [herald.feed.store/deliver-all!
+      (with-redefs [herald.feed.store.feeds/deliver-all!
                     (fn [s deliveries]
                       (swap! attempts inc)
                       (when (< (System/currentTimeMillis) (long @down-until))

@@ -9,7 +9,7 @@
             [herald.feed :as feed]
             [herald.feed.events-test :as et]
             [herald.feed.idempotency-test :as it]
-            [herald.feed.servers.kafka :as sk]
+            [herald.flow.kafka-broker :as sk]
             [herald.feed.servers.proxy :as proxy]
             [herald.feed.servers.scale :as scale]
             [herald.feed.test-util :as u]))
@@ -30,17 +30,17 @@
   (ex-info "cassandra: a request failed: no node" {:type :herald.feed.store.cassandra/unavailable}))
 
 (deftest ^:integration retries-after-a-failure-past-the-append-make-one-post
-  (sk/with-kafka bootstrap
+  (sk/with-broker bootstrap
     (let [dir (u/temp-dir "feed-idem-kafka-")
           sys (u/start-feed! nil {:events (et/kafka-events bootstrap (str "t" (random-uuid) "-") dir)})
           base (feed/url sys)
           [a b] (it/setup! base)
           path (str (it/link a) "/outbound")
           fail (atom #{})
-          real-put @#'herald.feed.store/put-outbound!
+          real-put @#'herald.feed.store.feeds/put-outbound!
           real-send @#'herald.feed.events.kafka/send!]
       (try
-        (with-redefs [herald.feed.store/put-outbound! (fn [s p] (when (@fail :put) (throw (outage))) (real-put s p))
+        (with-redefs [herald.feed.store.feeds/put-outbound! (fn [s p] (when (@fail :put) (throw (outage))) (real-put s p))
                       herald.feed.events.kafka/send! (fn [p topic k v t]
                                                        (when (and (@fail :send) (re-find #"posts$" topic)) (throw (outage)))
                                                        (real-send p topic k v t))]

@@ -7,7 +7,7 @@
             [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.crash-test]
-            [herald.feed.store :as store]
+            [herald.feed.store.keys :as keys]
             [herald.feed.test-util :as u]
             [herald.json :as json])
   (:import (java.net URI)
@@ -113,8 +113,8 @@
       (is (= 2 (:outbound (copies sys a b "ttl" "gnu"))))
       (testing "purged: a purge deletes the expired records, a second finds none"
         (let [st (:store (feed/service sys)) later (+ (System/currentTimeMillis) 1000)]
-          (is (<= 1 (store/purge-keys! st later)))
-          (is (= 0 (store/purge-keys! st later)))))
+          (is (<= 1 (keys/purge-keys! st later)))
+          (is (= 0 (keys/purge-keys! st later)))))
       (finally (feed/stop! sys)))))
 
 (deftest ^:integration the-embedded-store-dedupes-across-a-sigkill

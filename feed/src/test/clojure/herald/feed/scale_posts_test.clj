@@ -6,7 +6,7 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.events-test :as et]
-            [herald.feed.servers.kafka :as sk]
+            [herald.flow.kafka-broker :as sk]
             [herald.feed.servers.scale :as scale]
             [herald.feed.test-util :as tu]))
 
@@ -61,7 +61,7 @@
         (is (= ["fixed" "typo"] (subjects (str (link b) "/inbound"))))))))
 
 (deftest ^:integration edits-and-deletes-go-through-kafka
-  (sk/with-kafka bootstrap
+  (sk/with-broker bootstrap
     (let [dir (tu/temp-dir "feed-kafka-posts-")
           sys (tu/start-feed! nil {:events (et/kafka-events bootstrap (str "t" (random-uuid) "-") dir)})]
       (try (exercise sys)

@@ -4,7 +4,8 @@
             [herald.feed.fanout :as fanout]
             [herald.feed.jobs.posts :as posts]
             [herald.feed.service :as svc]
-            [herald.feed.store :as store]))
+            [herald.feed.store :as store]
+            [herald.feed.store.graph :as graph]))
 
 (set! *warn-on-reflection* true)
 
@@ -111,8 +112,8 @@
   (let [c (ctx)
         a (:id (svc/create-participant! c {:name "Ann"}))
         asked (atom [])
-        lookup store/participant]
-    (with-redefs [store/participant (fn [s id] (swap! asked conj id) (lookup s id))]
+        lookup graph/participant]
+    (with-redefs [graph/participant (fn [s id] (swap! asked conj id) (lookup s id))]
       (is (= {:id a :name "Ann"} (svc/participant c a)))
       (dotimes [_ 3] (svc/publish! c a {:subject "s" :story "t" :occurred "2026-11-26"}))
       (is (= [a] @asked) "found once: the posts that follow use the context's own copy")

@@ -1,5 +1,7 @@
 (ns herald.flow.kafka-broker
-  "One real Kafka broker (KRaft, broker and controller in one node) for the whole test run, started in this JVM on 127.0.0.1."
+  "One real Kafka broker (KRaft, broker and controller in one node) for the whole test run, started in this JVM on
+  127.0.0.1 on first use (a fresh data dir, free ports; stopped and deleted when the JVM exits). The one test broker of
+  flow and feed: the feed's tests get it from flow's test-jar (herald-flow, type test-jar)."
   (:require [clojure.edn]
             [clojure.java.io :as io]
             [clojure.test :as t])

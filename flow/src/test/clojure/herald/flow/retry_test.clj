@@ -70,3 +70,58 @@
     (is (= :output/retries (:key (try (flow/validate (update-in (job {}) [:catalog 0] assoc :output/retries 1)) nil
                                       (catch clojure.lang.ExceptionInfo e (ex-data e)))))
         "outputs only")))
+
+(deftest past-give-up-after-ms-a-failing-segment-is-handed-on-and-the-output-goes-on
+  (let [errors (atom []) got (atom []) calls (atom 0) lines (atom [])
+        ;; segment 7 fails every time (whatever the error: not a rejection), the others always succeed
+        sink (fn [segs] (swap! calls inc)
+               (when (some #(= 7 (:n %)) segs) (throw (ex-info "store down for good" {})))
+               (swap! got into segs))
+        t0 (System/currentTimeMillis)]
+    (with-redefs [retry/log-line! (fn [s] (swap! lines conj s))]
+      (let [h (flow/submit-job (job {:output/retries :forever :output/backoff-ms 20 :output/backoff-max-ms 40
+                                     :output/give-up-after-ms 300})
+                               {:inject {:in {:seq/segments (map #(hash-map :n %) (range 30))} :out {:sink/fn sink}}
+                                :on-error #(swap! errors conj %)})
+            st (flow/await-job h 20000)]
+        (is (= :completed (:status st)) "the output went on past the segment that never gets written")
+        (is (= (remove #{7} (range 30)) (sort (map :n @got))) "every other segment written")
+        (is (= 1 (count @errors)))
+        (let [{:keys [segment exception attempts first-failure-at last-failure-at task]} (first @errors)]
+          (is (= [{:n 7} :out "store down for good"] [segment task (ex-message exception)]))
+          (is (<= 300 (- last-failure-at first-failure-at)) "handed on only after the budget")
+          (is (<= t0 first-failure-at last-failure-at (System/currentTimeMillis)))
+          (is (< 3 attempts 40) (str "retried under the backoff meanwhile: " attempts)))
+        (is (= 1 (get-in (flow/job-metrics h) [:tasks :out :rejected-segments])))
+        (is (some #(str/includes? % "gave up on 1 of 10 segments (handed to :on-error) after") @lines) (pr-str @lines))
+        (is (not-any? #(str/includes? % "writing again") @lines) "giving up is not reported as writing again")))))
+
+(deftest a-failure-shorter-than-give-up-after-ms-hands-nothing-on
+  (let [errors (atom []) got (atom []) calls (atom [])
+        h (flow/submit-job (job {:output/retries :forever :output/backoff-ms 20 :output/backoff-max-ms 40
+                                 :output/give-up-after-ms 5000})
+                           {:inject {:in {:seq/segments (map #(hash-map :n %) (range 50))} :out {:sink/fn (flaky 4 got calls)}}
+                            :on-error #(swap! errors conj %)})]
+    (is (= :completed (:status (flow/await-job h 20000))))
+    (is (= (range 50) (map :n @got)) "a short outage heals: every segment written once, in order")
+    (is (empty? @errors))))
+
+(deftest a-split-past-its-poll-budget-hands-the-rest-on-untried
+  ;; every write waits 40 ms then fails (a server that times out): a full split of 16 segments is 31 writes; with
+  ;; a 100 ms budget the split stops trying after a few and hands the rest on with the last failure
+  (let [p (retry/policy {:task/name :out :output/retries :forever :output/backoff-ms 1 :output/backoff-max-ms 1
+                         :output/give-up-after-ms 1} :j)
+        ^java.util.concurrent.atomic.AtomicLong failures (:failures (retry/state))
+        st (retry/state)
+        writes (atom 0) handed (atom [])]
+    (.set ^java.util.concurrent.atomic.AtomicLong (:failures st) 3)
+    (.set ^java.util.concurrent.atomic.AtomicLong (:since st) (- (System/currentTimeMillis) 1000))
+    (with-redefs [retry/log-line! (fn [_])]
+      (retry/write! p st 100 (fn [_] (swap! writes inc) (Thread/sleep 40) (throw (ex-info "timed out" {})))
+                    (fn [seg e info] (swap! handed conj [seg (ex-message e) (:attempts info)]))
+                    (vec (range 16))))
+    (is (= (range 16) (map first @handed)) "every segment handed on, in order")
+    (is (every? #(= "timed out" (second %)) @handed))
+    (is (< 1 @writes 10) (str "the split stopped trying at the budget: " @writes " writes"))
+    (is (zero? (.get failures)))
+    (is (= 16 (:rejected-segments (retry/failures [st]))))))

@@ -17,7 +17,7 @@
   "The options of the Kafka event log (`:events` with `:type :kafka`), see `check`."
   {:bootstrap-servers "127.0.0.1:9092" :topic-prefix "herald-" :partitions 12 :replication-factor 1
    :min-insync-replicas nil :retention-ms 604800000 :send-timeout-ms 10000 :linger-ms 1 :threads 1 :commit-interval-ms 1000
-   :fan-out-flush-ms 100 :index-flush-ms 500 :fetch-min-bytes 65536 :fetch-max-wait-ms 100 :batch-size 500 :retries :forever :backoff-ms 100 :backoff-max-ms 10000 :rejected-retries 10 :data-dir "data"
+   :fan-out-flush-ms 100 :index-flush-ms 500 :fetch-min-bytes 65536 :fetch-max-wait-ms 100 :batch-size 500 :retries :forever :backoff-ms 100 :backoff-max-ms 10000 :rejected-retries 10 :dead-letter-after-ms 600000 :data-dir "data"
    :producer {} :streams {}})
 
 (defn- int-in? [lo hi] (fn [v] (and (int? v) (<= (long lo) (long v) (long hi)))))
@@ -42,6 +42,7 @@
    :backoff-ms [(int-in? 1 600000) "an integer in 1..600000"]
    :backoff-max-ms [(int-in? 1 3600000) "an integer in 1..3600000"]
    :rejected-retries [(int-in? 0 1000000) "a non-negative integer"]
+   :dead-letter-after-ms [#(or (nil? %) ((int-in? 1 Long/MAX_VALUE) %)) "nil (retry an outage forever) or a positive integer (milliseconds)"]
    :data-dir [#(and (string? %) (not (str/blank? %))) "a directory path"]
    :producer [map? "a map of Kafka producer properties"]
    :streams [map? "a map of Kafka Streams properties"]})

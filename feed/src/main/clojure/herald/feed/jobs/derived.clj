@@ -2,7 +2,7 @@
   "The fan-out and indexing jobs on the Kafka log: their store-writing outputs (idempotent, throwing so that herald.flow retries them) and their submission on the :kafka-streams runtime, one consumer group per job."
   (:require [herald.feed.events.kafka :as kafka]
             [herald.feed.jobs :as jobs]
-            [herald.feed.store :as store]
+            [herald.feed.store.search :as search]
             [herald.feed.store.feeds :as feeds]
             [herald.flow :as flow]
             [herald.flow.spi :as spi]))
@@ -21,7 +21,7 @@
   (partition-by #(some? (:post %)) segments))
 
 (defn feeds-output
-  "The fan-out job's output on the Kafka log: one `store/deliver-all!` per batch (the author's outbound copy and
+  "The fan-out job's output on the Kafka log: one `feeds/deliver-all!` per batch (the author's outbound copy and
   every recipient's inbound copy of each post, idempotent upserts). A failed write throws: herald.flow retries the
   batch (`:output/retries`) and the job's offsets do not pass it.
 
@@ -34,13 +34,13 @@
       (-write! [_ segments]
         (doseq [run (in-runs segments)]
           (if (:post (first run))
-            (store/deliver-all! s (mapv #(select-keys % [:post :recipients]) run))
-            (store/apply-changes! s (mapv #(select-keys % [:edit :delete]) run)))))
+            (feeds/deliver-all! s (mapv #(select-keys % [:post :recipients]) run))
+            (feeds/apply-changes! s (mapv #(select-keys % [:edit :delete]) run)))))
       (-flush! [_])
       (-close-output! [_]))))
 
 (defn index-output
-  "The indexing job's output on the Kafka log: one `store/index-batch!` per batch (idempotent by post id). A failed
+  "The indexing job's output on the Kafka log: one `search/index-batch!` per batch (idempotent by post id). A failed
   batch (the search server down, a failed bulk item) throws: herald.flow retries it (`:output/retries`), so an
   outage of search delays indexing and never loses a post.
 
@@ -53,9 +53,9 @@
       (-write! [_ segments]
         (doseq [run (in-runs segments)]
           (if (:post (first run))
-            (store/index-batch! s (mapv :post run))
+            (search/index-batch! s (mapv :post run))
             (doseq [{:keys [edit delete]} run]
-              (if edit (store/reindex! s edit) (store/unindex! s (:id delete)))))))
+              (if edit (search/reindex! s edit) (search/unindex! s (:id delete)))))))
       (-flush! [_])
       (-close-output! [_]))))
 
@@ -91,10 +91,13 @@
 
 (defn- submit!
   "Submits `job` on :kafka-streams under application id `app-id`, reading `topic`, with `inject` for its output
-  (plus `rejected?` and `:rejected-retries`); a record the job cannot apply (undecodable, or refused by the store
-  for good) goes to `(:dead-letter! o)` with the job's name."
+  (plus `rejected?`, `:rejected-retries` and `:dead-letter-after-ms` as `:output/give-up-after-ms`); a record the
+  job cannot apply (undecodable, refused by the store for good, or still failing `:dead-letter-after-ms` after its
+  first failure) goes to `(:dead-letter! o)` with the job's name."
   [job app-id topic inject o]
-  (let [inject (update-vals inject #(assoc % :output/rejected? ::rejected? :output/rejected-retries (:rejected-retries o)))]
+  (let [inject (update-vals inject #(cond-> (assoc % :output/rejected? ::rejected? :output/rejected-retries (:rejected-retries o))
+                                      ;; any failure, an outage too, dead-lettered once it has lasted this long
+                                      (:dead-letter-after-ms o) (assoc :output/give-up-after-ms (:dead-letter-after-ms o))))]
    (jobs/watch!
    (flow/submit-job job
                     {:runtime :kafka-streams

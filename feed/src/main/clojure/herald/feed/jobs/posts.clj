@@ -3,7 +3,9 @@
   (:require [herald.feed.fanout :as fanout]
             [herald.feed.jobs :as jobs]
             [herald.feed.outage :as outage]
-            [herald.feed.store :as store]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.keys :as keys]
+            [herald.feed.store.search :as search]
             [herald.flow :as flow]
             [herald.flow.spi :as spi])
   (:import (java.util.concurrent.atomic AtomicLong)))
@@ -66,7 +68,7 @@
      :on-error (spi/option task (k "on-error") fn? "a fn of (throwable segment)")}))
 
 (defn inbound-output
-  "The fan-out job's output: `store/fan-out!` per post (every recipient's inbound upsert and the completion
+  "The fan-out job's output: `feeds/fan-out!` per post (every recipient's inbound upsert and the completion
   of the post's fan-out record, one atomic write in the embedded store), or, when the store has the
   `herald.feed.store.feeds/BatchFanOut` capability, one `-fan-out-all!` per batch (one atomic write for the
   batch; should it throw, post by post with retries). Idempotent, so a replay is harmless.
@@ -79,10 +81,10 @@
   | `:inbound/on-error` | fn | `(f throwable segment)` after the last retry failed |"
   [task]
   (let [{:keys [store retries done on-error]} (output-options task "inbound")
-        batch? (store/batch-fan-out? store)
+        batch? (feeds/batch-fan-out? store)
         one-by-one (fn [segments]
                      (doseq [{:keys [post recipients] :as seg} segments]
-                       (done (attempt! #(when (seq recipients) (store/fan-out! store post recipients))
+                       (done (attempt! #(when (seq recipients) (feeds/fan-out! store post recipients))
                                        retries #(on-error % seg))
                              seg)))]
     (reify spi/Output
@@ -90,7 +92,7 @@
         (let [work (filterv #(seq (:recipients %)) segments)]
           (if (and batch? (next work))
             ;; the whole batch in one store write; should it throw, post by post with retries (idempotent)
-            (if (try (store/fan-out-all! store work) true (catch Throwable _ false))
+            (if (try (feeds/fan-out-all! store work) true (catch Throwable _ false))
               (doseq [seg segments] (done true seg))
               (one-by-one segments))
             (one-by-one segments))))
@@ -98,10 +100,10 @@
       (-close-output! [_]))))
 
 (defn search-output
-  "The indexing job's output: puts each batch into the search index in one call (`store/index-batch!`,
+  "The indexing job's output: puts each batch into the search index in one call (`search/index-batch!`,
   idempotent by post id; it never throws for a post whose indexing fails: the store retries it and its index
   watermark brings it back on the next open). Should the batch call throw (a malformed post, a closed store),
-  each post is indexed on its own (`store/index!`, retried), so one bad post does not hold back the others.
+  each post is indexed on its own (`search/index!`, retried), so one bad post does not hold back the others.
 
   | key | type | meaning |
   |---|---|---|
@@ -113,10 +115,10 @@
   (let [{:keys [store retries done on-error]} (output-options task "search")]
     (reify spi/Output
       (-write! [_ segments]
-        (if (try (store/index-batch! store (mapv :post segments)) true (catch Throwable _ false))
+        (if (try (search/index-batch! store (mapv :post segments)) true (catch Throwable _ false))
           (doseq [seg segments] (done true seg))
           (doseq [{:keys [post] :as seg} segments]
-            (done (attempt! #(store/index! store post) retries #(on-error % seg)) seg))))
+            (done (attempt! #(search/index! store post) retries #(on-error % seg)) seg))))
       (-flush! [_])
       (-close-output! [_]))))
 
@@ -223,19 +225,19 @@
         queued #(long (:queued (flow/push-stats % :posts)))]
     (reify
       fanout/KeyedFanout
-      ;; the post, its pending fan-out and its key record in one atomic write (store/publish-keyed!); a repeat finds
+      ;; the post, its pending fan-out and its key record in one atomic write (keys/publish-keyed!); a repeat finds
       ;; the record and submits nothing (the first call submitted the fan-out, or a restart resumes it: pending)
       (-publish-keyed! [this post recipients k]
-        (when-not (store/keyed-publish? store) (throw (fanout/keys-unsupported)))
+        (when-not (keys/keyed-publish? store) (throw (fanout/keys-unsupported)))
         (let [rs (vec (distinct recipients))
-              rec (store/publish-keyed! store post rs k)]
+              rec (keys/publish-keyed! store post rs k)]
           (when (:created? rec) (fanout/-submit! this {:post (:post rec) :recipients rs}))
           rec))
 
       fanout/Fanout
       (-publish! [this post recipients]
         (let [rs (vec (distinct recipients))
-              stored (store/publish! store post rs)]
+              stored (feeds/publish! store post rs)]
           (fanout/-submit! this {:post stored :recipients rs})
           stored))
       (-submit! [_ job]

@@ -1,6 +1,6 @@
 (ns herald.feed.store.cache
   "The cache role: its contract (`Cache`) and its in-process backend, a Caffeine cache (participant lookups, friend
-  lists and hidden sets, see herald.feed.store; the :scale profile's Redis backend is herald.feed.store.redis)."
+  lists and hidden sets, see herald.feed.store.graph; the :scale profile's Redis backend is herald.feed.store.redis)."
   (:import (com.github.benmanes.caffeine.cache Caffeine)
            (com.github.benmanes.caffeine.cache.stats CacheStats)
            (java.time Duration)

@@ -1,7 +1,12 @@
 (ns herald.feed.store.feeds
-  "The feeds role's contract: outbound and inbound feeds, the fan-out, edits and deletes of posts, one protocol
-  per capability. Callers use the public functions of herald.feed.store; a backend playing the feeds role
-  implements OutboundStore and InboundStore, and the others it can.")
+  "The feeds role: outbound and inbound feeds, the fan-out, edits and deletes of posts. Its contract, one protocol
+  per capability (a backend playing the role implements OutboundStore and InboundStore, and the others it can),
+  then the functions callers use on a store: each validates its arguments and calls the capability the role has
+  (a batch fan-out, copies derived from a log). Edits and deletes, which the search role follows, are
+  herald.feed.store/edit-post! and delete-post!."
+  (:require [herald.feed.store.lifecycle :as lc]
+            [herald.feed.store.search :as search]
+            [herald.feed.store.validate :as v]))
 
 (set! *warn-on-reflection* true)
 
@@ -72,3 +77,128 @@
   (-delete-outbound! [s post] "Removes the author's copy of `post` (and `-post` of it) and records its tombstone.")
   (-apply-changes! [s changes] "Applies each `{:edit post}` (the post's new version) or `{:delete post}` of
   `changes` (a non-empty vector, in log order) to the author's copy and every inbound copy delivered."))
+
+;; ---------------------------------------------------------------------------------------------------
+;; the feeds role's functions on a store (herald.feed.store.lifecycle/role-map)
+
+(defn new-post
+  "The validated fields of a post to publish, {:from :occurred :subject :story} (as `publish!` takes them);
+  throws ex-info {:type :herald.feed.store/invalid :key k} naming a bad one."
+  [post]
+  (select-keys (v/check-post post) [:from :occurred :subject :story]))
+
+(defn publish!
+  "Stores post {:from :occurred :subject :story} (strings; :id/:ts are assigned) with a pending fan-out
+  record for recipients (a seq of ids, usually the sender's friends), atomically and durably. Returns the
+  post with :id and :ts. Finish with fan-out! (or deliver! + complete-fanout!) and
+  herald.feed.store.search/index!."
+  [s post recipients]
+  (let [f (lc/role s :feeds)
+        post (new-post post)
+        recipients (v/check-recipients recipients)]
+    (if-let [p (lc/progress-of s)]
+      (search/-tracked-publish! p #(-publish! f post recipients))
+      (-publish! f post recipients))))
+
+(defn post
+  "The post with this id, or nil."
+  [s id]
+  (-post (lc/role s :feeds) (v/check-id :id id)))
+
+(defn outbound
+  "A page {:items [post ...] :next cursor} of sender's posts, newest first.
+
+  | key      | type   | default | meaning                                               |
+  |----------|--------|---------|-------------------------------------------------------|
+  | :limit   | int    | 50      | items per page, 1..10000                              |
+  | :before  | string | nil     | the :next cursor of the previous page (opaque)         |
+
+  A malformed cursor throws ex-info {:type :herald.feed.store/bad-cursor}."
+  ([s sender] (outbound s sender nil))
+  ([s sender opts] (-outbound (lc/role s :feeds) (v/check-id :sender sender) (v/page-opts opts))))
+
+(defn inbound
+  "A page {:items [post ...] :next cursor} of recipient's inbound feed, newest first. Options as outbound."
+  ([s recipient] (inbound s recipient nil))
+  ([s recipient opts] (-inbound (lc/role s :feeds) (v/check-id :recipient recipient) (v/page-opts opts))))
+
+(defn logged-feeds?
+  "True when `s` has the `LoggedFeeds` role (the feeds can be derived from a log outside the store)."
+  [s]
+  (satisfies? LoggedFeeds (lc/feeds-of s)))
+
+(defn put-outbound!
+  "Upserts the author's copy of `post` (as assigned by a log: with :id and :ts), see `LoggedFeeds`. Idempotent."
+  [s post]
+  (-put-outbound! (lc/role s :feeds) (v/check-stored-post post))
+  nil)
+
+(defn deliver-all!
+  "Upserts, for each {:post :recipients} of `deliveries`, the author's outbound copy and every recipient's
+  inbound copy (see `LoggedFeeds`). Idempotent; throws when a write failed."
+  [s deliveries]
+  (let [ds (v/check-deliveries deliveries)]
+    (when (seq ds) (-deliver-all! (lc/role s :feeds) ds))
+    nil))
+
+(defn deliver!
+  "Puts post (as returned by publish!) into recipient's inbound feed. Idempotent."
+  [s recipient post]
+  (-deliver! (lc/role s :feeds) (v/check-id :recipient recipient) (v/check-stored-post post)))
+
+(defn fan-out!
+  "Delivers post to every recipient and completes its fan-out record (one atomic write in the embedded
+  backend). Idempotent: running it twice, or after a crash, never duplicates an inbound item."
+  [s post recipients]
+  (-fan-out! (lc/role s :feeds) (v/check-stored-post post) (v/check-recipients recipients)))
+
+(defn batch-fan-out?
+  "True when the feeds role of `store` has the `BatchFanOut` capability (herald.feed.store.feeds)."
+  [store]
+  (satisfies? BatchFanOut (lc/feeds-of store)))
+
+(defn fan-out-all!
+  "Delivers and completes the fan-out of every `{:post :recipients}` of `deliveries` (feeds role): in one durable
+  write when the role has `BatchFanOut`, else post by post. When it throws, none or some posts may be done; the
+  caller retries post by post (idempotent)."
+  [s deliveries]
+  (let [f (lc/role s :feeds)
+        ds (v/check-deliveries deliveries)]
+    (cond (empty? ds) nil
+          (satisfies? BatchFanOut f) (-fan-out-all! f ds)
+          :else (doseq [{:keys [post recipients]} ds] (-fan-out! f post recipients)))
+    nil))
+
+(defn pending-fanouts
+  "The fan-outs published but not completed: a seq of {:post :recipients}, oldest first. After a restart
+  the service runs fan-out! on each."
+  [s]
+  (-pending-fanouts (lc/role s :feeds)))
+
+(defn complete-fanout!
+  "Marks the fan-out of post-id as done. Idempotent."
+  [s post-id]
+  (-complete-fanout! (lc/role s :feeds) (v/check-id :post-id post-id)))
+
+(defn logged-edits?
+  "True when the feeds role of `s` has `LoggedEdits`."
+  [s]
+  (satisfies? LoggedEdits (lc/feeds-of s)))
+
+(defn delete-outbound!
+  "Feeds role (`LoggedEdits`): removes the author's copy of `post` (as stored) and records its tombstone."
+  [s post]
+  (-delete-outbound! (lc/role s :feeds) (v/check-stored-post post))
+  nil)
+
+(defn apply-changes!
+  "Feeds role (`LoggedEdits`): applies the change records `changes` (`{:edit post}` or `{:delete post}`, posts as
+  stored, in log order) to every copy. Idempotent."
+  [s changes]
+  (let [cs (mapv (fn [c]
+                   (cond (:edit c) {:edit (v/check-stored-post (:edit c))}
+                         (:delete c) {:delete (v/check-stored-post (:delete c))}
+                         :else (v/invalid (str "a change must be {:edit post} or {:delete post}, got " (pr-str c)) :changes c)))
+                 changes)]
+    (when (seq cs) (-apply-changes! (lc/role s :feeds) cs))
+    nil))

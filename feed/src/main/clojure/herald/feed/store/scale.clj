@@ -1,9 +1,8 @@
 (ns herald.feed.store.scale
   "The :scale store: each data role on its own backend (PostgreSQL, Cassandra, OpenSearch, Redis, or memory),
-  a map of roles (herald.feed.store/role-map); without a log, search is derived from the feeds' post log
+  a map of roles (herald.feed.store.lifecycle/role-map); without a log, search is derived from the feeds' post log
   and its progress kept as a search mark."
-  (:require [herald.feed.store :as store]
-            [herald.feed.store.lifecycle :as lifecycle]
+  (:require [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.search :as search]
             [herald.feed.store.scale.indexing :as ix]
             [herald.feed.store.scale.roles :as roles])
@@ -99,7 +98,7 @@
         roles {:graph graph :feeds feeds :search search :cache cache :shared memory
                :backends (distinct-backends backends)}]
     (if (= :log (:search-progress opts))
-      (store/role-map roles)
+      (lifecycle/role-map roles)
       (let [[m n] (try (ix/catch-up! feeds search (:catch-up-batch opts))
                        (catch Throwable t
                          (run! #(try (lifecycle/-close! %) (catch Throwable _ nil)) (distinct-backends backends))
@@ -107,4 +106,4 @@
                                          {:type :herald.feed.store/unavailable :key [:search]} t))))
             tracker (ix/tracker m)]
         (when (pos? (long n)) (.info log (str "the :scale store indexed " n " posts missing from search")))
-        (store/role-map (assoc roles :progress (MarkProgress. tracker (start-marker tracker feeds search opts) search)))))))
+        (lifecycle/role-map (assoc roles :progress (MarkProgress. tracker (start-marker tracker feeds search opts) search)))))))

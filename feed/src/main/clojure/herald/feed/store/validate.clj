@@ -1,7 +1,8 @@
 (ns herald.feed.store.validate
-  "The checks herald.feed.store's public functions make of their arguments: ids, strings, page options, posts.
-  A failing check throws ex-info {:type :herald.feed.store/invalid :key k :value v}: the service validates its
-  input first, so for a request this is a programmer error (a 500 in the log), never a client's message."
+  "The checks the role namespaces' public functions (herald.feed.store.graph, .feeds, .search, .keys) make of
+  their arguments: ids, strings, page options, posts, and the page size limits. A failing check throws ex-info
+  {:type :herald.feed.store/invalid :key k :value v}: the service validates its input first, so for a request
+  this is a programmer error (a 500 in the log), never a client's message."
   (:require [herald.feed.store.cursor :as cursor]))
 
 (set! *warn-on-reflection* true)

@@ -5,7 +5,7 @@
             [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.servers.cassandra :as cass]
-            [herald.feed.servers.kafka :as sk]
+            [herald.flow.kafka-broker :as sk]
             [herald.feed.servers.opensearch :as osn]
             [herald.feed.servers.postgres :as pg]
             [herald.feed.servers.redis :as rd]

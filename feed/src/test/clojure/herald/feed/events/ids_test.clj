@@ -3,7 +3,7 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.events.ids :as ids]
             [herald.feed.events.kafka :as kafka]
-            [herald.feed.servers.kafka :as sk])
+            [herald.flow.kafka-broker :as sk])
   (:import (org.apache.kafka.clients.producer KafkaProducer)))
 
 (set! *warn-on-reflection* true)
@@ -40,7 +40,7 @@
       (is (= (ids/id 5 0) (ids/next-id! a))))))
 
 (deftest instances-never-collide-on-one-kafka
-  (sk/with-kafka bootstrap
+  (sk/with-broker bootstrap
     (let [o (kafka/check {:bootstrap-servers bootstrap :topic-prefix (str "ids-" (random-uuid) "-") :partitions 2})
           _ (kafka/ensure-topics! o)
           _ (kafka/ensure-topics! o) ; an existing topic is left as it is

@@ -6,7 +6,7 @@
             [herald.feed.jobs.perf-sender :as sender]
             [herald.feed.perf :as perf]
             [herald.feed.perf-model :as model]
-            [herald.feed.servers.kafka :as kb]
+            [herald.flow.kafka-broker :as kb]
             [herald.feed.test-util :as u]
             [herald.flow :as flow]
             [herald.flow.plugin :as plugin])
@@ -42,7 +42,7 @@
                         :allowed-lateness-ms lateness}))
 
 (deftest two-instances-show-the-cluster-minutes-and-a-later-one-the-past-ones
-  (kb/with-kafka bootstrap
+  (kb/with-broker bootstrap
     (let [ev (events bootstrap)
           dirs (vec (repeatedly 3 #(u/temp-dir "herald-perf-kafka")))
           start (* 60000 (- (quot (System/currentTimeMillis) 60000) 5))
@@ -84,7 +84,7 @@
       (run! u/delete-tree! dirs))))
 
 (deftest a-minute-closes-when-the-clusters-watermark-passes-it
-  (kb/with-kafka bootstrap
+  (kb/with-broker bootstrap
     (let [dir (u/temp-dir "herald-perf-kafka")
           start (* 60000 (- (quot (System/currentTimeMillis) 60000) 3))
           ;; the clock never closes a minute here: only the job's final rows can

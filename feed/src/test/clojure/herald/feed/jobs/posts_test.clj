@@ -5,6 +5,7 @@
             [herald.feed.jobs.posts :as posts]
             [herald.feed.service :as svc]
             [herald.feed.store :as store]
+            [herald.feed.store.graph :as graph]
             [herald.feed.store.feeds :as feeds]
             [herald.feed.store.search :as search])
   (:import (java.util.concurrent CountDownLatch TimeUnit)))
@@ -33,23 +34,23 @@
       (is (= 150 (count (:items (svc/inbound ctx c {:limit 1000})))))
       (is (= (count (set (map :id (:items (svc/inbound ctx b {:limit 1000}))))) 300) "no duplicate")
       (is (empty? (:items (svc/inbound ctx d {:limit 10}))) "a's posts do not reach d")
-      (is (empty? (store/pending-fanouts s)) "every fan-out record completed")
+      (is (empty? (feeds/pending-fanouts s)) "every fan-out record completed")
       (is (= [a] (svc/search ctx "word42" 10)))
       (is (= 300 (count (svc/search ctx "common" 1000))))
       (finally (is (true? (fanout/close! f 10000)))))))
 
 (deftest pending-posts-are-resumed
   (let [s (store/open-store {:type :memory})
-        a (:id (store/create-participant! s "a"))
-        b (:id (store/create-participant! s "b"))
-        _ (store/befriend! s a b)
-        p (store/publish! s {:from a :occurred "2026-11-22" :subject "left" :story "behind"} [b])
+        a (:id (graph/create-participant! s "a"))
+        b (:id (graph/create-participant! s "b"))
+        _ (graph/befriend! s a b)
+        p (feeds/publish! s {:from a :occurred "2026-11-22" :subject "left" :story "behind"} [b])
         f (posts/flow-fanout s {})]
     (try
       (is (= 1 (svc/resume-pending! {:store s :fanout f})))
       (is (fanout/await-idle f 10000))
-      (is (= [(:id p)] (map :id (:items (store/inbound s b)))))
-      (is (empty? (store/pending-fanouts s)))
+      (is (= [(:id p)] (map :id (:items (feeds/inbound s b)))))
+      (is (empty? (feeds/pending-fanouts s)))
       (finally (fanout/close! f 10000)))))
 
 (defn- flaky-store
@@ -72,13 +73,13 @@
 
 (deftest failures-are-retried-then-reported-and-the-job-goes-on
   (let [s (store/open-store {:type :memory})
-        a (:id (store/create-participant! s "a"))
-        b (:id (store/create-participant! s "b"))
+        a (:id (graph/create-participant! s "a"))
+        b (:id (graph/create-participant! s "b"))
         attempts (atom {})
         errors (atom [])
         f (posts/flow-fanout (flaky-store s attempts)
                              {:retries 2 :on-error (fn [t job] (swap! errors conj [(ex-message t) (get-in job [:post :subject])]))})
-        publish #(let [p (store/publish! s {:from a :occurred "2026-11-22" :subject % :story "x"} [b])]
+        publish #(let [p (feeds/publish! s {:from a :occurred "2026-11-22" :subject % :story "x"} [b])]
                    (fanout/submit! f {:post p :recipients [b]}))]
     (try
       (run! publish ["flaky" "never" "fine"])
@@ -88,9 +89,9 @@
       (is (= {:completed 2 :failed 1 :indexed 2 :index-failed 1}
              (select-keys (fanout/stats f) [:completed :failed :indexed :index-failed]))
           "a batch that fails is indexed post by post: the bad post does not hold back the others")
-      (is (= 2 (count (store/search s "x"))) "the other two are searchable")
-      (is (= #{"flaky" "fine"} (set (map :subject (:items (store/inbound s b))))))
-      (is (= ["never"] (map (comp :subject :post) (store/pending-fanouts s))) "the failed one stays pending for the next start")
+      (is (= 2 (count (search/search s "x"))) "the other two are searchable")
+      (is (= #{"flaky" "fine"} (set (map :subject (:items (feeds/inbound s b))))))
+      (is (= ["never"] (map (comp :subject :post) (feeds/pending-fanouts s))) "the failed one stays pending for the next start")
       (finally (fanout/close! f 10000)))))
 
 (defn- blocking-store [^CountDownLatch gate seen]

@@ -3,7 +3,7 @@
   role configs with a fresh schema, keyspace, index and prefix each, and the bundled :scale profile started on them."
   (:require [herald.feed :as feed]
             [herald.feed.servers.cassandra :as cass]
-            [herald.feed.servers.kafka :as sk]
+            [herald.flow.kafka-broker :as sk]
             [herald.feed.servers.opensearch :as osn]
             [herald.feed.servers.postgres :as pg]
             [herald.feed.servers.redis :as rd]
@@ -34,14 +34,17 @@
 
 (defn start-feed!
   "Starts the feed's bundled :scale profile (auth off: the tests that start it are not about tokens) on the role
-  configs of `with-servers`, on 127.0.0.1 and an ephemeral port; its data dir is a new temp dir named after `tag`."
-  [{:keys [graph feeds search cache]} tag]
+  configs of `with-servers`, on 127.0.0.1 and an ephemeral port; its data dir is a new temp dir named after `tag`.
+  `extra`: more config keys (e.g. `{:events {...}}`), deep-merged over the profile."
+  ([roles tag] (start-feed! roles tag nil))
+  ([{:keys [graph feeds search cache]} tag extra]
   (feed/start! {:env {"HERALD_PROFILE" "scale" "PG_URL" (:jdbc-url graph) "PG_USER" (:user graph)
                       "PG_PASSWORD" (:password graph) "REDIS_URI" (:uri cache)
                       "CASSANDRA_CONTACT_POINTS" (first (:contact-points feeds)) "CASSANDRA_KEYSPACE" (:keyspace feeds)
                       "OPENSEARCH_URL" (:url search) "OPENSEARCH_INDEX" (:index search)
                       "KAFKA_BOOTSTRAP" (sk/bootstrap) "KAFKA_TOPIC_PREFIX" (str (:index search) "-")
                       "DATA_DIR" (tu/temp-dir (str "scale-" tag "-")) "HERALD_AUTH" "false"}
-                :config {:http {:port 0 :host "127.0.0.1"}
-                         :store {:graph {:schema (:schema graph)}
-                                 :cache {:prefix (:prefix cache)}}}}))
+                :config (merge {:http {:port 0 :host "127.0.0.1"}
+                                :store {:graph {:schema (:schema graph)}
+                                        :cache {:prefix (:prefix cache)}}}
+                               extra)})))

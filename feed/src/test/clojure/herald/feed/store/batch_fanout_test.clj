@@ -3,6 +3,7 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.jobs.posts :as posts]
             [herald.feed.store :as s]
+            [herald.feed.store.graph :as graph]
             [herald.feed.store.feeds :as feeds]
             [herald.feed.store.contract :refer [post-of]]
             [herald.feed.store.fixtures :as fx]
@@ -19,29 +20,29 @@
     (try
       (let [[a b c] (let [st (open dir)]
                       (try
-                        (let [[a b c] (map :id (for [n ["a" "b" "c"]] (s/create-participant! st n)))
-                              p1 (s/publish! st (post-of a "one") [b c])
-                              p2 (s/publish! st (post-of b "two") [a])
-                              p3 (s/publish! st (post-of a "three") [b])
+                        (let [[a b c] (map :id (for [n ["a" "b" "c"]] (graph/create-participant! st n)))
+                              p1 (feeds/publish! st (post-of a "one") [b c])
+                              p2 (feeds/publish! st (post-of b "two") [a])
+                              p3 (feeds/publish! st (post-of a "three") [b])
                               batch [{:post p1 :recipients [b c]} {:post p2 :recipients [a]} {:post p3 :recipients [b]}]]
-                          (is (s/batch-fan-out? st) "the (cached) embedded store has the capability")
-                          (is (= 3 (count (s/pending-fanouts st))))
-                          (s/fan-out-all! st batch)
-                          (is (empty? (s/pending-fanouts st)) "every record completed")
+                          (is (feeds/batch-fan-out? st) "the (cached) embedded store has the capability")
+                          (is (= 3 (count (feeds/pending-fanouts st))))
+                          (feeds/fan-out-all! st batch)
+                          (is (empty? (feeds/pending-fanouts st)) "every record completed")
                           (is (zero? (:pending-fanouts (s/stats st))))
-                          (s/fan-out-all! st batch)
-                          (is (= ["three" "one"] (map :story (:items (s/inbound st b)))) "idempotent: no duplicate")
-                          (is (= ["one"] (map :story (:items (s/inbound st c)))))
-                          (is (= ["two"] (map :story (:items (s/inbound st a)))))
+                          (feeds/fan-out-all! st batch)
+                          (is (= ["three" "one"] (map :story (:items (feeds/inbound st b)))) "idempotent: no duplicate")
+                          (is (= ["one"] (map :story (:items (feeds/inbound st c)))))
+                          (is (= ["two"] (map :story (:items (feeds/inbound st a)))))
                           [a b c])
                         (finally (s/close-store! st))))
             st (open dir)]
         (try
           (testing "after a reopen"
-            (is (empty? (s/pending-fanouts st)))
-            (is (= ["three" "one"] (map :story (:items (s/inbound st b)))))
-            (is (= ["one"] (map :story (:items (s/inbound st c)))))
-            (is (= ["two"] (map :story (:items (s/inbound st a))))))
+            (is (empty? (feeds/pending-fanouts st)))
+            (is (= ["three" "one"] (map :story (:items (feeds/inbound st b)))))
+            (is (= ["one"] (map :story (:items (feeds/inbound st c)))))
+            (is (= ["two"] (map :story (:items (feeds/inbound st a))))))
           (finally (s/close-store! st))))
       (finally (fx/delete-tree! dir)))))
 

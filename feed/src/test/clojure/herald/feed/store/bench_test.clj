@@ -5,7 +5,9 @@
   (-Dherald.bench.threads=2 -Dherald.bench.searchers=1 -Dherald.bench.seconds=10 -Dherald.bench.max-lag-ms=1000)"
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
-            [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
             [herald.feed.store.fixtures :as fx])
   (:import (java.util.concurrent CountDownLatch)
            (java.util.concurrent.atomic AtomicLong)
@@ -31,21 +33,21 @@
   (doall (repeatedly n #(future (.await gate) (f)))))
 
 (defn- run [st {:keys [threads searchers seconds]}]
-  (let [senders (mapv :id (repeatedly 200 #(s/create-participant! st "sender")))
+  (let [senders (mapv :id (repeatedly 200 #(graph/create-participant! st "sender")))
         stories (vec (repeatedly 500 #(sentence 150)))
         subjects (vec (repeatedly 500 #(sentence 5)))
         posts (ConcurrentHistogram. 3) searches (ConcurrentHistogram. 3)
         stop (+ (System/nanoTime) (* seconds 1000000000))
         gate (CountDownLatch. 1)
         write (fn [] (let [from (rand-nth senders) rs (mapv #(senders (mod (+ (long from) (long %)) 200)) [1 7 13])
-                           p (s/publish! st {:from from :occurred "2026-11-22" :subject (rand-nth subjects)
+                           p (feeds/publish! st {:from from :occurred "2026-11-22" :subject (rand-nth subjects)
                                              :story (rand-nth stories)} rs)]
-                       (s/index! st p)
-                       (s/fan-out! st p rs)))
+                       (search/index! st p)
+                       (feeds/fan-out! st p rs)))
         cpu0 (cpu-nanos)
         futs (concat (in-threads threads gate #(while (< (System/nanoTime) stop) (timed posts write)))
                      (in-threads searchers gate #(while (< (System/nanoTime) stop)
-                                                   (timed searches (fn [] (s/search st (rand-nth words)))))))]
+                                                   (timed searches (fn [] (search/search st (rand-nth words)))))))]
     (.countDown gate)
     (run! deref futs)
     (let [cpu (- (cpu-nanos) cpu0) n (.getTotalCount posts)]

@@ -4,6 +4,7 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.servers.cassandra :as node]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
             [herald.feed.store.cassandra :as cassandra]
             [herald.feed.store.cassandra-test :refer [feeds-config]]
             [herald.feed.store.contract :refer [post-of all-pages]]
@@ -18,8 +19,8 @@
   "n posts from random senders through f, each fanned out at once; returns them in publish order."
   [f n]
   (vec (for [i (range n)]
-         (let [p (s/publish! f (post-of (rand-nth senders) (str "story " i)) recipients)]
-           (s/fan-out! f p recipients)
+         (let [p (feeds/publish! f (post-of (rand-nth senders) (str "story " i)) recipients)]
+           (feeds/fan-out! f p recipients)
            p))))
 
 (def ^:private newest-first #(compare ((juxt :ts :id) %2) ((juxt :ts :id) %1)))
@@ -39,31 +40,31 @@
             (is (every? #(apply < (map :ts %)) per-thread)))
           (testing "a second fan-out of every post, racing from other threads, changes nothing"
             (run! deref (doall (for [part (partition-all 18 (shuffle posts))]
-                                 (future (doseq [p part] (s/fan-out! (rand-nth [a b]) p recipients)))))))
+                                 (future (doseq [p part] (feeds/fan-out! (rand-nth [a b]) p recipients)))))))
           (doseq [f [a b]]
             (doseq [r recipients]
-              (let [[items pages] (all-pages #(s/inbound f r %) 7)]
+              (let [[items pages] (all-pages #(feeds/inbound f r %) 7)]
                 (is (= (sort newest-first posts) items) (str "inbound of " r ": every post once, newest first"))
                 (is (= 11 pages))))
             (doseq [sender senders]
               (is (= (sort newest-first (filter #(= sender (:from %)) posts))
-                     (first (all-pages #(s/outbound f sender %) 5)))
+                     (first (all-pages #(feeds/outbound f sender %) 5)))
                   (str "outbound of " sender)))
-            (is (empty? (s/pending-fanouts f)))
+            (is (empty? (feeds/pending-fanouts f)))
             (is (= (sort-by (juxt :ts :id) posts) (spi/-posts-after f 0 1000)) "the post log holds each post once")
-            (is (= (first (by-id (:id (first posts)))) (s/post f (:id (first posts)))))))
+            (is (= (first (by-id (:id (first posts)))) (feeds/post f (:id (first posts)))))))
         (finally (s/close-store! a) (s/close-store! b))))))
 
 (deftest concurrent-publishes-without-fan-out-stay-pending
   (node/with-node [cp]
     (let [f (cassandra/open (feeds-config cp :fanout-concurrency 3))]
       (try
-        (let [posts (->> (for [t (range 4)] (future (vec (for [i (range 10)] (s/publish! f (post-of (inc t) (str i)) [99])))))
+        (let [posts (->> (for [t (range 4)] (future (vec (for [i (range 10)] (feeds/publish! f (post-of (inc t) (str i)) [99])))))
                          doall (mapcat deref) vec)]
-          (is (= (sort-by :ts posts) (map :post (s/pending-fanouts f))) "every publish is pending, oldest first (read 3 at a time)")
+          (is (= (sort-by :ts posts) (map :post (feeds/pending-fanouts f))) "every publish is pending, oldest first (read 3 at a time)")
           (is (= 40 (:pending-fanouts (s/stats f))))
-          (run! deref (doall (for [part (partition-all 10 posts)] (future (doseq [p part] (s/complete-fanout! f (:id p)))))))
-          (is (empty? (s/pending-fanouts f)))
+          (run! deref (doall (for [part (partition-all 10 posts)] (future (doseq [p part] (feeds/complete-fanout! f (:id p)))))))
+          (is (empty? (feeds/pending-fanouts f)))
           (is (= 0 (:pending-fanouts (s/stats f))))
-          (is (= {:items [] :next nil} (s/inbound f 99)) "completing without delivering delivers nothing"))
+          (is (= {:items [] :next nil} (feeds/inbound f 99)) "completing without delivering delivers nothing"))
         (finally (s/close-store! f))))))

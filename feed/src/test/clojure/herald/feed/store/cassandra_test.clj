@@ -4,6 +4,7 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.servers.cassandra :as node]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
             [herald.feed.store.cassandra :as cassandra]
             [herald.feed.store.cassandra.schema :as schema]
             [herald.feed.store.cassandra.session :as cs]
@@ -48,55 +49,55 @@
   (node/with-node [cp]
     (let [cfg (feeds-config cp)
           [p1 p2 p3] (let [f (cassandra/open cfg)]
-                       (try (let [p1 (s/publish! f (post-of 1 "one") [2 3])
-                                  p2 (s/publish! f (post-of 2 "two") [1])
-                                  p3 (s/publish! f (post-of 1 "three") [])]
-                              (s/fan-out! f p1 [2 3])
+                       (try (let [p1 (feeds/publish! f (post-of 1 "one") [2 3])
+                                  p2 (feeds/publish! f (post-of 2 "two") [1])
+                                  p3 (feeds/publish! f (post-of 1 "three") [])]
+                              (feeds/fan-out! f p1 [2 3])
                               [p1 p2 p3])
                             (finally (s/close-store! f))))
           f (cassandra/open cfg)]
       (try
-        (is (= [p3 p1] (:items (s/outbound f 1))))
-        (is (= [p1] (:items (s/inbound f 2))))
-        (is (= p2 (s/post f (:id p2))))
-        (is (= [{:post p2 :recipients [1]}] (s/pending-fanouts f)) "the pending fan-out survives")
+        (is (= [p3 p1] (:items (feeds/outbound f 1))))
+        (is (= [p1] (:items (feeds/inbound f 2))))
+        (is (= p2 (feeds/post f (:id p2))))
+        (is (= [{:post p2 :recipients [1]}] (feeds/pending-fanouts f)) "the pending fan-out survives")
         (is (= [p1 p2 p3] (spi/-posts-after f 0 10)))
-        (let [p4 (s/publish! f (post-of 3 "four") [1])]
+        (let [p4 (feeds/publish! f (post-of 3 "four") [1])]
           (is (> (:ts p4) (:ts p3)) ":ts restarts above the highest stored")
           (is (> (:id p4) (:id p3)))
-          (s/fan-out! f p2 [1])
-          (is (= [{:post p4 :recipients [1]}] (s/pending-fanouts f)))
-          (is (= [p2] (:items (s/inbound f 1))) "p4 is pending, not delivered"))
+          (feeds/fan-out! f p2 [1])
+          (is (= [{:post p4 :recipients [1]}] (feeds/pending-fanouts f)))
+          (is (= [p2] (:items (feeds/inbound f 1))) "p4 is pending, not delivered"))
         (finally (s/close-store! f))))))
 
 (deftest scale-store-reopens-on-the-same-keyspace
   (node/with-node [cp]
     (let [cfg (merge roles/all-in-memory {:type :scale :feeds (assoc (feeds-config cp) :type :cassandra)})
           p (let [st (s/open-store cfg)]
-              (try (s/publish! st (post-of 1 "kept across a restart") [2]) (finally (s/close-store! st))))
+              (try (feeds/publish! st (post-of 1 "kept across a restart") [2]) (finally (s/close-store! st))))
           st (s/open-store cfg)]
       (try
-        (is (= [p] (:items (s/outbound st 1))))
-        (is (= [{:post p :recipients [2]}] (vec (s/pending-fanouts st))))
-        (is (< (:ts p) (:ts (s/publish! st (post-of 1 "later") []))))
+        (is (= [p] (:items (feeds/outbound st 1))))
+        (is (= [{:post p :recipients [2]}] (vec (feeds/pending-fanouts st))))
+        (is (< (:ts p) (:ts (feeds/publish! st (post-of 1 "later") []))))
         (finally (s/close-store! st))))))
 
 (deftest batch-fan-out-through-the-scale-store
   (node/with-node [cp]
     (let [st (open-scale cp)]
       (try
-        (let [p1 (s/publish! st (post-of 1 "one") [2 3])
-              p2 (s/publish! st (post-of 2 "two") [1])
-              p3 (s/publish! st (post-of 1 "three") [3])
+        (let [p1 (feeds/publish! st (post-of 1 "one") [2 3])
+              p2 (feeds/publish! st (post-of 2 "two") [1])
+              p3 (feeds/publish! st (post-of 1 "three") [3])
               batch [{:post p1 :recipients [2 3]} {:post p2 :recipients [1]} {:post p3 :recipients [3]}]]
-          (is (s/batch-fan-out? st))
-          (is (= 3 (count (s/pending-fanouts st))))
-          (s/fan-out-all! st batch)
-          (s/fan-out-all! st (subvec batch 1))
-          (is (empty? (s/pending-fanouts st)) "every record completed")
-          (is (= [p3 p1] (:items (s/inbound st 3))) "delivered once, newest first")
-          (is (= [p1] (:items (s/inbound st 2))))
-          (is (= [p2] (:items (s/inbound st 1)))))
+          (is (feeds/batch-fan-out? st))
+          (is (= 3 (count (feeds/pending-fanouts st))))
+          (feeds/fan-out-all! st batch)
+          (feeds/fan-out-all! st (subvec batch 1))
+          (is (empty? (feeds/pending-fanouts st)) "every record completed")
+          (is (= [p3 p1] (:items (feeds/inbound st 3))) "delivered once, newest first")
+          (is (= [p1] (:items (feeds/inbound st 2))))
+          (is (= [p2] (:items (feeds/inbound st 1)))))
         (finally (s/close-store! st))))))
 
 (deftest cursor-walks-equal-timestamps
@@ -108,9 +109,9 @@
           posts (vec (distinct posts))
           newest-first (vec (sort-by (juxt :ts :id) #(compare %2 %1) posts))]
       (try
-        (doseq [p (shuffle posts)] (s/deliver! f 5 p) (s/deliver! f 5 p))
+        (doseq [p (shuffle posts)] (feeds/deliver! f 5 p) (feeds/deliver! f 5 p))
         (doseq [n [1 2 3 4 (count posts)]]
-          (is (= newest-first (first (all-pages #(s/inbound f 5 %) n))) (str "pages of " n)))
+          (is (= newest-first (first (all-pages #(feeds/inbound f 5 %) n))) (str "pages of " n)))
         (finally (s/close-store! f))))))
 
 (defn- put-logged-post!
@@ -135,14 +136,14 @@
                       :story (str "old " i) :ts ts}))]
       (try
         (doseq [p (shuffle old)] (put-logged-post! (session f) (:keyspace cfg) p))
-        (let [now (s/publish! f (post-of 7 "now") [])
+        (let [now (feeds/publish! f (post-of 7 "now") [])
               all (conj old now)]
           (is (= all (spi/-posts-after f 0 100)) "ascending by :ts across buckets")
           (is (= (subvec all 0 2) (spi/-posts-after f 0 2)) "the limit holds across buckets")
           (is (= (subvec all 2) (spi/-posts-after f (:ts (old 1)) 100)) "strictly after ts")
           (is (= [now] (spi/-posts-after f (:ts (old 3)) 100)))
           (is (= [] (spi/-posts-after f (:ts now) 100)))
-          (is (= (old 2) (s/post f (:id (old 2))))))
+          (is (= (old 2) (feeds/post f (:id (old 2))))))
         (finally (s/close-store! f))))))
 
 (defn- registered-pending [^CqlSession ss keyspace]
@@ -163,12 +164,12 @@
         (.execute ss (format "INSERT INTO %s.pending_fanouts (bucket, ts, id, sender, recipients) VALUES (%d, %d, %d, 4, [8, 9])"
                              ks pb ts (:id old)))
         (.execute ss (format "INSERT INTO %s.buckets (kind, bucket) VALUES ('pending', %d)" ks pb))
-        (let [p (s/publish! f (post-of 5 "now") [8])]
-          (is (= [{:post old :recipients [8 9]} {:post p :recipients [8]}] (s/pending-fanouts f)) "oldest first")
-          (s/fan-out! f old [8 9])
-          (is (= [{:post p :recipients [8]}] (s/pending-fanouts f)))
+        (let [p (feeds/publish! f (post-of 5 "now") [8])]
+          (is (= [{:post old :recipients [8 9]} {:post p :recipients [8]}] (feeds/pending-fanouts f)) "oldest first")
+          (feeds/fan-out! f old [8 9])
+          (is (= [{:post p :recipients [8]}] (feeds/pending-fanouts f)))
           (is (= [(schema/pending-bucket (:ts p))] (registered-pending ss ks)) "the old, empty bucket left the registry")
-          (is (= [old] (:items (s/inbound f 9)))))
+          (is (= [old] (:items (feeds/inbound f 9)))))
         (finally (s/close-store! f))))))
 
 (deftest large-post-and-many-recipients
@@ -176,12 +177,12 @@
     (let [f (cassandra/open (feeds-config cp :fanout-concurrency 8))
           story (apply str (repeat 8000 "Grüße 🚀 "))
           rs (vec (range 1000 1300))
-          p (s/publish! f (post-of 1 story) rs)]
+          p (feeds/publish! f (post-of 1 story) rs)]
       (try
-        (is (= p (s/post f (:id p))) "a ~100 KB post in the publish batch (above Cassandra's default 50 KiB batch limit: the test node allows 2 MiB)")
-        (s/fan-out! f p rs)
-        (is (every? #(= [p] (:items (s/inbound f %))) [1000 1234 1299]))
-        (is (empty? (s/pending-fanouts f)))
+        (is (= p (feeds/post f (:id p))) "a ~100 KB post in the publish batch (above Cassandra's default 50 KiB batch limit: the test node allows 2 MiB)")
+        (feeds/fan-out! f p rs)
+        (is (every? #(= [p] (:items (feeds/inbound f %))) [1000 1234 1299]))
+        (is (empty? (feeds/pending-fanouts f)))
         (finally (s/close-store! f))))))
 
 (deftest closed-and-ready
@@ -189,13 +190,13 @@
     (let [f (cassandra/open (feeds-config cp))]
       (is (true? (s/ready? f)))
       (is (= {:pending-fanouts 0} (s/stats f)))
-      (s/publish! f (post-of 1 "x") [2])
+      (feeds/publish! f (post-of 1 "x") [2])
       (is (= 1 (:pending-fanouts (s/stats f))))
       (s/close-store! f)
       (s/close-store! f)
       (is (false? (s/ready? f)))
-      (is (= ::s/closed (thrown-type #(s/outbound f 1))))
-      (is (= ::s/closed (thrown-type #(s/publish! f (post-of 1 "y") [])))))))
+      (is (= ::s/closed (thrown-type #(feeds/outbound f 1))))
+      (is (= ::s/closed (thrown-type #(feeds/publish! f (post-of 1 "y") [])))))))
 
 (deftest driver-errors-are-typed
   (node/with-node [cp]
@@ -205,7 +206,7 @@
         (is (= [:herald.feed.store.cassandra/unavailable "reading the last post"] ((juxt :type :op) (ex-data e))))
         (is (re-find #"LOCAL_QUORUM" (ex-message e)) (ex-message e))
         (let [one (cassandra/open (assoc cfg :consistency :one :create-schema? false))]
-          (try (is (= [] (:items (s/outbound one 1))) "the keyspace and tables were created before the failing read")
+          (try (is (= [] (:items (feeds/outbound one 1))) "the keyspace and tables were created before the failing read")
                (finally (s/close-store! one))))))
     (testing "no schema and :create-schema? false: the missing table is named"
       (let [e (try (cassandra/open (feeds-config cp :create-schema? false)) nil (catch clojure.lang.ExceptionInfo e e))]

@@ -6,6 +6,8 @@
   (:require [clojure.java.io :as io]
             [clojure.test :refer [deftest is testing]]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
             [herald.feed.store.contract :refer [post-of]]
             [herald.feed.store.embedded]
             [herald.feed.store.embedded.codec :as c]
@@ -34,31 +36,31 @@
     (try
       (let [[a b d] (let [st (open dir)]
                         (try
-                          (let [[a b c d] (map :id (repeatedly 4 #(s/create-participant! st "p")))]
-                            (doseq [x [b c d]] (s/befriend! st a x))
-                            (let [p (s/publish! st (post-of a "gone" "soon gone") [b c d])
-                                  q (s/publish! st (post-of a "kept" "stays") [b c d])]
-                              (s/fan-out! st p [b c d])
-                              (s/fan-out! st q [b c d])
+                          (let [[a b c d] (map :id (repeatedly 4 #(graph/create-participant! st "p")))]
+                            (doseq [x [b c d]] (graph/befriend! st a x))
+                            (let [p (feeds/publish! st (post-of a "gone" "soon gone") [b c d])
+                                  q (feeds/publish! st (post-of a "kept" "stays") [b c d])]
+                              (feeds/fan-out! st p [b c d])
+                              (feeds/fan-out! st q [b c d])
                               (is (every? #(copy? (db-of st) % p) [b c d]) "delivered to all three")
-                              (s/unfriend! st a b)
-                              (s/block! st c a)
+                              (graph/unfriend! st a b)
+                              (graph/block! st c a)
                               (s/delete-post! st (:id p))
                               (is (not-any? #(copy? (db-of st) % p) [b c d])
                                   "an unfriended, a blocking and a current friend: no copy left in RocksDB")
                               (is (every? #(copy? (db-of st) % q) [b c d]) "the other post's copies stay")
-                              (is (= [(:id q)] (map :id (:items (s/inbound st b)))) "posts delivered before the unfriend stay")
+                              (is (= [(:id q)] (map :id (:items (feeds/inbound st b)))) "posts delivered before the unfriend stay")
                               [a b d]))
                           (finally (s/close-store! st))))]
         (testing "after a reopen, a friendship ended and made again still counts"
           (let [st (open dir)]
             (try
-              (s/befriend! st a b)
-              (let [r (s/publish! st (post-of a "again" "after refriending") [b d])]
-                (s/fan-out! st r [b d])
-                (s/unfriend! st a b)
-                (s/befriend! st a b)
-                (s/unfriend! st a b)
+              (graph/befriend! st a b)
+              (let [r (feeds/publish! st (post-of a "again" "after refriending") [b d])]
+                (feeds/fan-out! st r [b d])
+                (graph/unfriend! st a b)
+                (graph/befriend! st a b)
+                (graph/unfriend! st a b)
                 (s/delete-post! st (:id r))
                 (is (not-any? #(copy? (db-of st) % r) [b d])))
               (finally (s/close-store! st))))))
@@ -69,10 +71,10 @@
     (try
       (let [[b p q] (let [st (open dir)]
                       (try
-                        (let [[a b] (map :id (repeatedly 2 #(s/create-participant! st "p")))
-                              p (s/publish! st (post-of a "gone" "deleted before its copy landed") [])
-                              q (s/publish! st (post-of a "kept" "live") [b])]
-                          (s/fan-out! st q [b])
+                        (let [[a b] (map :id (repeatedly 2 #(graph/create-participant! st "p")))
+                              p (feeds/publish! st (post-of a "gone" "deleted before its copy landed") [])
+                              q (feeds/publish! st (post-of a "kept" "live") [b])]
+                          (feeds/fan-out! st q [b])
                           (s/delete-post! st (:id p))
                           [b p q])
                         (finally (s/close-store! st))))]
@@ -82,7 +84,7 @@
         (is (with-rocks dir #(copy? % b p)))
         (let [st (open dir)]
           (try
-            (is (= [(:id q)] (map :id (:items (s/inbound st b)))) "the copy is skipped")
+            (is (= [(:id q)] (map :id (:items (feeds/inbound st b)))) "the copy is skipped")
             (is (not (copy? (db-of st) b p)) "and removed by the read")
             (is (copy? (db-of st) b q) "the live post's copy stays")
             (finally (s/close-store! st)))))

@@ -6,6 +6,9 @@
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing]]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
             [herald.feed.store.fixtures :as fx])
   (:import (java.io BufferedReader)
            (java.util.concurrent TimeUnit)))
@@ -43,22 +46,22 @@
 (defn- verify [st lines]
   (let [rows (group-by first lines) num #(Long/parseLong %)]
     (doseq [[_ id name] (rows "P")]
-      (is (= name (:name (s/participant st (num id)))) (str "participant " id)))
+      (is (= name (:name (graph/participant st (num id)))) (str "participant " id)))
     (doseq [[_ a b fid] (rows "F")]
-      (is (some #{{:id (num fid) :from (num a) :to (num b)}} (s/friends st (num a))) (str "friendship " fid)))
-    (let [pending (into {} (map (juxt (comp :id :post) identity)) (s/pending-fanouts st))
+      (is (some #{{:id (num fid) :from (num a) :to (num b)}} (graph/friends st (num a))) (str "friendship " fid)))
+    (let [pending (into {} (map (juxt (comp :id :post) identity)) (feeds/pending-fanouts st))
           delivered (set (map second (rows "D")))]
-      (doseq [[_ id from to] (rows "O") :let [post (s/post st (num id))]]
+      (doseq [[_ id from to] (rows "O") :let [post (feeds/post st (num id))]]
         (is (= (num from) (:from post)) (str "post " id))
         (when (and (not= "0" to) (not (delivered id)))
-          (is (or (pending (num id)) (some #{post} (:items (s/inbound st (num to) {:limit 10000}))))
+          (is (or (pending (num id)) (some #{post} (:items (feeds/inbound st (num to) {:limit 10000}))))
               (str "post " id " is pending or delivered"))))
-      (doseq [{:keys [post recipients]} (vals pending)] (s/fan-out! st post recipients)))
-    (is (empty? (s/pending-fanouts st)))
+      (doseq [{:keys [post recipients]} (vals pending)] (feeds/fan-out! st post recipients)))
+    (is (empty? (feeds/pending-fanouts st)))
     (doseq [[_ id from to i] (rows "O")]
       (when (not= "0" to)
-        (is (some #(= (num id) (:id %)) (:items (s/inbound st (num to) {:limit 10000}))) (str "fan-out of " id)))
-      (is (= [(num from)] (s/search st (str "tok" i))) (str "post " id " searchable after restart")))))
+        (is (some #(= (num id) (:id %)) (:items (feeds/inbound st (num to) {:limit 10000}))) (str "fan-out of " id)))
+      (is (= [(num from)] (search/search st (str "tok" i))) (str "post " id " searchable after restart")))))
 
 (deftest ^:integration acknowledged-writes-survive-kill-9
   (let [dir (fx/temp-dir "crash") log (str dir ".stderr")

@@ -6,6 +6,9 @@
   (-Dherald.bench.posts=20000)"
   (:require [clojure.test :refer [deftest is]]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
             [herald.feed.store.contract :refer [post-of]]
             [herald.feed.store.fixtures :as fx])
   (:import (org.HdrHistogram Histogram)))
@@ -23,13 +26,13 @@
   (let [n (Long/getLong "herald.bench.posts" 20000)
         st (fx/open-embedded)]
     (try
-      (let [[a b c d] (map :id (repeatedly 4 #(s/create-participant! st "p")))
+      (let [[a b c d] (map :id (repeatedly 4 #(graph/create-participant! st "p")))
             story (apply str (interpose " " (repeatedly 150 #(str "w" (rand-int 40000)))))
-            posts (vec (for [i (range n)] (s/publish! st (post-of a (str story " n" i)) [b c d])))]
+            posts (vec (for [i (range n)] (feeds/publish! st (post-of a (str story " n" i)) [b c d])))]
         (doseq [batch (partition-all 256 posts)]
-          (s/fan-out-all! st (mapv #(hash-map :post % :recipients [b c d]) batch))
-          (s/index-batch! st (vec batch)))
-        (s/refresh-search! st)
+          (feeds/fan-out-all! st (mapv #(hash-map :post % :recipients [b c d]) batch))
+          (search/index-batch! st (vec batch)))
+        (search/refresh-search! st)
         (let [half (quot n 2)
               warm (quot n 10)
               he (Histogram. 3) hd (Histogram. 3) hr (Histogram. 3)]
@@ -38,9 +41,9 @@
           (doseq [p (subvec posts warm half)] (timed he #(s/edit-post! st (:id p) {:story (str "edited " (:id p))})))
           ;; delete every other post of the second half: inbound pages then skip one deleted post per shown one
           (doseq [p (take-nth 2 (subvec posts half))] (timed hd #(s/delete-post! st (:id p))))
-          (dotimes [_ 2000] (timed hr #(s/inbound st b {:limit 50})))
+          (dotimes [_ 2000] (timed hr #(feeds/inbound st b {:limit 50})))
           (line "edit" he)
           (line "delete" hd)
           (line "inbound-page-50-half-deleted" hr)
-          (is (= 50 (count (:items (s/inbound st b {:limit 50})))))))
+          (is (= 50 (count (:items (feeds/inbound st b {:limit 50})))))))
       (finally (fx/close-embedded! st)))))

@@ -5,6 +5,9 @@
             [clojure.test.check.properties :as prop]
             [clojure.walk :as walk]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
             [herald.feed.store.fixtures :as fx]))
 
 (set! *warn-on-reflection* true)
@@ -40,22 +43,22 @@
   [st posts [kind a b]]
   (let [post-at #(when (seq posts) (nth posts (mod % (count posts))))]
     (case kind
-      :create [(s/create-participant! st a) posts]
-      :befriend (let [x (pid st a) y (pid st b)] [(when (and x (not= x y)) (s/befriend! st x y)) posts])
+      :create [(graph/create-participant! st a) posts]
+      :befriend (let [x (pid st a) y (pid st b)] [(when (and x (not= x y)) (graph/befriend! st x y)) posts])
       :publish (if-let [x (pid st a)]
-                 (let [p (s/publish! st {:from x :occurred "2026-11-22" :subject "s" :story (apply str (interpose " " b))}
-                                     (mapv :to (s/friends st x)))]
+                 (let [p (feeds/publish! st {:from x :occurred "2026-11-22" :subject "s" :story (apply str (interpose " " b))}
+                                     (mapv :to (graph/friends st x)))]
                    [p (conj posts p)])
                  [nil posts])
-      :index [(some->> (post-at a) (s/index! st)) posts]
-      :fan-out-pending [(let [ps (vec (s/pending-fanouts st))]
-                          (doseq [{:keys [post recipients]} ps] (s/fan-out! st post recipients))
+      :index [(some->> (post-at a) (search/index! st)) posts]
+      :fan-out-pending [(let [ps (vec (feeds/pending-fanouts st))]
+                          (doseq [{:keys [post recipients]} ps] (feeds/fan-out! st post recipients))
                           ps) posts]
-      :deliver [(let [p (post-at a) r (pid st b)] (when (and p r) (s/deliver! st r p))) posts]
-      :search [(s/search st (apply str (interpose " " a))) posts]
-      :outbound [(some-> (pid st a) (#(s/outbound st % {:limit b}))) posts]
-      :inbound [(some-> (pid st a) (#(s/inbound st % {:limit b}))) posts]
-      :friends [(some->> (pid st a) (s/friends st)) posts])))
+      :deliver [(let [p (post-at a) r (pid st b)] (when (and p r) (feeds/deliver! st r p))) posts]
+      :search [(search/search st (apply str (interpose " " a))) posts]
+      :outbound [(some-> (pid st a) (#(feeds/outbound st % {:limit b}))) posts]
+      :inbound [(some-> (pid st a) (#(feeds/inbound st % {:limit b}))) posts]
+      :friends [(some->> (pid st a) (graph/friends st)) posts])))
 
 (defn- run-both [ops]
   (let [model (s/open-store {:type :memory}) dir (fx/temp-dir "model")
@@ -67,7 +70,7 @@
           (nil? o) true
           ;; on open the embedded store indexes every published post missing from its index
           (= :reopen (first o)) (do (s/close-store! @emb) (vreset! emb (open))
-                                    (run! #(s/index! model %) mp)
+                                    (run! #(search/index! model %) mp)
                                     (recur more mp ep))
           :else (let [[mr mp'] (apply-op model mp o) [er ep'] (apply-op @emb ep o)]
                   (if (= (strip-ts mr) (strip-ts er))

@@ -4,7 +4,7 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.servers.opensearch :as node]
-            [herald.feed.store :as s]
+            [herald.feed.store.search :as search]
             [herald.feed.store.opensearch :as os]
             [herald.feed.store.opensearch-test :as ot]
             [herald.feed.store.opensearch.schema :as schema]
@@ -44,9 +44,9 @@
   (ot/with-node
     (let [st (ot/open-fresh)]
       (try
-        (s/index! st {:id 1 :from 2 :ts 3 :occurred "2026-11-22" :subject "w1" :story "w2"})
-        (is (= [] (s/search st (str/join " " (map #(str "w" %) (range 1024))))) "1,024 terms: a query")
-        (let [d (try (s/search st (str/join " " (map #(str "w" %) (range 1025)))) nil
+        (search/index! st {:id 1 :from 2 :ts 3 :occurred "2026-11-22" :subject "w1" :story "w2"})
+        (is (= [] (search/search st (str/join " " (map #(str "w" %) (range 1024))))) "1,024 terms: a query")
+        (let [d (try (search/search st (str/join " " (map #(str "w" %) (range 1025)))) nil
                      (catch clojure.lang.ExceptionInfo e (ex-data e)))]
           (is (= ::os/http-error (:type d)))
           (is (str/includes? (str (:error d)) "maxClauseCount is set to 1024") (pr-str d)))

@@ -5,6 +5,7 @@
   (:require [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.store :as s]
+            [herald.feed.store.search :as search]
             [herald.feed.store.opensearch-test :as ot]))
 
 (set! *warn-on-reflection* true)
@@ -27,18 +28,18 @@
           st (ot/open-fresh {:max-lag-ms nil})]
       (try
         (let [t0 (System/nanoTime)
-              _ (run! #(s/index-batch! st %) (partition-all 500 bulk-posts))
+              _ (run! #(search/index-batch! st %) (partition-all 500 bulk-posts))
               t1 (System/nanoTime)
-              _ (run! #(s/index! st %) single-posts)
+              _ (run! #(search/index! st %) single-posts)
               t2 (System/nanoTime)
-              _ (s/refresh-search! st)
+              _ (search/refresh-search! st)
               lat (long-array n-search)
               hits (volatile! 0)
               t3 (System/nanoTime)]
           (dotimes [i n-search]
             (let [q (nth vocab (.nextInt r (count vocab)))
                   a (System/nanoTime)]
-              (vswap! hits + (count (s/search st q {:limit 100})))
+              (vswap! hits + (count (search/search st q {:limit 100})))
               (aset lat i (- (System/nanoTime) a))))
           (let [t4 (System/nanoTime)
                 sorted (vec (sort (vec lat)))

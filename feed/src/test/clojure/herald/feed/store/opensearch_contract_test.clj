@@ -4,6 +4,9 @@
   (:require [clojure.test :refer [deftest is]]
             [herald.feed.servers.opensearch :as node]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
             [herald.feed.store.contract :as contract]
             [herald.feed.store.opensearch :as os]
             [herald.feed.store.opensearch-test :as ot]
@@ -43,10 +46,10 @@
     (let [st (open-scale {:index-mark-ms 20})
           index (get @indexes st)]
       (try
-        (let [a (:id (s/create-participant! st "a"))
-              ps (vec (for [i (range 5)] (s/publish! st (contract/post-of a (str "marked " i)) [])))]
-          (s/index-batch! st ps)
-          (is (= (repeat 5 a) (s/search st "marked")))
+        (let [a (:id (graph/create-participant! st "a"))
+              ps (vec (for [i (range 5)] (feeds/publish! st (contract/post-of a (str "marked " i)) [])))]
+          (search/index-batch! st ps)
+          (is (= (repeat 5 a) (search/search st "marked")))
           (let [probe (os/open {:url (node/url) :index index})
                 deadline (+ (System/currentTimeMillis) 60000)]
             (try

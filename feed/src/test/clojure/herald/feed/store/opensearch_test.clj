@@ -6,6 +6,7 @@
             [clojure.test :refer [deftest is testing]]
             [herald.feed.servers.opensearch :as node]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
             [herald.feed.store.search :as search]
             [herald.feed.store.memory :as memory]
             [herald.feed.store.opensearch :as os]
@@ -50,22 +51,22 @@
     (let [st (open-fresh)]
       (try
         (is (true? (s/ready? st)))
-        (s/index! st (post 1 10 100 "the quick brown fox" "animals"))
-        (s/index-batch! st [(post 3 30 300 "quick dogs run; Köln Straße" "日本語の記事")
+        (search/index! st (post 1 10 100 "the quick brown fox" "animals"))
+        (search/index-batch! st [(post 3 30 300 "quick dogs run; Köln Straße" "日本語の記事")
                             (post 2 20 200 "a lazy dog sleeps" "Animals")
                             (post 3 30 300 "quick dogs run; Köln Straße" "日本語の記事")])
-        (is (= [30 10] (s/search st "quick")) "newest first (ts desc), repeats in the batch indexed once")
-        (is (= [30] (s/search st "QUICK dogs")) "every term, any case")
-        (is (= [20 10] (s/search st "animals")) "the subject is searched too")
-        (is (= [30] (s/search st "straße köln 日本")))
-        (is (= [30] (s/search st "quick" {:limit 1})))
-        (is (= [] (s/search st " ,;! ")) "no term, no match")
-        (is (= [] (s/search st "quick giraffe")))
-        (s/index! st (post 1 10 100 "the quick brown fox" "animals"))
-        (is (= [30 10] (s/search st "quick")) "indexing again replaces (idempotent by id)")
-        (s/index! st (post 4 40 400 "Ο ΟΔΥΣΣΕΑΣ και ο σίσυφος" "greek"))
+        (is (= [30 10] (search/search st "quick")) "newest first (ts desc), repeats in the batch indexed once")
+        (is (= [30] (search/search st "QUICK dogs")) "every term, any case")
+        (is (= [20 10] (search/search st "animals")) "the subject is searched too")
+        (is (= [30] (search/search st "straße köln 日本")))
+        (is (= [30] (search/search st "quick" {:limit 1})))
+        (is (= [] (search/search st " ,;! ")) "no term, no match")
+        (is (= [] (search/search st "quick giraffe")))
+        (search/index! st (post 1 10 100 "the quick brown fox" "animals"))
+        (is (= [30 10] (search/search st "quick")) "indexing again replaces (idempotent by id)")
+        (search/index! st (post 4 40 400 "Ο ΟΔΥΣΣΕΑΣ και ο σίσυφος" "greek"))
         (doseq [q ["οδυσσεας" "ΟΔΥΣΣΕΑΣ" "ΣΊΣΥΦΟΣ" "ΣΙΣΥΦΟΣ" "σισυφος"]]
-          (is (= [40] (s/search st q)) (str "Greek folding: " q)))
+          (is (= [40] (search/search st q)) (str "Greek folding: " q)))
         (is (= 4 (:indexed-posts (s/stats st))))
         (is (= {:index-degraded 0 :index-errors 0 :search-errors 0}
                (select-keys (s/stats st) [:index-degraded :index-errors :search-errors])))
@@ -76,8 +77,8 @@
     (let [st (open-fresh)]
       (try
         ;; equal ts never happens in one store, but the sort is total: id breaks ties, highest first
-        (s/index-batch! st [(post 5 1 100 "tie") (post 7 2 100 "tie") (post 6 3 100 "tie")])
-        (is (= [2 3 1] (s/search st "tie")))
+        (search/index-batch! st [(post 5 1 100 "tie") (post 7 2 100 "tie") (post 6 3 100 "tie")])
+        (is (= [2 3 1] (search/search st "tie")))
         (finally (drop! st))))))
 
 (deftest visibility-lag
@@ -85,27 +86,27 @@
     (testing "without :max-lag-ms a write is visible after the refresh interval or an explicit refresh"
       (let [st (open-fresh {:max-lag-ms nil :refresh-interval-ms -1})]
         (try
-          (s/index! st (post 1 9 1 "lagging"))
-          (is (= [] (s/search st "lagging")) "no periodic refresh: not visible yet")
-          (s/refresh-search! st)
-          (is (= [9] (s/search st "lagging")))
+          (search/index! st (post 1 9 1 "lagging"))
+          (is (= [] (search/search st "lagging")) "no periodic refresh: not visible yet")
+          (search/refresh-search! st)
+          (is (= [9] (search/search st "lagging")))
           (finally (drop! st)))))
     (testing ":max-lag-ms 0 refreshes before a search that follows a write"
       (let [st (open-fresh {:max-lag-ms 0 :refresh-interval-ms -1})]
         (try
-          (s/index-batch! st [(post 1 9 1 "fresh")])
-          (is (= [9] (s/search st "fresh")))
+          (search/index-batch! st [(post 1 9 1 "fresh")])
+          (is (= [9] (search/search st "fresh")))
           (finally (drop! st)))))
     (testing "a 200 ms refresh interval bounds the lag for any writer"
       (let [st (open-fresh {:max-lag-ms nil :refresh-interval-ms 200})]
         (try
-          (s/index! st (post 1 9 1 "soon"))
+          (search/index! st (post 1 9 1 "soon"))
           ;; the index refreshes every 200 ms (its setting), so the post shows with no client-side refresh; the lag
           ;; itself is not timed (a loaded CI machine delays the node's refreshes by seconds): 30 s bounds a hang
           (let [[_ settings] (http/request (http/client (node/url) 1000 30000) "settings" :get
                                            (str "/" (:index st) "/_settings/index.refresh_interval"))
                 t0 (System/nanoTime)
-                found (loop [] (let [r (s/search st "soon")]
+                found (loop [] (let [r (search/search st "soon")]
                                  (if (or (seq r) (> (- (System/nanoTime) t0) 30e9)) r (do (Thread/sleep 20) (recur)))))]
             (is (= "200ms" (get-in settings [(:index st) "settings" "index" "refresh_interval"])) (pr-str settings))
             (is (= [9] found) "visible with no client-side refresh"))
@@ -117,22 +118,22 @@
       (try
         ;; what an indexing batch of the :scale store with local events may still hold when the edit or delete
         ;; is applied (issue 11): the post as published, at its ts
-        (s/index! st (post 1 10 100 "old words"))
-        (s/reindex! st (post 1 10 100 "new words"))
-        (s/index-batch! st [(post 1 10 100 "old words") (post 5 50 500 "other words")])
-        (s/index! st (post 1 10 100 "old words"))
-        (is (= [] (s/search st "old")) "the stale batch and index! did not put the old version back")
-        (is (= [50 10] (s/search st "words")))
-        (is (= [10] (s/search st "new")))
-        (s/reindex! st (post 1 10 100 "newer words"))
-        (is (= [10] (s/search st "newer")) "a later edit still replaces the earlier one")
-        (s/index! st (post 2 20 200 "deleted words"))
-        (s/unindex! st 2)
-        (s/index-batch! st [(post 2 20 200 "deleted words")])
-        (is (= [] (s/search st "deleted")) "a delete is not undone by a stale batch")
-        (s/unindex! st 3)
-        (s/index! st (post 3 30 300 "early delete"))
-        (is (= [] (s/search st "early")) "nor when the delete reached the index before the post")
+        (search/index! st (post 1 10 100 "old words"))
+        (search/reindex! st (post 1 10 100 "new words"))
+        (search/index-batch! st [(post 1 10 100 "old words") (post 5 50 500 "other words")])
+        (search/index! st (post 1 10 100 "old words"))
+        (is (= [] (search/search st "old")) "the stale batch and index! did not put the old version back")
+        (is (= [50 10] (search/search st "words")))
+        (is (= [10] (search/search st "new")))
+        (search/reindex! st (post 1 10 100 "newer words"))
+        (is (= [10] (search/search st "newer")) "a later edit still replaces the earlier one")
+        (search/index! st (post 2 20 200 "deleted words"))
+        (search/unindex! st 2)
+        (search/index-batch! st [(post 2 20 200 "deleted words")])
+        (is (= [] (search/search st "deleted")) "a delete is not undone by a stale batch")
+        (search/unindex! st 3)
+        (search/index! st (post 3 30 300 "early delete"))
+        (is (= [] (search/search st "early")) "nor when the delete reached the index before the post")
         (is (= 0 (:index-errors (s/stats st))) "a refused stale write is no error")
         (finally (drop! st))))))
 
@@ -147,19 +148,19 @@
           (is (= ["2"] (mapv :id (:failed d))) "the failed item is named by post id")
           (is (= 400 (:status (first (:failed d)))))
           (is (str/includes? (:error (first (:failed d))) "mapper_parsing_exception") (pr-str d)))
-        (is (= [30 10] (s/search st "bulk")) "the other items are indexed")
+        (is (= [30 10] (search/search st "bulk")) "the other items are indexed")
         (is (= 1 (:index-errors (s/stats st))))
         (is (= 1 (:index-degraded (s/stats st))))
         (is (false? (s/ready? st)) "not ready while indexing fails")
-        (s/index-batch! st [(post 2 20 200 "bulk good now")])
-        (is (= [30 20 10] (s/search st "bulk")) "the retry succeeds")
+        (search/index-batch! st [(post 2 20 200 "bulk good now")])
+        (is (= [30 20 10] (search/search st "bulk")) "the retry succeeds")
         (is (true? (s/ready? st)) "ready again after a successful write")
         (is (= 0 (:index-degraded (s/stats st))))
         (testing "batches larger than :bulk-size go in several requests"
           (let [st2 (open-fresh {:bulk-size 7})]
             (try
-              (s/index-batch! st2 (mapv #(post % 1 % "many") (range 1 51)))
-              (is (= 50 (count (s/search st2 "many" {:limit 100}))))
+              (search/index-batch! st2 (mapv #(post % 1 % "many") (range 1 51)))
+              (is (= 50 (count (search/search st2 "many" {:limit 100}))))
               (finally (drop! st2)))))
         (finally (drop! st))))))
 
@@ -171,18 +172,18 @@
         (is (= 0 (spi/-indexed-through st)) "none stored: 0")
         (spi/-set-indexed-through! st 1234567890123456)
         (is (= 1234567890123456 (spi/-indexed-through st)) "read back at once (GET by id is real-time)")
-        (s/index! st (post 1 5 10 "marked"))
-        (is (= [5] (s/search st "marked")))
+        (search/index! st (post 1 5 10 "marked"))
+        (is (= [5] (search/search st "marked")))
         (is (= 1 (:indexed-posts (s/stats st))) "the mark is not counted as a post")
-        (is (= [] (s/search st "indexed_through 1234567890123456")) "and never matches a search")
+        (is (= [] (search/search st "indexed_through 1234567890123456")) "and never matches a search")
         (s/close-store! st)
         (s/close-store! st)
-        (is (= :herald.feed.store/closed (:type (thrown-data #(s/search st "marked")))))
+        (is (= :herald.feed.store/closed (:type (thrown-data #(search/search st "marked")))))
         (is (false? (s/ready? st)))
         (let [st2 (os/open {:url (node/url) :index index :max-lag-ms 0})]
           (try
             (is (= 1234567890123456 (spi/-indexed-through st2)) "durable: another client sees it")
-            (is (= [5] (s/search st2 "marked")) "the reopened index keeps its posts")
+            (is (= [5] (search/search st2 "marked")) "the reopened index keeps its posts")
             (spi/-set-indexed-through! st2 7)
             (is (= 7 (spi/-indexed-through st2)))
             (finally (s/close-store! st2))))
@@ -236,8 +237,8 @@
   (with-node
     (let [st (open-fresh {:username "herald" :password "x"})]
       (try
-        (s/index! st (post 1 2 3 "authenticated"))
-        (is (= [2] (s/search st "authenticated")) "a server without the security plugin ignores the header")
+        (search/index! st (post 1 2 3 "authenticated"))
+        (is (= [2] (search/search st "authenticated")) "a server without the security plugin ignores the header")
         (is (not (str/includes? (pr-str st) "Basic")))
         (finally (drop! st))))))
 
@@ -253,7 +254,7 @@
         (try
           (node/delete-index! (:index st))
           ;; the index is gone: searching it is an error with the server's text (a search never creates it)
-          (let [d (thrown-data #(s/search st "anything"))]
+          (let [d (thrown-data #(search/search st "anything"))]
             (is (= ::os/http-error (:type d)))
             (is (= 404 (:status d)))
             (is (str/includes? (:error d) "index_not_found_exception") (pr-str d)))
@@ -278,9 +279,9 @@
                    (let [id (inc (+ (* t per-thread) i))
                          word (str "w" t "x" i)]
                      (if (even? i)
-                       (s/index! st (post id (inc t) id word))
-                       (s/index-batch! st [(post id (inc t) id word)]))
-                     (when-not (= [(inc t)] (s/search st word))
+                       (search/index! st (post id (inc t) id word))
+                       (search/index-batch! st [(post id (inc t) id word)]))
+                     (when-not (= [(inc t)] (search/search st word))
                        (swap! misses conj word))))))
              doall (run! deref))
         (is (= [] @misses))
@@ -311,21 +312,21 @@
           st (open-fresh)]
       (try
         (let [posts (vec (for [_ (range 300)]
-                           (s/publish! model {:from (inc (.nextInt r 6)) :occurred "2026-11-22"
+                           (feeds/publish! model {:from (inc (.nextInt r 6)) :occurred "2026-11-22"
                                               :subject (gen-text r (.nextInt r 4)) :story (gen-text r (+ 1 (.nextInt r 12)))}
                                        [])))]
-          (doseq [p posts] (s/index! model p))
-          (s/index-batch! st (subvec posts 0 200))
-          (doseq [p (subvec posts 200)] (s/index! st p))
+          (doseq [p posts] (search/index! model p))
+          (search/index-batch! st (subvec posts 0 200))
+          (doseq [p (subvec posts 200)] (search/index! st p))
           (let [queries (concat (map str vocabulary) (map str/upper-case vocabulary)
                                 (for [_ (range 150)] (gen-text r (inc (.nextInt r 3))))
                                 ["" " " "Σ ς" "e\u0301" "\u00e9" "straße köln" "🚀 👍🏽"])
                 mismatches (for [q queries
                                  :let [limit (inc (.nextInt r 40))
-                                       want (s/search model q {:limit limit})
-                                       got (s/search st q {:limit limit})]
+                                       want (search/search model q {:limit limit})
+                                       got (search/search st q {:limit limit})]
                                  :when (not= want got)]
                              {:q q :limit limit :model want :opensearch got})]
             (is (empty? (take 5 mismatches)))
-            (is (< 20 (count (filter #(seq (s/search model % {:limit 10})) queries))) "the corpus has matches")))
+            (is (< 20 (count (filter #(seq (search/search model % {:limit 10})) queries))) "the corpus has matches")))
         (finally (drop! st))))))

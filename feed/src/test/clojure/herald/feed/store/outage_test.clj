@@ -13,6 +13,9 @@
             [herald.feed.servers.proxy :as proxy]
             [herald.feed.servers.redis :as rd]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
             [herald.feed.store.cassandra :as cassandra]
             [herald.feed.store.opensearch :as os]
             [herald.feed.store.postgres :as postgres]
@@ -166,13 +169,13 @@
          st (until-ok #(postgres/open config))
          buf (ByteArrayOutputStream.)]
      (try
-       (let [{:keys [id]} (s/create-participant! st "Ann")
+       (let [{:keys [id]} (graph/create-participant! st "Ann")
              calls (capturing-output buf
                      (cut!)
-                     (let [r (fail-for! 3000 #(s/participant st id))]
+                     (let [r (fail-for! 3000 #(graph/participant st id))]
                        (is (false? (s/ready? st)) "not ready while the server is cut off")
                        (restore!)
-                       (is (= "Ann" (:name (until-ok #(s/participant st id)))))
+                       (is (= "Ann" (:name (until-ok #(graph/participant st id)))))
                        r))]
          (is (> (long (:reported calls)) 2) (pr-str calls))
          (is (zero? (long (:other calls))) (str "every call fails, as an outage marked as reported: " (pr-str calls)))
@@ -188,12 +191,12 @@
           st (os/open {:url (str "http://127.0.0.1:" port) :index index :max-lag-ms 0 :connect-timeout-ms 500})
           buf (ByteArrayOutputStream.)]
       (try
-        (s/index! st {:id 1 :from 7 :ts 1 :occurred "2026-11-22" :subject "s" :story "outage"})
+        (search/index! st {:id 1 :from 7 :ts 1 :occurred "2026-11-22" :subject "s" :story "outage"})
         (let [calls (capturing-output buf
                       (cut!)
-                      (let [r (fail-for! 3000 #(s/search st "outage"))]
+                      (let [r (fail-for! 3000 #(search/search st "outage"))]
                         (restore!)
-                        (is (= [7] (until-ok #(s/search st "outage"))))
+                        (is (= [7] (until-ok #(search/search st "outage"))))
                         r))]
           (is (> (long (:reported calls)) 2) (pr-str calls))
           (is (zero? (long (:other calls))) (str "every call fails, as an outage marked as reported: " (pr-str calls)))
@@ -210,12 +213,12 @@
           post {:id 1001 :ts 1001 :from 7 :occurred "2026-11-26" :subject "s" :story "outage"}
           buf (ByteArrayOutputStream.)]
       (try
-        (s/put-outbound! st post)
+        (feeds/put-outbound! st post)
         (let [calls (capturing-output buf
                       (cut!)
-                      (let [r (fail-for! 3000 #(s/outbound st 7))]
+                      (let [r (fail-for! 3000 #(feeds/outbound st 7))]
                         (restore!)
-                        (is (= [1001] (mapv :id (:items (until-ok #(s/outbound st 7))))))
+                        (is (= [1001] (mapv :id (:items (until-ok #(feeds/outbound st 7))))))
                         r))
               ours (filter #(re-find #"herald\.feed\.outage" %) (log-lines buf))]
           (is (> (long (:reported calls)) 2) (pr-str calls))

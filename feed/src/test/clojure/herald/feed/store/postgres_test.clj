@@ -25,7 +25,7 @@
 (deftest ^:integration concurrent-befriends-make-one-friendship-per-pair
   (pg/when-up
    (let [st (postgres/open (pg/fresh-config))
-         ids (vec (repeatedly 12 #(:id (s/create-participant! st "p"))))
+         ids (vec (repeatedly 12 #(:id (graph/create-participant! st "p"))))
          pairs (vec (for [i (range 12) j (range 12) :when (< i j) :when (< (rand) 0.3)] [(ids i) (ids j)]))
          threads 16
          start (CountDownLatch. 1)
@@ -35,7 +35,7 @@
                             (.submit pool ^Callable
                                      (fn [] (.await start)
                                        (vec (for [[a b] (shuffle pairs)]
-                                              (if (even? t) (s/befriend! st a b) (s/befriend! st b a))))))))
+                                              (if (even? t) (graph/befriend! st a b) (graph/befriend! st b a))))))))
              _ (.countDown start)
              results (mapcat #(.get ^Future %) futures)
              by-pair (group-by (fn [{:keys [from to]}] (sort [from to])) results)]
@@ -45,7 +45,7 @@
            (is (= 1 (count (filter :created? rs))) (str "created once: " pair)))
          (is (= (count pairs) (count (distinct (map :id results)))) "distinct ids across pairs")
          (doseq [id ids]
-           (let [fs (s/friends st id)]
+           (let [fs (graph/friends st id)]
              (is (= (map :to fs) (sort (map :to fs))) "ordered by the other's id")
              (is (= (count fs) (count (filter #(some #{id} %) pairs)))))))
        (finally (.shutdownNow pool) (s/close-store! st))))))
@@ -54,18 +54,18 @@
   (pg/when-up
    (let [config (pg/fresh-config)
          [a b f] (let [st (postgres/open config)]
-                   (try (let [a (s/create-participant! st "Zoë \u0000 🚀")
-                              b (s/create-participant! st "Bo")]
-                          [a b (s/befriend! st (:id a) (:id b))])
+                   (try (let [a (graph/create-participant! st "Zoë \u0000 🚀")
+                              b (graph/create-participant! st "Bo")]
+                          [a b (graph/befriend! st (:id a) (:id b))])
                         (finally (s/close-store! st))))
          st (postgres/open config)]
      (try
-       (is (= a (s/participant st (:id a))) "a name with U+0000 survives (stored as UTF-8 bytes)")
-       (is (= [{:id (:id f) :from (:id b) :to (:id a)}] (s/friends st (:id b))))
-       (is (= (assoc f :created? false) (s/befriend! st (:id a) (:id b))))
-       (let [c (s/create-participant! st "C")]
+       (is (= a (graph/participant st (:id a))) "a name with U+0000 survives (stored as UTF-8 bytes)")
+       (is (= [{:id (:id f) :from (:id b) :to (:id a)}] (graph/friends st (:id b))))
+       (is (= (assoc f :created? false) (graph/befriend! st (:id a) (:id b))))
+       (let [c (graph/create-participant! st "C")]
          (is (> (:id c) (:id b)) "participant ids continue")
-         (is (> (:id (s/befriend! st (:id a) (:id c))) (:id f)) "friendship ids continue"))
+         (is (> (:id (graph/befriend! st (:id a) (:id c))) (:id f)) "friendship ids continue"))
        (is (= {:participants 3 :friendships 2} (select-keys (s/stats st) [:participants :friendships])))
        (is (true? (s/ready? st)))
        (let [{:keys [jdbc-url user password]} (pg/info)]
@@ -75,7 +75,7 @@
            (is (= [1 2 3] (loop [acc []] (if (.next rs) (recur (conj acc (.getInt rs 1))) acc)))
                "each migration recorded, once, after two opens")))
        (finally (s/close-store! st)))
-     (is (= ::s/closed (thrown-type #(s/participant st 1))))
+     (is (= ::s/closed (thrown-type #(graph/participant st 1))))
      (is (false? (s/ready? st))))))
 
 (deftest bad-options-name-the-key
@@ -103,7 +103,7 @@
   (pg/when-up
    (let [st (postgres/open (pg/fresh-config))]
      (try
-       (is (= ::s/invalid (thrown-type #(s/befriend! st 1 1))) "checked before SQL")
+       (is (= ::s/invalid (thrown-type #(graph/befriend! st 1 1))) "checked before SQL")
        (let [e (try (graph/-befriend! st 3 3) nil (catch clojure.lang.ExceptionInfo e e))]
          (is (= :herald.feed.store.postgres/sql-error (:type (ex-data e))) "a violated CHECK constraint")
          (is (= "23514" (:sql-state (ex-data e)))))
@@ -116,22 +116,22 @@
   (pg/when-up
    (let [config (pg/fresh-config)
          [a b c d] (let [st (postgres/open config)]
-                     (try (let [[a b c d] (map :id (repeatedly 4 #(s/create-participant! st "p")))]
-                            (s/befriend! st a b) (s/befriend! st a c) (s/befriend! st a d)
-                            (s/unfriend! st a c)
-                            (s/mute! st a d)
-                            (s/block! st b a)
+                     (try (let [[a b c d] (map :id (repeatedly 4 #(graph/create-participant! st "p")))]
+                            (graph/befriend! st a b) (graph/befriend! st a c) (graph/befriend! st a d)
+                            (graph/unfriend! st a c)
+                            (graph/mute! st a d)
+                            (graph/block! st b a)
                             [a b c d])
                           (finally (s/close-store! st))))
          st (postgres/open config)]
      (try
-       (is (= [d] (map :to (s/friends st a))) "the unfriend and the block's unfriend are durable")
-       (is (= [d] (s/mutes st a)))
-       (is (= [a] (s/blocks st b)))
-       (is (= #{b d} (s/hidden st a)))
-       (is (= #{a} (s/hidden st b)))
-       (is (= :herald.feed.store/blocked (thrown-type #(s/befriend! st a b))))
-       (is (true? (:created? (s/befriend! st a c))))
+       (is (= [d] (map :to (graph/friends st a))) "the unfriend and the block's unfriend are durable")
+       (is (= [d] (graph/mutes st a)))
+       (is (= [a] (graph/blocks st b)))
+       (is (= #{b d} (graph/hidden st a)))
+       (is (= #{a} (graph/hidden st b)))
+       (is (= :herald.feed.store/blocked (thrown-type #(graph/befriend! st a b))))
+       (is (true? (:created? (graph/befriend! st a c))))
        (finally (s/close-store! st))))))
 
 (deftest ^:integration blocks-and-befriends-race-to-a-consistent-graph
@@ -140,16 +140,16 @@
          pool (Executors/newFixedThreadPool 8)]
      (try
        (dotimes [_ 20]
-         (let [[a b] (map :id (repeatedly 2 #(s/create-participant! st "p")))
+         (let [[a b] (map :id (repeatedly 2 #(graph/create-participant! st "p")))
                start (CountDownLatch. 1)
                tasks (for [i (range 8)]
                        (.submit pool ^Callable (fn [] (.await start)
-                                                 (try (if (zero? (long (mod i 4))) (s/block! st a b) (s/befriend! st b a))
+                                                 (try (if (zero? (long (mod i 4))) (graph/block! st a b) (graph/befriend! st b a))
                                                       (catch clojure.lang.ExceptionInfo e (:type (ex-data e)))))))
                tasks (vec tasks)]
            (.countDown start)
            (run! #(.get ^Future %) tasks)
-           (is (= [b] (s/blocks st a)))
-           (is (= [] (s/friends st a)) "after the block commits, no befriend succeeds: no friendship is left")
-           (is (= [] (s/friends st b)))))
+           (is (= [b] (graph/blocks st a)))
+           (is (= [] (graph/friends st a)) "after the block commits, no befriend succeeds: no friendship is left")
+           (is (= [] (graph/friends st b)))))
        (finally (.shutdownNow pool) (s/close-store! st))))))

@@ -1,7 +1,9 @@
 (ns herald.feed.store.relations-crash-child
   "The child JVM of the relationships' kill -9 test: befriends, mutes, blocks and unmutes on an embedded store and
   prints each acknowledged write."
-  (:require [herald.feed.store :as s])
+  (:require [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph])
   (:import (java.io PrintStream)))
 
 (set! *warn-on-reflection* true)
@@ -19,12 +21,12 @@
         out System/out]
     (ack out "READY")
     (loop [i 0]
-      (let [x (:id (s/create-participant! st "x")) y (:id (s/create-participant! st "y"))]
-        (s/befriend! st x y) (ack out "B" x y)
-        (let [p (s/publish! st {:from x :occurred "2026-11-26" :subject "s" :story "doomed"} [y])]
-          (s/fan-out! st p [y])
-          (s/mute! st x y) (ack out "M" x y)
-          (s/block! st y x) (ack out "K" x y)
+      (let [x (:id (graph/create-participant! st "x")) y (:id (graph/create-participant! st "y"))]
+        (graph/befriend! st x y) (ack out "B" x y)
+        (let [p (feeds/publish! st {:from x :occurred "2026-11-26" :subject "s" :story "doomed"} [y])]
+          (feeds/fan-out! st p [y])
+          (graph/mute! st x y) (ack out "M" x y)
+          (graph/block! st y x) (ack out "K" x y)
           (s/delete-post! st (:id p)) (ack out "D" x y (:ts p) (:id p)))
-        (when (odd? i) (s/unmute! st x y) (ack out "U" x y)))
+        (when (odd? i) (graph/unmute! st x y) (ack out "U" x y)))
       (recur (inc i)))))

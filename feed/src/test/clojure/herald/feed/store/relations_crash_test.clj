@@ -7,6 +7,7 @@
             [clojure.string :as str]
             [clojure.test :refer [deftest is]]
             [herald.feed.store :as s]
+            [herald.feed.store.graph :as graph]
             [herald.feed.store.embedded.codec :as c]
             [herald.feed.store.embedded.rocks :as rocks]
             [herald.feed.store.fixtures :as fx])
@@ -57,13 +58,13 @@
           ;; but not yet printed): a block that ended the friendship, an unmute
           (doseq [[[x y] ls] by-pair :let [done (set (map first ls))
                                            in-flight? (= [x y] (last (sort-by first (keys by-pair))))]]
-            (cond (done "K") (do (is (= [x] (s/blocks st y)) (str "block of " x " by " y))
-                                 (is (= [] (s/friends st x)) "the block's unfriend")
-                                 (is (= #{y} (s/hidden st x))))
-                  (and in-flight? (= [x] (s/blocks st y))) (is (= [] (s/friends st x)) "an unacknowledged block that landed")
-                  (done "B") (is (= [y] (map :to (s/friends st x))) (str "friendship " x " " y)))
-            (cond (done "U") (is (= [] (s/mutes st x)) (str "unmute of " y " by " x))
-                  (and in-flight? (done "K")) (is (contains? #{[y] []} (s/mutes st x)) (str "mute of " y " by " x ", maybe unmuted"))
-                  (done "M") (is (= [y] (s/mutes st x)) (str "mute of " y " by " x))))
+            (cond (done "K") (do (is (= [x] (graph/blocks st y)) (str "block of " x " by " y))
+                                 (is (= [] (graph/friends st x)) "the block's unfriend")
+                                 (is (= #{y} (graph/hidden st x))))
+                  (and in-flight? (= [x] (graph/blocks st y))) (is (= [] (graph/friends st x)) "an unacknowledged block that landed")
+                  (done "B") (is (= [y] (map :to (graph/friends st x))) (str "friendship " x " " y)))
+            (cond (done "U") (is (= [] (graph/mutes st x)) (str "unmute of " y " by " x))
+                  (and in-flight? (done "K")) (is (contains? #{[y] []} (graph/mutes st x)) (str "mute of " y " by " x ", maybe unmuted"))
+                  (done "M") (is (= [y] (graph/mutes st x)) (str "mute of " y " by " x))))
           (finally (s/close-store! st))))
       (finally (fx/delete-tree! dir) (io/delete-file log true)))))

@@ -6,6 +6,9 @@
             [herald.feed :as feed]
             [herald.feed.servers.scale :as scale]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
             [herald.feed.store.contract :refer [post-of]]
             [herald.feed.store.scale]
             [herald.feed.test-util :as tu])
@@ -18,25 +21,25 @@
     (fn [roles]
       (let [config (assoc roles :type :scale)
             st (s/open-store config)
-            a (:id (s/create-participant! st "Ann"))
-            b (:id (s/create-participant! st "Bob"))
-            _ (s/befriend! st a b)
-            p0 (s/publish! st (post-of a "zebra before the outage") [b])
-            _ (s/index! st p0)
+            a (:id (graph/create-participant! st "Ann"))
+            b (:id (graph/create-participant! st "Bob"))
+            _ (graph/befriend! st a b)
+            p0 (feeds/publish! st (post-of a "zebra before the outage") [b])
+            _ (search/index! st p0)
             search (:search st)]
         ;; search goes away: indexing fails, the posts are acknowledged all the same
         (s/close-store! search)
-        (let [ps (vec (for [i (range 5)] (s/publish! st (post-of a (str "zebra during the outage " i)) [b])))]
-          (is (every? #(try (s/index! st %) false (catch Exception _ true)) ps) "indexing fails while search is down")
+        (let [ps (vec (for [i (range 5)] (feeds/publish! st (post-of a (str "zebra during the outage " i)) [b])))]
+          (is (every? #(try (search/index! st %) false (catch Exception _ true)) ps) "indexing fails while search is down")
           ;; the crash: no close, the marker stops, the connections go
           (.shutdownNow ^ExecutorService (.-marker ^herald.feed.store.scale.MarkProgress (:progress st)))
           (doseq [r [:graph :feeds :cache]] (s/close-store! (get st r)))
           (let [st2 (s/open-store config)]
             (try
-              (is (= (repeat 6 a) (s/search st2 "zebra" {:limit 100})) "every acknowledged post, once")
-              (is (= 5 (count (s/search st2 "during"))))
-              (is (= "Bob" (:name (s/participant st2 b))) "the graph survived in PostgreSQL")
-              (is (= (set (map :id (cons p0 ps))) (set (map (comp :id :post) (s/pending-fanouts st2))))
+              (is (= (repeat 6 a) (search/search st2 "zebra" {:limit 100})) "every acknowledged post, once")
+              (is (= 5 (count (search/search st2 "during"))))
+              (is (= "Bob" (:name (graph/participant st2 b))) "the graph survived in PostgreSQL")
+              (is (= (set (map :id (cons p0 ps))) (set (map (comp :id :post) (feeds/pending-fanouts st2))))
                   "the fan-outs are still pending in Cassandra")
               (finally (s/close-store! st2)))))))))
 

@@ -4,7 +4,7 @@
   event log."
   (:require [clojure.test :refer [deftest is]]
             [herald.feed :as feed]
-            [herald.feed.servers.kafka :as sk]
+            [herald.flow.kafka-broker :as sk]
             [herald.feed.servers.postgres :as pg]
             [herald.feed.servers.redis :as rd]
             [herald.feed.test-util :as tu]))
@@ -12,7 +12,7 @@
 (set! *warn-on-reflection* true)
 
 (deftest ^:integration the-service-runs-on-the-scale-profile
-  (sk/with-kafka bootstrap
+  (sk/with-broker bootstrap
    (rd/when-up
     (pg/when-up
     (let [{:keys [jdbc-url user password]} (pg/info)

@@ -3,6 +3,8 @@
   catch-up after a crash (a search backend that fails or is closed while posts are published)."
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
             [herald.feed.store.lifecycle :as lifecycle]
             [herald.feed.store.search :as search]
             [herald.feed.store.contract :as contract :refer [post-of thrown-type]]
@@ -33,22 +35,22 @@
 (deftest batch-fan-out-goes-to-the-feeds-role
   (let [st (s/open-store (assoc roles/all-in-memory :type :scale))]
     (try
-      (let [[a b c] (map :id (repeatedly 3 #(s/create-participant! st "p")))
-            p1 (s/publish! st (post-of a "one") [b c])
-            p2 (s/publish! st (post-of a "two") [b])]
-        (is (not (s/batch-fan-out? st)) "memory feeds have no one-write batch: fan-out-all! goes post by post")
-        (s/fan-out-all! st [{:post p1 :recipients [b c]} {:post p2 :recipients [b]}])
-        (is (= [p2 p1] (:items (s/inbound st b))))
-        (is (= [p1] (:items (s/inbound st c))))
-        (is (empty? (s/pending-fanouts st)) "the fan-out records are completed"))
+      (let [[a b c] (map :id (repeatedly 3 #(graph/create-participant! st "p")))
+            p1 (feeds/publish! st (post-of a "one") [b c])
+            p2 (feeds/publish! st (post-of a "two") [b])]
+        (is (not (feeds/batch-fan-out? st)) "memory feeds have no one-write batch: fan-out-all! goes post by post")
+        (feeds/fan-out-all! st [{:post p1 :recipients [b c]} {:post p2 :recipients [b]}])
+        (is (= [p2 p1] (:items (feeds/inbound st b))))
+        (is (= [p1] (:items (feeds/inbound st c))))
+        (is (empty? (feeds/pending-fanouts st)) "the fan-out records are completed"))
       (finally (s/close-store! st)))))
 
 (deftest stats-ready-and-close
   (let [st (s/open-store (assoc roles/all-in-memory :type :scale))]
-    (s/create-participant! st "a")
-    (s/participant st 1)
-    (s/participant st 1)
-    (let [p (s/publish! st (post-of 1 "unindexed") [])
+    (graph/create-participant! st "a")
+    (graph/participant st 1)
+    (graph/participant st 1)
+    (let [p (feeds/publish! st (post-of 1 "unindexed") [])
           stats (s/stats st)]
       (is (= 1 (:participants stats)) "lifted from the graph role")
       (is (= 1 (:posts stats)) "lifted from the feeds role")
@@ -56,13 +58,13 @@
       (is (= 1 (:search-pending stats)) "published, not indexed")
       (is (= 1 (:cache-hits stats)))
       (is (contains? (:herald.feed.store/counters (meta stats)) :cache-hits))
-      (s/index! st p)
+      (search/index! st p)
       (is (= 0 (:search-pending (s/stats st)))))
     (is (true? (s/ready? st)))
     (s/close-store! st)
     (s/close-store! st)
     (is (false? (s/ready? st)) "closed")
-    (is (= ::s/closed (thrown-type #(s/create-participant! st "b"))))))
+    (is (= ::s/closed (thrown-type #(graph/create-participant! st "b"))))))
 
 ;; ---------------------------------------------------------------------------------------------------
 ;; catch-up: backends that outlive one open (a memory feeds store handed in, a search index that can fail)
@@ -101,31 +103,31 @@
         search (HeldSearch. (memory/memory-store) (atom 0) (atom false))
         a 7
         st (open-held feeds search)
-        p1 (s/publish! st (post-of a "alpha before") [])]
-    (s/index! st p1)
+        p1 (feeds/publish! st (post-of a "alpha before") [])]
+    (search/index! st p1)
     (await! #(= (:ts p1) @(.-mark search)))
     (is (= (:ts p1) @(.-mark search)) "the mark follows the indexed posts")
     (reset! (.-fail? search) true)
-    (let [p2 (s/publish! st (post-of a "beta during the outage") [])
-          p3 (s/publish! st (post-of a "gamma during the outage") [])]
-      (is (= ::down (thrown-type #(s/index! st p2))))
+    (let [p2 (feeds/publish! st (post-of a "beta during the outage") [])
+          p3 (feeds/publish! st (post-of a "gamma during the outage") [])]
+      (is (= ::down (thrown-type #(search/index! st p2))))
       (is (false? (s/ready? st)) "not ready while search fails")
       (Thread/sleep 50)
       (is (= (:ts p1) @(.-mark search)) "the mark cannot be stored while search is down")
       ;; the crash: the store is dropped without close; search comes back
       (reset! (.-fail? search) false)
-      (let [p4 (s/publish! st (post-of a "delta indexed") [])]
-        (s/index! st p4)
+      (let [p4 (feeds/publish! st (post-of a "delta indexed") [])]
+        (search/index! st p4)
         (Thread/sleep 50)
         (is (<= (:ts p1) @(.-mark search) (dec (:ts p2)))
             "an indexed post above a waiting one does not move the mark past it"))
       (let [st2 (open-held feeds search)]
         (try
-          (is (= [a] (s/search st2 "beta")) "caught up on open")
-          (is (= [a] (s/search st2 "gamma")))
-          (is (= [a a] (s/search st2 "outage")) "each post once")
-          (is (= [a] (s/search st2 "delta")) "indexed before the crash and caught up again: once")
-          (is (= (:ts (last (:items (s/outbound st2 a)))) (:ts p1)))
+          (is (= [a] (search/search st2 "beta")) "caught up on open")
+          (is (= [a] (search/search st2 "gamma")))
+          (is (= [a a] (search/search st2 "outage")) "each post once")
+          (is (= [a] (search/search st2 "delta")) "indexed before the crash and caught up again: once")
+          (is (= (:ts (last (:items (feeds/outbound st2 a)))) (:ts p1)))
           (is (< (:ts p3) @(.-mark search)) "the mark moved past every post")
           (finally (s/close-store! st2)))))
     (s/close-store! st)))
@@ -135,15 +137,15 @@
         search (HeldSearch. (memory/memory-store) (atom 0) (atom true))
         st (open-held feeds search :index-retry-ms 300)]
     (try
-      (let [p1 (s/publish! st (post-of 3 "forgotten by the caller") [])
-            _ (s/publish! st (post-of 3 "failed to index") [])]
+      (let [p1 (feeds/publish! st (post-of 3 "forgotten by the caller") [])
+            _ (feeds/publish! st (post-of 3 "failed to index") [])]
         (Thread/sleep 500)
-        (is (= [] (s/search st "forgotten")) "not while search fails")
+        (is (= [] (search/search st "forgotten")) "not while search fails")
         (is (= 2 (:search-pending (s/stats st))))
         (reset! (.-fail? search) false)
-        (await! #(and (= [3] (s/search st "forgotten")) (= [3] (s/search st "failed")) (= 0 (:search-pending (s/stats st)))))
-        (is (= [3] (s/search st "forgotten")) "retried once search is back")
-        (is (= [3] (s/search st "failed")))
+        (await! #(and (= [3] (search/search st "forgotten")) (= [3] (search/search st "failed")) (= 0 (:search-pending (s/stats st)))))
+        (is (= [3] (search/search st "forgotten")) "retried once search is back")
+        (is (= [3] (search/search st "failed")))
         (is (= 0 (:search-pending (s/stats st))))
         (await! #(< (:ts p1) @(.-mark search)))
         (is (< (:ts p1) @(.-mark search)) "and the mark moved past them"))
@@ -152,11 +154,11 @@
 (deftest a-failing-catch-up-fails-the-open
   (let [feeds (memory/memory-store)
         search (HeldSearch. (memory/memory-store) (atom 0) (atom false))]
-    (s/publish! feeds (post-of 1 "never indexed") [])
+    (feeds/publish! feeds (post-of 1 "never indexed") [])
     (reset! (.-fail? search) true)
     (let [e (try (open-held feeds search) nil (catch clojure.lang.ExceptionInfo e e))]
       (is (= ::s/unavailable (:type (ex-data e))))
       (is (= [:search] (:key (ex-data e)))))
     (reset! (.-fail? search) false)
     (let [st (open-held feeds search)]
-      (try (is (= [1] (s/search st "indexed"))) (finally (s/close-store! st))))))
+      (try (is (= [1] (search/search st "indexed"))) (finally (s/close-store! st))))))

@@ -5,7 +5,9 @@
   mvn -o -q -pl feed -am test -Dherald.test.ns='.*search-hidden-bench.*' -Dherald.test.include=benchmark -Dtest=NONE -Dsurefire.failIfNoSpecifiedTests=false
   (-Dherald.bench.posts=50000)"
   (:require [clojure.test :refer [deftest is]]
-            [herald.feed.store :as s]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
             [herald.feed.store.contract :refer [post-of]]
             [herald.feed.store.fixtures :as fx])
   (:import (org.HdrHistogram Histogram)))
@@ -16,17 +18,17 @@
   (let [n (Long/getLong "herald.bench.posts" 50000)
         st (fx/open-embedded)]
     (try
-      (let [senders (vec (map :id (repeatedly 1000 #(s/create-participant! st "p"))))
+      (let [senders (vec (map :id (repeatedly 1000 #(graph/create-participant! st "p"))))
             posts (vec (for [i (range n)]
-                         (s/publish! st (post-of (senders (mod i 1000)) (str "common word w" (rand-int 40000) " n" i)) [])))]
-        (doseq [batch (partition-all 500 posts)] (s/index-batch! st (vec batch)))
-        (s/refresh-search! st)
+                         (feeds/publish! st (post-of (senders (mod i 1000)) (str "common word w" (rand-int 40000) " n" i)) [])))]
+        (doseq [batch (partition-all 500 posts)] (search/index-batch! st (vec batch)))
+        (search/refresh-search! st)
         (doseq [k [0 10 100 900 0 10 100 900]                 ; the first round warms up
                 :let [hidden (set (take k senders))
                       h (Histogram. 3)]]
           (dotimes [_ 500]
             (let [t0 (System/nanoTime)
-                  {:keys [items]} (s/search-page st "common" {:limit 50 :hidden hidden})]
+                  {:keys [items]} (search/search-page st "common" {:limit 50 :hidden hidden})]
               (.recordValue h (max 1 (quot (- (System/nanoTime) t0) 1000)))
               (is (= 50 (count items)))
               (is (not-any? (comp hidden :from) items))))

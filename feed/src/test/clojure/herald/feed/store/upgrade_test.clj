@@ -3,7 +3,9 @@
   (:require [clojure.java.io :as io]
             [clojure.test :refer [deftest is testing]]
             [herald.feed.store :as s]
-            [herald.feed.store.lifecycle :as lifecycle]
+            [herald.feed.store.feeds :as feeds]
+            [herald.feed.store.graph :as graph]
+            [herald.feed.store.search :as search]
             [herald.feed.store.contract :refer [post-of thrown-type]]
             [herald.feed.store.embedded]
             [herald.feed.store.embedded.codec :as c]
@@ -38,9 +40,9 @@
   [dir]
   (let [st (open dir)]
     (try
-      (let [[a b] (map :id (for [n ["Ann" "Bob"]] (s/create-participant! st n)))]
+      (let [[a b] (map :id (for [n ["Ann" "Bob"]] (graph/create-participant! st n)))]
         (doseq [[from story] [[a "upgrade one"] [b "upgrade two"] [a "upgrade three"]]]
-          (s/index! st (s/publish! st (post-of from story) [])))
+          (search/index! st (feeds/publish! st (post-of from story) [])))
         [a b])
       (finally (s/close-store! st)))))
 
@@ -80,12 +82,12 @@
   (let [st (open dir)]
     (try
       (is (s/ready? st))
-      (is (= [a b a] (s/search st "upgrade")) "every post of RocksDB is found again, newest first")
-      (is (= [] (s/search st "stale")) "documents of the replaced index are gone")
+      (is (= [a b a] (search/search st "upgrade")) "every post of RocksDB is found again, newest first")
+      (is (= [] (search/search st "stale")) "documents of the replaced index are gone")
       (is (= 3 (:indexed-posts (s/stats st))))
-      (let [p (s/publish! st (post-of b "upgradetest fresh") [])]
-        (s/index! st p)
-        (is (= [b] (s/search st "upgradetest")) "a new post becomes searchable"))
+      (let [p (feeds/publish! st (post-of b "upgradetest fresh") [])]
+        (search/index! st p)
+        (is (= [b] (search/search st "upgradetest")) "a new post becomes searchable"))
       (is (= 0 (:index-errors (s/stats st))))
       (is (= 0 (:index-degraded (s/stats st))))
       (finally (s/close-store! st)))))
@@ -144,11 +146,11 @@
         (let [st (open dir :index-commit-ms 100)]
           (try
             (is (s/ready? st))
-            (is (= :herald.feed.store/unavailable (thrown-type #(s/search st "upgrade")))
+            (is (= :herald.feed.store/unavailable (thrown-type #(search/search st "upgrade")))
                 "a search over the broken index is an ex-info the service can map, not an IllegalStateException")
             (is (= 1 (:search-errors (s/stats st))))
-            (let [p (s/publish! st (post-of b "upgradetest") [])]
-              (is (nil? (s/index! st p)) "indexing does not throw into the fan-out work")
+            (let [p (feeds/publish! st (post-of b "upgradetest") [])]
+              (is (nil? (search/index! st p)) "indexing does not throw into the fan-out work")
               (let [stats (s/stats st)]
                 (is (= 1 (:index-errors stats)))
                 (is (= 1 (:index-degraded stats)))
@@ -165,18 +167,18 @@
     (fn [dir]
       (let [st (open dir)]
         (try
-          (let [[a b] (map :id (for [n ["Ann" "Bob"]] (s/create-participant! st n)))
-                ps (doall (for [i (range 50)] (s/publish! st (post-of a (str "story " i)) [b])))]
+          (let [[a b] (map :id (for [n ["Ann" "Bob"]] (graph/create-participant! st n)))
+                ps (doall (for [i (range 50)] (feeds/publish! st (post-of a (str "story " i)) [b])))]
             (is (= 50 (:pending-fanouts (s/stats st))))
             (is (= 50 (:search-pending (s/stats st))))
-            (doseq [p (take 30 ps)] (s/fan-out! st p [b]) (s/index! st p))
-            (s/complete-fanout! st (:id (nth ps 30)))
-            (s/complete-fanout! st (:id (nth ps 30)))
+            (doseq [p (take 30 ps)] (feeds/fan-out! st p [b]) (search/index! st p))
+            (feeds/complete-fanout! st (:id (nth ps 30)))
+            (feeds/complete-fanout! st (:id (nth ps 30)))
             (is (= 19 (:pending-fanouts (s/stats st))) "idempotent completion is counted once")
             (let [m (s/stats st)]
-              (is (= (set (filter lifecycle/counter-stats (keys m))) (:herald.feed.store/counters (meta m))))
+              (is (= (set (filter s/counter-stats (keys m))) (:herald.feed.store/counters (meta m))))
               (is (every? (:herald.feed.store/counters (meta m)) [:index-errors :search-errors :cache-hits :cache-misses :cache-evictions]))
-              (is (every? lifecycle/stat-help (keys m)) "every stat has a help text")))
+              (is (every? s/stat-help (keys m)) "every stat has a help text")))
           (finally (s/close-store! st)))
         (let [st (open dir)]
           (try

@@ -57,6 +57,8 @@
       :my.app/bad-value? :optional? true :allowed-when [:task/type #{:output}])
    (k :output/rejected-retries :nat-int "With `:output/rejected?`: the retries of a rejected batch before it is split and the refused segments handed on."
       10 :optional? true :default 10 :allowed-when [:task/type #{:output}])
+   (k :output/give-up-after-ms :pos-int "A time budget for any failure, an outage included: once a batch has failed for this long (since the first failure of the run), the next attempt writes it in halves, down to the segments that still fail, and each of those goes to the job's `:on-error` with `:attempts`, `:first-failure-at` and `:last-failure-at` (counted as an error of the task); the output then goes on, the next batch with a budget of its own. Splitting a batch of n costs up to 2n-1 writes, fast while the server refuses connections. Without it only `:output/rejected?` failures are handed on."
+      600000 :optional? true :allowed-when [:task/type #{:output}])
    (k :kafka/topic :string "On the `:kafka-streams` runtime (where it is required for inputs and outputs): the topic an input reads or an output writes. The in-process runtime uses `:task/plugin` instead and ignores it."
       "requests" :optional? true :allowed-when [:task/type #{:input :output}])
    (k :kafka/start-from :enum "On `:kafka-streams`: where this input starts reading its topic when the application has no committed offset for it: `:earliest` (everything the topic holds) or `:latest` (only what is written from now on). Default: the `:start-from` of the `:kafka` options (itself `:earliest` by default)."

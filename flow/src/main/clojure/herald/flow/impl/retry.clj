@@ -1,5 +1,5 @@
 (ns herald.flow.impl.retry
-  "Retries of an output's writes and flushes (`:output/retries`, `:output/backoff-ms`, `:output/backoff-max-ms`), with one log line when writes start failing and one when they work again; segments the plugin rejects for good (`:output/rejected?`, `:output/rejected-retries`) handed to the job's `:on-error` instead of held forever."
+  "Retries of an output's writes and flushes (`:output/retries`, `:output/backoff-ms`, `:output/backoff-max-ms`), with one log line when writes start failing and one when they work again; segments the plugin rejects for good (`:output/rejected?`, `:output/rejected-retries`) handed to the job's `:on-error` instead of held forever, and so is any segment still failing past a time budget (`:output/give-up-after-ms`)."
   (:require [herald.flow.impl.types :as types])
   (:import (java.util.concurrent.atomic AtomicLong)))
 
@@ -12,12 +12,13 @@
 
 (defn policy
   "The retry policy of output task map `task`: `{:retries n-or-:forever :backoff-ms :backoff-max-ms :task :job
-  :rejected? fn-or-nil :rejected-retries n}`."
+  :rejected? fn-or-nil :rejected-retries n :give-up-after-ms ms-or-nil}`."
   [task job-name]
   {:retries (:output/retries task 0) :backoff-ms (long (:output/backoff-ms task 100))
    :backoff-max-ms (long (:output/backoff-max-ms task 30000)) :task (:task/name task) :job job-name
    :rejected? (some-> (:output/rejected? task) types/resolve-fn)
-   :rejected-retries (long (:output/rejected-retries task 10))})
+   :rejected-retries (long (:output/rejected-retries task 10))
+   :give-up-after-ms (:output/give-up-after-ms task)})
 
 (defn state
   "The mutable state of one output's retries: consecutive failures, when they began, when the next attempt
@@ -99,41 +100,80 @@
      (call* p st budget-ms f))))
 
 (defn- rejected? [p e]
-  (boolean ((:rejected? p) e)))
+  (boolean (some-> (:rejected? p) (apply [e]))))
+
+(defn- given-up?
+  "True when the output's current run of failures began `:give-up-after-ms` ago or more."
+  [{:keys [give-up-after-ms]} {:keys [^AtomicLong failures ^AtomicLong since]}]
+  (boolean (and give-up-after-ms (pos? (.get failures))
+                (>= (- (System/currentTimeMillis) (.get since)) (long give-up-after-ms)))))
+
+(defn- failure-info
+  "What `on-reject` learns of the run of failures in `st` besides the segment: the attempts (the run's failed
+  attempts and the last one), when the run began and now."
+  [{:keys [^AtomicLong failures ^AtomicLong since]}]
+  {:attempts (inc (.get failures)) :first-failure-at (let [t (.get since)] (if (pos? t) t (System/currentTimeMillis)))
+   :last-failure-at (System/currentTimeMillis)})
+
+(defn- hand-on! [st on-reject seg e]
+  (.incrementAndGet ^AtomicLong (:dead st))
+  (on-reject seg e (failure-info st)))
 
 (defn- bisect!
-  "Writes segment vector `v` with `(w v)`; when the plugin rejects it, each half on its own, down to single
-  segments, which go to `(on-reject segment exception)`. Any other failure is thrown (an outage: `write!`
-  retries the whole batch; what was written is written again, which outputs must bear: they are at least once)."
-  [p st w on-reject v]
-  (try (w v)
-       (catch InterruptedException e (throw e))
-       (catch Exception e
-         (cond (not (rejected? p e)) (throw e)
-               (= 1 (count v)) (do (.incrementAndGet ^AtomicLong (:dead st)) (on-reject (nth v 0) e))
-               :else (let [h (quot (count v) 2)]
-                       (bisect! p st w on-reject (subvec v 0 h))
-                       (bisect! p st w on-reject (subvec v h)))))))
+  "Writes segment vector `v` with `(w v)`; when the plugin rejects it (or fails at all, with `any?`), each half
+  on its own, down to single segments, which go to `(on-reject segment exception info)` (`failure-info`). Any
+  other failure is thrown (an outage: `write!` retries the whole batch; what was written is written again, which
+  outputs must bear: they are at least once). With `any?`, once a write failed and `deadline` (epoch ms, or nil)
+  has passed, the segments not tried yet are handed on untried with that failure: splitting a batch whose every
+  write waits for a timeout must not hold the thread past its poll budget."
+  [p st w on-reject any? deadline last v]
+  (if (and any? deadline @last (> (System/currentTimeMillis) (long deadline)))
+    (doseq [seg v] (hand-on! st on-reject seg @last))
+    (try (w v)
+         (catch InterruptedException e (throw e))
+         (catch Exception e
+           (vreset! last e)
+           (cond (not (or any? (rejected? p e))) (throw e)
+                 (= 1 (count v)) (hand-on! st on-reject (nth v 0) e)
+                 :else (let [h (quot (count v) 2)]
+                         (bisect! p st w on-reject any? deadline last (subvec v 0 h))
+                         (bisect! p st w on-reject any? deadline last (subvec v h))))))))
+
+(defn- give-up!
+  "The attempt of a batch past `:give-up-after-ms`: `bisect!` handing on every segment that still fails (within
+  `budget-ms`, when given), then one log line, and the run of failures ends (the next batch gets a budget of its own)."
+  [p st budget-ms w on-reject v]
+  (let [^AtomicLong dead (:dead st) before (.get dead) ^AtomicLong failures (:failures st)
+        n (.get failures) since (.get ^AtomicLong (:since st))]
+    (bisect! p st w on-reject true (some->> budget-ms (+ (System/currentTimeMillis))) (volatile! nil) v)
+    (let [k (- (.get dead) before)]
+      (log-line! (str (what p) ": " (if (pos? k) (str "gave up on " k " of " (count v) " segments (handed to :on-error)")
+                                        (str "wrote the batch of " (count v) " again"))
+                      " after " n " failed attempt" (when (> n 1) "s") " over " (- (System/currentTimeMillis) since) " ms")))
+    (.set failures 0)))
 
 (defn write!
   "Writes segment vector `v` with `(w v)` (the plugin's `-write!`) under `call!` (policy `p`, state `st`,
   `budget-ms`). With `:rejected?` in the policy (`:output/rejected?`: a fn of the exception, true when the plugin
   refuses the segments themselves, such as a bad value, and not for an outage), a batch rejected
   `:rejected-retries` times in a row is written in halves, down to the segments it refuses, and each of those
-  goes to `(on-reject segment exception)` (the job's `:on-error`): a bad segment no longer holds its output (and
-  on Kafka its partition) forever, while an outage is still retried under `:output/retries`."
+  goes to `(on-reject segment exception info)` (the job's `:on-error`; `info`: `{:attempts :first-failure-at
+  :last-failure-at}`): a bad segment no longer holds its output (and on Kafka its partition) forever, while an
+  outage is still retried under `:output/retries`. With `:give-up-after-ms`, an attempt due that long after the
+  run's first failure is written in halves whatever the failure, and what still fails is handed on alike."
   [p st budget-ms w on-reject v]
-  (if-not (:rejected? p)
+  (if-not (or (:rejected? p) (:give-up-after-ms p))
     (call! p st budget-ms #(w v))
     (let [^AtomicLong rej (:rejected st)]
       (call! p st budget-ms
              (fn []
-               (if (>= (.get rej) (long (:rejected-retries p)))
-                 (bisect! p st w on-reject v)
-                 (try (w v)
-                      (catch Exception e
-                        (when (rejected? p e) (.incrementAndGet rej))
-                        (throw e))))))
+               (cond (given-up? p st) (give-up! p st budget-ms w on-reject v)
+                     (and (:rejected? p) (>= (.get rej) (long (:rejected-retries p))))
+                     (bisect! p st w on-reject false nil (volatile! nil) v)
+                     :else (try (w v)
+                                (catch Exception e
+                                  (when (rejected? p e) (.incrementAndGet rej))
+                                  (throw e))))))
       (.set rej 0))))
 
 (defn failures

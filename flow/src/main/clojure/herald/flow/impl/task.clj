@@ -130,7 +130,7 @@
              add! (fn [^long i seg] (.add ^ArrayList (aget outs i) seg))]
          (when before (before event {:batch batch}))
          (cond output? (retry/write! policy rstate nil #(spi/-write! output %)
-                                     (fn [seg e] (metrics/error! m) (on-error {:task tname :segment seg :exception e}))
+                                     (fn [seg e info] (metrics/error! m) (on-error (merge {:task tname :segment seg :exception e} info)))
                                      (vec batch))
                direct? (direct! f identity? thrown tname on-error m batch (aget outs 0) add!)
                :else (general! c batch add!))

@@ -32,7 +32,7 @@
                   (str "add :kafka/topic \"...\" to the task, in the job or through :inject {" (:task/name t) " {:kafka/topic \"...\"}}")))
   (doseq [[i t] (map-indexed vector (:catalog job))
           :when (and (= :output (:task/type t)) (:kafka/topic t))
-          k [:output/retries :output/backoff-ms :output/backoff-max-ms :output/rejected? :output/rejected-retries] :when (contains? t k)]
+          k [:output/retries :output/backoff-ms :output/backoff-max-ms :output/rejected? :output/rejected-retries :output/give-up-after-ms] :when (contains? t k)]
     (unsupported! [:catalog i k] k (get t k)
                   (str "output " (:task/name t) " writes topic " (:kafka/topic t) " through Kafka's producer, which retries by itself")
                   "remove it; tune the producer's delivery.timeout.ms through :kafka {:config {...}}")))

@@ -91,10 +91,11 @@
                              (reify java.util.function.Function (apply [_ _] (retry/state))))
         budget (poll-budget-ms ctx)
         part (metrics/part (get metrics (:task/name task)))
-        ;; a segment the plugin rejects for good (:output/rejected?) goes to the job's :on-error (a dead-letter topic)
-        reject! (fn [seg e]
+        ;; a segment the plugin rejects for good (:output/rejected?, or still failing past :output/give-up-after-ms) goes
+        ;; to the job's :on-error (a dead-letter topic) with the run's attempts and failure times
+        reject! (fn [seg e info]
                   (metrics/error! part)
-                  (when on-error (on-error {:task (:task/name task) :segment seg :exception e})))
+                  (when on-error (on-error (merge {:task (:task/name task) :segment seg :exception e} info))))
         write! (fn []
                  (when (pos? (aget size 0))
                    (let [v (into [] (mapcat seq) (.values pending)) t0 (System/nanoTime)]

@@ -1,15 +1,15 @@
 (ns herald.feed.store.scale.spi
   "What the `:scale` store (herald.feed.store.scale) asks of the backends it composes, beyond the role protocols
-  of herald.feed.store.
+  of herald.feed.store.graph, .feeds, .search and .cache.
 
   The `:scale` store gives each data role to a real server:
 
-  | config key | role protocols (herald.feed.store)      | backend (`:type`)                    |
-  |------------|-----------------------------------------|--------------------------------------|
-  | :graph     | ParticipantStore, FriendStore           | :postgres (herald.feed.store.postgres) |
-  | :feeds     | OutboundStore, InboundStore, PostLog    | :cassandra (herald.feed.store.cassandra) |
-  | :search    | SearchIndex, IndexProgress              | :opensearch (herald.feed.store.opensearch) |
-  | :cache     | Cache                                   | :redis (herald.feed.store.redis)     |
+  | config key | role protocols (herald.feed.store.<role>) | backend (`:type`)                    |
+  |------------|------------------------------------------|--------------------------------------|
+  | :graph     | ParticipantStore, FriendStore            | :postgres (herald.feed.store.postgres) |
+  | :feeds     | OutboundStore, InboundStore, PostLog     | :cassandra (herald.feed.store.cassandra) |
+  | :search    | SearchIndex, IndexProgress               | :opensearch (herald.feed.store.opensearch) |
+  | :cache     | Cache                                    | :redis (herald.feed.store.redis)     |
 
   A role given `{:type :memory}` (or left out) is served by one shared in-memory store, so a test can put one
   real server behind one role. Each backend namespace has a public `open` taking that role's config map (without

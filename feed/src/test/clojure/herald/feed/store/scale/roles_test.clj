@@ -4,6 +4,7 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed.config :as config]
             [herald.feed.store :as s]
+            [herald.feed.store.graph :as graph]
             [herald.feed.store.scale.roles :as roles]))
 
 (set! *warn-on-reflection* true)
@@ -48,5 +49,5 @@
   (testing "the bundled :scale config with HERALD_MEMORY_ROLES naming every role opens in memory"
     (let [cfg (config/load-config nil {:env {"HERALD_PROFILE" "scale" "HERALD_MEMORY_ROLES" "graph,feeds,search,cache"}} nil)
           st (s/open-store (:store cfg))]
-      (try (is (= {:id 1 :name "Ann"} (s/create-participant! st "Ann")))
+      (try (is (= {:id 1 :name "Ann"} (graph/create-participant! st "Ann")))
            (finally (s/close-store! st))))))
