@@ -125,3 +125,19 @@
     (is (< 1 @writes 10) (str "the split stopped trying at the budget: " @writes " writes"))
     (is (zero? (.get failures)))
     (is (= 16 (:rejected-segments (retry/failures [st]))))))
+
+(deftest a-split-after-retries-in-the-same-call-stops-at-the-calls-budget
+  ;; retries in this call block the thread before the run passes give-up-after-ms: the split that follows gets
+  ;; only what is left of the call's 500 ms budget, not 500 ms more (on Kafka Streams: max.poll.interval.ms)
+  (let [p (retry/policy {:task/name :out :output/retries :forever :output/backoff-ms 50 :output/backoff-max-ms 50
+                         :output/give-up-after-ms 300} :j)
+        st (retry/state)
+        handed (atom 0)
+        t0 (System/currentTimeMillis)]
+    (with-redefs [retry/log-line! (fn [_])]
+      (retry/write! p st 500 (fn [_] (Thread/sleep 40) (throw (ex-info "timed out" {})))
+                    (fn [_ _ _] (swap! handed inc))
+                    (vec (range 16))))
+    (let [ms (- (System/currentTimeMillis) t0)]
+      (is (= 16 @handed))
+      (is (< ms 700) (str "the call blocked " ms " ms for a 500 ms budget")))))

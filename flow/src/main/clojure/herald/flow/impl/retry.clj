@@ -140,12 +140,13 @@
                          (bisect! p st w on-reject any? deadline last (subvec v h))))))))
 
 (defn- give-up!
-  "The attempt of a batch past `:give-up-after-ms`: `bisect!` handing on every segment that still fails (within
-  `budget-ms`, when given), then one log line, and the run of failures ends (the next batch gets a budget of its own)."
-  [p st budget-ms w on-reject v]
+  "The attempt of a batch past `:give-up-after-ms`: `bisect!` handing on every segment that still fails (trying
+  until `deadline`, epoch ms, when given), then one log line, and the run of failures ends (the next batch gets a
+  budget of its own)."
+  [p st deadline w on-reject v]
   (let [^AtomicLong dead (:dead st) before (.get dead) ^AtomicLong failures (:failures st)
         n (.get failures) since (.get ^AtomicLong (:since st))]
-    (bisect! p st w on-reject true (some->> budget-ms (+ (System/currentTimeMillis))) (volatile! nil) v)
+    (bisect! p st w on-reject true deadline (volatile! nil) v)
     (let [k (- (.get dead) before)]
       (log-line! (str (what p) ": " (if (pos? k) (str "gave up on " k " of " (count v) " segments (handed to :on-error)")
                                         (str "wrote the batch of " (count v) " again"))
@@ -164,10 +165,12 @@
   [p st budget-ms w on-reject v]
   (if-not (or (:rejected? p) (:give-up-after-ms p))
     (call! p st budget-ms #(w v))
-    (let [^AtomicLong rej (:rejected st)]
+    ;; the split's deadline counts from this call's start, as `call!`'s budget does: retries before the give-up
+    ;; already blocked the thread for part of it
+    (let [^AtomicLong rej (:rejected st) deadline (some->> budget-ms (+ (System/currentTimeMillis)))]
       (call! p st budget-ms
              (fn []
-               (cond (given-up? p st) (give-up! p st budget-ms w on-reject v)
+               (cond (given-up? p st) (give-up! p st deadline w on-reject v)
                      (and (:rejected? p) (>= (.get rej) (long (:rejected-retries p))))
                      (bisect! p st w on-reject false nil (volatile! nil) v)
                      :else (try (w v)
