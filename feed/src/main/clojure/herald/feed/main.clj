@@ -83,7 +83,7 @@
 
 (def redrive-options
   "Options of the `redrive` command (besides --config, --config-overlay and --profile, as for the service)."
-  [[nil "--job NAME" "only the dead letters of this job: feed-fan-out or feed-index"
+  [[nil "--job NAME" "only the dead letters of this job: feed-fan-out or feed-index (the other job's stay for a later re-drive)"
     :validate [#{"feed-fan-out" "feed-index"} "must be feed-fan-out or feed-index"]]
    [nil "--all" "from the dead-letter topic's beginning, not from where the last re-drive stopped"]
    [nil "--dry-run" "print what would be re-published; append and commit nothing"]])

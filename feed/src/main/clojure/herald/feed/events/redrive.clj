@@ -40,14 +40,18 @@
   (mapv #(TopicPartition. topic (.partition ^PartitionInfo %)) (.partitionsFor c ^String topic (Duration/ofSeconds 30))))
 
 (defn- read-range
-  "Every record of the assigned partitions from their positions to `ends` ({TopicPartition offset}), in order per
-  partition."
-  [^KafkaConsumer c ^Map ends]
-  (loop [got []]
-    (if (every? (fn [[tp end]] (>= (.position c tp) (long end))) ends)
-      got
-      (recur (into got (filter #(< (.offset ^ConsumerRecord %) (long (get ends (TopicPartition. (.topic ^ConsumerRecord %) (.partition ^ConsumerRecord %))))))
-                   (.poll c (Duration/ofMillis 500)))))))
+  "`(f record)` of every record of the assigned partitions from their positions to `ends` ({TopicPartition
+  offset}), in order per partition, the nil ones left out (as they come: a scan of a whole partition of the posts
+  topic holds only what `f` keeps)."
+  ([c ends] (read-range c ends identity))
+  ([^KafkaConsumer c ^Map ends f]
+   (loop [got []]
+     (if (every? (fn [[tp end]] (>= (.position c tp) (long end))) ends)
+       got
+       (recur (into got (keep (fn [^ConsumerRecord r]
+                                (when (< (.offset r) (long (get ends (TopicPartition. (.topic r) (.partition r)))))
+                                  (f r))))
+                    (.poll c (Duration/ofMillis 500))))))))
 
 (defn- dead-letters
   "[envelopes ends] of the dead-letter topic past `group`'s committed offsets (from the beginning with `all?`)."
@@ -60,7 +64,7 @@
       (if-let [^OffsetAndMetadata m (when-not all? (get committed tp))]
         (.seek c tp (.offset m))
         (.seekToBeginning c [tp])))
-    [(mapv dl/read-record (read-range c ends)) ends]))
+    [(mapv #(assoc (dl/read-record %) ::partition (.partition ^ConsumerRecord %)) (read-range c ends)) ends]))
 
 (defn partition-of
   "The partition of the posts topic (`n` partitions) that the producer's default partitioner gives key `k`."
@@ -69,17 +73,17 @@
 
 (defn- scan
   "The records of `topic`'s partition `p` from offset `from` (or the first at or after `from-ms` when `from` is
-  nil) up to `end`, decoded, with :offset; unreadable ones left out."
-  [^KafkaConsumer c topic p from from-ms end]
+  nil) up to `end` that `want?` keeps, decoded, with :offset; unreadable ones left out."
+  [^KafkaConsumer c topic p from from-ms end want?]
   (let [tp (TopicPartition. topic (int p))
         start (or from (some-> ^OffsetAndTimestamp (get (.offsetsForTimes c {tp (long from-ms)}) tp) .offset))]
     (when (and start (< (long start) (long end)))
       (.assign c [tp])
       (.seek c tp (long start))
-      (keep (fn [^ConsumerRecord r]
-              (let [v (try (RecordCodec/decode ^bytes (.value r)) (catch Exception _ nil))]
-                (when (map? v) (assoc v ::offset (.offset r)))))
-            (read-range c {tp end})))))
+      (read-range c {tp end}
+                  (fn [^ConsumerRecord r]
+                    (let [v (try (RecordCodec/decode ^bytes (.value r)) (catch Exception _ nil))]
+                      (when (and (map? v) (want? v)) (assoc v ::offset (.offset r)))))))))
 
 (defn- version ^long [p] (long (or (:version p) (:ts p) 0)))
 
@@ -115,14 +119,25 @@
         scanned (group-by post-id
                           (for [[part ids] by-part
                                 :let [from-ms (max 0 (- (quot (long (reduce min (map #(or (:ts (dl/post-of (first (own %)))) 0) ids))) 1000) slack-ms))]
-                                r (scan c posts-topic part nil from-ms (ends part))
-                                :when (contains? own (post-id r))]
+                                r (scan c posts-topic part nil from-ms (ends part) #(contains? own (post-id %)))]
                             (dissoc r ::offset)))]
     {:records (vec (for [id order :let [r (fold (concat (own id) (scanned id)))] :when r] [id r]))
      :ends ends :parts (set (keys by-part))}))
 
 (defn- usable? [job letter]
   (and (post-id (:segment letter)) (or (nil? job) (= (name job) (name (:job letter))))))
+
+(defn commit-offsets
+  "{TopicPartition offset} the re-drive group commits after re-driving `letters` (envelopes with :offset and
+  ::partition) read up to `ends` ({TopicPartition end}): each partition's end; with `job`, the offset of the
+  partition's first dead letter of another job when there is one, so that a later re-drive still finds it (the
+  letters of `job` after it are then re-published again: harmless, the outputs are idempotent)."
+  [ends letters job]
+  (into {} (for [[^TopicPartition tp e] ends
+                 :let [left (keep #(when (and (= (.partition tp) (::partition %)) (post-id (:segment %)) (not (usable? job %)))
+                                     (:offset %))
+                                  letters)]]
+             [tp (if (seq left) (reduce min left) e)])))
 
 (defn- send-all!
   "Appends each record of `rs` to the posts topic keyed by its sender (as the instances do), each acknowledged;
@@ -136,7 +151,7 @@
   "Re-publishes the dead letters of the Kafka log `events` (the `:events` options, see herald.feed.events.kafka/check)
   past the consumer group `<prefix>redrive`'s offsets to the posts topic, one record per post folded with its later
   changes (`fold`), then changes appended to those posts while it ran (after the scan, before its records: so
-  that they come after them again), then commits the group's offsets. Idempotent as the jobs' outputs are (upserts
+  that they come after them again), then commits the group's offsets (with `:job`, not past a dead letter of another job: `commit-offsets`). Idempotent as the jobs' outputs are (upserts
   and deletes by post id): a second run finds nothing new; one with `:all?` re-publishes everything again,
   harmlessly. Dead letters without a post (an unreadable record) are counted and left.
 
@@ -164,9 +179,9 @@
                   new-ends (into {} (map (fn [[^TopicPartition tp e]] [(.partition tp) e]))
                                  (.endOffsets sc ^Collection (mapv #(TopicPartition. posts (int %)) parts)))
                   late (vec (for [part parts
-                                  r (scan sc posts part (ends part) nil (new-ends part))
-                                  :when (and (ids (post-id r)) (not (:post r)) (not (written [part (::offset r)])))]
+                                  r (scan sc posts part (ends part) nil (new-ends part) #(ids (post-id %)))
+                                  :when (and (not (:post r)) (not (written [part (::offset r)])))]
                               (dissoc r ::offset)))]
               (send-all! p o late)
-              (.commitSync dc ^Map (into {} (for [[tp e] dl-ends] [tp (OffsetAndMetadata. (long e))])))
+              (.commitSync dc ^Map (into {} (for [[tp e] (commit-offsets dl-ends letters job)] [tp (OffsetAndMetadata. (long e))])))
               (assoc summary :republished (count records) :late-changes (count late)))))))))

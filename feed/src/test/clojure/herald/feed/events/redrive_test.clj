@@ -176,3 +176,13 @@
     (is (= {:edit e2} (redrive/fold [{:edit e1} {:edit e2}])) "no post record (past retention): the newest edit")
     (is (nil? (redrive/fold [])))
     (is (= (redrive/partition-of "1" 4) (redrive/partition-of 1 4)) "the key as the instances send it")))
+
+(deftest a-redrive-of-one-job-leaves-the-other-jobs-dead-letters-for-later
+  (let [tp (org.apache.kafka.common.TopicPartition. "dl" 0)
+        letter (fn [offset job id] {:offset offset ::redrive/partition 0 :job job :segment {:post {:id id :from 1}}})
+        letters [(letter 3 :feed-fan-out 1) (letter 4 :feed-index 2) (letter 5 :feed-fan-out 3) (letter 6 :feed-index 4)
+                 {:offset 7 ::redrive/partition 0 :unreadable "x"}]]
+    (is (= {tp 8} (redrive/commit-offsets {tp 8} letters nil)) "every job: past everything read")
+    (is (= {tp 4} (redrive/commit-offsets {tp 8} letters "feed-fan-out")) "not past the first feed-index letter")
+    (is (= {tp 3} (redrive/commit-offsets {tp 8} letters "feed-index")))
+    (is (= {tp 8} (redrive/commit-offsets {tp 8} (take 1 letters) "feed-fan-out")) "nothing of another job: the end")))
