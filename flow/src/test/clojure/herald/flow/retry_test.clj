@@ -141,3 +141,19 @@
     (let [ms (- (System/currentTimeMillis) t0)]
       (is (= 16 @handed))
       (is (< ms 700) (str "the call blocked " ms " ms for a 500 ms budget")))))
+
+(deftest a-segment-whose-hand-on-failed-is-not-counted-as-handed-on
+  ;; the dead-letter send fails twice (on-reject throws): the write counts as failed and is tried again; only the
+  ;; segment handed on in the end counts in :rejected-segments
+  (let [p (retry/policy {:task/name :out :output/retries :forever :output/backoff-ms 1 :output/backoff-max-ms 1
+                         :output/give-up-after-ms 1} :j)
+        st (retry/state)
+        sends (atom 0)]
+    (.set ^java.util.concurrent.atomic.AtomicLong (:failures st) 3)
+    (.set ^java.util.concurrent.atomic.AtomicLong (:since st) (- (System/currentTimeMillis) 1000))
+    (with-redefs [retry/log-line! (fn [_])]
+      (retry/write! p st nil (fn [_] (throw (ex-info "store down" {})))
+                    (fn [_ _ _] (when (<= (swap! sends inc) 2) (throw (ex-info "dead-letter topic down" {}))))
+                    [:a]))
+    (is (= 3 @sends))
+    (is (= 1 (:rejected-segments (retry/failures [st]))))))

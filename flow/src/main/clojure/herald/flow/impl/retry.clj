@@ -115,9 +115,12 @@
   {:attempts (inc (.get failures)) :first-failure-at (let [t (.get since)] (if (pos? t) t (System/currentTimeMillis)))
    :last-failure-at (System/currentTimeMillis)})
 
-(defn- hand-on! [st on-reject seg e]
-  (.incrementAndGet ^AtomicLong (:dead st))
-  (on-reject seg e (failure-info st)))
+(defn- hand-on!
+  "Hands `seg` on with `on-reject`, then counts it: should `on-reject` throw (a dead-letter topic down), the write
+  counts as failed and the segment is not counted as handed on."
+  [st on-reject seg e]
+  (on-reject seg e (failure-info st))
+  (.incrementAndGet ^AtomicLong (:dead st)))
 
 (defn- bisect!
   "Writes segment vector `v` with `(w v)`; when the plugin rejects it (or fails at all, with `any?`), each half

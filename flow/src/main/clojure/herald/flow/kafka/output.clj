@@ -94,8 +94,8 @@
         ;; a segment the plugin rejects for good (:output/rejected?, or still failing past :output/give-up-after-ms) goes
         ;; to the job's :on-error (a dead-letter topic) with the run's attempts and failure times
         reject! (fn [seg e info]
-                  (metrics/error! part)
-                  (when on-error (on-error (merge {:task (:task/name task) :segment seg :exception e} info))))
+                  (when on-error (on-error (merge {:task (:task/name task) :segment seg :exception e} info)))
+                  (metrics/error! part))
         write! (fn []
                  (when (pos? (aget size 0))
                    (let [v (into [] (mapcat seq) (.values pending)) t0 (System/nanoTime)]
