@@ -91,16 +91,18 @@
 (defn redrive
   "The `redrive` command: re-publishes the dead letters of the configured Kafka log (`:events`, `:type :kafka`) to
   its posts topic (herald.feed.events.redrive/redrive!), prints one line per post with `--dry-run`, and a summary
-  line `redrive dead_letters=N posts=N republished=N late_changes=N unusable=N other_job=N`. Exit 2 on a bad option
+  line `redrive dead_letters=N posts=N republished=N late_changes=N unusable=N other_job=N`. Exit 2 on a bad option, a stray argument
   or a config without the Kafka log, 1 when Kafka fails. `env` (default the process's) is what the config reads."
   ([args] (redrive args (into {} (System/getenv))))
   ([args env]
-   (let [{:keys [options errors summary]} (cli/parse-opts args (concat redrive-options (filter #(#{"-c" "-O" "-P" "-h"} (first %)) cli-options)))
+   (let [{:keys [options arguments errors summary]} (cli/parse-opts args (concat redrive-options (filter #(#{"-c" "-O" "-P" "-h"} (first %)) cli-options)))
          fail (fn [code & msg] (binding [*out* *err*] (println (apply str "herald.feed redrive: " msg))) code)
          env (cond-> env (:config-overlay options) (assoc "HERALD_CONFIG_OVERLAY" (:config-overlay options)))]
      (cond
        (:help options) (do (println (str "Usage: java -jar herald-feed.jar redrive [options]\n\n" summary)) 0)
        errors (fail 2 (str/join "; " errors))
+       ;; a stray word (`redrive dry-run`) must not run a real re-drive
+       (seq arguments) (fail 2 "unexpected argument " (pr-str (first arguments)) ": options start with -- (see redrive --help)")
        :else
        (let [events (try (:events (config/load-config (:config options) (cond-> {:env env} (:profile options) (assoc :profile (:profile options))) nil))
                          (catch clojure.lang.ExceptionInfo e e))]

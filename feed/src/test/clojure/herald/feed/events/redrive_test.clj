@@ -186,3 +186,10 @@
     (is (= {tp 4} (redrive/commit-offsets {tp 8} letters "feed-fan-out")) "not past the first feed-index letter")
     (is (= {tp 3} (redrive/commit-offsets {tp 8} letters "feed-index")))
     (is (= {tp 8} (redrive/commit-offsets {tp 8} (take 1 letters) "feed-fan-out")) "nothing of another job: the end")))
+
+(deftest a-stray-argument-is-a-usage-error-before-anything-runs
+  (let [err (java.io.StringWriter.)
+        code (binding [*err* err] (main/redrive ["dry-run"] {}))]
+    (is (= 2 code) "not a real re-drive")
+    (is (str/includes? (str err) "unexpected argument \"dry-run\"") (str err)))
+  (is (= 2 (binding [*err* (java.io.StringWriter.)] (main/redrive ["--job" "feed-nope"] {})))))
