@@ -71,7 +71,7 @@
   push input fed by the service after the store acknowledged the post, and at start from the store's pending
   fan-out records; the output's write completes the post's fan-out record in the same atomic store write) or
   the Kafka posts topic in :scale (injected `:kafka/topic`; the output also upserts the author's outbound
-  copy, store/deliver-all!).
+  copy, herald.feed.store.feeds/deliver-all!).
 
   | key                 | type | meaning |
   |---------------------|------|---------|
@@ -93,7 +93,7 @@
 
 (defn index-job
   "The indexing job: each published post goes into the search index, a batch at a time (one
-  `store/index-batch!` call per batch). In the embedded profile the store's index watermark passes the post
+  `herald.feed.store.search/index-batch!` call per batch). In the embedded profile the store's index watermark passes the post
   once a Lucene commit holds it, and a post above the watermark is indexed again when the store opens; on the
   Kafka log the job's committed offsets are the search progress (nothing else is kept).
 

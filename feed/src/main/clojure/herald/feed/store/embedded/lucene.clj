@@ -20,7 +20,7 @@
 (set! *warn-on-reflection* true)
 
 (def ^:private ^Sort newest-first
-  "Highest post id first. Ids and :ts are assigned together under one lock (store/publish!), so id order
+  "Highest post id first. Ids and :ts are assigned together under one lock (herald.feed.store.feeds/publish!), so id order
   is time order and the index needs no separate time field."
   (Sort. (into-array SortField [(SortField. "id" SortField$Type/LONG true)])))
 
