@@ -206,8 +206,10 @@
   ([path opts overrides]
    (let [source (if path (io/file path) (io/resource "herald/feed/config.edn"))
          env (:env opts (System/getenv))]
-     (when (and path (not (.exists (io/file path))))
-       (throw (ex-info (str "config file " path " does not exist") {:type :herald.feed/config :path path})))
+     ;; a directory passes .exists and then fails in slurp with a stack trace instead of this message
+     (when (and path (not (.isFile (io/file path))))
+       (throw (ex-info (str "config file " path (if (.exists (io/file path)) " is not a file" " does not exist"))
+                       {:type :herald.feed/config :path path})))
      (let [base (read-config source (assoc opts :env env))
            overlay (when-let [p (not-empty (str/trim (str (get env "HERALD_CONFIG_OVERLAY"))))]
                      (read-overlay p (:profile base) env))]

@@ -65,7 +65,10 @@
     (is (nil? (get-in c [:http :unix-socket])) "no Unix socket unless UNIX_SOCKET is set")
     (is (= "/run/f.sock" (get-in (config/load-config nil {:env {"UNIX_SOCKET" "/run/f.sock"}} nil) [:http :unix-socket])))
     (is (thrown-with-msg? clojure.lang.ExceptionInfo #"does not exist"
-                          (config/load-config "/nonexistent/feed.edn" {} nil)))))
+                          (config/load-config "/nonexistent/feed.edn" {} nil)))
+    (is (thrown-with-msg? clojure.lang.ExceptionInfo #"is not a file"
+                          (config/load-config (System/getProperty "java.io.tmpdir") {} nil))
+        "a directory is a config error (exit 2), not an IOException")))
 
 (deftest scale-profile-reads-its-servers-from-the-environment
   (let [c (config/load-config nil {:env {"HERALD_PROFILE" "scale"}} nil)]
