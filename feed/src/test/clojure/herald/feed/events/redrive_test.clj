@@ -15,7 +15,7 @@
             [herald.feed.events.redrive :as redrive]
             [herald.feed.idempotency-test :as it]
             [herald.feed.main :as main]
-            [herald.feed.servers.kafka :as sk]
+            [herald.flow.kafka-broker :as sk]
             [herald.feed.servers.proxy :as proxy]
             [herald.feed.servers.scale :as scale]
             [herald.feed.test-util :as u])
@@ -51,18 +51,18 @@
 (defn- outage [] (ex-info "cassandra: a request failed: no node" {:type :herald.feed.store.cassandra/unavailable}))
 
 (deftest ^:integration a-post-failing-past-its-budget-is-dead-lettered-and-re-driven-once
-  (sk/with-kafka bootstrap
+  (sk/with-broker bootstrap
     (let [dir (u/temp-dir "feed-redrive-")
           events (assoc (et/kafka-events bootstrap (str "t" (random-uuid) "-") dir)
                         :backoff-ms 10 :backoff-max-ms 50 :dead-letter-after-ms 1500 :fan-out-flush-ms 20)
           overlay (doto (java.io.File. ^String dir "overlay.edn") (spit (pr-str {:events events})))
-          real-deliver @#'herald.feed.store/deliver-all!
+          real-deliver @#'herald.feed.store.feeds/deliver-all!
           down-until (atom 0)
           broken (atom #{})]
       ;; the fault: store/deliver-all! (the fan-out job's write) fails as an unreachable Cassandra does (an outage,
       ;; not a refusal: only the time budget can hand it on), for everyone until `down-until`, and for good for the
       ;; posts whose subject is in `broken`; Kafka, the jobs, the memory store and HTTP are real
-      (with-redefs [herald.feed.store/deliver-all!
+      (with-redefs [herald.feed.store.feeds/deliver-all!
                     (fn [s deliveries]
                       (when (or (< (System/currentTimeMillis) (long @down-until))
                                 (some #(@broken (get-in % [:post :subject])) deliveries))
