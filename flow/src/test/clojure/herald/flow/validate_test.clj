@@ -47,6 +47,7 @@
    [:window-slide-over-range #(assoc (assoc-in % [:catalog (task-index % :function) :task/parallelism] 1) :windows [{:window/id :w :window/task :f0 :window/type :sliding :window/time-key :at :window/range 1000 :window/slide 2000 :window/aggregation :herald.flow/count}]) :window/slide]
    [:window-too-many-extents #(assoc (assoc-in % [:catalog (task-index % :function) :task/parallelism] 1) :windows [{:window/id :w :window/task :f0 :window/type :sliding :window/time-key :at :window/range [1 :days] :window/slide 1 :window/aggregation :herald.flow/count}]) :window/slide]
    [:trigger-on-missing-window #(assoc % :triggers [{:trigger/window-id :nope :trigger/on :watermark :trigger/sync :herald.flow.test-fns/collect-fired!}]) :trigger/window-id]
+   [:give-up-without-retries #(assoc-in % [:catalog (task-index % :output) :output/give-up-after-ms] 1000) :output/give-up-after-ms]
    [:lifecycle-calls-not-a-map #(assoc % :lifecycles [{:lifecycle/task :all :lifecycle/calls :herald.flow.test-fns/inc-n}]) :lifecycle/calls]])
 
 (defspec generated-valid-jobs-are-accepted 60

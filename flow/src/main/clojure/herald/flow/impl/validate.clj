@@ -238,6 +238,10 @@
         (invalid! (conj path :output/backoff-max-ms) :output/backoff-max-ms (:output/backoff-max-ms m)
                   (str "is less than :output/backoff-ms " (:output/backoff-ms m))
                   "make the cap at least the first wait"))
+      (when (and (:output/give-up-after-ms m) (= 0 (:output/retries m 0)))
+        (invalid! (conj path :output/give-up-after-ms) :output/give-up-after-ms (:output/give-up-after-ms m)
+                  "is given with no :output/retries: the first failure fails the task before any budget is spent"
+                  "add :output/retries :forever (or a count that outlasts the budget)"))
       (when (and (:task/group-by-key m) (:task/group-by-fn m))
         (invalid! (conj path :task/group-by-fn) :task/group-by-fn (:task/group-by-fn m) "is given with :task/group-by-key" "keep one of the two")))
     tasks))
