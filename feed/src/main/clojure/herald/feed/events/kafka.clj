@@ -5,9 +5,10 @@
            (java.util Properties)
            (java.util.concurrent ExecutionException TimeUnit TimeoutException)
            (org.apache.kafka.clients.admin Admin NewTopic)
+           (org.apache.kafka.clients.consumer KafkaConsumer)
            (org.apache.kafka.clients.producer KafkaProducer ProducerRecord RecordMetadata)
            (org.apache.kafka.common.errors TopicExistsException)
-           (org.apache.kafka.common.serialization Serializer StringSerializer)
+           (org.apache.kafka.common.serialization ByteArrayDeserializer Serializer StringSerializer)
            (herald.flow.log RecordCodec)
            (java.nio.charset StandardCharsets)))
 
@@ -134,6 +135,17 @@
                                  "client.id" (str "herald-feed-" (.pid (ProcessHandle/current)) "-" (System/identityHashCode o))}
                                 (:producer o)))
                   (StringSerializer.) value-serializer))
+
+(defn consumer
+  "A consumer of the log's records as byte arrays (keys and values), auto commit off, reading from the earliest
+  offset where it has none; in consumer group `group` when given; `extra` properties on top."
+  (^KafkaConsumer [o group] (consumer o group nil))
+  (^KafkaConsumer [{:keys [bootstrap-servers]} group extra]
+   (KafkaConsumer. (props (cond-> (merge {"bootstrap.servers" bootstrap-servers "enable.auto.commit" "false"
+                                          "auto.offset.reset" "earliest"}
+                                         extra)
+                            group (assoc "group.id" group)))
+                   (ByteArrayDeserializer.) (ByteArrayDeserializer.))))
 
 (def idle-consumer-config
   "Kafka Streams properties that cut what a job's consumers cost while nothing is due: a classic consumer's

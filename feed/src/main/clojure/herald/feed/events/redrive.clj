@@ -4,11 +4,10 @@
             [herald.feed.events.kafka :as kafka])
   (:import (herald.flow.log RecordCodec)
            (java.time Duration)
-           (java.util Collection Map Properties)
+           (java.util Collection Map)
            (org.apache.kafka.clients.consumer ConsumerRecord KafkaConsumer OffsetAndMetadata OffsetAndTimestamp)
            (org.apache.kafka.clients.producer KafkaProducer RecordMetadata)
            (org.apache.kafka.common PartitionInfo TopicPartition)
-           (org.apache.kafka.common.serialization ByteArrayDeserializer)
            (org.apache.kafka.common.utils Utils)))
 
 (set! *warn-on-reflection* true)
@@ -24,14 +23,8 @@
   "How far before a post's :ts the scan of its partition starts (the record's timestamp is the producer's clock)."
   60000)
 
-(defn- props ^Properties [m]
-  (doto (Properties.) (.putAll ^Map (update-keys m name))))
-
 (defn- consumer ^KafkaConsumer [o group]
-  (KafkaConsumer. (props (cond-> {"bootstrap.servers" (:bootstrap-servers o) "enable.auto.commit" "false"
-                                  "auto.offset.reset" "earliest" "max.poll.records" "1000"}
-                           group (assoc "group.id" group)))
-                  (ByteArrayDeserializer.) (ByteArrayDeserializer.)))
+  (kafka/consumer o group {"max.poll.records" 1000}))
 
 (defn group-id "The consumer group whose offsets say how far the dead-letter topic was re-driven." [o]
   (str (:topic-prefix o) "redrive"))
