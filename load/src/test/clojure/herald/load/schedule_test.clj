@@ -203,12 +203,24 @@
 (deftest ^:integration steps-achieve-their-targets
   (ts/when-calm
    (ts/with-server [s ts/hello 2]
-     (let [r (load/rate {:url (:url s) :schedule "100:1s,200:1s,100..300:1s" :warmup 0.5 :connections 8 :threads 2 :progress :quiet})
+     (let [connections 8
+           r (load/rate {:url (:url s) :schedule "100:1s,200:1s,100..300:1s" :warmup 0.5 :connections connections :threads 2 :progress :quiet})
            steps (:steps r)]
        (is (every? #(<= 0.99 (/ (:achieved %) (:target-rate %)) 1.01) steps) (pr-str (map :achieved steps)))
        (is (every? #(<= 0.9 (/ (:throughput %) (:target-rate %)) 1.1) steps) (pr-str (map :throughput steps)))
-       (is (every? #(zero? (:connection-waits %)) steps))
-       (is (empty? (:warnings r)) (pr-str (:warnings r)))))))
+       ;; with 8 connections a request can wait for one only when all 8 are in flight at once, i.e. when some
+       ;; answer took at least 7 sending intervals at the step's peak rate: a server that stalled that long (it shares the
+       ;; cores) explains the waits; one that never did leaves the generator no excuse for any wait or warning
+       (doseq [{:keys [step target connection-waits service warnings]} steps
+               :let [peak (double (max (:rate target) (or (:to target) 0)))
+                     stall-ms (/ (* 1000.0 (dec connections)) peak)
+                     stalled? (>= (double (:max service)) stall-ms)]]
+         (is (or (zero? connection-waits) stalled?)
+             (format "step %d: %d connection waits while the slowest answer took %.1f ms (< %.1f ms)"
+                     step connection-waits (double (:max service)) stall-ms))
+         (is (or (empty? warnings) (and stalled? (every? #(re-find #"WAITED FOR A FREE CONNECTION" %) warnings)))
+             (pr-str warnings)))
+       (is (every? #(re-find #"WAITED FOR A FREE CONNECTION" %) (:warnings r)) (pr-str (:warnings r)))))))
 
 (deftest ^:integration a-late-generator-is-warned-about-loudly
   ;; a script that holds the event loop 4 ms per request caps one thread at ~250 requests/s: at 400/s the
