@@ -31,6 +31,7 @@ set -euo pipefail
 BENCH_NAME=http
 source "$(dirname "$0")/lib/common.sh"
 source "$(dirname "$0")/lib/tail.sh"
+source "$(dirname "$0")/lib/tail_flags.sh"
 bench_session "$0" "$@"
 
 DURATION=${DURATION:-5}
@@ -162,6 +163,10 @@ for s in "${SERVER_LIST[@]}"; do server_main "$s" >/dev/null; done  # unknown na
 
 # --- the run -----------------------------------------------------------------------------------------------
 log "JDK $JVM_NAME, $CORES cores ($PINNING), ${ROUNDS} rounds x ${DURATION}s, warm-up ${WARMUP}s, commit $COMMIT"
+if [ "$ROUNDS" -eq 0 ] && [ -z "$PROFILE" ]; then  # the tail part only
+  [ "$TAIL" = 1 ] || die "ROUNDS=0 with TAIL=0 leaves nothing to run"
+  tail_runs; tail_summary; exit 0
+fi
 for s in "${SERVER_LIST[@]}"; do
   start_server "$s"
   for t in "${TESTS[@]}"; do run_wrk "$s" "$t" "$WARMUP"; done

@@ -20,6 +20,9 @@ TAIL_GCS=${TAIL_GCS:-parallel g1 zgc}
 # each server's figures are the median of its rounds, so one noisy minute of the shared machine moves no verdict
 TAIL_ROUNDS=${TAIL_ROUNDS:-3}
 TAIL_RESULTS=${TAIL_RESULTS:-$ROOT/bench/results/http-tail.csv}
+# JVM flags added to every tail server's (after -Xmx1g -Xms1g and the collector's) and the generator's whole set
+TAIL_SERVER_FLAGS=${TAIL_SERVER_FLAGS-}
+TAIL_GEN_FLAGS=${TAIL_GEN_FLAGS--Xmx1g -XX:+UseParallelGC}
 
 gc_flags() {
   case $1 in
@@ -41,37 +44,50 @@ window() {
   awk -v d="$TAIL_SECONDS" '/^#\[StartTime: / {split($0, a, " "); printf "%.0f %.0f\n", a[2] * 1000, (a[2] + d) * 1000; exit}' "$1"
 }
 
-# vm_window LOG FROM TO: "pauses total_ms max_ms gc_cycles jit_compiles" inside [FROM, TO] of a vm_log
+# vm_window LOG FROM TO: "pauses total_ms max_ms gc_cycles jit_compiles ops ttsp_max_ms" inside [FROM, TO] of a
+# vm_log. ops: every safepoint's VM operation with its count and longest pause, longest first
+# (`ParallelCollectForAllocation:2/5.1` = two young collections of ParallelGC, the longer 5.1 ms; `-` when none);
+# ttsp_max_ms: the longest time to safepoint (threads reaching it) of any of them, the rest of a pause being the
+# operation itself. The log's tag column is padded (`[gc          ]`), hence the patterns.
 vm_window() {
   awk -v from="$2" -v to="$3" '
     {t = $0; sub(/^\[/, "", t); sub(/ms\].*/, "", t); t += 0}
     t < from || t > to {next}
-    /\[safepoint/ && /Total: / {v = $0; sub(/.*Total: /, "", v); v += 0; n++; tot += v; if (v > m) m = v}
-    /\[gc\] / && /GC\(/ && !/Using/ {g[gensub_id($0)] = 1}
-    /\[jit,compilation/ {j++}
-    function gensub_id(s) {sub(/.*GC\(/, "", s); sub(/\).*/, "", s); return s}
-    END {c = 0; for (k in g) c++; printf "%d %.1f %.1f %d %d\n", n, tot / 1e6, m / 1e6, c, j}' "$1"
+    /\]\[safepoint *\]/ && /Total: / {
+      v = $0; sub(/.*Total: /, "", v); v += 0; n++; tot += v; if (v > m) m = v
+      op = $0; sub(/.*Safepoint "/, "", op); sub(/".*/, "", op); on[op]++; if (v > om[op]) om[op] = v
+      r = $0; sub(/.*Reaching safepoint: /, "", r); r += 0; if (r > ttsp) ttsp = r }
+    /\]\[gc *\]/ && /GC\(/ && !/Using/ {g[gc_id($0)] = 1}
+    /\]\[jit,compilation/ {j++}
+    function gc_id(s) {sub(/.*GC\(/, "", s); sub(/\).*/, "", s); return s}
+    END {c = 0; for (k in g) c++
+      ops = ""
+      while (1) {best = ""; for (k in on) if (!(k in done) && (best == "" || om[k] > om[best])) best = k
+                 if (best == "") break; done[best] = 1
+                 ops = ops (ops == "" ? "" : ",") sprintf("%s:%d/%.1f", best, on[best], om[best] / 1e6)}
+      printf "%d %.1f %.1f %d %d %s %.2f\n", n, tot / 1e6, m / 1e6, c, j, (ops == "" ? "-" : ops), ttsp / 1e6}' "$1"
 }
 
 # tail_run NAME BASE GC: starts BASE (a server_main name) as NAME under collector GC, runs herald-load against
 # it and leaves the figures in TR_* (and a CSV row)
 tail_run() {
-  local s=$1 base=$2 gc=$3 dir="$WORK/tail.$1" url c0 s0 c1 s1 from to f flags=()
+  local s=$1 base=$2 gc=$3 dir="$WORK/tail.$1" url c0 s0 c1 s1 from to f flags=() sx=()
   for f in "${JVM_FLAGS[@]}"; do [ "$f" = -XX:+UseParallelGC ] || flags+=("$f"); done
   read -r -a gcf <<<"$(gc_flags "$gc")"
   TAIL_BASE[$s]=$base
-  start_server "$s" "${flags[@]}" "${gcf[@]}" "$(vm_log "$WORK/$s.vm.log")"
+  read -r -a sx <<<"${TR_SERVER_FLAGS-$TAIL_SERVER_FLAGS}"
+  start_server "$s" "${flags[@]}" "${gcf[@]}" "${sx[@]}" "$(vm_log "$WORK/$s.vm.log")"
   url="http://127.0.0.1:${PORT[$s]}/plaintext"
   c0=$(cpu_ticks "${PID[$s]}"); s0=$(core_ticks)
-  HERALD_LOAD_JVM_OPTS="-Xmx1g -XX:+UseParallelGC $(vm_log "$WORK/$s.gen.log")" \
+  HERALD_LOAD_JVM_OPTS="${TR_GEN_FLAGS-$TAIL_GEN_FLAGS} $(vm_log "$WORK/$s.gen.log")" \
     "${ON_WRK[@]}" "$ROOT/bin/herald-load" rate "$url" -R "$TAIL_RATE" -c "$TAIL_CONNECTIONS" \
     -w "${TAIL_WARMUP}s" -d "${TAIL_SECONDS}s" --quiet -o "$dir" >"$dir.txt" 2>&1 \
     || log "herald-load rate exited $? against $s: $(grep -m3 WARNING "$dir.txt" | tr '\n' ' ')"
   c1=$(cpu_ticks "${PID[$s]}"); s1=$(core_ticks)
   stop_server "$s"
   read -r from to <<<"$(window "$dir/latency.hlog")"
-  read -r TR_PAUSES TR_PAUSE_MS TR_PAUSE_MAX TR_GCS TR_JIT <<<"$(vm_window "$WORK/$s.vm.log" "$from" "$to")"
-  read -r TR_GEN_PAUSES TR_GEN_PAUSE_MS TR_GEN_PAUSE_MAX _ TR_GEN_JIT <<<"$(vm_window "$WORK/$s.gen.log" "$from" "$to")"
+  read -r TR_PAUSES TR_PAUSE_MS TR_PAUSE_MAX TR_GCS TR_JIT TR_OPS TR_TTSP <<<"$(vm_window "$WORK/$s.vm.log" "$from" "$to")"
+  read -r TR_GEN_PAUSES TR_GEN_PAUSE_MS TR_GEN_PAUSE_MAX TR_GEN_GCS TR_GEN_JIT TR_GEN_OPS _ <<<"$(vm_window "$WORK/$s.gen.log" "$from" "$to")"
   read -r TR_ACHIEVED TR_P50 TR_P99 TR_P999 TR_P9999 TR_MAX TR_SP9999 TR_SMAX TR_ERRORS TR_LATE TR_WAITS <<<"$(jq -r \
     '[.steps[0].achieved, .latency.p50, .latency.p99, .latency.p999, .latency.p9999, .latency.max,
       .service.p9999, .service.max, ([.errors[]] | add), .steps[0]["late-sends"], .steps[0]["connection-waits"]]
@@ -79,16 +95,17 @@ tail_run() {
   TR_OTHER=$(other_pct - "$c0" "$s0" "$c1" "$s1")
   TR_GC=$(gc_name "$gc")
   for v in P99 P999 P9999 MAX; do eval "TAIL_${v}[\$s]=\$TR_$v"; done
-  TAIL_PAUSE_MAX[$s]=$TR_PAUSE_MAX
+  TAIL_PAUSE_MAX[$s]=$TR_PAUSE_MAX; TAIL_GEN_PAUSE_MAX[$s]=$TR_GEN_PAUSE_MAX
   TAIL_CAUSE[$s]="$(tail_cause) (server pauses $TR_PAUSES, longest $TR_PAUSE_MAX ms; other load on its core $TR_OTHER%)"
   local line="server=$base gc=$TR_GC rate=$TAIL_RATE achieved=$TR_ACHIEVED p50_ms=$TR_P50 p99_ms=$TR_P99 p999_ms=$TR_P999"
   line="$line p9999_ms=$TR_P9999 max_ms=$TR_MAX service_p9999_ms=$TR_SP9999 service_max_ms=$TR_SMAX errors=$TR_ERRORS"
   line="$line late_sends=$TR_LATE connection_waits=$TR_WAITS server_pauses=$TR_PAUSES server_pause_total_ms=$TR_PAUSE_MS"
-  line="$line server_pause_max_ms=$TR_PAUSE_MAX gc_cycles=$TR_GCS jit_compiles=$TR_JIT gen_pauses=$TR_GEN_PAUSES"
-  line="$line gen_pause_max_ms=$TR_GEN_PAUSE_MAX gen_jit_compiles=$TR_GEN_JIT server_core_other_pct=$TR_OTHER load=$(cut -d' ' -f1 /proc/loadavg) cause=$(tail_cause)"
+  line="$line server_pause_max_ms=$TR_PAUSE_MAX server_pause_ops=$TR_OPS server_ttsp_max_ms=$TR_TTSP gc_cycles=$TR_GCS"
+  line="$line jit_compiles=$TR_JIT gen_pauses=$TR_GEN_PAUSES gen_pause_max_ms=$TR_GEN_PAUSE_MAX gen_pause_ops=$TR_GEN_OPS"
+  line="$line gen_gc_cycles=$TR_GEN_GCS gen_jit_compiles=$TR_GEN_JIT server_core_other_pct=$TR_OTHER load=$(cut -d' ' -f1 /proc/loadavg) cause=$(tail_cause)"
   echo "info tail_run $line" | tee -a "$WORK/tail.lines" >&2
-  [ -s "$TAIL_RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,rate,achieved_rps,p50_ms,p99_ms,p999_ms,p9999_ms,max_ms,service_p9999_ms,service_max_ms,errors,late_sends,connection_waits,server_pauses,server_pause_total_ms,server_pause_max_ms,gc_cycles,jit_compiles,gen_pauses,gen_pause_max_ms,gen_jit_compiles,server_core_other_pct,loadavg" >"$TAIL_RESULTS"
-  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$CORES shared: $PINNING,$JVM_NAME,$TR_GC,-Xmx1g -Xms1g io_threads=$IO_THREADS conns=$TAIL_CONNECTIONS warmup=${TAIL_WARMUP}s duration=${TAIL_SECONDS}s,$base,$TAIL_RATE,$TR_ACHIEVED,$TR_P50,$TR_P99,$TR_P999,$TR_P9999,$TR_MAX,$TR_SP9999,$TR_SMAX,$TR_ERRORS,$TR_LATE,$TR_WAITS,$TR_PAUSES,$TR_PAUSE_MS,$TR_PAUSE_MAX,$TR_GCS,$TR_JIT,$TR_GEN_PAUSES,$TR_GEN_PAUSE_MAX,$TR_GEN_JIT,$TR_OTHER,$(cut -d' ' -f1 /proc/loadavg)" >>"$TAIL_RESULTS"
+  [ -s "$TAIL_RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,rate,achieved_rps,p50_ms,p99_ms,p999_ms,p9999_ms,max_ms,service_p9999_ms,service_max_ms,errors,late_sends,connection_waits,server_pauses,server_pause_total_ms,server_pause_max_ms,gc_cycles,jit_compiles,gen_pauses,gen_pause_max_ms,gen_jit_compiles,server_core_other_pct,loadavg,server_pause_ops,server_ttsp_max_ms,gen_pause_ops,gen_gc_cycles,server_flags,gen_flags" >"$TAIL_RESULTS"
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$CORES shared: $PINNING,$JVM_NAME,$TR_GC,-Xmx1g -Xms1g io_threads=$IO_THREADS conns=$TAIL_CONNECTIONS warmup=${TAIL_WARMUP}s duration=${TAIL_SECONDS}s,$base,$TAIL_RATE,$TR_ACHIEVED,$TR_P50,$TR_P99,$TR_P999,$TR_P9999,$TR_MAX,$TR_SP9999,$TR_SMAX,$TR_ERRORS,$TR_LATE,$TR_WAITS,$TR_PAUSES,$TR_PAUSE_MS,$TR_PAUSE_MAX,$TR_GCS,$TR_JIT,$TR_GEN_PAUSES,$TR_GEN_PAUSE_MAX,$TR_GEN_JIT,$TR_OTHER,$(cut -d' ' -f1 /proc/loadavg),$TR_OPS,$TR_TTSP,$TR_GEN_OPS,$TR_GEN_GCS,${sx[*]},${TR_GEN_FLAGS-$TAIL_GEN_FLAGS}" >>"$TAIL_RESULTS"
 }
 
 # tail_cause: what the run's p99.99 (TR_P9999) is mostly made of, from the TR_* figures: "server-pauses" (its
@@ -112,7 +129,7 @@ median_of() {
 tail_median() {
   local n=$1 r v k vals near
   TAIL_BASE[$n]=${TAIL_BASE[$n.r1]}
-  for v in P99 P999 P9999 MAX PAUSE_MAX; do
+  for v in P99 P999 P9999 MAX PAUSE_MAX GEN_PAUSE_MAX; do
     vals=()
     for ((r = 1; r <= TAIL_ROUNDS; r++)); do eval "vals+=(\"\${TAIL_$v[\$n.r\$r]}\")"; done
     eval "TAIL_$v[\$n]=\$(median_of \"\${vals[@]}\")"
@@ -127,7 +144,7 @@ tail_median() {
 }
 
 declare -A TAIL_CAUSE
-declare -A TAIL_P99 TAIL_P999 TAIL_P9999 TAIL_MAX TAIL_PAUSE_MAX TAIL_BASE
+declare -A TAIL_P99 TAIL_P999 TAIL_P9999 TAIL_MAX TAIL_PAUSE_MAX TAIL_GEN_PAUSE_MAX TAIL_BASE
 
 tail_runs() {
   local s gc
@@ -143,6 +160,7 @@ tail_runs() {
     log "tail: raw Netty's non-pipelined max $W_RPS req/s ($TAIL_CONNECTIONS connections, wrk); rate $TAIL_RATE ($TAIL_SHARE)"
     echo "info tail_max netty_np_rps=$W_RPS connections=$TAIL_CONNECTIONS share=$TAIL_SHARE rate=$TAIL_RATE"
   fi
+  if [ -n "$TAIL_FLAGSETS" ]; then tail_flag_runs; return; fi  # the JVM-flag A/B instead (bench/lib/tail_flags.sh)
   local r order
   for ((r = 1; r <= TAIL_ROUNDS; r++)); do
     order="netty herald herald_vt"; ((r % 2 == 0)) && order="herald_vt herald netty"
@@ -158,6 +176,7 @@ tail_runs() {
 }
 
 tail_summary() {
+  if [ -n "$TAIL_FLAGSETS" ]; then tail_flags_summary; return; fi
   local n=tail_netty h=tail_herald v=tail_herald_vt gc s ns best="" bv=""
   [ -f "$WORK/tail.lines" ] && cat "$WORK/tail.lines"
   echo "info tail_vthreads rate=$TAIL_RATE p99_ms=${TAIL_P99[$v]} p999_ms=${TAIL_P999[$v]} p9999_ms=${TAIL_P9999[$v]} max_ms=${TAIL_MAX[$v]} netty_p999_ms=${TAIL_P999[$n]} netty_p9999_ms=${TAIL_P9999[$n]}"
