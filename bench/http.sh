@@ -24,7 +24,10 @@
 # BASE [""] (a git revision: adds the servers herald_base and herald_vt_base, built from that revision's http
 # sources, for an A/B in one run; add them to SERVERS), TAIL [1], TAIL_SECONDS [60], TAIL_WARMUP [20],
 # TAIL_CONNECTIONS [64], TAIL_SHARE [0.5], TAIL_RATE [measured], TAIL_GCS ["parallel g1 zgc"],
-# TAIL_RESULTS [bench/results/http-tail.csv]. Shared setup: bench/lib/common.sh.
+# TAIL_RESULTS [bench/results/http-tail.csv], TAIL_SERVER_FLAGS [""], TAIL_GEN_FLAGS [-Xmx1g -XX:+UseParallelGC],
+# TAIL_FLAGSETS [""] (a JVM-flag A/B of the tail instead of its server rounds: bench/lib/tail_flags.sh),
+# RESTART [0] (1: fresh servers before every round), TESTS ["plaintext json"]; ROUNDS=0 runs the tail part only.
+# Shared setup: bench/lib/common.sh.
 # See bench/README.md for the methodology.
 set -euo pipefail
 
@@ -48,8 +51,9 @@ PROFILE_DIR=${PROFILE_DIR:-/tmp/herald-http-profiles}
 NICE=${NICE:-}
 SOURCE=${SOURCE:-head}
 TAIL=${TAIL:-1}
+RESTART=${RESTART:-0}
 read -r -a SERVER_LIST <<<"${SERVERS:-netty herald herald_vt}"
-TESTS=(plaintext json)
+read -r -a TESTS <<<"${TESTS:-plaintext json}"
 
 bench_nice
 bench_workdir herald-bench-http
@@ -167,12 +171,31 @@ if [ "$ROUNDS" -eq 0 ] && [ -z "$PROFILE" ]; then  # the tail part only
   [ "$TAIL" = 1 ] || die "ROUNDS=0 with TAIL=0 leaves nothing to run"
   tail_runs; tail_summary; exit 0
 fi
-for s in "${SERVER_LIST[@]}"; do
-  start_server "$s"
-  for t in "${TESTS[@]}"; do run_wrk "$s" "$t" "$WARMUP"; done
-  log "$s warmed up"
-done
-run_rounds "${SERVER_LIST[*]}" "${TESTS[*]}"
+# warm_up: (re)starts every server and warms it up on every test
+warm_up() {
+  for s in "${SERVER_LIST[@]}"; do
+    [ -n "${PID[$s]:-}" ] && stop_server "$s"
+    start_server "$s"
+    for t in "${TESTS[@]}"; do run_wrk "$s" "$t" "$WARMUP"; done
+    log "$s warmed up"
+  done
+}
+# RESTART=1: fresh server processes before every round, so what one JVM's JIT made of the code (which lasts as
+# long as the process) spreads over the rounds instead of biasing all of them; round R's order as run_rounds'
+restarted_rounds() {
+  local r s t order
+  for r in $(seq 1 "$ROUNDS"); do
+    warm_up
+    order=("${SERVER_LIST[@]}")
+    if [ $((r % 2)) -eq 0 ]; then order=(); for s in "${SERVER_LIST[@]}"; do order=("$s" "${order[@]}"); done; fi
+    for t in "${TESTS[@]}"; do
+      for s in "${order[@]}"; do
+        run_wrk "$s" "$t" "$DURATION"; record "$s" "$t"; echo "$W_RPS" >"$WORK/round.$r.$s.$t"
+      done
+    done
+  done
+}
+if [ "$RESTART" = 1 ]; then restarted_rounds; else warm_up; run_rounds "${SERVER_LIST[*]}" "${TESTS[*]}"; fi
 [ -n "$PROFILE" ] && profile_runs
 [ "$TAIL" = 1 ] && tail_runs
 
@@ -192,8 +215,10 @@ for t in "${TESTS[@]}"; do
   per_round=""
   for r in $(seq 1 "$ROUNDS"); do
     per_round="$per_round $(ratio "$(cat "$WORK/round.$r.herald.$t" 2>/dev/null)" "$(cat "$WORK/round.$r.netty.$t" 2>/dev/null)")"
+    [ -n "$BASE" ] && base_round="${base_round:-} $(ratio "$(cat "$WORK/round.$r.herald.$t" 2>/dev/null)" "$(cat "$WORK/round.$r.herald_base.$t" 2>/dev/null)")"
   done
   echo "info $t per-round ratios (herald/netty):$per_round"
+  [ -n "$BASE" ] && { echo "info $t per-round ratios (herald/herald_base):$base_round; cpu_us_per_req herald=$(median "$WORK/cpu.herald.$t" %.2f) herald_base=$(median "$WORK/cpu.herald_base.$t" %.2f)"; base_round=""; }
   cn=$(median "$WORK/cpu.netty.$t" %.2f); ch=$(median "$WORK/cpu.herald.$t" %.2f); cv=$(median "$WORK/cpu.herald_vt.$t" %.2f)
   echo "info $t cpu_us_per_req netty=$cn herald=$ch herald_vt=$cv cpu_ratio(netty/herald)=$(ratio "$cn" "$ch") cpu_ratio(netty/herald_vt)=$(ratio "$cn" "$cv")"
 done
