@@ -20,6 +20,8 @@ TAIL_GCS=${TAIL_GCS:-parallel g1 zgc}
 # each server's figures are the median of its rounds, so one noisy minute of the shared machine moves no verdict
 TAIL_ROUNDS=${TAIL_ROUNDS:-3}
 TAIL_RESULTS=${TAIL_RESULTS:-$ROOT/bench/results/http-tail.csv}
+# 1: a full collection in the server and the generator during the warm-up (settle_run); 0: none
+TAIL_SETTLE=${TAIL_SETTLE:-1}
 # JVM flags added to every tail server's (after -Xmx1g -Xms1g and the collector's) and the generator's whole set
 TAIL_SERVER_FLAGS=${TAIL_SERVER_FLAGS-}
 TAIL_GEN_FLAGS=${TAIL_GEN_FLAGS--Xmx1g -XX:+UseParallelGC}
@@ -68,6 +70,19 @@ vm_window() {
       printf "%d %.1f %.1f %d %d %s %.2f\n", n, tot / 1e6, m / 1e6, c, j, (ops == "" ? "-" : ops), ttsp / 1e6}' "$1"
 }
 
+# settle_run SERVER_PID GENERATOR_PID: two thirds into the warm-up, one full collection in the server and in the
+# generator (jcmd GC.run), so the recorded window starts in a steady state, as a long-running process's: the
+# startup's objects tenured. Without it a server whose first young collection falls in the window (raw Netty's, at
+# 10 s of warm-up) pays there for copying every startup object (11-16 ms against 4-6 ms for later ones), while one
+# whose metaspace filled during start-up (herald's: a full collection) had them moved out of the young generation.
+# The collection shows in the VM log as `ParallelGCCollect` (G1: `G1CollectFull`; ZGC: `ZMarkStart`...): one inside
+# the window would be named there.
+settle_run() {
+  sleep "$(awk -v w="$TAIL_WARMUP" 'BEGIN {printf "%.1f", w * 2 / 3}')"
+  jcmd "$1" GC.run >/dev/null 2>&1 || log "jcmd GC.run failed for the server (pid $1)"
+  jcmd "$2" GC.run >/dev/null 2>&1 || log "jcmd GC.run failed for the generator (pid $2)"
+}
+
 # tail_run NAME BASE GC: starts BASE (a server_main name) as NAME under collector GC, runs herald-load against
 # it and leaves the figures in TR_* (and a CSV row)
 tail_run() {
@@ -81,8 +96,11 @@ tail_run() {
   c0=$(cpu_ticks "${PID[$s]}"); s0=$(core_ticks)
   HERALD_LOAD_JVM_OPTS="${TR_GEN_FLAGS-$TAIL_GEN_FLAGS} $(vm_log "$WORK/$s.gen.log")" \
     "${ON_WRK[@]}" "$ROOT/bin/herald-load" rate "$url" -R "$TAIL_RATE" -c "$TAIL_CONNECTIONS" \
-    -w "${TAIL_WARMUP}s" -d "${TAIL_SECONDS}s" --quiet -o "$dir" >"$dir.txt" 2>&1 \
-    || log "herald-load rate exited $? against $s: $(grep -m3 WARNING "$dir.txt" | tr '\n' ' ')"
+    -w "${TAIL_WARMUP}s" -d "${TAIL_SECONDS}s" --quiet -o "$dir" >"$dir.txt" 2>&1 &
+  local gen=$! settle=""
+  if [ "$TAIL_SETTLE" = 1 ]; then settle_run "${PID[$s]}" "$gen" & settle=$!; fi
+  wait "$gen" || log "herald-load rate exited $? against $s: $(grep -m3 WARNING "$dir.txt" | tr '\n' ' ')"
+  [ -n "$settle" ] && { wait "$settle" || true; }
   c1=$(cpu_ticks "${PID[$s]}"); s1=$(core_ticks)
   stop_server "$s"
   read -r from to <<<"$(window "$dir/latency.hlog")"
