@@ -75,7 +75,7 @@ vm_window() {
 # startup's objects tenured. Without it a server whose first young collection falls in the window (raw Netty's, at
 # 10 s of warm-up) pays there for copying every startup object (11-16 ms against 4-6 ms for later ones), while one
 # whose metaspace filled during start-up (herald's: a full collection) had them moved out of the young generation.
-# The collection shows in the VM log as `ParallelGCCollect` (G1: `G1CollectFull`; ZGC: `ZMarkStart`...): one inside
+# The collection shows in the VM log as `ParallelGCCollect` under ParallelGC (another collector names its own): one inside
 # the window would be named there.
 settle_run() {
   sleep "$(awk -v w="$TAIL_WARMUP" 'BEGIN {printf "%.1f", w * 2 / 3}')"
