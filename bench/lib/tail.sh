@@ -98,9 +98,11 @@ tail_run() {
     "${ON_WRK[@]}" "$ROOT/bin/herald-load" rate "$url" -R "$TAIL_RATE" -c "$TAIL_CONNECTIONS" \
     -w "${TAIL_WARMUP}s" -d "${TAIL_SECONDS}s" --quiet -o "$dir" >"$dir.txt" 2>&1 &
   local gen=$! settle=""
+  PID[$s.gen]=$gen  # stopped by bench_cleanup if the script is interrupted
   if [ "$TAIL_SETTLE" = 1 ]; then settle_run "${PID[$s]}" "$gen" & settle=$!; fi
   wait "$gen" || log "herald-load rate exited $? against $s: $(grep -m3 WARNING "$dir.txt" | tr '\n' ' ')"
   [ -n "$settle" ] && { wait "$settle" || true; }
+  unset "PID[$s.gen]"
   c1=$(cpu_ticks "${PID[$s]}"); s1=$(core_ticks)
   stop_server "$s"
   read -r from to <<<"$(window "$dir/latency.hlog")"
