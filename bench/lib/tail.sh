@@ -22,9 +22,11 @@ TAIL_ROUNDS=${TAIL_ROUNDS:-3}
 TAIL_RESULTS=${TAIL_RESULTS:-$ROOT/bench/results/http-tail.csv}
 # 1: a full collection in the server and the generator during the warm-up (settle_run); 0: none
 TAIL_SETTLE=${TAIL_SETTLE:-1}
-# JVM flags added to every tail server's (after -Xmx1g -Xms1g and the collector's) and the generator's whole set
+# JVM flags added to every tail server's (after -Xmx1g -Xms1g and the collector's) and the generator's whole set.
+# The generator's heap is fixed and pre-touched: with -Xmx1g alone it starts at 1/64 of the machine's memory and
+# collects more often (session 11: one young collection in each 30 s window at 22,741 req/s, none with these flags)
 TAIL_SERVER_FLAGS=${TAIL_SERVER_FLAGS-}
-TAIL_GEN_FLAGS=${TAIL_GEN_FLAGS--Xmx1g -XX:+UseParallelGC}
+TAIL_GEN_FLAGS=${TAIL_GEN_FLAGS--Xmx1g -Xms1g -XX:+AlwaysPreTouch -XX:+UseParallelGC}
 
 gc_flags() {
   case $1 in
