@@ -163,7 +163,7 @@
         task-metrics (into {} (map (fn [t] [(:task/name t) (metrics/task-metrics)])) (:catalog job))
         retry-states (output/retry-states)
         built (topology/build job {:app-id (get-in opts [:kafka :application-id]) :resolve (route/resolver)
-                                   :retry-states retry-states
+                                   :retry-states retry-states :error-states (output/retry-states)
                                    :on-error (or (:on-error opts) (default-on-error recent))
                                    :metrics task-metrics :lifecycles (lc/compile-lifecycles job)
                                    :store (get-in opts [:kafka :store] :rocksdb)})
