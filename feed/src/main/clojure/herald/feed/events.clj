@@ -70,7 +70,9 @@
   (let [o (kafka/check opts)
         {:keys [posts dead-letter]} (kafka/ensure-topics! o)
         producer (kafka/producer o)
-        dead (dead-letter/writer producer dead-letter (:send-timeout-ms o))
+        ;; the dead letters' own producer, made on the first one
+        dead-producer (delay (dead-letter/producer o))
+        dead (dead-letter/writer #(deref dead-producer) dead-letter (dead-letter/timeout-ms o))
         ids (ids/allocator #(kafka/lease-block! producer o))
         last-ts (AtomicLong. (clock/now-micros))
         published (AtomicLong.)
@@ -129,7 +131,9 @@
                  :dead-letters-by-job (merge {"feed-fan-out" 0 "feed-index" 0} (dead-letter/count-map (:counts dead))) :fan-out-lag (input-lag (:fan-out handles)) :index-lag (input-lag (:index handles))}
           (group-lag (:fan-out handles)) (assoc :fan-out-cluster-lag (group-lag (:fan-out handles)))
           (group-lag (:index handles)) (assoc :index-cluster-lag (group-lag (:index handles)))))
-      (-close! [_ timeout-ms] (close-kafka! handles producer timeout-ms)))))
+      (-close! [_ timeout-ms]
+        (try (close-kafka! handles producer timeout-ms)
+             (finally (when (realized? dead-producer) (.close ^KafkaProducer @dead-producer (java.time.Duration/ofMillis 1000)))))))))
 
 (defn start-fanout
   "The fan-out for the `:events` config `events` over `store`: the in-process jobs over the store's log for
