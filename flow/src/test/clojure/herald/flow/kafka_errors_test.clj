@@ -81,7 +81,9 @@
                   ;; the records before it again, at least once)
                   (is (every? #(<= % 10) @samples) (str "committed offsets passed the record being handled: " (vec (distinct @samples)))))
                 (is (= #{} (set (filter #(<= 10 %) (map :id @written)))) "nothing after it went on")
-                (is (< 2 @calls) (str "retried: " @calls " calls")))
+                (is (< 2 @calls) (str "retried: " @calls " calls"))
+                (is (true? (get-in (flow/job-metrics h) [:tasks :check :on-error-failing?])))
+                (is (pos? (get-in (flow/job-metrics h) [:tasks :check :on-error-failures]))))
               (testing "once it works: the bad record is handled (at least once), the later ones flow, the offset moves on"
                 (reset! healed true)
                 (is (await-true #(= (set (remove #{10} (range 20))) (set (map :id @written))) 30000))
@@ -89,6 +91,7 @@
                 (is (<= 1 (count @handled)) (pr-str @handled))
                 (is (every? #(= {:id 10 :bad true} %) @handled))
                 (is (nil? (flow/await-job h 10)) "the job still runs, its thread replaced")
+                (is (false? (get-in (flow/job-metrics h) [:tasks :check :on-error-failing?])))
                 (is (= 1 (count (filter #(str/includes? % ":on-error of task :check of job :errors failing, retrying (forever") @lines)))
                     (str "one line when it starts failing, none per attempt nor per thread replacement: " (pr-str @lines)))
                 (is (= 1 (count (filter #(str/includes? % "handling errors again") @lines))) (pr-str @lines)))

@@ -65,6 +65,7 @@
               [ann bob] (it/setup! base)
               post! #(:status (req (str (it/link ann) "/outbound") :method :post :json {:subject % :story %}))
               inbound #(mapv (fn [p] (get p "subject")) (:json (req (str (it/link bob) "/inbound?limit=100"))))
+              failing #(some-> (re-find #"(?m)^herald_feed_fanout_dead_letter_failing (\d+)$" (:body (req "/metrics"))) second parse-long)
               dead-count #(some-> (re-find #"(?m)^herald_feed_fanout_dead_letters_total (\d+)$" (:body (req "/metrics"))) second parse-long)]
           (try
             (is (= 200 (post! "before")))
@@ -80,6 +81,7 @@
                   (is (every? #(<= (long %) bad) (flatten @samples)) (str "committed " (distinct @samples) ", the record at " bad)))
                 (is (= ["before"] (inbound)) "the post after it waits")
                 (is (= 0 (dead-count)))
+                (is (= 1 (failing)) "/metrics says the dead letters cannot be written")
                 (is (= [] (dead-letters bootstrap dlt 500))))
               (testing "once the topic takes records: the dead letter is there, the posts after it are delivered once"
                 (set-max-message-bytes! a dlt 1048588)
@@ -91,5 +93,6 @@
                 (let [dead (dead-letters bootstrap dlt 2000)]
                   (is (= #{:feed-fan-out :feed-index} (set (map :job dead))) "the record dead-lettered by each job (at least once)")
                   (is (every? :bytes dead) "with its bytes"))
-                (is (<= 2 (dead-count)))))
+                (is (<= 2 (dead-count)))
+                (is (= 0 (failing)))))
             (finally (feed/stop! sys) (u/delete-tree! dir))))))))
