@@ -78,7 +78,7 @@
                   (while (< (- (System/currentTimeMillis) t0) 3000)
                     (swap! samples conj (mapv #(committed a %) groups))
                     (Thread/sleep 100))
-                  (is (every? #(<= (long %) bad) (flatten @samples)) (str "committed " (distinct @samples) ", the record at " bad)))
+                  (is (every? #(<= (long %) bad) (flatten @samples)) (str "committed " (vec (distinct @samples)) ", the record at " bad)))
                 (is (= ["before"] (inbound)) "the post after it waits")
                 (is (= 0 (dead-count)))
                 ;; (after the first failed send: one may wait up to its 5 s before it fails)
