@@ -257,7 +257,7 @@
                                       (topic-of tname) (assoc :lag (lag (topic-of tname))
                                                               :lag-by-partition (progress/lag-by-partition ms (topic-of tname)))
                                       (contains? plugin-outputs tname) (merge (output/failures retry-states tname))
-                                      ;; a task whose :on-error threw (herald.flow.kafka.processor/report!)
+                                      ;; a task run by a processor on this instance (its :on-error retried: herald.flow.kafka.processor/report!)
                                       (some #(= tname (first %)) (keys error-states))
                                       (merge (let [f (output/failures error-states tname)]
                                                {:on-error-failures (:write-failures f) :on-error-failing? (:failing? f)})))])))))
