@@ -2,13 +2,14 @@
 # Netty's non-pipelined max rate (wrk, TAIL_CONNECTIONS connections), then for each server, started fresh with a VM
 # log (GC, safepoints, JIT compilations, epoch-millisecond stamps): `herald-load rate` at TAIL_SHARE of that max
 # for TAIL_WARMUP seconds (unrecorded, same connections) and TAIL_SECONDS recorded, the generator pinned to
-# WRK_CPU with its own safepoint log. The servers: raw Netty, herald on the event loop and on virtual threads
+# WRK_CPU with its own safepoint log, both given one full collection during the warm-up (TAIL_SETTLE). The servers: raw Netty, herald on the event loop and on virtual threads
 # (ParallelGC, as the throughput runs; TAIL_ROUNDS rounds in alternating order, each server's figures the median of
 # its rounds), then herald on the event loop and raw Netty under each other collector of TAIL_GCS (one round).
 # What happened inside the recorded window (from herald-load's interval log) is read from the logs: the server's
-# safepoint pauses (every stop-the-world pause, whatever the collector), GC cycles, JIT compilations, the
-# generator's own pauses, and how busy the server's core was with other processes. tail_summary prints the
-# `tail ...` and `tail_gc ...` lines; every run is a row of TAIL_RESULTS.
+# safepoint pauses (every stop-the-world pause, whatever the collector, by VM operation), GC cycles, JIT
+# compilations, the generator's own pauses, and how busy the server's core was with other processes. tail_summary
+# prints the `tail ...` and `tail_gc ...` lines; every run is a row of TAIL_RESULTS. With TAIL_FLAGSETS the server
+# rounds give way to a JVM-flag A/B (bench/lib/tail_flags.sh).
 
 TAIL_SECONDS=${TAIL_SECONDS:-60}
 TAIL_WARMUP=${TAIL_WARMUP:-20}
