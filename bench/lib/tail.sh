@@ -118,7 +118,7 @@ tail_run() {
   TR_OTHER=$(other_pct - "$c0" "$s0" "$c1" "$s1")
   TR_GC=$(gc_name "$gc")
   for v in P99 P999 P9999 MAX; do eval "TAIL_${v}[\$s]=\$TR_$v"; done
-  TAIL_PAUSE_MAX[$s]=$TR_PAUSE_MAX; TAIL_GEN_PAUSE_MAX[$s]=$TR_GEN_PAUSE_MAX
+  TAIL_PAUSE_MAX[$s]=$TR_PAUSE_MAX; TAIL_GEN_PAUSE_MAX[$s]=$TR_GEN_PAUSE_MAX; TAIL_OTHER[$s]=$TR_OTHER
   TAIL_CAUSE[$s]="$(tail_cause) (server pauses $TR_PAUSES, longest $TR_PAUSE_MAX ms; other load on its core $TR_OTHER%)"
   local line="server=$base gc=$TR_GC rate=$TAIL_RATE achieved=$TR_ACHIEVED p50_ms=$TR_P50 p99_ms=$TR_P99 p999_ms=$TR_P999"
   line="$line p9999_ms=$TR_P9999 max_ms=$TR_MAX service_p9999_ms=$TR_SP9999 service_max_ms=$TR_SMAX errors=$TR_ERRORS"
@@ -167,7 +167,7 @@ tail_median() {
 }
 
 declare -A TAIL_CAUSE
-declare -A TAIL_P99 TAIL_P999 TAIL_P9999 TAIL_MAX TAIL_PAUSE_MAX TAIL_GEN_PAUSE_MAX TAIL_BASE
+declare -A TAIL_P99 TAIL_P999 TAIL_P9999 TAIL_MAX TAIL_PAUSE_MAX TAIL_GEN_PAUSE_MAX TAIL_OTHER TAIL_BASE
 
 tail_runs() {
   local s gc
