@@ -137,7 +137,8 @@
   input: segments waiting; on Kafka Streams: records behind the topic's end, summed over partitions). Outputs
   add `:write-failures` (failed write or flush attempts so far), `:failing?` (in a run of failures now) and
   `:rejected-segments` (segments handed to `:on-error` as rejected for good, `:output/rejected?`).
-  On Kafka Streams every task that reads a topic (an input, a regrouped or windowed task's repartition
+  On Kafka Streams every other task adds `:on-error-failures` (failed calls of `:on-error` for its segments so
+  far) and `:on-error-failing?` (`:on-error` throwing now: the record waits), and every task that reads a topic (an input, a regrouped or windowed task's repartition
   topic) has `:lag-by-partition` `{partition records-lag}` for the partitions this instance reads and `:lag`
   their sum, and `:kafka` `{:state :process-rate :process-total :commit-rate :records-lag-max}` comes from
   the client's own metrics, with `:group-lag` (the input records the application's consumer group, every

@@ -27,14 +27,22 @@
   (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
     (every? #(flow/await-caught-up % (max 1 (- deadline (System/currentTimeMillis)))) handles)))
 
-(defn- input-lag [handle]
-  (long (or (get-in (flow/job-metrics handle) [:tasks :posts :lag]) 0)))
+(defn- input-lag
+  "The posts not yet through the job of job-metrics map `m` on this instance's partitions."
+  [m]
+  (long (or (get-in m [:tasks :posts :lag]) 0)))
 
 (defn- group-lag
-  "The posts of the whole cluster not yet through `handle`'s job (its consumer group's committed offsets), or nil
-  while unknown."
-  [handle]
-  (get-in (flow/job-metrics handle) [:kafka :group-lag]))
+  "The posts of the whole cluster not yet through the job of job-metrics map `m` (its consumer group's committed
+  offsets), or nil while unknown."
+  [m]
+  (get-in m [:kafka :group-lag]))
+
+(defn- dead-letters-failing?
+  "True while a job of job-metrics maps `ms` cannot write a dead letter (its `:on-error` throwing: the partition
+  waits; herald.flow retries it)."
+  [ms]
+  (boolean (some :on-error-failing? (mapcat (comp vals :tasks) ms))))
 
 (defn- close-kafka! [{:keys [fan-out index]} ^KafkaProducer producer ^long timeout-ms]
   (let [deadline (+ (System/currentTimeMillis) timeout-ms)
@@ -70,7 +78,9 @@
   (let [o (kafka/check opts)
         {:keys [posts dead-letter]} (kafka/ensure-topics! o)
         producer (kafka/producer o)
-        dead (dead-letter/writer producer dead-letter (:send-timeout-ms o))
+        ;; the dead letters' own producer, made on the first one
+        dead-producer (delay (dead-letter/producer o))
+        dead (dead-letter/writer #(deref dead-producer) dead-letter (dead-letter/timeout-ms o))
         ids (ids/allocator #(kafka/lease-block! producer o))
         last-ts (AtomicLong. (clock/now-micros))
         published (AtomicLong.)
@@ -125,11 +135,16 @@
       (-submit! [_ job] (append! job) nil)
       (-await-idle [_ timeout-ms] (caught-up? (vals handles) timeout-ms))
       (-stats [_]
-        (cond-> {:submitted (.get published) :dead-letters (reduce + 0 (vals (dead-letter/count-map (:counts dead))))
-                 :dead-letters-by-job (merge {"feed-fan-out" 0 "feed-index" 0} (dead-letter/count-map (:counts dead))) :fan-out-lag (input-lag (:fan-out handles)) :index-lag (input-lag (:index handles))}
-          (group-lag (:fan-out handles)) (assoc :fan-out-cluster-lag (group-lag (:fan-out handles)))
-          (group-lag (:index handles)) (assoc :index-cluster-lag (group-lag (:index handles)))))
-      (-close! [_ timeout-ms] (close-kafka! handles producer timeout-ms)))))
+        ;; each job's metrics once per call (they read every Kafka client metric)
+        (let [fm (flow/job-metrics (:fan-out handles)) im (flow/job-metrics (:index handles))]
+          (cond-> {:submitted (.get published) :dead-letters (reduce + 0 (vals (dead-letter/count-map (:counts dead))))
+                   :dead-letters-by-job (merge {"feed-fan-out" 0 "feed-index" 0} (dead-letter/count-map (:counts dead))) :fan-out-lag (input-lag fm) :index-lag (input-lag im)
+                   :dead-letter-failing (if (dead-letters-failing? [fm im]) 1 0)}
+            (group-lag fm) (assoc :fan-out-cluster-lag (group-lag fm))
+            (group-lag im) (assoc :index-cluster-lag (group-lag im)))))
+      (-close! [_ timeout-ms]
+        (try (close-kafka! handles producer timeout-ms)
+             (finally (when (realized? dead-producer) (.close ^KafkaProducer @dead-producer (java.time.Duration/ofMillis 1000)))))))))
 
 (defn start-fanout
   "The fan-out for the `:events` config `events` over `store`: the in-process jobs over the store's log for

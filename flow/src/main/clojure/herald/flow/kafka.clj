@@ -162,8 +162,9 @@
         recent (atom [])
         task-metrics (into {} (map (fn [t] [(:task/name t) (metrics/task-metrics)])) (:catalog job))
         retry-states (output/retry-states)
+        error-states (output/retry-states)
         built (topology/build job {:app-id (get-in opts [:kafka :application-id]) :resolve (route/resolver)
-                                   :retry-states retry-states
+                                   :retry-states retry-states :error-states error-states
                                    :on-error (or (:on-error opts) (default-on-error recent))
                                    :metrics task-metrics :lifecycles (lc/compile-lifecycles job)
                                    :store (get-in opts [:kafka :store] :rocksdb)})
@@ -184,7 +185,7 @@
     (merge state
            {:runtime :kafka-streams :job job :opts opts :streams streams :config props :coord {:done done}
             :metrics task-metrics :recent-errors recent :inputs (:inputs built) :outputs (:outputs built)
-            :plugin-outputs (:plugin-outputs built) :retry-states retry-states
+            :plugin-outputs (:plugin-outputs built) :retry-states retry-states :error-states error-states
             :repartition-topics (:repartition-topics built) :topology (:topology built)})))
 
 (defn kill-job!
@@ -232,7 +233,8 @@
 
 (defn job-metrics
   "The job's metrics map (see `herald.flow/job-metrics`)."
-  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job plugin-outputs retry-states repartition-topics] :as handle}]
+  [{:keys [^KafkaStreams streams status metrics recent-errors inputs job plugin-outputs retry-states error-states
+           repartition-topics] :as handle}]
   (let [ms (metric-values streams)
         sum (fn [g n] (reduce + 0.0 (for [[g' n' _ v] ms :when (and (= g g') (= n n'))] v)))
         topic-of (merge (into {} (for [{:keys [topic task]} repartition-topics] [task topic])) inputs)
@@ -254,4 +256,8 @@
                              [tname (cond-> (assoc (metrics/report m) :parallelism (:task/parallelism (some #(when (= tname (:task/name %)) %) (:catalog job))))
                                       (topic-of tname) (assoc :lag (lag (topic-of tname))
                                                               :lag-by-partition (progress/lag-by-partition ms (topic-of tname)))
-                                      (contains? plugin-outputs tname) (merge (output/failures retry-states tname)))])))))
+                                      (contains? plugin-outputs tname) (merge (output/failures retry-states tname))
+                                      ;; a task run by a processor on this instance (its :on-error retried: herald.flow.kafka.processor/report!)
+                                      (some #(= tname (first %)) (keys error-states))
+                                      (merge (let [f (output/failures error-states tname)]
+                                               {:on-error-failures (:write-failures f) :on-error-failing? (:failing? f)})))])))))

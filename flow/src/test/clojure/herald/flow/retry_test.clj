@@ -157,3 +157,27 @@
                     [:a]))
     (is (= 3 @sends))
     (is (= 1 (:rejected-segments (retry/failures [st]))))))
+
+(deftest a-long-run-of-failures-logs-a-reminder-not-a-line-per-attempt
+  ;; :remind-ms (60 s in the policies the runtimes build) at 100 ms: a write failing for ~450 ms at 10 ms a try
+  ;; logs the first line, a few reminders, and the line when it works again, never one per attempt
+  (let [p (assoc (retry/policy {:task/name :out :output/retries :forever :output/backoff-ms 10 :output/backoff-max-ms 10} :j)
+                 :remind-ms 100)
+        st (retry/state) lines (atom []) tries (atom 0) until (+ (System/currentTimeMillis) 450)]
+    (with-redefs [retry/log-line! (fn [s] (swap! lines conj s))]
+      (retry/call! p st (fn [] (swap! tries inc) (when (< (System/currentTimeMillis) until) (throw (ex-info "store down" {}))) :ok)))
+    (let [reminders (filter #(str/includes? % "still failing after") @lines)]
+      (is (< 10 @tries) (str @tries " attempts"))
+      (is (<= 2 (count reminders) 6) (pr-str @lines))
+      (is (str/includes? (first @lines) "failing, retrying (forever"))
+      (is (str/includes? (last @lines) "writing again after"))
+      (is (= (+ 2 (count reminders)) (count @lines))))))
+
+(deftest on-error-policy-names-the-task-in-its-lines
+  (let [st (retry/state) lines (atom []) n (atom 0)]
+    (with-redefs [retry/log-line! (fn [s] (swap! lines conj s))]
+      (retry/call! (assoc (retry/on-error-policy :posts :fan-out) :backoff-ms 5) st
+                   #(when (<= (swap! n inc) 2) (throw (ex-info "dead-letter topic down" {})))))
+    (is (= 3 @n))
+    (is (= [":on-error of task :posts of job :fan-out failing, retrying (forever" ":on-error of task :posts of job :fan-out handling errors again after 2 failed attempts"]
+           (map #(re-find #":on-error.*?(?:forever|attempts)" %) @lines)))))

@@ -3,10 +3,11 @@
   (:require [herald.feed.events.kafka :as kafka])
   (:import (herald.flow.log RecordCodec)
            (java.nio.charset StandardCharsets)
-           (java.util.concurrent ConcurrentHashMap TimeUnit)
+           (java.util.concurrent ConcurrentHashMap ExecutionException TimeUnit TimeoutException)
            (java.util.concurrent.atomic AtomicLong)
            (org.apache.kafka.clients.consumer ConsumerRecord)
            (org.apache.kafka.clients.producer KafkaProducer ProducerRecord)
+           (org.apache.kafka.common KafkaException)
            (org.apache.kafka.common.header Header)))
 
 (set! *warn-on-reflection* true)
@@ -57,13 +58,43 @@
                                   (- (long (:last-failure-at env)) (long (:first-failure-at env))) " ms"))
        " to " topic ": " (:error-class env) ": " (:error-message env)))
 
+(defn timeout-ms
+  "How long one dead-letter send may block its stream thread, the send's own wait for the topic's metadata
+  included: `:send-timeout-ms` of the `:events` options `o`, at most 5 s. An attempt that takes longer throws
+  and is made again under herald.flow's backoff, so the thread never blocks near max.poll.interval.ms (300 s)."
+  ^long [o]
+  (min 5000 (long (:send-timeout-ms o))))
+
+(defn producer
+  "The dead letters' own producer for the `:events` options `o` (herald.feed.events.kafka/producer with
+  `timeout-ms` as its send timeout, so max.block.ms too): a dead-letter topic that refuses records cannot fill
+  or block the producer the posts are published with."
+  ^KafkaProducer [o]
+  (kafka/producer (assoc o :send-timeout-ms (timeout-ms o))))
+
+(defn- send-acked!
+  "Sends `rec` with `producer` and waits for its acknowledgement, `timeout-ms` in all; else throws ex-info
+  :herald.feed/unavailable naming the topic and the cause (one line: herald.flow logs it when the sends start
+  failing)."
+  [^KafkaProducer producer ^ProducerRecord rec ^long timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)
+        fail (fn [^Throwable e]
+               (let [c (if (and (instance? ExecutionException e) (.getCause e)) (.getCause e) e)]
+                 (ex-info (str "dead-letter topic " (.topic rec) " not written: " (.getName (class c)) ": " (.getMessage ^Throwable c))
+                          {:type :herald.feed/unavailable :operation "dead-letter send" :topic (.topic rec)} c)))]
+    (try (.get (.send producer rec) (max 1 (- deadline (System/currentTimeMillis))) TimeUnit/MILLISECONDS)
+         (catch ExecutionException e (throw (fail e)))
+         (catch TimeoutException e (throw (fail e)))
+         (catch KafkaException e (throw (fail e))))))
+
 (defn writer
   "The `:dead-letter!` of the jobs (a fn of the job name and herald.flow's error map) appending to `topic` with
-  `producer`, and `counts` (job name -> AtomicLong, a ConcurrentHashMap). A record handed on by an output (it has
-  `:attempts`: a store write given up) is sent and acknowledged before the fn returns, within `timeout-ms`, else
-  it throws, so that the output keeps it (its offsets never pass a record that is in neither place); the others
-  (undecodable records, task errors) are sent without waiting. One log line each."
-  [^KafkaProducer producer ^String topic timeout-ms]
+  the producer `(producer)` returns (made on the first dead letter), and `counts` (job name -> AtomicLong, a
+  ConcurrentHashMap). Every dead letter (a store write given up, an undecodable record, a task error) is sent and
+  acknowledged before the fn returns, within `timeout-ms`, else it throws: herald.flow runs it on the stream thread
+  and calls it again while it throws, so the job's offsets never pass a record that is in neither place. One log
+  line per dead letter, once acknowledged."
+  [producer ^String topic timeout-ms]
   (let [counts (ConcurrentHashMap.)]
     {:counts counts
      :dead-letter!
@@ -71,11 +102,8 @@
        (let [env (envelope job-name err (System/currentTimeMillis))
              rec (ProducerRecord. topic (name job-name) (kafka/edn-text env))]
          (doseq [[k ^String v] (headers env)] (.add (.headers rec) ^String k (.getBytes v StandardCharsets/UTF_8)))
+         (send-acked! (producer) rec (long timeout-ms))
          (binding [*out* *err*] (println (log-line topic env)))
-         (if (:attempts env)
-           (.get (.send producer rec) (long timeout-ms) TimeUnit/MILLISECONDS)
-           (try (.send producer rec)
-                (catch Exception e (binding [*out* *err*] (println "herald.feed: writing to" topic "failed:" (str e))))))
          (.incrementAndGet ^AtomicLong (.computeIfAbsent counts (name job-name)
                                                          (reify java.util.function.Function (apply [_ _] (AtomicLong.)))))))}))
 

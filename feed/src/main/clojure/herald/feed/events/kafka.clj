@@ -138,7 +138,8 @@
 
 (defn consumer
   "A consumer of the log's records as byte arrays (keys and values), auto commit off, reading from the earliest
-  offset where it has none; in consumer group `group` when given; `extra` properties on top."
+  offset where it has none; in consumer group `group` when given; `extra` properties on top (the feed's one
+  consumer builder: the re-drive's, and the per-minute recorder's with read_committed and a reconnect backoff)."
   (^KafkaConsumer [o group] (consumer o group nil))
   (^KafkaConsumer [{:keys [bootstrap-servers]} group extra]
    (KafkaConsumer. (props (cond-> (merge {"bootstrap.servers" bootstrap-servers "enable.auto.commit" "false"

@@ -18,7 +18,7 @@
            (org.apache.kafka.clients.producer KafkaProducer)
            (org.apache.kafka.common IsolationLevel TopicPartition)
            (org.apache.kafka.common.errors WakeupException)
-           (org.apache.kafka.common.serialization ByteArrayDeserializer ByteArraySerializer Deserializer Serde Serdes Serializer)))
+           (org.apache.kafka.common.serialization ByteArraySerializer Deserializer Serde Serdes Serializer)))
 
 (set! *warn-on-reflection* true)
 
@@ -113,9 +113,10 @@
                  true))))))
 
 (defn- start-consumer! [events topic st]
-  (let [c (KafkaConsumer. (client-props events {"isolation.level" "read_committed" "enable.auto.commit" "false"
-                                                "auto.offset.reset" "earliest"})
-                          (ByteArrayDeserializer.) (ByteArrayDeserializer.))
+  ;; the feed's one consumer builder (no group: assigned every partition below), read_committed, and the
+  ;; reconnect backoff of `client-props`
+  (let [c (kafka/consumer {:bootstrap-servers (str (:bootstrap-servers events))} nil
+                          {"isolation.level" "read_committed" "reconnect.backoff.max.ms" "10000"})
         tps (mapv #(TopicPartition. topic (.partition ^org.apache.kafka.common.PartitionInfo %))
                   (.partitionsFor c ^String topic (Duration/ofSeconds 20)))
         positions (ConcurrentHashMap.) stop (AtomicBoolean.) unreadable (AtomicLong.)

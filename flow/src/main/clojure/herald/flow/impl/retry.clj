@@ -20,6 +20,14 @@
    :rejected-retries (long (:output/rejected-retries task 10))
    :give-up-after-ms (:output/give-up-after-ms task)})
 
+(defn on-error-policy
+  "The retry policy of the job's `:on-error` on `:kafka-streams` (`call!`): a handler that throws (a dead-letter
+  topic that cannot be written) is called again for the same segment, after 100 ms, then twice as long each time
+  up to 10 s, for as long as it takes: the record it is about is never dropped."
+  [task-name job-name]
+  {:retries :forever :backoff-ms 100 :backoff-max-ms 10000 :task task-name :job job-name
+   :what (str "herald.flow: :on-error of task " task-name " of job " job-name) :again "handling errors again"})
+
 (defn state
   "The mutable state of one output's retries: consecutive failures, when they began, when the next attempt
   is due, and the total of failed attempts (for metrics). May outlive one thread (Kafka Streams replaces a
@@ -27,7 +35,9 @@
   []
   {:failures (AtomicLong.) :since (AtomicLong.) :next-at (AtomicLong.) :total (AtomicLong.)
    ;; consecutive failed attempts the plugin rejected (`:output/rejected?`), and the segments handed on for good
-   :rejected (AtomicLong.) :dead (AtomicLong.)})
+   :rejected (AtomicLong.) :dead (AtomicLong.)
+   ;; when the run's last log line was printed (a reminder every `:remind-ms` of the policy, 60 s by default)
+   :reminded (AtomicLong.)})
 
 (defn- wait-ms ^long [{:keys [^long backoff-ms ^long backoff-max-ms]} ^long failures]
   ;; the first retry waits backoff-ms, each further one twice as long, never more than backoff-max-ms
@@ -36,24 +46,29 @@
 (defn- exhausted? [{:keys [retries]} ^long failures]
   (and (not= :forever retries) (> failures (long retries))))
 
-(defn- what [{:keys [task job]}] (str "herald.flow: output " task " of job " job))
+(defn- what [{:keys [task job] :as p}] (or (:what p) (str "herald.flow: output " task " of job " job)))
 
 (defn- failed!
-  "Counts a failed attempt; logs the first of a run of failures."
-  [p {:keys [^AtomicLong failures ^AtomicLong since ^AtomicLong next-at ^AtomicLong total]} ^Throwable e]
-  (let [n (.incrementAndGet failures) now (System/currentTimeMillis)]
+  "Counts a failed attempt; logs the first of a run of failures, and a reminder every minute while it lasts."
+  [p {:keys [^AtomicLong failures ^AtomicLong since ^AtomicLong next-at ^AtomicLong total] :as st} ^Throwable e]
+  (let [n (.incrementAndGet failures) now (System/currentTimeMillis) ^AtomicLong reminded (:reminded st)]
     (.incrementAndGet total)
-    (when (= 1 n)
-      (.set since now)
-      (log-line! (str (what p) " failing, retrying (" (if (= :forever (:retries p)) "forever" (str "up to " (:retries p) " times"))
-                      ", first wait " (:backoff-ms p) " ms): " (.toString e))))
+    (cond (= 1 n)
+          (do (.set since now)
+              (.set reminded now)
+              (log-line! (str (what p) " failing, retrying (" (if (= :forever (:retries p)) "forever" (str "up to " (:retries p) " times"))
+                              ", first wait " (:backoff-ms p) " ms): " (.toString e))))
+          ;; a long run of failures: one reminder a minute (`:remind-ms`), never a line per attempt
+          (>= (- now (.get reminded)) (long (:remind-ms p 60000)))
+          (do (.set reminded now)
+              (log-line! (str (what p) " still failing after " n " attempts over " (- now (.get since)) " ms: " (.toString e)))))
     (.set next-at (+ now (wait-ms p n)))
     n))
 
 (defn- succeeded! [p {:keys [^AtomicLong failures ^AtomicLong since]}]
   (let [n (.getAndSet failures 0)]
     (when (pos? n)
-      (log-line! (str (what p) " writing again after " n " failed attempt" (when (> n 1) "s") " over "
+      (log-line! (str (what p) " " (:again p "writing again") " after " n " failed attempt" (when (> n 1) "s") " over "
                       (- (System/currentTimeMillis) (.get since)) " ms")))))
 
 (defn- await-due!

@@ -62,9 +62,10 @@
     (loggingEnabled [_] false)
     (name [_] n)))
 
-(defn- poll-budget-ms
-  "Half the main consumer's max.poll.interval.ms (Kafka's default 300000): the longest one retry run may block
-  the stream thread before it hands its tasks back (past max.poll.interval.ms the member would be evicted)."
+(defn poll-budget-ms
+  "Half the main consumer's max.poll.interval.ms (Kafka's default 300000): the longest one retry run (of an
+  output's write, or of the job's `:on-error`) may block the stream thread before it hands its tasks back (past
+  max.poll.interval.ms the member would be evicted)."
   ^long [^ProcessorContext ctx]
   (let [cfg (.appConfigs ctx)
         v (or (get cfg "main.consumer.max.poll.interval.ms") (get cfg "consumer.max.poll.interval.ms")
@@ -85,10 +86,10 @@
         pending (java.util.LinkedHashMap.)
         size (long-array 2)                 ; [segments pending, System/nanoTime of the oldest]
         policy (retry/policy task (:job/name job))
-        ;; one retry state per output (and source) across the threads: a replaced thread's successor continues
-        ;; the count
-        st (.computeIfAbsent retry-states [(:task/name task) store]
-                             (reify java.util.function.Function (apply [_ _] (retry/state))))
+        ;; one retry state per batch, so per stream thread: one thread's failing batch does not charge another's
+        ;; :output/give-up-after-ms; `join!` hands it to a thread that takes over the tasks of a failing one
+        st (volatile! (retry/state))
+        _ (.put retry-states [(:task/name task) store :thread (.getName (Thread/currentThread))] @st)
         budget (poll-budget-ms ctx)
         part (metrics/part (get metrics (:task/name task)))
         ;; a segment the plugin rejects for good (:output/rejected?, or still failing past :output/give-up-after-ms) goes
@@ -99,7 +100,7 @@
         write! (fn []
                  (when (pos? (aget size 0))
                    (let [v (into [] (mapcat seq) (.values pending)) t0 (System/nanoTime)]
-                     (retry/write! policy st budget #(spi/-write! plugin %) reject! v)
+                     (retry/write! policy @st budget #(spi/-write! plugin %) reject! v)
                      (doseq [^ArrayList l (.values pending)] (.clear l))
                      (aset size 0 0)
                      (metrics/record-batch! part (count v) (count v) (- (System/nanoTime) t0)))))]
@@ -108,7 +109,21 @@
      :ticker (volatile! nil)
      :max (long (:task/batch-size task 64))
      :timeout-ns (* 1000000 (max 1 (long (:task/batch-timeout-ms task 5))))
-     :commit! (fn [] (write!) (retry/call! policy st budget #(spi/-flush! plugin)))}))
+     :st st
+     :commit! (fn [] (write!) (retry/call! policy @st budget #(spi/-flush! plugin)))}))
+
+(defn- failing? [st] (pos? (.get ^java.util.concurrent.atomic.AtomicLong (:failures st))))
+
+(defn- adopt!
+  "Stream task `id` joins batch `g`: when the task's last batch (of a thread replaced after retrying past its poll
+  budget, or before a rebalance) was in a run of failures and `g` is not, `g` continues that run (its attempts and
+  `:output/give-up-after-ms` clock), else the task's failures now count in `g`'s."
+  [{:keys [task store ^Map retry-states]} g id]
+  (let [k [(:task/name task) store :task id] prev (.get retry-states k) st (:st g)]
+    (when (and prev (not (identical? prev @st)) (failing? prev) (not (failing? @st)))
+      (vreset! st prev)
+      (doseq [other (keys (:pending g))] (.put retry-states [(:task/name task) store :task other] prev)))
+    (.put retry-states k @st)))
 
 (defn- join!
   "The batch of the calling stream thread (made on its first task), with stream task `id`'s list added."
@@ -116,7 +131,8 @@
   (let [g (.computeIfAbsent groups (Thread/currentThread) (reify java.util.function.Function (apply [_ _] (group spec ctx))))]
     (locking g
       (aset ^longs (:refs g) 0 (inc (aget ^longs (:refs g) 0)))
-      (.put ^Map (:pending g) id (ArrayList.)))
+      (.put ^Map (:pending g) id (ArrayList.))
+      (adopt! spec g id))
     g))
 
 (defn- leave!
@@ -174,10 +190,11 @@
   thread's first task starts, closed when its last one closes): segments are gathered up to `:task/batch-size`
   and written (one `-write!` for all the thread's tasks) when full, when the oldest has waited
   `:task/batch-timeout-ms` (one wall-clock punctuator per batch looks every quarter of it, `tick!`), and before every
-  commit of any of the thread's tasks (then `-flush!`). `spec`: `:task`, `:job`, `:resolve`, `:metrics` (task
-  name -> task metrics), `:store` (the store name), `:retry-states` (a ConcurrentHashMap shared by the
-  application's threads: a replaced thread's successor continues the count), `:on-error` (the job's: gets a
-  segment the plugin rejected for good, see herald.flow.impl.retry/write!)."
+  commit of any of the thread's tasks (then `-flush!`). Retries count per batch, so per stream thread (`adopt!`).
+  `spec`: `:task`, `:job`, `:resolve`, `:metrics` (task name -> task metrics), `:store` (the store name),
+  `:retry-states` (a ConcurrentHashMap shared by the application's threads: a thread taking over a failing one's
+  tasks continues its count), `:on-error` (the job's: gets a segment the plugin rejected for good, see
+  herald.flow.impl.retry/write!)."
   ^ProcessorSupplier [{:keys [task store] :as spec}]
   (let [groups (ConcurrentHashMap.)]
     (reify ProcessorSupplier
@@ -206,6 +223,7 @@
   (ConcurrentHashMap.))
 
 (defn failures
-  "The retry figures of output task `tname` over every stream task (see `herald.flow.impl.retry/failures`)."
+  "The retry figures of output task `tname` over every stream thread's batch (see `herald.flow.impl.retry/failures`)."
   [^ConcurrentHashMap states tname]
-  (retry/failures (for [[[n] st] states :when (= n tname)] st)))
+  ;; each state once (a state is listed under its thread and under each of its tasks); AtomicLongs compare by identity
+  (retry/failures (distinct (for [[[n] st] states :when (= n tname)] st))))

@@ -2,11 +2,13 @@
   "One task of a job as a Kafka Streams processor: the same task fn, flow conditions, windows and lifecycle hooks, a record at a time (a batch of 1)."
   (:require [herald.flow.impl.lifecycle :as lc]
             [herald.flow.impl.metrics :as metrics]
+            [herald.flow.impl.retry :as retry]
             [herald.flow.impl.route :as route]
+            [herald.flow.kafka.output :as output]
             [herald.flow.kafka.serde :as serde]
             [herald.flow.kafka.window :as window])
   (:import (java.time Duration)
-           (java.util ArrayList List)
+           (java.util ArrayList List Map)
            (org.apache.kafka.streams.processor PunctuationType Punctuator)
            (org.apache.kafka.streams.processor.api Processor ProcessorContext ProcessorSupplier Record)))
 
@@ -32,9 +34,19 @@
            (lc/handle-exception (:lifecycles c) [(:tname c)] (:event c) :task e)
            (throw e)))))
 
+(defn- report!
+  "Hands `{:task :segment :exception}` to the job's `:on-error` on this stream thread, so that the record's offset
+  commits only after it returned (a dead letter acknowledged first). Should it throw (a dead-letter topic that
+  cannot be written), it is called again under `retry/on-error-policy` (one log line when it starts failing, one
+  when it works again); past half of max.poll.interval.ms the thread gives its tasks back
+  (`:herald.flow/output-retry-pending`) and its successor reads the record again from the committed offsets."
+  [c seg e]
+  (retry/call! (:err-policy c) (:err-state c) (:budget c)
+               #((:on-error c) {:task (:tname c) :segment seg :exception e})))
+
 (defn- error! [c seg e]
   (metrics/error! (:part c))
-  ((:on-error c) {:task (:tname c) :segment seg :exception e}))
+  (report! c seg e))
 
 (defn- route!
   "Routes `seg` by the task's flow conditions through `add!` (to every target when there are none). The
@@ -54,7 +66,7 @@
                  (catch Exception e
                    (metrics/error! (:part c))
                    (when-not (route/route-thrown (:tname c) (:thrown c) seg e add!)
-                     ((:on-error c) {:task (:tname c) :segment seg :exception e}))
+                     (report! c seg e))
                    false))]
     (when ok?
       (doseq [r emitted]
@@ -105,11 +117,16 @@
 
 (defn- context
   "What the processor of task `task` needs once it knows its ProcessorContext."
-  [{:keys [task targets job resolve metrics lifecycles] :as spec} ^ProcessorContext ctx]
+  [{:keys [task targets job resolve metrics lifecycles ^Map error-states] :as spec} ^ProcessorContext ctx]
   (let [tname (:task/name task) ttype (:task/type task)
         {:keys [normal thrown]} (route/conditions job tname targets resolve)]
     (assoc spec
            :ctx ctx :tname tname :ntargets (count targets) :normal normal :thrown thrown
+           :err-policy (retry/on-error-policy tname (:job/name job))
+           ;; per stream task (partition): a replaced thread's successor continues the count of its tasks
+           :err-state (.computeIfAbsent error-states [tname (str (.taskId ctx))]
+                                        (reify java.util.function.Function (apply [_ _] (retry/state))))
+           :budget (output/poll-budget-ms ctx)
            :f (caller (resolve (:task/fn task :clojure.core/identity)) (:task/params task))
            :identity? (or (= ttype :input) (and (= ttype :reduce) (nil? (:task/fn task))))
            :reduce? (= ttype :reduce)
@@ -126,7 +143,9 @@
   downstream task names, in workflow order), `:children` (the node each target is reached through),
   `:key-fns` (per target: nil or a fn of the segment giving the record key), `:sink-tasks` (the output
   tasks that are sink nodes, counted here), `:job`, `:resolve`,
-  `:on-error`, `:metrics` (task name -> task metrics) and `:lifecycles` (compiled)."
+  `:on-error` (called on the stream thread and retried while it throws, see `report!`), `:error-states` (a
+  ConcurrentHashMap shared by the application's threads), `:metrics` (task name -> task metrics) and
+  `:lifecycles` (compiled)."
   ^ProcessorSupplier [spec]
   (reify ProcessorSupplier
     (get [_]

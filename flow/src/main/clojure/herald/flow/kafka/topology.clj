@@ -59,7 +59,7 @@
 (defn build
   "{:topology Topology :repartition-topics [{:topic :partitions :task}] :inputs {task topic} :outputs {task topic}}
   for validated `job`, plus `:plugin-outputs` (the output tasks that run their plugin). `env`: `:app-id`,
-  `:resolve`, `:on-error`, `:metrics`, `:lifecycles`, `:store`, `:retry-states`."
+  `:resolve`, `:on-error`, `:metrics`, `:lifecycles`, `:store`, `:retry-states`, `:error-states`."
   [job {:keys [app-id resolve store] :as env}]
   (let [tasks (into {} (map (juxt :task/name identity)) (:catalog job))
         order (topological job)
@@ -82,7 +82,7 @@
                           (repartitioned? job t) [(from-node n)]
                           :else (mapv proc-node (sources job n)))]
         (.addProcessor topo ^String (proc-node n)
-                       ^ProcessorSupplier (processor/supplier (assoc (select-keys env [:resolve :on-error :metrics :lifecycles])
+                       ^ProcessorSupplier (processor/supplier (assoc (select-keys env [:resolve :on-error :metrics :lifecycles :error-states])
                                                                      :job job :task t :targets ts
                                                                      :sink-tasks (set (for [[m x] tasks :when (and (= :output (:task/type x)) (topic? x))] m))
                                                                      :children (mapv first cs) :key-fns (mapv second cs)))

@@ -1,0 +1,99 @@
+(ns herald.feed.events.dead-letter-test
+  "^:integration issue 10 on the Kafka log, with a real broker, the memory store and HTTP: while the dead-letter topic refuses every record (a real broker-side refusal: its max.message.bytes is smaller than any dead letter), an undecodable record of the posts topic holds both jobs' committed offsets below it and the post after it waits; once the topic takes records again, the dead letter is there (at least once per job) and the posts after it are delivered, exactly once."
+  (:require [clojure.test :refer [deftest is testing]]
+            [herald.feed :as feed]
+            [herald.feed.events-test :as et]
+            [herald.feed.events.kafka :as kafka]
+            [herald.feed.idempotency-test :as it]
+            [herald.feed.jobs.derived :as derived]
+            [herald.feed.test-util :as u]
+            [herald.flow.kafka-broker :as sk])
+  (:import (java.time Duration)
+           (java.util Properties)
+           (java.util.concurrent TimeUnit)
+           (org.apache.kafka.clients.admin Admin AlterConfigOp AlterConfigOp$OpType ConfigEntry NewTopic)
+           (org.apache.kafka.clients.consumer ConsumerRecord KafkaConsumer OffsetAndMetadata)
+           (org.apache.kafka.common.config ConfigResource ConfigResource$Type)
+           (org.apache.kafka.common.serialization StringDeserializer)))
+
+(set! *warn-on-reflection* true)
+
+(defn- admin ^Admin [bootstrap] (Admin/create (doto (Properties.) (.put "bootstrap.servers" bootstrap))))
+
+(defn- committed
+  "Consumer group `group`'s committed offset of partition 0 (the posts topic here has one), or 0."
+  ^long [^Admin a group]
+  (let [m (.get (.partitionsToOffsetAndMetadata (.listConsumerGroupOffsets a ^String group)) 10 TimeUnit/SECONDS)]
+    (or (some (fn [[_ ^OffsetAndMetadata o]] (when o (.offset o))) m) 0)))
+
+(defn- set-max-message-bytes! [^Admin a topic n]
+  (let [r (ConfigResource. ConfigResource$Type/TOPIC topic)
+        op (AlterConfigOp. (ConfigEntry. "max.message.bytes" (str n)) AlterConfigOp$OpType/SET)]
+    (.get (.all (.incrementalAlterConfigs a {r [op]})) 10 TimeUnit/SECONDS)))
+
+(defn- dead-letters
+  "The values (EDN-read) of the dead-letter topic, what came within `ms`."
+  [bootstrap topic ms]
+  (with-open [c (let [^java.util.Map props {"bootstrap.servers" bootstrap "auto.offset.reset" "earliest"
+                                            "enable.auto.commit" "false" "group.id" (str "read-" (random-uuid))}]
+                  (KafkaConsumer. props (StringDeserializer.) (StringDeserializer.)))]
+    (let [^java.util.Collection topics [topic]] (.subscribe c topics))
+    (let [deadline (+ (System/currentTimeMillis) (long ms))]
+      (loop [got []]
+        (if (> (System/currentTimeMillis) deadline)
+          got
+          (recur (into got (for [^ConsumerRecord r (.poll c (Duration/ofMillis 200))] (clojure.edn/read-string (.value r))))))))))
+
+(defn- await-true [f ms]
+  (let [deadline (+ (System/currentTimeMillis) (long ms))]
+    (loop [] (cond (f) true (> (System/currentTimeMillis) deadline) false :else (do (Thread/sleep 100) (recur))))))
+
+(deftest ^:integration an-unwritable-dead-letter-topic-holds-the-offsets-and-loses-nothing
+  (sk/with-broker bootstrap
+    (let [dir (u/temp-dir "feed-dead-letter-")
+          events (assoc (et/kafka-events bootstrap (str "t" (random-uuid) "-") dir) :partitions 1 :fan-out-flush-ms 20)
+          dlt (kafka/dead-letter-topic events)
+          groups (derived/group-ids (kafka/check (dissoc events :type)))]
+      (with-open [a (admin bootstrap)]
+        ;; the fault, made by the broker: the dead-letter topic exists (the feed leaves it as it is) and refuses any
+        ;; record over 64 bytes, smaller than every dead letter
+        (.get (.all (.createTopics a [(doto (NewTopic. ^String dlt 1 (short 1)) (.configs {"max.message.bytes" "64"}))]))
+              20 TimeUnit/SECONDS)
+        (let [sys (u/start-feed! nil {:events events})
+              base (feed/url sys)
+              req (fn [& args] (apply u/request base args))
+              [ann bob] (it/setup! base)
+              post! #(:status (req (str (it/link ann) "/outbound") :method :post :json {:subject % :story %}))
+              inbound #(mapv (fn [p] (get p "subject")) (:json (req (str (it/link bob) "/inbound?limit=100"))))
+              failing #(some-> (re-find #"(?m)^herald_feed_fanout_dead_letter_failing (\d+)$" (:body (req "/metrics"))) second parse-long)
+              dead-count #(some-> (re-find #"(?m)^herald_feed_fanout_dead_letters_total (\d+)$" (:body (req "/metrics"))) second parse-long)]
+          (try
+            (is (= 200 (post! "before")))
+            (is (true? (feed/await-fanout sys 60000)))
+            (let [bad (with-open [p (kafka/producer (kafka/check (dissoc events :type)))]
+                        (.offset (kafka/send! p (kafka/posts-topic events) "x" (byte-array [(unchecked-byte 0xB1) 99]) 10000)))]
+              (is (= 200 (post! "after")) "a post after the undecodable record is acknowledged")
+              (testing "while the dead-letter topic refuses it, neither job's offset passes the undecodable record"
+                (let [t0 (System/currentTimeMillis) samples (atom [])]
+                  (while (< (- (System/currentTimeMillis) t0) 3000)
+                    (swap! samples conj (mapv #(committed a %) groups))
+                    (Thread/sleep 100))
+                  (is (every? #(<= (long %) bad) (flatten @samples)) (str "committed " (vec (distinct @samples)) ", the record at " bad)))
+                (is (= ["before"] (inbound)) "the post after it waits")
+                (is (= 0 (dead-count)))
+                ;; (after the first failed send: one may wait up to its 5 s before it fails)
+                (is (await-true #(= 1 (failing)) 20000) "/metrics says the dead letters cannot be written")
+                (is (= [] (dead-letters bootstrap dlt 500))))
+              (testing "once the topic takes records: the dead letter is there, the posts after it are delivered once"
+                (set-max-message-bytes! a dlt 1048588)
+                (is (await-true #(= ["after" "before"] (inbound)) 60000) (pr-str (inbound)))
+                (is (= 200 (post! "later")))
+                (is (true? (feed/await-fanout sys 60000)))
+                (is (= ["later" "after" "before"] (inbound)) "each post once, in order")
+                (is (await-true #(every? (fn [g] (< bad (committed a g))) groups) 30000) "both jobs' offsets passed it")
+                (let [dead (dead-letters bootstrap dlt 2000)]
+                  (is (= #{:feed-fan-out :feed-index} (set (map :job dead))) "the record dead-lettered by each job (at least once)")
+                  (is (every? :bytes dead) "with its bytes"))
+                (is (<= 2 (dead-count)))
+                (is (= 0 (failing)))))
+            (finally (feed/stop! sys) (u/delete-tree! dir))))))))

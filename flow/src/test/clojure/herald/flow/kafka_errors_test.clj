@@ -1,0 +1,133 @@
+(ns herald.flow.kafka-errors-test
+  "Errors on :kafka-streams: an `:on-error` that throws (a dead-letter topic that cannot be written) holds the record's offset and is retried until it works, across a thread replacement; with two stream threads each thread's batch has its own retry state and time budget."
+  (:require [clojure.string :as str]
+            [clojure.test :refer [deftest is testing]]
+            [herald.flow :as flow]
+            [herald.flow.impl.retry :as retry]
+            [herald.flow.kafka-broker :as kb]
+            [herald.flow.kafka-support :as ks])
+  (:import (java.util Properties)
+           (java.util.concurrent TimeUnit)
+           (org.apache.kafka.clients.admin Admin)
+           (org.apache.kafka.clients.consumer OffsetAndMetadata)
+           (org.apache.kafka.clients.producer KafkaProducer ProducerRecord)
+           (org.apache.kafka.common.serialization StringSerializer)))
+
+(set! *warn-on-reflection* true)
+
+(defn check
+  "The task fn: a segment with `:bad` throws (a record the job cannot apply)."
+  [seg]
+  (if (:bad seg) (throw (ex-info (str "bad segment " (:id seg)) {:id (:id seg)})) seg))
+
+(def job
+  {:job/name :errors
+   :workflow [[:in :check] [:check :out]]
+   :catalog [{:task/name :in :task/type :input :task/plugin :herald.flow.plugin/seq-input}
+             {:task/name :check :task/type :function :task/fn :herald.flow.kafka-errors-test/check}
+             {:task/name :out :task/type :output :task/plugin :herald.flow.plugin/fn-output :task/batch-size 10
+              :task/batch-timeout-ms 20}]})
+
+(defn- committed
+  "Application `app`'s committed offsets of `topic`'s partitions: {partition offset}."
+  [^Admin admin app]
+  (into {} (for [[^org.apache.kafka.common.TopicPartition tp ^OffsetAndMetadata o]
+                 (.get (.partitionsToOffsetAndMetadata (.listConsumerGroupOffsets admin ^String app)) 10 TimeUnit/SECONDS)
+                 :when o]
+             [(.partition tp) (.offset o)])))
+
+(defn- await-true [f timeout-ms]
+  (let [deadline (+ (System/currentTimeMillis) timeout-ms)]
+    (loop [] (cond (f) true
+                   (> (System/currentTimeMillis) deadline) false
+                   :else (do (Thread/sleep 20) (recur))))))
+
+(defn- produce-to!
+  "Writes `segments` (EDN text) to partition `part` of `topic`, acknowledged."
+  [bootstrap topic part segments]
+  (with-open [p (KafkaProducer. (doto (Properties.) (.put "bootstrap.servers" bootstrap) (.put "acks" "all"))
+                                (StringSerializer.) (StringSerializer.))]
+    (doseq [s segments] (.send p (ProducerRecord. ^String topic (int part) nil (pr-str s))))
+    (.flush p)))
+
+(deftest ^:integration a-failing-on-error-holds-the-offset-until-it-works
+  (kb/with-broker bootstrap
+    (let [app (ks/fresh-prefix) topic (str app ".in")
+          written (atom []) handled (atom []) calls (atom 0) lines (atom [])
+          healed (atom false)
+          ;; the dead-letter topic refuses every record until healed: :on-error throws
+          on-error (fn [e] (swap! calls inc)
+                     (when-not @healed (throw (ex-info "dead-letter topic refuses the record" {})))
+                     (swap! handled conj (:segment e)))]
+      (kb/create-topics! bootstrap [topic] 1)
+      (kb/produce! bootstrap topic (for [i (range 20)] (cond-> {:id i} (= 10 i) (assoc :bad true))))
+      (with-redefs [retry/log-line! (fn [s] (swap! lines conj s))]
+        (with-open [admin (Admin/create (doto (Properties.) (.put "bootstrap.servers" bootstrap)))]
+          (let [h (flow/submit-job job (-> (ks/kafka-opts bootstrap app {:in topic}
+                                                          ;; a 3 s poll budget: a 4 s fault outlasts it and the stream
+                                                          ;; thread is replaced
+                                                          {:processing-guarantee :at-least-once
+                                                           :config {"max.poll.interval.ms" 6000}})
+                                           (assoc :checkpoint-interval-ms 100 :on-error on-error)
+                                           (assoc-in [:inject :out :sink/fn] #(swap! written into %))))]
+            (try
+              (testing "while :on-error throws, the records before the bad one are written and the offset does not pass it"
+                (is (await-true #(= (set (range 10)) (set (map :id @written))) 30000) (pr-str @written))
+                (let [t0 (System/currentTimeMillis) samples (atom [])]
+                  (while (< (- (System/currentTimeMillis) t0) 4000)
+                    (swap! samples conj (get (committed admin app) 0 0))
+                    (Thread/sleep 100))
+                  ;; (how far below it depends on when the blocked thread last committed: a replaced thread reads
+                  ;; the records before it again, at least once)
+                  (is (every? #(<= % 10) @samples) (str "committed offsets passed the record being handled: " (vec (distinct @samples)))))
+                (is (= #{} (set (filter #(<= 10 %) (map :id @written)))) "nothing after it went on")
+                (is (< 2 @calls) (str "retried: " @calls " calls"))
+                (is (true? (get-in (flow/job-metrics h) [:tasks :check :on-error-failing?])))
+                (is (pos? (get-in (flow/job-metrics h) [:tasks :check :on-error-failures]))))
+              (testing "once it works: the bad record is handled (at least once), the later ones flow, the offset moves on"
+                (reset! healed true)
+                (is (await-true #(= (set (remove #{10} (range 20))) (set (map :id @written))) 30000))
+                (is (await-true #(= 20 (get (committed admin app) 0)) 30000) (pr-str (committed admin app)))
+                (is (<= 1 (count @handled)) (pr-str @handled))
+                (is (every? #(= {:id 10 :bad true} %) @handled))
+                (is (nil? (flow/await-job h 10)) "the job still runs, its thread replaced")
+                (is (false? (get-in (flow/job-metrics h) [:tasks :check :on-error-failing?])))
+                (is (= 1 (count (filter #(str/includes? % ":on-error of task :check of job :errors failing, retrying (forever") @lines)))
+                    (str "one line when it starts failing, none per attempt nor per thread replacement: " (pr-str @lines)))
+                (is (= 1 (count (filter #(str/includes? % "handling errors again") @lines))) (pr-str @lines)))
+              (finally (flow/kill-job h)))))))))
+
+(deftest ^:integration two-stream-threads-have-their-own-give-up-budget
+  ;; partition 0 holds a segment the output never writes; partition 1 a steady stream of good ones, written by the
+  ;; other stream thread. With one retry state for both threads, each good write ended partition 0's run of failures
+  ;; (its give-up clock started again), so its segment was never handed on and the partition waited for ever.
+  (kb/with-broker bootstrap
+    (let [app (ks/fresh-prefix) topic (str app ".in")
+          written (atom []) threads (atom {}) dead (atom [])
+          sink (fn [segs]
+                 (swap! threads update (:p (first segs)) (fnil conj #{}) (.getName (Thread/currentThread)))
+                 (when (some :poison segs) (throw (ex-info "store refuses it" {})))
+                 (swap! written into segs))
+          stop (atom false)]
+      (kb/create-topics! bootstrap [topic] 2)
+      (with-redefs [retry/log-line! (fn [_])]
+        (let [h (flow/submit-job (assoc-in job [:catalog 1 :task/fn] :clojure.core/identity)
+                                 (-> (ks/kafka-opts bootstrap app {:in topic} {:processing-guarantee :at-least-once :threads 2})
+                                     (assoc :checkpoint-interval-ms 100 :on-error #(swap! dead conj %))
+                                     (update-in [:inject :out] merge
+                                                {:sink/fn sink :output/retries :forever :output/backoff-ms 20
+                                                 :output/backoff-max-ms 50 :output/give-up-after-ms 1500})))
+              feeder (future (loop [i 0]
+                               (when-not @stop
+                                 (produce-to! bootstrap topic 1 [{:id (+ 1000 i) :p 1}])
+                                 (Thread/sleep 50)
+                                 (recur (inc i)))))]
+          (try
+            (is (await-true #(seq @written) 30000) "partition 1 is written")
+            (produce-to! bootstrap topic 0 [{:id 0 :p 0 :poison true} {:id 1 :p 0}])
+            (is (await-true #(some #{1} (map :id @written)) 20000)
+                "partition 0's segment after the one refused for good is written: the refused one was handed on")
+            (is (= [{:id 0 :p 0 :poison true}] (map :segment @dead)) "only the refused segment, once")
+            (is (every? #(= 1 (count %)) (vals @threads)) (str "one thread per partition: " @threads))
+            (is (not= (get @threads 0) (get @threads 1)) (str "the two partitions on two threads: " @threads))
+            (finally (reset! stop true) @feeder (flow/kill-job h))))))))
