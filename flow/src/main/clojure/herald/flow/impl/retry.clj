@@ -71,6 +71,12 @@
       (log-line! (str (what p) " " (:again p "writing again") " after " n " failed attempt" (when (> n 1) "s") " over "
                       (- (System/currentTimeMillis) (.get since)) " ms")))))
 
+(defn end-run!
+  "Ends the run of failures in state `st` without a success: its caller will not try again (on Kafka Streams, the
+  stream task whose record it was closed; whoever reads the record again starts a run of its own). Keeps the total."
+  [st]
+  (.set ^AtomicLong (:failures st) 0))
+
 (defn- await-due!
   "Sleeps until the next attempt of a failing output is due. Past `budget-ms` since `start` (when given)
   throws `:herald.flow/output-retry-pending` instead, unless this call has not made an attempt yet: then it

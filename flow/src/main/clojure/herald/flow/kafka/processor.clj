@@ -123,7 +123,7 @@
     (assoc spec
            :ctx ctx :tname tname :ntargets (count targets) :normal normal :thrown thrown
            :err-policy (retry/on-error-policy tname (:job/name job))
-           ;; per stream task (partition): a replaced thread's successor continues the count of its tasks
+           ;; per stream task (partition), kept for its total (`:on-error-failures`); its run ends when it closes
            :err-state (.computeIfAbsent error-states [tname (str (.taskId ctx))]
                                         (reify java.util.function.Function (apply [_ _] (retry/state))))
            :budget (output/poll-budget-ms ctx)
@@ -159,4 +159,8 @@
           (process [_ record] (process! @state record))
           (close [_]
             (when-let [c @state]
+              ;; a stream task closes while its :on-error fails only when the thread gave it back (the budget, or
+              ;; the thread's end): the run ends here, else `:on-error-failing?` stayed true for ever once the
+              ;; record passed when read again (a transient task error) or the task moved to another instance
+              (retry/end-run! (:err-state c))
               (hook! c (lc/hook (:lifecycles c) (:tname c) :lifecycle/after-task-stop) {}))))))))
