@@ -6,6 +6,7 @@
   Streams\", and docs/adr/0009-flow-on-kafka-streams.md describe the mapping."
   (:require [herald.flow.impl.lifecycle :as lc]
             [herald.flow.impl.metrics :as metrics]
+            [herald.flow.impl.retry :as retry]
             [herald.flow.impl.route :as route]
             [herald.flow.kafka.check :as check]
             [herald.flow.kafka.output :as output]
@@ -259,5 +260,5 @@
                                       (contains? plugin-outputs tname) (merge (output/failures retry-states tname))
                                       ;; a task run by a processor on this instance (its :on-error retried: herald.flow.kafka.processor/report!)
                                       (some #(= tname (first %)) (keys error-states))
-                                      (merge (let [f (output/failures error-states tname)]
+                                      (merge (let [f (retry/failures (for [[[n] st] error-states :when (= n tname)] st))]
                                                {:on-error-failures (:write-failures f) :on-error-failing? (:failing? f)})))])))))

@@ -77,6 +77,14 @@
   [st]
   (.set ^AtomicLong (:failures st) 0))
 
+(defn continue-run!
+  "Makes state `st` continue the run of failures of state `prev` (its attempts, when it began, when the next
+  attempt is due, the last reminder): a thread taking over the stream tasks of a replaced one. The totals stay
+  where they are."
+  [st prev]
+  (doseq [k [:since :next-at :reminded :rejected :failures]]
+    (.set ^AtomicLong (k st) (.get ^AtomicLong (k prev)))))
+
 (defn- await-due!
   "Sleeps until the next attempt of a failing output is due. Past `budget-ms` since `start` (when given)
   throws `:herald.flow/output-retry-pending` instead, unless this call has not made an attempt yet: then it
