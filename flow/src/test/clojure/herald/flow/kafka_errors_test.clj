@@ -93,7 +93,8 @@
                   (is (every? #(<= % 10) @samples) (str "committed offsets passed the record being handled: " (vec (distinct @samples)))))
                 (is (= #{} (set (filter #(<= 10 %) (map :id @written)))) "nothing after it went on")
                 (is (< 2 @calls) (str "retried: " @calls " calls"))
-                (is (true? (get-in (flow/job-metrics h) [:tasks :check :on-error-failing?])))
+                ;; (false for a moment between a replaced thread's end and its successor's first failure)
+                (is (await-true #(true? (get-in (flow/job-metrics h) [:tasks :check :on-error-failing?])) 20000))
                 (is (pos? (get-in (flow/job-metrics h) [:tasks :check :on-error-failures]))))
               (testing "once it works: the bad record is handled (at least once), the later ones flow, the offset moves on"
                 (reset! healed true)
@@ -179,3 +180,31 @@
             (is (await-true #(false? (get-in (flow/job-metrics h) [:tasks :check :on-error-failing?])) 10000)
                 (str "no :on-error is failing once every record went through: " (pr-str (get-in (flow/job-metrics h) [:tasks :check]))))
             (finally (flow/kill-job h))))))))
+
+(deftest ^:integration kill-job-ends-a-retrying-on-error-at-once
+  ;; kill-job while :on-error fails: the stream thread must stop retrying and give its tasks back (they commit
+  ;; nothing past the record), not sleep on in its retry loop for up to half of max.poll.interval.ms after the
+  ;; close returned, a member of the group meanwhile (a resubmit would wait for it)
+  (kb/with-broker bootstrap
+    (let [app (ks/fresh-prefix) topic (str app ".in") calls (atom [])]
+      (kb/create-topics! bootstrap [topic] 1)
+      (kb/produce! bootstrap topic [{:id 0} {:id 1 :bad true} {:id 2}])
+      (with-redefs [retry/log-line! (fn [_])]
+        (with-open [admin (Admin/create (doto (Properties.) (.put "bootstrap.servers" bootstrap)))]
+          (let [h (flow/submit-job job (-> (ks/kafka-opts bootstrap app {:in topic}
+                                                          ;; a 30 s poll budget
+                                                          {:processing-guarantee :at-least-once
+                                                           :config {"max.poll.interval.ms" 60000}})
+                                           (assoc :checkpoint-interval-ms 100
+                                                  :on-error (fn [_] (swap! calls conj (System/currentTimeMillis))
+                                                              (throw (ex-info "dead-letter topic down" {}))))
+                                           (assoc-in [:inject :out :sink/fn] (fn [_]))))]
+            (is (await-true #(<= 4 (count @calls)) 30000) "the :on-error is retried")
+            (let [t0 (System/currentTimeMillis)]
+              (flow/kill-job h 20000)
+              (let [t1 (System/currentTimeMillis)]
+                (Thread/sleep 4000)
+                (is (< (- t1 t0) 5000) (str "kill-job took " (- t1 t0) " ms"))
+                (is (empty? (filter #(> % (+ t1 200)) @calls))
+                    (str "no :on-error call after kill-job returned: " (mapv #(- % t1) @calls)))
+                (is (<= (get (committed admin app) 0 0) 1) "the offset did not pass the record")))))))))
