@@ -164,17 +164,23 @@
         task-metrics (into {} (map (fn [t] [(:task/name t) (metrics/task-metrics)])) (:catalog job))
         retry-states (output/retry-states)
         error-states (output/retry-states)
+        killed (atom false)
+        streams-ref (volatile! nil)
+        ;; retries (of outputs, of :on-error) stop once the application closes: its close does not interrupt
+        ;; the stream threads, and one sleeping in a retry loop held its tasks (and its place in the group) for up
+        ;; to half of max.poll.interval.ms after kill-job returned
+        stop? (fn [] (or @killed (when-let [^KafkaStreams s @streams-ref] (not (.isRunningOrRebalancing (.state s))))))
         built (topology/build job {:app-id (get-in opts [:kafka :application-id]) :resolve (route/resolver)
-                                   :retry-states retry-states :error-states error-states
+                                   :retry-states retry-states :error-states error-states :stop? stop?
                                    :on-error (or (:on-error opts) (default-on-error recent))
                                    :metrics task-metrics :lifecycles (lc/compile-lifecycles job)
                                    :store (get-in opts [:kafka :store] :rocksdb)})
         _ (check-plugin-outputs! job (:plugin-outputs built))
         _ (prepare-topics! props job built (get-in opts [:kafka :replication-factor] 1))
-        streams (KafkaStreams. ^org.apache.kafka.streams.Topology (:topology built) props)
+        ^KafkaStreams streams (vreset! streams-ref (KafkaStreams. ^org.apache.kafka.streams.Topology (:topology built) props))
         done (promise)
         status (atom {:status :running :started-at (System/currentTimeMillis)})
-        state {:done done :status status :error (atom nil) :killed (atom false) :admin (delay (admin props))
+        state {:done done :status status :error (atom nil) :killed killed :admin (delay (admin props))
                :group-lag (atom {:at 0 :value nil :asking false})}
         sampler (doto (Executors/newSingleThreadScheduledExecutor
                        (reify java.util.concurrent.ThreadFactory

@@ -201,7 +201,7 @@
                                            (assoc-in [:inject :out :sink/fn] (fn [_]))))]
             (is (await-true #(<= 4 (count @calls)) 30000) "the :on-error is retried")
             (let [t0 (System/currentTimeMillis)]
-              (flow/kill-job h 20000)
+              (flow/kill-job h {:timeout-ms 20000})
               (let [t1 (System/currentTimeMillis)]
                 (Thread/sleep 4000)
                 (is (< (- t1 t0) 5000) (str "kill-job took " (- t1 t0) " ms"))

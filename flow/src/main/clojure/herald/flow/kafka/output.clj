@@ -81,11 +81,11 @@
 (defn- group
   "A new batch shared by the stream tasks of one stream thread: the plugin built with `task`, the pending
   segments per stream task (insertion order), and the write/commit fns."
-  [{:keys [task job store ^Map retry-states resolve metrics on-error]} ^ProcessorContext ctx]
+  [{:keys [task job store ^Map retry-states resolve metrics on-error stop?]} ^ProcessorContext ctx]
   (let [plugin ((resolve (:task/plugin task)) task)
         pending (java.util.LinkedHashMap.)
         size (long-array 2)                 ; [segments pending, System/nanoTime of the oldest]
-        policy (retry/policy task (:job/name job))
+        policy (assoc (retry/policy task (:job/name job)) :stop? stop?)
         ;; one run of failures per batch, so per stream thread: one thread's failing batch does not charge another's
         ;; :output/give-up-after-ms (`adopt!` copies a replaced thread's run into the batches that take its tasks
         ;; over); the totals (failed attempts, segments handed on) are the output's, so they never go down
@@ -206,7 +206,7 @@
   `spec`: `:task`, `:job`, `:resolve`, `:metrics` (task name -> task metrics), `:store` (the store name),
   `:retry-states` (a ConcurrentHashMap shared by the application's threads: a thread taking over a failing one's
   tasks continues its count), `:on-error` (the job's: gets a segment the plugin rejected for good, see
-  herald.flow.impl.retry/write!)."
+  herald.flow.impl.retry/write!), `:stop?` (a fn: true once the application closes, when retries stop)."
   ^ProcessorSupplier [{:keys [task store] :as spec}]
   (let [groups (ConcurrentHashMap.)]
     (reify ProcessorSupplier
