@@ -72,6 +72,13 @@
   ^KafkaProducer [o]
   (kafka/producer (assoc o :send-timeout-ms (timeout-ms o))))
 
+(defn lazy-producer
+  "The dead letters' producer, made by `(make)` on the first dead letter: `{:get fn :close! fn-of-timeout-ms}`."
+  [make]
+  (let [d (delay (make))]
+    {:get (fn [] @d)
+     :close! (fn [ms] (when (realized? d) (.close ^KafkaProducer @d (java.time.Duration/ofMillis (long ms)))))}))
+
 (defn- send-acked!
   "Sends `rec` with `producer` and waits for its acknowledgement, `timeout-ms` in all; else throws ex-info
   :herald.feed/unavailable naming the topic and the cause (one line: herald.flow logs it when the sends start

@@ -3,6 +3,7 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.events-test :as et]
+            [herald.feed.events.dead-letter :as dead-letter]
             [herald.feed.events.kafka :as kafka]
             [herald.feed.idempotency-test :as it]
             [herald.feed.jobs.derived :as derived]
@@ -97,3 +98,21 @@
                 (is (<= 2 (dead-count)))
                 (is (= 0 (failing)))))
             (finally (feed/stop! sys) (u/delete-tree! dir))))))))
+
+(deftest ^:integration a-dead-letter-producer-that-could-not-be-made-is-made-again
+  ;; the dead letters' producer is made on the first dead letter, maybe hours after start: a constructor that
+  ;; throws then (no bootstrap address resolves for a moment) must not make every later dead letter fail (the
+  ;; partitions would wait until a restart), and one made after the close would never be closed
+  (sk/with-broker bootstrap
+    (let [tries (atom 0)
+          lp (dead-letter/lazy-producer
+              (fn [] (when (= 1 (swap! tries inc))
+                       (throw (org.apache.kafka.common.config.ConfigException. "No resolvable bootstrap urls given in bootstrap.servers")))
+                 (dead-letter/producer (kafka/check {:bootstrap-servers bootstrap}))))]
+      (is (thrown? org.apache.kafka.common.config.ConfigException ((:get lp))))
+      (let [p ((:get lp))]
+        (is (instance? org.apache.kafka.clients.producer.KafkaProducer p) "made again on the next dead letter")
+        (is (identical? p ((:get lp))) "once"))
+      ((:close! lp) 1000)
+      (is (thrown? clojure.lang.ExceptionInfo ((:get lp))) "closed: never made again")
+      (is (= 2 @tries)))))
