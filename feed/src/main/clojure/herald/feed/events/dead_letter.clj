@@ -73,11 +73,23 @@
   (kafka/producer (assoc o :send-timeout-ms (timeout-ms o))))
 
 (defn lazy-producer
-  "The dead letters' producer, made by `(make)` on the first dead letter: `{:get fn :close! fn-of-timeout-ms}`."
+  "The dead letters' producer, made by `(make)` on the first dead letter: `{:get fn :close! fn-of-timeout-ms}`.
+  Made once whatever the threads; a `make` that throws (no bootstrap address resolves for a moment) is called
+  again on the next dead letter (a delay kept its exception, and every later dead letter failed until a
+  restart); once `:close!` ran, `:get` throws `:herald.feed/unavailable` instead of making one nobody closes."
   [make]
-  (let [d (delay (make))]
-    {:get (fn [] @d)
-     :close! (fn [ms] (when (realized? d) (.close ^KafkaProducer @d (java.time.Duration/ofMillis (long ms)))))}))
+  (let [p (atom nil) closed (atom false) lock (Object.)]
+    {:get (fn []
+            (or (when-not @closed @p)
+                (locking lock
+                  (cond @closed (throw (ex-info "dead-letter producer closed (the feed is stopping)"
+                                                {:type :herald.feed/unavailable :operation "dead-letter send"}))
+                        @p @p
+                        :else (reset! p (make))))))
+     :close! (fn [ms]
+               (locking lock
+                 (reset! closed true)
+                 (when-let [^KafkaProducer x @p] (.close x (java.time.Duration/ofMillis (long ms))))))}))
 
 (defn- send-acked!
   "Sends `rec` with `producer` and waits for its acknowledgement, `timeout-ms` in all; else throws ex-info
