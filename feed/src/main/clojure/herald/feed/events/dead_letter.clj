@@ -16,7 +16,8 @@
 ;; `feed-index`). Its value is EDN text, the envelope:
 ;;   {:job :feed-fan-out :task :inbound :error "the exception as text" :error-class "..." :error-message "..." :at ms
 ;;    :segment <the record of the posts topic, as the job read it>        ; absent for an undecodable record
-;;    :bytes "<base64 of the record>"                                      ; only for an undecodable record
+;;    :bytes "<base64 of the record>"                                      ; only for an undecodable record: its
+;;    :bytes-length n                                                      ; first 64 KiB, and its length when longer
 ;;    :attempts n :first-failure-at ms :last-failure-at ms}               ; only for a store write given up
 ;; and its headers repeat the cause for tools that do not read EDN (all UTF-8 text): herald.job, herald.task,
 ;; herald.error.class, herald.error.message, herald.attempts, herald.first-failure-at, herald.last-failure-at,
@@ -27,14 +28,23 @@
   [segment]
   (when (map? segment) (some segment [:post :edit :delete])))
 
+(def ^:private max-copied-bytes
+  "The most of an undecodable record a dead letter carries: whole, a record near the posts topic's 1 MB limit made
+  a dead letter (base64) over the producer's max.request.size, which no attempt could ever write, and the
+  partition waited behind it for ever."
+  65536)
+
 (defn envelope
   "The dead letter of herald.flow's error map `{:task :segment :exception ...}` of job `job-name`, at `now`."
   [job-name {:keys [task segment ^Throwable exception] :as err} now]
-  (let [raw (:bytes (ex-data exception))]
+  (let [^bytes raw (:bytes (ex-data exception))
+        cut? (and raw (> (alength raw) (long max-copied-bytes)))]
     (cond-> {:job job-name :task task :error (str exception) :error-class (.getName (class exception))
              :error-message (str (ex-message exception)) :at now}
       (some? segment) (assoc :segment segment)
-      raw (assoc :bytes (.encodeToString (java.util.Base64/getEncoder) ^bytes raw))
+      raw (assoc :bytes (.encodeToString (java.util.Base64/getEncoder)
+                                         (if cut? (java.util.Arrays/copyOf raw (int max-copied-bytes)) raw)))
+      cut? (assoc :bytes-length (alength raw))
       (:attempts err) (merge (select-keys err [:attempts :first-failure-at :last-failure-at])))))
 
 (defn headers
