@@ -18,6 +18,9 @@
 # each JVM (instances, Kafka, Cassandra, OpenSearch) also has `jit_cores`, its JIT compiler threads (C1/C2) over the
 # window, which a short warm-up leaves running (half of an instance's CPU in the 2026-11-26 runs, and 0.05 of
 # Kafka's ~0.1 cores at idle on a machine at load 30). The summary line ends with `marginal_cpu_us_per_post`, the sum.
+# OpenSearch's idle window is not its fixed cost: right after the warm-up it runs the merges (and the index job's
+# catch-up) that the warm-up's segments started (0.3-0.9 cores; a node idle for long uses ~0.01), so its marginal
+# figure comes out negative: read its us_per_post (bench/results/feed-scale.md, session 11).
 # Environment (defaults in brackets): INSTANCES ["1 3"], USERS [32], DURATION [30] measured seconds, WARMUP [60]
 # seconds (per instance count), IDLE [10] seconds of no load before each measured run, SEARCH_SHARE [0.1], PROBE_MS
 # [250] between probe posts, DIR [a new temporary

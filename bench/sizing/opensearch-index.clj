@@ -3,7 +3,7 @@
 ;; variant, alternating in one node: `bulk20` (20 posts per call: the index job's flush at ~200 posts/s and 100 ms),
 ;; `bulk200` (200 per call: the same flush at ~2,000 posts/s), `refresh5s` (20 per call into an index refreshed every
 ;; 5 s instead of 1 s), `nosource20` (20 per call into an index whose `_source` leaves out `subject` and `story`: they are
-;; still analysed into `text`, but not stored; searches read doc values only). Posts: a 5-word subject and a 150-word story of a 40,000-word dictionary (herald-load's).
+;; still analysed into `text`, but not stored; searches read doc values only), `nosource200` (the same, 200 per call). Posts: a 5-word subject and a 150-word story of a 40,000-word dictionary (herald-load's).
 ;; Prints the OpenSearch JVM's CPU (/proc/PID/stat) and this client's, per post, and the load average; nojit_us_per_post
 ;; leaves out the node's JIT compiler threads.
 ;;   java -cp feed/src/main/clojure:feed/target/herald-feed.jar clojure.main bench/sizing/opensearch-index.clj \
@@ -37,7 +37,7 @@
 (defn text [n] (str/join " " (repeatedly n #(nth words (.nextInt rnd (count words))))))
 (def id (atom (* 1000 (System/currentTimeMillis))))
 (defn batch [n] (vec (for [_ (range n)] (let [i (swap! id inc)] {:id i :ts i :from (mod i 997) :occurred "2026-11-26" :subject (text 5) :story (text 150)}))))
-(def shapes {"bulk20" [s1 20] "bulk200" [s1 200] "refresh5s" [s5 20] "nosource20" [sn 20]})
+(def shapes {"bulk20" [s1 20] "bulk200" [s1 200] "refresh5s" [s5 20] "nosource20" [sn 20] "nosource200" [sn 200]})
 (defn run [label [st per-call] n]
   (let [bs (vec (for [_ (range (quot n per-call))] (batch per-call)))
         c0 (ticks opid) j0 (jit-ticks opid) m0 (ticks me) t0 (System/nanoTime)]

@@ -79,8 +79,8 @@
         {:keys [posts dead-letter]} (kafka/ensure-topics! o)
         producer (kafka/producer o)
         ;; the dead letters' own producer, made on the first one
-        dead-producer (delay (dead-letter/producer o))
-        dead (dead-letter/writer #(deref dead-producer) dead-letter (dead-letter/timeout-ms o))
+        dead-producer (dead-letter/lazy-producer #(dead-letter/producer o))
+        dead (dead-letter/writer (:get dead-producer) dead-letter (dead-letter/timeout-ms o))
         ids (ids/allocator #(kafka/lease-block! producer o))
         last-ts (AtomicLong. (clock/now-micros))
         published (AtomicLong.)
@@ -144,7 +144,7 @@
             (group-lag im) (assoc :index-cluster-lag (group-lag im)))))
       (-close! [_ timeout-ms]
         (try (close-kafka! handles producer timeout-ms)
-             (finally (when (realized? dead-producer) (.close ^KafkaProducer @dead-producer (java.time.Duration/ofMillis 1000)))))))))
+             (finally ((:close! dead-producer) 1000)))))))
 
 (defn start-fanout
   "The fan-out for the `:events` config `events` over `store`: the in-process jobs over the store's log for

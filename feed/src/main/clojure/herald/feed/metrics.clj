@@ -85,7 +85,7 @@
    [:fan-out-lag "gauge" "Posts not yet through the fan-out job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]
    [:index-lag "gauge" "Posts not yet through the indexing job: in-process, queued in its input; on Kafka, records behind the end of the posts topic's partitions this instance holds."]
    [:dead-letters "counter" "On Kafka: records of the posts topic a job could not apply (undecodable, not a post record, refused by a store for good after :rejected-retries, or still failing :dead-letter-after-ms after the first failure), written to <prefix>posts-dead-letter (by this instance's jobs; per job: herald_feed_dead_letters_total)."]
-   [:dead-letter-failing "gauge" "On Kafka: 1 while a job of this instance cannot write a dead letter (the dead-letter topic refuses it or cannot be reached): the record's partition waits and the send is tried again; else 0."]
+   [:dead-letter-failing "gauge" "On Kafka: 1 while a job of this instance cannot write the dead letter of a record it cannot apply (undecodable, not a post record; the dead-letter topic refuses it or cannot be reached): the record's partition waits and the send is tried again; else 0. (A store write given up whose dead letter cannot be written counts as a failing write: the write is retried.)"]
    [:fan-out-cluster-lag "gauge" "On Kafka: posts of the whole cluster not yet committed by the fan-out job's consumer group (every instance; the same on every instance, never to be summed)."]
    [:index-cluster-lag "gauge" "On Kafka: posts of the whole cluster not yet committed by the indexing job's consumer group (every instance; the same on every instance, never to be summed)."]])
 

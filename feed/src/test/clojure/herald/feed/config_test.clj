@@ -194,3 +194,13 @@
     (is (some? r) "the feed started with an unknown role")
     (is (= 2 code) (str out))
     (is (re-find #"\[:serach\] is not a key of the :scale store \(did you mean :search\?\)" (str out)))))
+
+;; session 11 (costs): the :scale profile's Kafka batching settings, bench/results/feed-scale.md
+(deftest scale-kafka-batching-is-config-data
+  (let [events #(:events (config/load-config nil {:env (merge {"HERALD_PROFILE" "scale"} %)} nil))]
+    (is (= [5 1000] ((juxt :linger-ms :index-flush-ms) (events {}))) "the bundled :scale values")
+    (is (= [1 500] ((juxt :linger-ms :index-flush-ms) (events {"KAFKA_LINGER_MS" "1" "INDEX_FLUSH_MS" "500"})))
+        "each an environment override, coerced to a number")
+    (is (= [nil nil] ((juxt :linger-ms :index-flush-ms)
+                      (:events (config/load-config nil {:env {"HERALD_PROFILE" "embedded"}} nil))))
+        "the other profiles' local log has neither")))

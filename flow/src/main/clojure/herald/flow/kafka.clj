@@ -6,6 +6,7 @@
   Streams\", and docs/adr/0009-flow-on-kafka-streams.md describe the mapping."
   (:require [herald.flow.impl.lifecycle :as lc]
             [herald.flow.impl.metrics :as metrics]
+            [herald.flow.impl.retry :as retry]
             [herald.flow.impl.route :as route]
             [herald.flow.kafka.check :as check]
             [herald.flow.kafka.output :as output]
@@ -163,17 +164,23 @@
         task-metrics (into {} (map (fn [t] [(:task/name t) (metrics/task-metrics)])) (:catalog job))
         retry-states (output/retry-states)
         error-states (output/retry-states)
+        killed (atom false)
+        streams-ref (volatile! nil)
+        ;; retries (of outputs, of :on-error) stop once the application closes: its close does not interrupt
+        ;; the stream threads, and one sleeping in a retry loop held its tasks (and its place in the group) for up
+        ;; to half of max.poll.interval.ms after kill-job returned
+        stop? (fn [] (or @killed (when-let [^KafkaStreams s @streams-ref] (not (.isRunningOrRebalancing (.state s))))))
         built (topology/build job {:app-id (get-in opts [:kafka :application-id]) :resolve (route/resolver)
-                                   :retry-states retry-states :error-states error-states
+                                   :retry-states retry-states :error-states error-states :stop? stop?
                                    :on-error (or (:on-error opts) (default-on-error recent))
                                    :metrics task-metrics :lifecycles (lc/compile-lifecycles job)
                                    :store (get-in opts [:kafka :store] :rocksdb)})
         _ (check-plugin-outputs! job (:plugin-outputs built))
         _ (prepare-topics! props job built (get-in opts [:kafka :replication-factor] 1))
-        streams (KafkaStreams. ^org.apache.kafka.streams.Topology (:topology built) props)
+        ^KafkaStreams streams (vreset! streams-ref (KafkaStreams. ^org.apache.kafka.streams.Topology (:topology built) props))
         done (promise)
         status (atom {:status :running :started-at (System/currentTimeMillis)})
-        state {:done done :status status :error (atom nil) :killed (atom false) :admin (delay (admin props))
+        state {:done done :status status :error (atom nil) :killed killed :admin (delay (admin props))
                :group-lag (atom {:at 0 :value nil :asking false})}
         sampler (doto (Executors/newSingleThreadScheduledExecutor
                        (reify java.util.concurrent.ThreadFactory
@@ -259,5 +266,5 @@
                                       (contains? plugin-outputs tname) (merge (output/failures retry-states tname))
                                       ;; a task run by a processor on this instance (its :on-error retried: herald.flow.kafka.processor/report!)
                                       (some #(= tname (first %)) (keys error-states))
-                                      (merge (let [f (output/failures error-states tname)]
+                                      (merge (let [f (retry/failures (for [[[n] st] error-states :when (= n tname)] st))]
                                                {:on-error-failures (:write-failures f) :on-error-failing? (:failing? f)})))])))))

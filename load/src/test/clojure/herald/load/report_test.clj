@@ -86,7 +86,12 @@
           r (load/read-result (io/file dir "r" "result.edn"))]
       (testing "the result holds the schedule and one map per step"
         (is (= [{:rate 40.0 :duration 0.5} {:rate 80.0 :duration 0.5}] (:schedule r)))
-        (is (= [20 40] (mapv :planned (:steps r)) (mapv :sent (:steps r))))
+        (is (= [20 40] (mapv :planned (:steps r))))
+        ;; one generator thread shares the cores with the test server: on an overloaded machine it may fall behind,
+        ;; and then what it did not send must be reported as unsent, never lost from the count
+        (is (= [20 40] (mapv #(+ (:sent %) (:unsent %)) (:steps r))) (pr-str (map #(select-keys % [:sent :unsent]) (:steps r))))
+        (when-not (ts/overloaded?)
+          (is (= [20 40] (mapv :sent (:steps r)))))
         (is (= (:requests r) (reduce + (map :requests (:steps r))))))
       (testing "stdout has the step table and one machine-readable line per step before the last line"
         (is (str/includes? out "Steps (latency corrected from intended send time"))

@@ -16,7 +16,8 @@
 ;; `feed-index`). Its value is EDN text, the envelope:
 ;;   {:job :feed-fan-out :task :inbound :error "the exception as text" :error-class "..." :error-message "..." :at ms
 ;;    :segment <the record of the posts topic, as the job read it>        ; absent for an undecodable record
-;;    :bytes "<base64 of the record>"                                      ; only for an undecodable record
+;;    :bytes "<base64 of the record>"                                      ; only for an undecodable record: its
+;;    :bytes-length n                                                      ; first 64 KiB, and its length when longer
 ;;    :attempts n :first-failure-at ms :last-failure-at ms}               ; only for a store write given up
 ;; and its headers repeat the cause for tools that do not read EDN (all UTF-8 text): herald.job, herald.task,
 ;; herald.error.class, herald.error.message, herald.attempts, herald.first-failure-at, herald.last-failure-at,
@@ -27,14 +28,23 @@
   [segment]
   (when (map? segment) (some segment [:post :edit :delete])))
 
+(def ^:private max-copied-bytes
+  "The most of an undecodable record a dead letter carries: whole, a record near the posts topic's 1 MB limit made
+  a dead letter (base64) over the producer's max.request.size, which no attempt could ever write, and the
+  partition waited behind it for ever."
+  65536)
+
 (defn envelope
   "The dead letter of herald.flow's error map `{:task :segment :exception ...}` of job `job-name`, at `now`."
   [job-name {:keys [task segment ^Throwable exception] :as err} now]
-  (let [raw (:bytes (ex-data exception))]
+  (let [^bytes raw (:bytes (ex-data exception))
+        cut? (and raw (> (alength raw) (long max-copied-bytes)))]
     (cond-> {:job job-name :task task :error (str exception) :error-class (.getName (class exception))
              :error-message (str (ex-message exception)) :at now}
       (some? segment) (assoc :segment segment)
-      raw (assoc :bytes (.encodeToString (java.util.Base64/getEncoder) ^bytes raw))
+      raw (assoc :bytes (.encodeToString (java.util.Base64/getEncoder)
+                                         (if cut? (java.util.Arrays/copyOf raw (int max-copied-bytes)) raw)))
+      cut? (assoc :bytes-length (alength raw))
       (:attempts err) (merge (select-keys err [:attempts :first-failure-at :last-failure-at])))))
 
 (defn headers
@@ -71,6 +81,25 @@
   or block the producer the posts are published with."
   ^KafkaProducer [o]
   (kafka/producer (assoc o :send-timeout-ms (timeout-ms o))))
+
+(defn lazy-producer
+  "The dead letters' producer, made by `(make)` on the first dead letter: `{:get fn :close! fn-of-timeout-ms}`.
+  Made once whatever the threads; a `make` that throws (no bootstrap address resolves for a moment) is called
+  again on the next dead letter (a delay kept its exception, and every later dead letter failed until a
+  restart); once `:close!` ran, `:get` throws `:herald.feed/unavailable` instead of making one nobody closes."
+  [make]
+  (let [p (atom nil) closed (atom false) lock (Object.)]
+    {:get (fn []
+            (or (when-not @closed @p)
+                (locking lock
+                  (cond @closed (throw (ex-info "dead-letter producer closed (the feed is stopping)"
+                                                {:type :herald.feed/unavailable :operation "dead-letter send"}))
+                        @p @p
+                        :else (reset! p (make))))))
+     :close! (fn [ms]
+               (locking lock
+                 (reset! closed true)
+                 (when-let [^KafkaProducer x @p] (.close x (java.time.Duration/ofMillis (long ms))))))}))
 
 (defn- send-acked!
   "Sends `rec` with `producer` and waits for its acknowledgement, `timeout-ms` in all; else throws ex-info

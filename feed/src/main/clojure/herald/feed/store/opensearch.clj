@@ -20,7 +20,7 @@
 (def defaults
   "The default options of `open`."
   {:url "http://127.0.0.1:9200" :index "herald-posts" :connect-timeout-ms 2000 :request-timeout-ms 30000
-   :refresh-interval-ms 1000 :max-lag-ms nil :shards 1 :replicas 0 :bulk-size 500 :username nil :password nil})
+   :refresh-interval-ms 2000 :max-lag-ms nil :shards 1 :replicas 0 :bulk-size 500 :username nil :password nil})
 
 (defn- invalid! [k v what]
   (throw (ex-info (str "opensearch option " k " must be " what ", got " (pr-str v))
@@ -271,7 +271,7 @@
   | :index               | string | \"herald-posts\"          | the index name (created on open)                          |
   | :connect-timeout-ms  | int    | 2000                    | TCP connect timeout                                       |
   | :request-timeout-ms  | int    | 30000                   | timeout of each request (also the wait for the index on open) |
-  | :refresh-interval-ms | int    | 1000                    | the index's refresh_interval when it is created: the visibility lag; -1 = none |
+  | :refresh-interval-ms | int    | 2000                    | the index's refresh_interval when it is created: the visibility lag; -1 = none |
   | :max-lag-ms          | int    | nil                     | if set, a search first refreshes when a write of THIS client older than this may be invisible (0 = read-your-writes); nil: the refresh interval alone bounds the lag |
   | :shards              | int    | 1                       | number_of_shards when the index is created                |
   | :replicas            | int    | 0                       | number_of_replicas when the index is created              |

@@ -3,6 +3,7 @@
   (:require [clojure.test :refer [deftest is testing]]
             [herald.feed :as feed]
             [herald.feed.events-test :as et]
+            [herald.feed.events.dead-letter :as dead-letter]
             [herald.feed.events.kafka :as kafka]
             [herald.feed.idempotency-test :as it]
             [herald.feed.jobs.derived :as derived]
@@ -97,3 +98,47 @@
                 (is (<= 2 (dead-count)))
                 (is (= 0 (failing)))))
             (finally (feed/stop! sys) (u/delete-tree! dir))))))))
+
+(deftest ^:integration a-dead-letter-producer-that-could-not-be-made-is-made-again
+  ;; the dead letters' producer is made on the first dead letter, maybe hours after start: a constructor that
+  ;; throws then (no bootstrap address resolves for a moment) must not make every later dead letter fail (the
+  ;; partitions would wait until a restart), and one made after the close would never be closed
+  (sk/with-broker bootstrap
+    (let [tries (atom 0)
+          lp (dead-letter/lazy-producer
+              (fn [] (when (= 1 (swap! tries inc))
+                       (throw (org.apache.kafka.common.config.ConfigException. "No resolvable bootstrap urls given in bootstrap.servers")))
+                 (dead-letter/producer (kafka/check {:bootstrap-servers bootstrap}))))]
+      (is (thrown? org.apache.kafka.common.config.ConfigException ((:get lp))))
+      (let [p ((:get lp))]
+        (is (instance? org.apache.kafka.clients.producer.KafkaProducer p) "made again on the next dead letter")
+        (is (identical? p ((:get lp))) "once"))
+      ((:close! lp) 1000)
+      (is (thrown? clojure.lang.ExceptionInfo ((:get lp))) "closed: never made again")
+      (is (= 2 @tries)))))
+
+(deftest ^:integration an-undecodable-record-too-large-to-copy-whole-is-dead-lettered-in-part
+  ;; a record of the posts topic of 800 KB that no job can decode: its dead letter carried it whole in base64
+  ;; (1.07 MB), over the producer's max.request.size (1 MB), so no attempt could ever be written and the
+  ;; partition waited for ever behind it
+  (sk/with-broker bootstrap
+    (let [dir (u/temp-dir "feed-dead-letter-")
+          events (assoc (et/kafka-events bootstrap (str "t" (random-uuid) "-") dir) :partitions 1 :fan-out-flush-ms 20)
+          dlt (kafka/dead-letter-topic events)
+          sys (u/start-feed! nil {:events events})
+          base (feed/url sys)
+          req (fn [& args] (apply u/request base args))
+          [ann bob] (it/setup! base)
+          post! #(:status (req (str (it/link ann) "/outbound") :method :post :json {:subject % :story %}))
+          inbound #(mapv (fn [p] (get p "subject")) (:json (req (str (it/link bob) "/inbound?limit=100"))))]
+      (try
+        (with-open [p (kafka/producer (kafka/check (dissoc events :type)))]
+          (kafka/send! p (kafka/posts-topic events) "x" (byte-array (* 800 1024) (unchecked-byte 0xB1)) 10000))
+        (is (= 200 (post! "after")))
+        (is (await-true #(= ["after"] (inbound)) 30000) "the post after the large undecodable record is delivered")
+        (let [dead (dead-letters bootstrap dlt 2000)]
+          (is (= #{:feed-fan-out :feed-index} (set (map :job dead))))
+          (is (every? #(= (* 800 1024) (:bytes-length %)) dead) "the record's length")
+          (is (every? #(= 65536 (count (.decode (java.util.Base64/getDecoder) ^String (:bytes %)))) dead)
+              "its first 64 KiB"))
+        (finally (feed/stop! sys) (u/delete-tree! dir))))))

@@ -71,18 +71,54 @@
       (log-line! (str (what p) " " (:again p "writing again") " after " n " failed attempt" (when (> n 1) "s") " over "
                       (- (System/currentTimeMillis) (.get since)) " ms")))))
 
+(defn end-run!
+  "Ends the run of failures in state `st` without a success: its caller will not try again (on Kafka Streams, the
+  stream task whose record it was closed; whoever reads the record again starts a run of its own). Keeps the total."
+  [st]
+  (.set ^AtomicLong (:failures st) 0))
+
+(defn continue-run!
+  "Makes state `st` continue the run of failures of state `prev` (its attempts, when it began, when the next
+  attempt is due, the last reminder): a thread taking over the stream tasks of a replaced one. The totals stay
+  where they are."
+  [st prev]
+  (doseq [k [:since :next-at :reminded :rejected :failures]]
+    (.set ^AtomicLong (k st) (.get ^AtomicLong (k prev)))))
+
+(defn- stopping!
+  "Throws `:herald.flow/output-retry-pending`: the job stops (policy `:stop?`), so a failing call is not tried again
+  (on Kafka Streams its tasks close without committing; the records are read again when the job runs again)."
+  [p st]
+  (throw (ex-info (str (what p) " stops retrying after " (.get ^AtomicLong (:failures st)) " failed attempts: the job is stopping")
+                  {:type :herald.flow/output-retry-pending :task (:task p) :stopping true})))
+
+(defn- sleep!
+  "Sleeps `ms`; with a `:stop?` fn in policy `p` (Kafka Streams, whose close does not interrupt its threads), in
+  slices of at most 100 ms, and `stopping!` once it answers true."
+  [p st ^long ms]
+  (if-let [stop? (:stop? p)]
+    (let [end (+ (System/currentTimeMillis) ms)]
+      (loop []
+        (when (stop?) (stopping! p st))
+        (let [left (- end (System/currentTimeMillis))]
+          (when (pos? left) (Thread/sleep (min left 100)) (recur)))))
+    (Thread/sleep ms)))
+
 (defn- await-due!
   "Sleeps until the next attempt of a failing output is due. Past `budget-ms` since `start` (when given)
   throws `:herald.flow/output-retry-pending` instead, unless this call has not made an attempt yet: then it
-  sleeps at most the budget, so that every call tries at least once."
+  sleeps at most the budget, so that every call tries at least once. A failing call of a job that is stopping
+  (`:stop?`) throws the same at once."
   [p st start budget-ms attempted?]
   (let [due (.get ^AtomicLong (:next-at st)) now (System/currentTimeMillis)]
+    (when (and (pos? (.get ^AtomicLong (:failures st))) (some-> (:stop? p) (apply [])))
+      (stopping! p st))
     (when (and (pos? (.get ^AtomicLong (:failures st))) (> due now))
       (when (and budget-ms attempted? (> (- due (long start)) (long budget-ms)))
         (throw (ex-info (str (what p) " still failing after " (.get ^AtomicLong (:failures st))
                              " attempts; the stream thread gives its tasks back to retry from the committed offsets")
                         {:type :herald.flow/output-retry-pending :task (:task p)})))
-      (Thread/sleep (if budget-ms (min (- due now) (long budget-ms)) (- due now))))))
+      (sleep! p st (if budget-ms (min (- due now) (long budget-ms)) (- due now))))))
 
 (defn- call*
   "`call!` with retries."

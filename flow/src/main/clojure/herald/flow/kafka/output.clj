@@ -81,15 +81,20 @@
 (defn- group
   "A new batch shared by the stream tasks of one stream thread: the plugin built with `task`, the pending
   segments per stream task (insertion order), and the write/commit fns."
-  [{:keys [task job store ^Map retry-states resolve metrics on-error]} ^ProcessorContext ctx]
+  [{:keys [task job store ^Map retry-states resolve metrics on-error stop?]} ^ProcessorContext ctx]
   (let [plugin ((resolve (:task/plugin task)) task)
         pending (java.util.LinkedHashMap.)
         size (long-array 2)                 ; [segments pending, System/nanoTime of the oldest]
-        policy (retry/policy task (:job/name job))
-        ;; one retry state per batch, so per stream thread: one thread's failing batch does not charge another's
-        ;; :output/give-up-after-ms; `join!` hands it to a thread that takes over the tasks of a failing one
-        st (volatile! (retry/state))
-        _ (.put retry-states [(:task/name task) store :thread (.getName (Thread/currentThread))] @st)
+        policy (assoc (retry/policy task (:job/name job)) :stop? stop?)
+        ;; one run of failures per batch, so per stream thread: one thread's failing batch does not charge another's
+        ;; :output/give-up-after-ms (`adopt!` copies a replaced thread's run into the batches that take its tasks
+        ;; over); the totals (failed attempts, segments handed on) are the output's, so they never go down
+        totals (.computeIfAbsent retry-states [(:task/name task) store :totals]
+                                 (reify java.util.function.Function
+                                   (apply [_ _] (select-keys (retry/state) [:total :dead]))))
+        st (merge (retry/state) totals)
+        live-key [(:task/name task) store :thread (.getName (Thread/currentThread))]
+        _ (.put retry-states live-key st)
         budget (poll-budget-ms ctx)
         part (metrics/part (get metrics (:task/name task)))
         ;; a segment the plugin rejects for good (:output/rejected?, or still failing past :output/give-up-after-ms) goes
@@ -100,30 +105,35 @@
         write! (fn []
                  (when (pos? (aget size 0))
                    (let [v (into [] (mapcat seq) (.values pending)) t0 (System/nanoTime)]
-                     (retry/write! policy @st budget #(spi/-write! plugin %) reject! v)
+                     (retry/write! policy st budget #(spi/-write! plugin %) reject! v)
                      (doseq [^ArrayList l (.values pending)] (.clear l))
                      (aset size 0 0)
                      (metrics/record-batch! part (count v) (count v) (- (System/nanoTime) t0)))))]
-    {:thread (Thread/currentThread) :plugin plugin :pending pending :size size :refs (long-array 1) :write! write!
+    {:thread (Thread/currentThread) :retry-states retry-states :plugin plugin :pending pending :size size :refs (long-array 1) :write! write!
      ;; [stream task id, Cancellable] of the one wall-clock punctuator of the batch (`tick!`), or nil
      :ticker (volatile! nil)
      :max (long (:task/batch-size task 64))
      :timeout-ns (* 1000000 (max 1 (long (:task/batch-timeout-ms task 5))))
-     :st st
-     :commit! (fn [] (write!) (retry/call! policy @st budget #(spi/-flush! plugin)))}))
+     :st st :live-key live-key :budget budget
+     :commit! (fn [] (write!) (retry/call! policy st budget #(spi/-flush! plugin)))}))
 
 (defn- failing? [st] (pos? (.get ^java.util.concurrent.atomic.AtomicLong (:failures st))))
 
 (defn- adopt!
   "Stream task `id` joins batch `g`: when the task's last batch (of a thread replaced after retrying past its poll
-  budget, or before a rebalance) was in a run of failures and `g` is not, `g` continues that run (its attempts and
-  `:output/give-up-after-ms` clock), else the task's failures now count in `g`'s."
+  budget) was in a run of failures lately (its next attempt due less than the poll budget, at least a minute,
+  ago) and `g` is not, `g` continues a copy of that run (its attempts and `:output/give-up-after-ms` clock). A copy,
+  not the state itself: the tasks of one replaced thread may go to several threads, and a good write on one of
+  them must not end the run another took over (its give-up clock would start again at every failure). A run
+  older than that is left alone: the task went to another instance meanwhile, which wrote or handed on its
+  segments."
   [{:keys [task store ^Map retry-states]} g id]
-  (let [k [(:task/name task) store :task id] prev (.get retry-states k) st (:st g)]
-    (when (and prev (not (identical? prev @st)) (failing? prev) (not (failing? @st)))
-      (vreset! st prev)
-      (doseq [other (keys (:pending g))] (.put retry-states [(:task/name task) store :task other] prev)))
-    (.put retry-states k @st)))
+  (let [k [(:task/name task) store :task id] prev (.get retry-states k) st (:st g)
+        recent (max 60000 (long (:budget g)))]
+    (when (and prev (not (identical? prev st)) (failing? prev) (not (failing? st))
+               (< (- (System/currentTimeMillis) (.get ^java.util.concurrent.atomic.AtomicLong (:next-at prev))) recent))
+      (retry/continue-run! st prev))
+    (.put retry-states k st)))
 
 (defn- join!
   "The batch of the calling stream thread (made on its first task), with stream task `id`'s list added."
@@ -151,6 +161,8 @@
             (aset refs 0 (dec (aget refs 0)))
             (when (zero? (aget refs 0))
               (.remove groups (:thread g) g)
+              ;; no longer a live batch: its run (kept under its tasks for `adopt!`) is not reported as failing
+              (.remove ^Map (:retry-states g) (:live-key g) (:st g))
               true)))
     (spi/-close-output! (:plugin g))))
 
@@ -194,7 +206,7 @@
   `spec`: `:task`, `:job`, `:resolve`, `:metrics` (task name -> task metrics), `:store` (the store name),
   `:retry-states` (a ConcurrentHashMap shared by the application's threads: a thread taking over a failing one's
   tasks continues its count), `:on-error` (the job's: gets a segment the plugin rejected for good, see
-  herald.flow.impl.retry/write!)."
+  herald.flow.impl.retry/write!), `:stop?` (a fn: true once the application closes, when retries stop)."
   ^ProcessorSupplier [{:keys [task store] :as spec}]
   (let [groups (ConcurrentHashMap.)]
     (reify ProcessorSupplier
@@ -223,7 +235,9 @@
   (ConcurrentHashMap.))
 
 (defn failures
-  "The retry figures of output task `tname` over every stream thread's batch (see `herald.flow.impl.retry/failures`)."
+  "The retry figures of output task `tname` (see `herald.flow.impl.retry/failures`): its totals, and whether the
+  batch of a stream thread running now is in a run of failures."
   [^ConcurrentHashMap states tname]
-  ;; each state once (a state is listed under its thread and under each of its tasks); AtomicLongs compare by identity
-  (retry/failures (distinct (for [[[n] st] states :when (= n tname)] st))))
+  (let [of (fn [kind] (for [[[n _ k] st] states :when (and (= n tname) (= k kind))] st))
+        sum (fn [k] (reduce + 0 (map #(.get ^java.util.concurrent.atomic.AtomicLong (k %)) (of :totals))))]
+    {:write-failures (sum :total) :failing? (boolean (some failing? (of :thread))) :rejected-segments (sum :dead)}))

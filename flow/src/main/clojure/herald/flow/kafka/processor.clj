@@ -122,8 +122,8 @@
         {:keys [normal thrown]} (route/conditions job tname targets resolve)]
     (assoc spec
            :ctx ctx :tname tname :ntargets (count targets) :normal normal :thrown thrown
-           :err-policy (retry/on-error-policy tname (:job/name job))
-           ;; per stream task (partition): a replaced thread's successor continues the count of its tasks
+           :err-policy (assoc (retry/on-error-policy tname (:job/name job)) :stop? (:stop? spec))
+           ;; per stream task (partition), kept for its total (`:on-error-failures`); its run ends when it closes
            :err-state (.computeIfAbsent error-states [tname (str (.taskId ctx))]
                                         (reify java.util.function.Function (apply [_ _] (retry/state))))
            :budget (output/poll-budget-ms ctx)
@@ -144,7 +144,8 @@
   `:key-fns` (per target: nil or a fn of the segment giving the record key), `:sink-tasks` (the output
   tasks that are sink nodes, counted here), `:job`, `:resolve`,
   `:on-error` (called on the stream thread and retried while it throws, see `report!`), `:error-states` (a
-  ConcurrentHashMap shared by the application's threads), `:metrics` (task name -> task metrics) and
+  ConcurrentHashMap shared by the application's threads), `:stop?` (a fn: true once the application closes,
+  when the retries stop), `:metrics` (task name -> task metrics) and
   `:lifecycles` (compiled)."
   ^ProcessorSupplier [spec]
   (reify ProcessorSupplier
@@ -159,4 +160,8 @@
           (process [_ record] (process! @state record))
           (close [_]
             (when-let [c @state]
+              ;; a stream task closes while its :on-error fails only when the thread gave it back (the budget, or
+              ;; the thread's end): the run ends here, else `:on-error-failing?` stayed true for ever once the
+              ;; record passed when read again (a transient task error) or the task moved to another instance
+              (retry/end-run! (:err-state c))
               (hook! c (lc/hook (:lifecycles c) (:tname c) :lifecycle/after-task-stop) {}))))))))

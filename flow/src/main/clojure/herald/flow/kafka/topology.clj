@@ -59,7 +59,8 @@
 (defn build
   "{:topology Topology :repartition-topics [{:topic :partitions :task}] :inputs {task topic} :outputs {task topic}}
   for validated `job`, plus `:plugin-outputs` (the output tasks that run their plugin). `env`: `:app-id`,
-  `:resolve`, `:on-error`, `:metrics`, `:lifecycles`, `:store`, `:retry-states`, `:error-states`."
+  `:resolve`, `:on-error`, `:metrics`, `:lifecycles`, `:store`, `:retry-states`, `:error-states`, `:stop?` (a fn:
+  true once the application closes, when retries stop)."
   [job {:keys [app-id resolve store] :as env}]
   (let [tasks (into {} (map (juxt :task/name identity)) (:catalog job))
         order (topological job)
@@ -82,7 +83,7 @@
                           (repartitioned? job t) [(from-node n)]
                           :else (mapv proc-node (sources job n)))]
         (.addProcessor topo ^String (proc-node n)
-                       ^ProcessorSupplier (processor/supplier (assoc (select-keys env [:resolve :on-error :metrics :lifecycles :error-states])
+                       ^ProcessorSupplier (processor/supplier (assoc (select-keys env [:resolve :on-error :metrics :lifecycles :error-states :stop?])
                                                                      :job job :task t :targets ts
                                                                      :sink-tasks (set (for [[m x] tasks :when (and (= :output (:task/type x)) (topic? x))] m))
                                                                      :children (mapv first cs) :key-fns (mapv second cs)))
@@ -92,7 +93,7 @@
     (doseq [n order :let [t (tasks n)] :when (and (= :output (:task/type t)) (not (topic? t))) src (sources job n)
             :let [store (output/store-name (safe n) (safe src))]]
       (.addProcessor topo ^String (plugin-node n src)
-                     ^ProcessorSupplier (output/supplier (assoc (select-keys env [:resolve :metrics :retry-states :on-error]) :job job :task t :store store))
+                     ^ProcessorSupplier (output/supplier (assoc (select-keys env [:resolve :metrics :retry-states :on-error :stop?]) :job job :task t :store store))
                      ^"[Ljava.lang.String;" (into-array String [(proc-node src)]))
       (.addStateStore topo (output/store-builder store) ^"[Ljava.lang.String;" (into-array String [(plugin-node n src)])))
     (doseq [n order :let [t (tasks n)] :when (and (= :output (:task/type t)) (topic? t))]
