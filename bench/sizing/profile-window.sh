@@ -21,11 +21,9 @@ if [ ! -f "$LIB" ]; then
   (cd "$ROOT" && mvn -q -B dependency:copy -Dartifact=tools.profiler:async-profiler:4.2 -DoutputDirectory="$DIR" \
      -Dmdep.stripVersion=true >/dev/null) && (cd "$DIR" && unzip -qo async-profiler.jar 'linux-x64/libasyncProfiler.so')
 fi
-status=$("$ROOT/bin/herald-cluster" status --dir "$DIR")
-PID=$(awk -v n="$SERVER" '$1 == "state" && $2 == n { sub("pid=", "", $5); print $5 }' <<<"$status")
-INSTANCES=$(awk '$1 == "instance" { print $3 }' <<<"$status")
-posts() { for u in $INSTANCES; do curl -s "$u/metrics"; done |
-  awk '/^herald_feed_requests_total\{entity="outbound",operation="post",status="200"\}/ { n += $NF } END { print n + 0 }'; }
+. "$ROOT/bench/sizing/window.sh"
+cluster_of "$DIR"
+PID=$(pid_of "$SERVER")
 ticks() { awk '{ sub(/.*\) /, ""); split($0, f, " "); print f[12] + f[13] }' "/proc/$1/stat"; }
 OUT=$DIR/profile-$SERVER-$LABEL.collapsed
 agent() { local o; o=$("$JCMD" "$PID" JVMTI.agent_load "$LIB" "\"$1\"" 2>&1); grep -q 'return code: 0' <<<"$o" || { echo "$o" >&2; exit 1; }; }
