@@ -15,9 +15,10 @@
   {:type :kafka :bootstrap-servers bootstrap :topic-prefix prefix :partitions 4 :data-dir dir
    :commit-interval-ms 100 :streams {"session.timeout.ms" 6000 "heartbeat.interval.ms" 1000}})
 
-(defn- read-topic
-  "[key value] of the first `n` records of `topic` (values read as EDN), or what came within `timeout-ms`."
-  [bootstrap topic n timeout-ms]
+(defn read-records
+  "`(f record)` of each of the first `n` records of `topic` (read from the start by a fresh consumer group, string
+  keys and values), or of what came within `timeout-ms`."
+  [bootstrap topic n timeout-ms f]
   (with-open [c (let [^java.util.Map props {"bootstrap.servers" bootstrap "auto.offset.reset" "earliest"
                                             "enable.auto.commit" "false" "group.id" (str "read-" (random-uuid))}]
                   (org.apache.kafka.clients.consumer.KafkaConsumer.
@@ -28,8 +29,13 @@
       (loop [got []]
         (if (or (>= (count got) (long n)) (> (System/currentTimeMillis) deadline))
           got
-          (recur (into got (for [^org.apache.kafka.clients.consumer.ConsumerRecord r (.poll c (java.time.Duration/ofMillis 200))]
-                             [(.key r) (clojure.edn/read-string (.value r))]))))))))
+          (recur (into got (map f) (.poll c (java.time.Duration/ofMillis 200)))))))))
+
+(defn- read-topic
+  "[key value] of the first `n` records of `topic` (values read as EDN), or what came within `timeout-ms`."
+  [bootstrap topic n timeout-ms]
+  (read-records bootstrap topic n timeout-ms
+                (fn [^org.apache.kafka.clients.consumer.ConsumerRecord r] [(.key r) (clojure.edn/read-string (.value r))])))
 
 (deftest ^:integration posts-go-through-kafka
   (sk/with-broker bootstrap

@@ -9,13 +9,11 @@
             [herald.feed.jobs.derived :as derived]
             [herald.feed.test-util :as u]
             [herald.flow.kafka-broker :as sk])
-  (:import (java.time Duration)
-           (java.util Properties)
+  (:import (java.util Properties)
            (java.util.concurrent TimeUnit)
            (org.apache.kafka.clients.admin Admin AlterConfigOp AlterConfigOp$OpType ConfigEntry NewTopic)
-           (org.apache.kafka.clients.consumer ConsumerRecord KafkaConsumer OffsetAndMetadata)
-           (org.apache.kafka.common.config ConfigResource ConfigResource$Type)
-           (org.apache.kafka.common.serialization StringDeserializer)))
+           (org.apache.kafka.clients.consumer ConsumerRecord OffsetAndMetadata)
+           (org.apache.kafka.common.config ConfigResource ConfigResource$Type)))
 
 (set! *warn-on-reflection* true)
 
@@ -35,19 +33,7 @@
 (defn- dead-letters
   "The values (EDN-read) of the dead-letter topic, what came within `ms`."
   [bootstrap topic ms]
-  (with-open [c (let [^java.util.Map props {"bootstrap.servers" bootstrap "auto.offset.reset" "earliest"
-                                            "enable.auto.commit" "false" "group.id" (str "read-" (random-uuid))}]
-                  (KafkaConsumer. props (StringDeserializer.) (StringDeserializer.)))]
-    (let [^java.util.Collection topics [topic]] (.subscribe c topics))
-    (let [deadline (+ (System/currentTimeMillis) (long ms))]
-      (loop [got []]
-        (if (> (System/currentTimeMillis) deadline)
-          got
-          (recur (into got (for [^ConsumerRecord r (.poll c (Duration/ofMillis 200))] (clojure.edn/read-string (.value r))))))))))
-
-(defn- await-true [f ms]
-  (let [deadline (+ (System/currentTimeMillis) (long ms))]
-    (loop [] (cond (f) true (> (System/currentTimeMillis) deadline) false :else (do (Thread/sleep 100) (recur))))))
+  (et/read-records bootstrap topic Long/MAX_VALUE ms (fn [^ConsumerRecord r] (clojure.edn/read-string (.value r)))))
 
 (deftest ^:integration an-unwritable-dead-letter-topic-holds-the-offsets-and-loses-nothing
   (sk/with-broker bootstrap
@@ -83,15 +69,15 @@
                 (is (= ["before"] (inbound)) "the post after it waits")
                 (is (= 0 (dead-count)))
                 ;; (after the first failed send: one may wait up to its 5 s before it fails)
-                (is (await-true #(= 1 (failing)) 20000) "/metrics says the dead letters cannot be written")
+                (is (u/eventually 20000 true? #(= 1 (failing))) "/metrics says the dead letters cannot be written")
                 (is (= [] (dead-letters bootstrap dlt 500))))
               (testing "once the topic takes records: the dead letter is there, the posts after it are delivered once"
                 (set-max-message-bytes! a dlt 1048588)
-                (is (await-true #(= ["after" "before"] (inbound)) 60000) (pr-str (inbound)))
+                (is (u/eventually 60000 true? #(= ["after" "before"] (inbound))) (pr-str (inbound)))
                 (is (= 200 (post! "later")))
                 (is (true? (feed/await-fanout sys 60000)))
                 (is (= ["later" "after" "before"] (inbound)) "each post once, in order")
-                (is (await-true #(every? (fn [g] (< bad (committed a g))) groups) 30000) "both jobs' offsets passed it")
+                (is (u/eventually 30000 true? #(every? (fn [g] (< bad (committed a g))) groups)) "both jobs' offsets passed it")
                 (let [dead (dead-letters bootstrap dlt 2000)]
                   (is (= #{:feed-fan-out :feed-index} (set (map :job dead))) "the record dead-lettered by each job (at least once)")
                   (is (every? :bytes dead) "with its bytes"))
@@ -135,7 +121,7 @@
         (with-open [p (kafka/producer (kafka/check (dissoc events :type)))]
           (kafka/send! p (kafka/posts-topic events) "x" (byte-array (* 800 1024) (unchecked-byte 0xB1)) 10000))
         (is (= 200 (post! "after")))
-        (is (await-true #(= ["after"] (inbound)) 30000) "the post after the large undecodable record is delivered")
+        (is (u/eventually 30000 true? #(= ["after"] (inbound))) "the post after the large undecodable record is delivered")
         (let [dead (dead-letters bootstrap dlt 2000)]
           (is (= #{:feed-fan-out :feed-index} (set (map :job dead))))
           (is (every? #(= (* 800 1024) (:bytes-length %)) dead) "the record's length")

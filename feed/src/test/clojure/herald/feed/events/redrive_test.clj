@@ -19,27 +19,18 @@
             [herald.feed.servers.proxy :as proxy]
             [herald.feed.servers.scale :as scale]
             [herald.feed.test-util :as u])
-  (:import (java.time Duration)
-           (org.apache.kafka.clients.consumer ConsumerRecord KafkaConsumer)
-           (org.apache.kafka.common.header Header)
-           (org.apache.kafka.common.serialization StringDeserializer)))
+  (:import (org.apache.kafka.clients.consumer ConsumerRecord)
+           (org.apache.kafka.common.header Header)))
 
 (set! *warn-on-reflection* true)
 
 (defn- dead-letters
   "[headers value] of the first `n` records of the dead-letter `topic` (or what came within 20 s)."
   [bootstrap topic n]
-  (with-open [c (let [^java.util.Map props {"bootstrap.servers" bootstrap "auto.offset.reset" "earliest"
-                                            "enable.auto.commit" "false" "group.id" (str "read-" (random-uuid))}]
-                  (KafkaConsumer. props (StringDeserializer.) (StringDeserializer.)))]
-    (let [^java.util.Collection topics [topic]] (.subscribe c topics))
-    (let [deadline (+ (System/currentTimeMillis) 20000)]
-      (loop [got []]
-        (if (or (>= (count got) (long n)) (> (System/currentTimeMillis) deadline))
-          got
-          (recur (into got (for [^ConsumerRecord r (.poll c (Duration/ofMillis 200))]
-                             [(into {} (for [^Header h (.headers r)] [(.key h) (String. ^bytes (.value h) "UTF-8")]))
-                              (clojure.edn/read-string (.value r))]))))))))
+  (et/read-records bootstrap topic n 20000
+                   (fn [^ConsumerRecord r]
+                     [(into {} (for [^Header h (.headers r)] [(.key h) (String. ^bytes (.value h) "UTF-8")]))
+                      (clojure.edn/read-string (.value r))])))
 
 (defn- run-redrive
   "Runs the `redrive` command in this JVM with the config overlay `overlay` (a file) and `args`: [exit-code stdout]."
