@@ -71,6 +71,11 @@
       (log-line! (str (what p) " " (:again p "writing again") " after " n " failed attempt" (when (> n 1) "s") " over "
                       (- (System/currentTimeMillis) (.get since)) " ms")))))
 
+(defn failing?
+  "True when state `st` is in a run of failures (its last attempt failed)."
+  [st]
+  (pos? (.get ^AtomicLong (:failures st))))
+
 (defn end-run!
   "Ends the run of failures in state `st` without a success: its caller will not try again (on Kafka Streams, the
   stream task whose record it was closed; whoever reads the record again starts a run of its own). Keeps the total."
@@ -111,9 +116,9 @@
   (`:stop?`) throws the same at once."
   [p st start budget-ms attempted?]
   (let [due (.get ^AtomicLong (:next-at st)) now (System/currentTimeMillis)]
-    (when (and (pos? (.get ^AtomicLong (:failures st))) (some-> (:stop? p) (apply [])))
+    (when (and (failing? st) (some-> (:stop? p) (apply [])))
       (stopping! p st))
-    (when (and (pos? (.get ^AtomicLong (:failures st))) (> due now))
+    (when (and (failing? st) (> due now))
       (when (and budget-ms attempted? (> (- due (long start)) (long budget-ms)))
         (throw (ex-info (str (what p) " still failing after " (.get ^AtomicLong (:failures st))
                              " attempts; the stream thread gives its tasks back to retry from the committed offsets")
@@ -239,5 +244,5 @@
   rejected (`write!`)."
   [sts]
   {:write-failures (reduce + 0 (map #(.get ^AtomicLong (:total %)) sts))
-   :failing? (boolean (some #(pos? (.get ^AtomicLong (:failures %))) sts))
+   :failing? (boolean (some failing? sts))
    :rejected-segments (reduce + 0 (map #(.get ^AtomicLong (:dead %)) sts))})

@@ -117,8 +117,6 @@
      :st st :live-key live-key :budget budget
      :commit! (fn [] (write!) (retry/call! policy st budget #(spi/-flush! plugin)))}))
 
-(defn- failing? [st] (pos? (.get ^java.util.concurrent.atomic.AtomicLong (:failures st))))
-
 (defn- adopt!
   "Stream task `id` joins batch `g`: when the task's last batch (of a thread replaced after retrying past its poll
   budget) was in a run of failures lately (its next attempt due less than the poll budget, at least a minute,
@@ -130,7 +128,7 @@
   [{:keys [task store ^Map retry-states]} g id]
   (let [k [(:task/name task) store :task id] prev (.get retry-states k) st (:st g)
         recent (max 60000 (long (:budget g)))]
-    (when (and prev (not (identical? prev st)) (failing? prev) (not (failing? st))
+    (when (and prev (not (identical? prev st)) (retry/failing? prev) (not (retry/failing? st))
                (< (- (System/currentTimeMillis) (.get ^java.util.concurrent.atomic.AtomicLong (:next-at prev))) recent))
       (retry/continue-run! st prev))
     (.put retry-states k st)))
@@ -240,4 +238,4 @@
   [^ConcurrentHashMap states tname]
   (let [of (fn [kind] (for [[[n _ k] st] states :when (and (= n tname) (= k kind))] st))
         sum (fn [k] (reduce + 0 (map #(.get ^java.util.concurrent.atomic.AtomicLong (k %)) (of :totals))))]
-    {:write-failures (sum :total) :failing? (boolean (some failing? (of :thread))) :rejected-segments (sum :dead)}))
+    {:write-failures (sum :total) :failing? (boolean (some retry/failing? (of :thread))) :rejected-segments (sum :dead)}))
