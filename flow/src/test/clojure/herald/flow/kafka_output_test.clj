@@ -198,6 +198,13 @@
                                                 :output/retries :forever :output/backoff-ms 200 :output/backoff-max-ms 1000}
                                           :kafka {:config {"max.poll.interval.ms" 6000}}}))]
             (try
+              ;; the store is down from the start; the 8 s outage counts from the first failed write (a stream
+              ;; thread that took 5 s to get its tasks on a loaded machine failed only 3 s and was never replaced)
+              (is (loop [t (+ (System/currentTimeMillis) 60000)]
+                    (cond (pos? (get-in (flow/job-metrics h) [:tasks :out :write-failures] 0)) true
+                          (> (System/currentTimeMillis) t) false
+                          :else (do (Thread/sleep 20) (recur t))))
+                  "the writes fail")
               (reset! down-until (+ (System/currentTimeMillis) 8000))
               (is (= n (await-count durable n 90000)))
               (is (= (set (range n)) (ids @durable)))
