@@ -242,8 +242,8 @@
                   (catch Exception _ nil))))))
 
 (defn- ensure-index!
-  "Creates the index with schema/index-body unless it exists; an existing index must carry this code's
-  schema/format-version. Then waits (up to the request timeout) for its primary shard."
+  "Creates the index with schema/index-body unless it exists; an existing index must carry a format of
+  schema/open-formats. Then waits (up to the request timeout) for its primary shard."
   [client index opts]
   (let [[status] (http/request client "open" :head (str "/" index) nil {:ok #{200 404}})]
     (when (= 404 status)
@@ -254,9 +254,10 @@
                (throw e)))))
     (let [[_ m] (http/request client "open" :get (str "/" index "/_mapping"))
           found (get-in m [index "mappings" "_meta" "herald_format"])]
-      (when-not (= schema/format-version found)
+      (when-not (contains? schema/open-formats found)
         (throw (ex-info (str "OpenSearch index " index " has herald format " (pr-str found) ", this build writes "
-                             schema/format-version ": delete the index (it is rebuilt from the feeds) or pick another :index")
+                             schema/format-version " (and opens " (str/join ", " (sort schema/open-formats))
+                             "): delete the index (it is rebuilt from the feeds) or pick another :index")
                         {:type ::incompatible-index :key :index :value index :found found}))))
     (http/request client "open" :get (str "/_cluster/health/" index "?wait_for_status=yellow&timeout="
                                           (max 1 (quot (long (:request-timeout-ms opts)) 1000)) "s"))))

@@ -6,11 +6,18 @@
 (set! *warn-on-reflection* true)
 
 (def format-version
-  "The index layout this code writes, recorded in the mapping's _meta under \"herald_format\". An existing index
-  of another (or no) version is refused on open (the index is derived data: delete it, the :scale store
-  re-indexes from the feeds). 1: subject/story copied to `text` (standard tokenizer + Greek lowercase), sorted
-  by ts and id descending, the indexed-through mark in the document progress-id."
-  1)
+  "The index layout this code creates, recorded in the mapping's _meta under \"herald_format\"; an existing index
+  of a version outside `open-formats` (or none) is refused on open. 1: subject/story copied to `text` (standard
+  tokenizer + Greek lowercase), sorted by ts and id descending, the indexed-through mark in the document
+  progress-id. 2 (issue 10): the same terms, sent as `text` [subject story] (no `subject`, `story` or `occurred`
+  field), and a `_source` that keeps only the mark."
+  2)
+
+(def open-formats
+  "The layouts `open` accepts: this code's, and 1, whose mapping has the same `text` field (the copy_to target), so
+  the documents of format 2 index the same terms into it (an index of format 1 keeps its `_source`; reindexing it
+  into a new index is only needed to save its disk, docs/feed-scale-opensearch.md)."
+  #{1 format-version})
 
 (def progress-id
   "The _id of the document holding the indexed-through mark (spi/IndexProgress). Post ids are decimal numbers,
@@ -28,9 +35,11 @@
   final sigma to sigma and drops tonos): the analysis of herald.feed.store.text. No stop words, no stemming.
 
   Only `text` is indexed (documents only: no frequencies, positions or norms; hits are sorted by time, never
-  scored). `subject` and `story` are kept in _source and copied into `text`; `from`, `ts` and `id` are doc-value
-  longs for the result and the sort. The index is sorted by ts then id, newest first, so a search sorted the same
-  way stops after :limit hits per segment."
+  scored): its two values are the subject and the story. `from`, `ts` and `id` are doc-value longs for the result
+  and the sort. Nothing of a post is kept in `_source` (`includes` only `indexed_through`, the mark's field):
+  searches read doc values, never the text, so a refresh (which writes the stored fields twice, the index being
+  sorted) and every merge copy an `_id` per post instead of the post. The index is sorted by ts then id, newest
+  first, so a search sorted the same way stops after :limit hits per segment."
   [{:keys [shards replicas refresh-interval-ms]}]
   {"settings" {"index" {"number_of_shards" shards
                         "number_of_replicas" replicas
@@ -42,19 +51,18 @@
                                                       "filter" ["herald_greek_lowercase"]}}}}
    "mappings" {"dynamic" "strict"
                "_meta" {"herald_format" format-version}
+               "_source" {"includes" ["indexed_through"]}
                "properties" {"id" {"type" "long" "index" false}
                              "from" {"type" "long" "index" false}
                              "ts" {"type" "long" "index" false}
-                             "occurred" {"type" "keyword" "index" false "doc_values" false}
-                             "subject" {"type" "text" "index" false "copy_to" "text"}
-                             "story" {"type" "text" "index" false "copy_to" "text"}
                              "text" {"type" "text" "analyzer" analyzer-name "index_options" "docs" "norms" false}
                              "indexed_through" {"type" "long" "index" false}}}})
 
 (defn document
-  "The source document of a stored post."
-  [{:keys [id from ts occurred subject story]}]
-  {"id" id "from" from "ts" ts "occurred" occurred "subject" subject "story" story})
+  "The document of a stored post: its id, sender and time (doc values) and its searchable text, the subject and
+  the story as two values of `text` (each analysed on its own, as `copy_to` from two fields would)."
+  [{:keys [id from ts subject story]}]
+  {"id" id "from" from "ts" ts "text" [subject story]})
 
 (defn versioned
   "The query string of a write of a post's document at external version `v` (issue 11): OpenSearch refuses it (409)
