@@ -81,6 +81,7 @@
     (req "POST" (str "/" index "/_flush"))
     (let [before (seg-bytes index)]
       (req "POST" (str "/" index "/_forcemerge?max_num_segments=1"))
+      (req "POST" (str "/" index "/_refresh")) ; the searcher lets go of the segments merged away
       (let [dc (/ (- (ticks opid) c0) 100.0) dj (/ (- (jit-ticks opid) j0) 100.0)
             docs (long (get-in (stats index) ["docs" "count"]))]
         (println (format "opensearch_layout_merge variant=%s docs=%d flush_merge_nojit_us_per_post=%.0f segment_b_per_post=%.0f merged_b_per_post=%.0f load=%s"
