@@ -136,27 +136,32 @@
   "Puts the warm-up's interval histograms through `take-interval!` into the rehearsal's `sinks`, so that the
   code the measured intervals run (histogram adds, percentiles, the .hlog's encoding) is compiled during the
   warm-up and not inside the recorded window, where the JIT shares the generator's core with its event loop."
-  [^LoadEngine engine opts sinks]
-  (let [l (hist/histogram) s (hist/histogram)]
-    (.collectUnmeasured engine l s)
-    (when (pos? (.getTotalCount l))
-      (take-interval! engine opts sinks 0.0 0.0 0 l s))))
+  [^LoadEngine engine opts sinks ^Histogram l ^Histogram s]
+  (.reset l)
+  (.reset s)
+  (.collectUnmeasured engine l s)
+  (when (pos? (.getTotalCount l))
+    (take-interval! engine opts sinks 0.0 0.0 0 l s)))
 
 (defn- collect-loop
   "Waits for `done`, collecting an interval every `interval` seconds, and reporting each, the last (possibly
-  partial) one included; returns the intervals."
+  partial) one included; returns the intervals. The interval histograms are reset and reused (each interval's
+  figures are copied out: into the totals, the aggregator, the .hlog and the entry's percentiles), so the loop
+  allocates no histogram (each ~100 KB) per interval."
   [^LoadEngine engine ^CompletableFuture done {:keys [interval] :as opts} total-l total-s hlog report minutes watch]
   (let [measured (sinks total-l total-s minutes hlog)
-        rehearsal (sinks :rehearsal (some? hlog))]
+        rehearsal (sinks :rehearsal (some? hlog))
+        l (hist/histogram) s (hist/histogram) wl (hist/histogram) ws (hist/histogram)]
     (loop [intervals [] last-t 0.0 last-errors 0]
       (let [finished? (try (.get done (nanos interval) TimeUnit/NANOSECONDS) true
                            (catch TimeoutException _ false))
-            l (hist/histogram) s (hist/histogram)
+            _ (.reset l)
+            _ (.reset s)
             _ (.collect engine l s)
             t (max 0.0 (/ (- (min (System/nanoTime) (.endNanos engine)) (.measureFromNanos engine)) 1e9))
             errors (long (reduce + (vals (error-counts engine {}))))
             entry (take-interval! engine opts measured last-t t (- errors last-errors) l s)]
-        (rehearse! engine opts rehearsal)
+        (rehearse! engine opts rehearsal wl ws)
         (when-let [f (:on-histogram opts)] (f last-t t l))
         (let [intervals (if (or (pos? (:count entry)) (> t last-t)) (conj intervals entry) intervals)]
           (when (or (not finished?) (pos? (:count entry)) (> t last-t)) (report entry))
