@@ -152,7 +152,9 @@ tail_cause() {
 
 # median_of V...: the median of numbers (the lower middle one for an even count); empty when there are none
 median_of() {
-  printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'
+  # (grep finds nothing when there is no number: not a failure under `set -o pipefail`, which made a flag A/B
+  # without a quiet round exit before its summary)
+  printf '%s\n' "$@" | { grep -E '^[0-9.]+$' || true; } | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'
 }
 
 # tail_median NAME: NAME's figures (TAIL_P99.. of NAME) as the medians of its rounds NAME.r1..NAME.rN, each
