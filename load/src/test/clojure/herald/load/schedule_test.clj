@@ -79,7 +79,14 @@
                      (let [diff (Math/abs (- (.intendedNanos s k) (long (nanos-of (expected-seconds phases k)))))]
                        (<= diff (if (ramp? phases k) 10 1))))
                    (range total))
-           (apply <= (map #(.intendedNanos s %) (range total)))))))
+           (apply <= (map #(.intendedNanos s %) (range total)))
+           ;; phaseOf and phaseAtNanos (a binary search without branches) against their definitions, phases
+           ;; without a request of their own included
+           (every? (fn [k] (= (.phaseOf s k) (count (filter #(<= (.firstRequest s %) k) (range 1 (.phases s))))))
+                   (range total))
+           (every? (fn [i] (and (= i (.phaseAtNanos s (.phaseStartNanos s i)))
+                                (= (max 0 (dec i)) (.phaseAtNanos s (dec (.phaseStartNanos s i))))))
+                   (range (.phases s)))))))
 
 (deftest known-schedules
   (testing "one step is wrk2's k / rate, ceil(rate x duration) requests"
