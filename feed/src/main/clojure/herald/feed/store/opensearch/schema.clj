@@ -37,8 +37,9 @@
   Only `text` is indexed (documents only: no frequencies, positions or norms; hits are sorted by time, never
   scored): its two values are the subject and the story. `from`, `ts` and `id` are doc-value longs for the result
   and the sort. Nothing of a post is kept in `_source` (`includes` only `indexed_through`, the mark's field):
-  searches read doc values, never the text, so a refresh (which writes the stored fields twice, the index being
-  sorted) and every merge copy an `_id` per post instead of the post. The index is sorted by ts then id, newest
+  searches read doc values, never the text. OpenSearch still keeps the document sent as `_recovery_source` until a
+  merge prunes it (soft deletes cannot be turned off), so refreshes write the text as before; merged segments hold
+  ~1/5 of format 1's bytes per post (docs/feed-scale-opensearch.md). The index is sorted by ts then id, newest
   first, so a search sorted the same way stops after :limit hits per segment."
   [{:keys [shards replicas refresh-interval-ms]}]
   {"settings" {"index" {"number_of_shards" shards
