@@ -139,7 +139,7 @@
         (let [fm (flow/job-metrics (:fan-out handles)) im (flow/job-metrics (:index handles))]
           (cond-> {:submitted (.get published) :dead-letters (reduce + 0 (vals (dead-letter/count-map (:counts dead))))
                    :dead-letters-by-job (merge {"feed-fan-out" 0 "feed-index" 0} (dead-letter/count-map (:counts dead))) :fan-out-lag (input-lag fm) :index-lag (input-lag im)
-                   :dead-letter-failing (if (dead-letters-failing? [fm im]) 1 0)}
+                   :dead-letter-failing (if (or (dead-letters-failing? [fm im]) (dead-letter/failing? dead)) 1 0)}
             (group-lag fm) (assoc :fan-out-cluster-lag (group-lag fm))
             (group-lag im) (assoc :index-cluster-lag (group-lag im)))))
       (-close! [_ timeout-ms]

@@ -127,12 +127,22 @@
   [^Throwable e]
   (boolean (some #(= :herald.flow/output-retry-pending (:type (ex-data %))) (take-while some? (iterate #(.getCause ^Throwable %) e)))))
 
+(def ^:private ^ThreadLocal closing-thread
+  "True on a stream thread once it threw out of its loop: Kafka Streams calls the uncaught exception handler on
+  that thread, then closes its tasks dirty, and closing a task still runs the outputs' pre-commit hook (a flush
+  whose failure it swallows). A failing output then tried again for up to its poll budget per stream task (3 s
+  each in kafka-output-test; 150 s by default), holding the tasks from the thread's successor, and could log that
+  it works again beside the successor's copy of the same run. Retries (`stop?`) end at once there instead; the
+  records are read again from the committed offsets."
+  (ThreadLocal.))
+
 (defn- watch!
   "Ends the handle's status when the application fails (closing it on another thread) or stops."
   [^KafkaStreams streams {:keys [done status error killed]}]
   (.setUncaughtExceptionHandler streams
                                 (reify StreamsUncaughtExceptionHandler
                                   (handle [_ e]
+                                    (.set closing-thread true)
                                     (if (retry-pending? e)
                                       ;; an output still retrying gave its tasks back: a new thread resumes them
                                       ;; from the committed offsets (see herald.flow.kafka.output)
@@ -169,7 +179,9 @@
         ;; retries (of outputs, of :on-error) stop once the application closes: its close does not interrupt
         ;; the stream threads, and one sleeping in a retry loop held its tasks (and its place in the group) for up
         ;; to half of max.poll.interval.ms after kill-job returned
-        stop? (fn [] (or @killed (when-let [^KafkaStreams s @streams-ref] (not (.isRunningOrRebalancing (.state s))))))
+        ;; and on a stream thread that is closing after it threw (`closing-thread`)
+        stop? (fn [] (or @killed (true? (.get closing-thread))
+                         (when-let [^KafkaStreams s @streams-ref] (not (.isRunningOrRebalancing (.state s))))))
         built (topology/build job {:app-id (get-in opts [:kafka :application-id]) :resolve (route/resolver)
                                    :retry-states retry-states :error-states error-states :stop? stop?
                                    :on-error (or (:on-error opts) (default-on-error recent))

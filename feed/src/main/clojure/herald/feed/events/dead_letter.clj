@@ -75,12 +75,24 @@
   ^long [o]
   (min 5000 (long (:send-timeout-ms o))))
 
+(def ^:private bound-keys
+  "The producer properties that bound how long a send may block or wait; the dead letters' own values win over
+  the user's `:producer` settings (which are meant for the posts' producer)."
+  ["max.block.ms" "delivery.timeout.ms" "request.timeout.ms"])
+
+(defn producer-options
+  "The `:events` options `o` for the dead letters' producer: `timeout-ms` as its send timeout (so max.block.ms and
+  delivery.timeout.ms too), and none of the user's `:producer` bounds: `{\"max.block.ms\" 60000}` set for the posts'
+  producer made a dead-letter send block its stream thread a minute while no broker answered."
+  [o]
+  (-> (assoc o :send-timeout-ms (timeout-ms o))
+      (update :producer #(apply dissoc % bound-keys))))
+
 (defn producer
-  "The dead letters' own producer for the `:events` options `o` (herald.feed.events.kafka/producer with
-  `timeout-ms` as its send timeout, so max.block.ms too): a dead-letter topic that refuses records cannot fill
-  or block the producer the posts are published with."
+  "The dead letters' own producer for the `:events` options `o` (see `producer-options`): a dead-letter topic that
+  refuses records cannot fill or block the producer the posts are published with."
   ^KafkaProducer [o]
-  (kafka/producer (assoc o :send-timeout-ms (timeout-ms o))))
+  (kafka/producer (producer-options o)))
 
 (defn lazy-producer
   "The dead letters' producer, made by `(make)` on the first dead letter: `{:get fn :close! fn-of-timeout-ms}`.
@@ -122,19 +134,40 @@
   ConcurrentHashMap). Every dead letter (a store write given up, an undecodable record, a task error) is sent and
   acknowledged before the fn returns, within `timeout-ms`, else it throws: herald.flow runs it on the stream thread
   and calls it again while it throws, so the job's offsets never pass a record that is in neither place. One log
-  line per dead letter, once acknowledged."
+  line per dead letter, once acknowledged. `:failed-at` (an AtomicLong): when the last send failed, 0 once one
+  worked (see `failing?`)."
   [producer ^String topic timeout-ms]
-  (let [counts (ConcurrentHashMap.)]
+  (let [counts (ConcurrentHashMap.) failed-at (AtomicLong.)]
     {:counts counts
+     :failed-at failed-at
      :dead-letter!
      (fn [job-name err]
        (let [env (envelope job-name err (System/currentTimeMillis))
              rec (ProducerRecord. topic (name job-name) (kafka/edn-text env))]
          (doseq [[k ^String v] (headers env)] (.add (.headers rec) ^String k (.getBytes v StandardCharsets/UTF_8)))
-         (send-acked! (producer) rec (long timeout-ms))
+         (try (send-acked! (producer) rec (long timeout-ms))
+              (catch Exception e
+                (.set failed-at (System/currentTimeMillis))
+                (throw e)))
+         (.set failed-at 0)
          (binding [*out* *err*] (println (log-line topic env)))
          (.incrementAndGet ^AtomicLong (.computeIfAbsent counts (name job-name)
                                                          (reify java.util.function.Function (apply [_ _] (AtomicLong.)))))))}))
+
+(def ^:private failing-window-ms
+  "How long after a failed dead-letter send the writer counts as failing when no send came since: herald.flow
+  tries a failing dead letter again at least every 15 s (its backoff, at most 10 s, plus a send's 5 s), so a
+  failure older than twice that belongs to a record no longer retried (its stream task moved on)."
+  30000)
+
+(defn failing?
+  "True while the dead letters of `writer` cannot be written: its last send failed, less than 30 s before `now`
+  (ms), and none worked since. Whatever the dead letter (an undecodable record, a task error, a store write given
+  up), the record's partition waits meanwhile."
+  ([writer] (failing? writer (System/currentTimeMillis)))
+  ([writer ^long now]
+   (let [t (.get ^AtomicLong (:failed-at writer))]
+     (and (pos? t) (< (- now t) (long failing-window-ms))))))
 
 (defn count-map
   "{job-name n} of a writer's `counts`."

@@ -94,7 +94,7 @@
   "Throws `:herald.flow/output-retry-pending`: the job stops (policy `:stop?`), so a failing call is not tried again
   (on Kafka Streams its tasks close without committing; the records are read again when the job runs again)."
   [p st]
-  (throw (ex-info (str (what p) " stops retrying after " (.get ^AtomicLong (:failures st)) " failed attempts: the job is stopping")
+  (throw (ex-info (str (what p) " stops retrying after " (.get ^AtomicLong (:failures st)) " failed attempts: the job is stopping, or its stream thread closing")
                   {:type :herald.flow/output-retry-pending :task (:task p) :stopping true})))
 
 (defn- sleep!

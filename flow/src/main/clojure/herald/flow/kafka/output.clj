@@ -102,10 +102,13 @@
         reject! (fn [seg e info]
                   (when on-error (on-error (merge {:task (:task/name task) :segment seg :exception e} info)))
                   (metrics/error! part))
+        ;; false once the batch tried the store (a write or a flush, whatever came of it): see `adopt!`
+        fresh (java.util.concurrent.atomic.AtomicBoolean. true)
         write! (fn []
                  (when (pos? (aget size 0))
                    (let [v (into [] (mapcat seq) (.values pending)) t0 (System/nanoTime)]
-                     (retry/write! policy st budget #(spi/-write! plugin %) reject! v)
+                     (try (retry/write! policy st budget #(spi/-write! plugin %) reject! v)
+                          (finally (.set fresh false)))
                      (doseq [^ArrayList l (.values pending)] (.clear l))
                      (aset size 0 0)
                      (metrics/record-batch! part (count v) (count v) (- (System/nanoTime) t0)))))]
@@ -114,13 +117,16 @@
      :ticker (volatile! nil)
      :max (long (:task/batch-size task 64))
      :timeout-ns (* 1000000 (max 1 (long (:task/batch-timeout-ms task 5))))
-     :st st :live-key live-key :budget budget
-     :commit! (fn [] (write!) (retry/call! policy st budget #(spi/-flush! plugin)))}))
+     :st st :live-key live-key :budget budget :fresh fresh
+     :commit! (fn [] (write!) (try (retry/call! policy st budget #(spi/-flush! plugin)) (finally (.set fresh false))))}))
 
 (defn- adopt!
   "Stream task `id` joins batch `g`: when the task's last batch (of a thread replaced after retrying past its poll
   budget) was in a run of failures lately (its next attempt due less than the poll budget, at least a minute,
-  ago) and `g` is not, `g` continues a copy of that run (its attempts and `:output/give-up-after-ms` clock). A copy,
+  ago) and `g` has not tried the store yet, `g` continues a copy of that run (its attempts and
+  `:output/give-up-after-ms` clock). Not once `g` tried: then it is in a run of its own, or its write worked and
+  the outage is over (the thread's tasks join one by one: a later one copying the old run into a batch that had
+  just written logged a second \"writing again\" for one outage). A copy,
   not the state itself: the tasks of one replaced thread may go to several threads, and a good write on one of
   them must not end the run another took over (its give-up clock would start again at every failure). A run
   older than that is left alone: the task went to another instance meanwhile, which wrote or handed on its
@@ -128,7 +134,7 @@
   [{:keys [task store ^Map retry-states]} g id]
   (let [k [(:task/name task) store :task id] prev (.get retry-states k) st (:st g)
         recent (max 60000 (long (:budget g)))]
-    (when (and prev (not (identical? prev st)) (retry/failing? prev) (not (retry/failing? st))
+    (when (and prev (not (identical? prev st)) (retry/failing? prev) (.get ^java.util.concurrent.atomic.AtomicBoolean (:fresh g))
                (< (- (System/currentTimeMillis) (.get ^java.util.concurrent.atomic.AtomicLong (:next-at prev))) recent))
       (retry/continue-run! st prev))
     (.put retry-states k st)))
