@@ -1,6 +1,6 @@
 (ns herald.feed.servers.opensearch
-  "A real OpenSearch node for the tests: a child JVM on 127.0.0.1, started once per test JVM (in the background once
-  the test namespaces are loaded, see `start-async!`, or on first use) and stopped when the test JVM exits.
+  "A real OpenSearch node for the tests: a child JVM on 127.0.0.1, started once per test JVM on first use and
+  stopped when the test JVM exits.
 
   The node's classpath is resolved outside the feed module (OpenSearch 2.19 brings Lucene 9; the feed runs
   Lucene 10) by the standalone project feed/servers/opensearch (pom.xml + herald.servers.OpenSearchMain):
@@ -155,10 +155,9 @@
 
 (def ^:private node (delay (try (start!) (catch Exception e {:skip (str "cannot start OpenSearch: " e)}))))
 
-(defn ^:herald.test/start-early start-async!
+(defn start-async!
   "Starts the node in the background, if it is not started yet, so that its start overlaps other work (another
-  server's start, the tests before the first that uses it: build/test_runner.clj calls it once the test namespaces
-  are loaded); a later url or skip-reason waits for it. Returns nil."
+  server's start); a later url or skip-reason waits for it. Returns nil."
   []
   (future @node)
   nil)
