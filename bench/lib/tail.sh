@@ -28,6 +28,8 @@ TAIL_SETTLE=${TAIL_SETTLE:-1}
 # collects more often (session 11: one young collection in each 30 s window at 22,741 req/s, none with these flags)
 TAIL_SERVER_FLAGS=${TAIL_SERVER_FLAGS-}
 TAIL_GEN_FLAGS=${TAIL_GEN_FLAGS--Xmx1g -Xms1g -XX:+AlwaysPreTouch -XX:+UseParallelGC}
+# the generator's command: another build's bin/herald-load for an A/B of the generator itself (TAIL_FLAGSETS)
+TAIL_GEN_CMD=${TAIL_GEN_CMD:-$ROOT/bin/herald-load}
 
 gc_flags() {
   case $1 in
@@ -40,8 +42,9 @@ gc_flags() {
 }
 gc_name() { case $1 in parallel) echo ParallelGC ;; g1) echo G1 ;; zgc) echo ZGC-generational ;; shenandoah) echo Shenandoah ;; esac; }
 
-# vm_log FILE: the -Xlog option for a VM log of GC cycles, safepoints and JIT compilations, stamped in epoch ms
-vm_log() { echo "-Xlog:gc,safepoint,jit+compilation=debug:file=$1:timemillis,tags"; }
+# vm_log FILE: the -Xlog option for a VM log of GC cycles, safepoints, JIT compilations and deoptimisations,
+# stamped in epoch ms
+vm_log() { echo "-Xlog:gc,safepoint,jit+compilation=debug,deoptimization=debug:file=$1:timemillis,tags"; }
 
 # window HLOG: "FROM TO" in epoch ms, the recorded part of a herald-load run: TAIL_SECONDS from its interval log's
 # StartTime (the intervals' offsets count from it, the warm-up excluded)
@@ -49,11 +52,13 @@ window() {
   awk -v d="$TAIL_SECONDS" '/^#\[StartTime: / {split($0, a, " "); printf "%.0f %.0f\n", a[2] * 1000, (a[2] + d) * 1000; exit}' "$1"
 }
 
-# vm_window LOG FROM TO: "pauses total_ms max_ms gc_cycles jit_compiles ops ttsp_max_ms" inside [FROM, TO] of a
-# vm_log. ops: every safepoint's VM operation with its count and longest pause, longest first
+# vm_window LOG FROM TO: "pauses total_ms max_ms gc_cycles jit_compiles ops ttsp_max_ms deopts" inside [FROM, TO]
+# of a vm_log. ops: every safepoint's VM operation with its count and longest pause, longest first
 # (`ParallelCollectForAllocation:2/5.1` = two young collections of ParallelGC, the longer 5.1 ms; `-` when none);
 # ttsp_max_ms: the longest time to safepoint (threads reaching it) of any of them, the rest of a pause being the
-# operation itself. The log's tag column is padded (`[gc          ]`), hence the patterns.
+# operation itself; deopts: compiled methods sent back to the interpreter (uncommon traps: a branch or type the
+# JIT had assumed away; one trap logs a line per frame, counted once). The log's tag column is padded
+# (`[gc          ]`), hence the patterns.
 vm_window() {
   awk -v from="$2" -v to="$3" '
     {t = $0; sub(/^\[/, "", t); sub(/ms\].*/, "", t); t += 0}
@@ -64,13 +69,14 @@ vm_window() {
       r = $0; sub(/.*Reaching safepoint: /, "", r); r += 0; if (r > ttsp) ttsp = r }
     /\]\[gc *\]/ && /GC\(/ && !/Using/ {g[gc_id($0)] = 1}
     /\]\[jit,compilation/ {j++}
+    /\]\[deoptimization *\]/ {d = $0; sub(/ pc=.*/, "", d); if (!(d in seen)) {seen[d] = 1; dn++}}
     function gc_id(s) {sub(/.*GC\(/, "", s); sub(/\).*/, "", s); return s}
     END {c = 0; for (k in g) c++
       ops = ""
       while (1) {best = ""; for (k in on) if (!(k in done) && (best == "" || om[k] > om[best])) best = k
                  if (best == "") break; done[best] = 1
                  ops = ops (ops == "" ? "" : ",") sprintf("%s:%d/%.1f", best, on[best], om[best] / 1e6)}
-      printf "%d %.1f %.1f %d %d %s %.2f\n", n, tot / 1e6, m / 1e6, c, j, (ops == "" ? "-" : ops), ttsp / 1e6}' "$1"
+      printf "%d %.1f %.1f %d %d %s %.2f %d\n", n, tot / 1e6, m / 1e6, c, j, (ops == "" ? "-" : ops), ttsp / 1e6, dn}' "$1"
 }
 
 # settle_run SERVER_PID GENERATOR_PID: two thirds into the warm-up, one full collection in the server and in the
@@ -98,7 +104,7 @@ tail_run() {
   url="http://127.0.0.1:${PORT[$s]}/plaintext"
   c0=$(cpu_ticks "${PID[$s]}"); s0=$(core_ticks)
   HERALD_LOAD_JVM_OPTS="${TR_GEN_FLAGS-$TAIL_GEN_FLAGS} $(vm_log "$WORK/$s.gen.log")" \
-    "${ON_WRK[@]}" "$ROOT/bin/herald-load" rate "$url" -R "$TAIL_RATE" -c "$TAIL_CONNECTIONS" \
+    "${ON_WRK[@]}" "${TR_GEN_CMD:-$TAIL_GEN_CMD}" rate "$url" -R "$TAIL_RATE" -c "$TAIL_CONNECTIONS" \
     -w "${TAIL_WARMUP}s" -d "${TAIL_SECONDS}s" --quiet -o "$dir" >"$dir.txt" 2>&1 &
   local gen=$! settle=""
   PID[$s.gen]=$gen  # stopped by bench_cleanup if the script is interrupted
@@ -109,8 +115,8 @@ tail_run() {
   c1=$(cpu_ticks "${PID[$s]}"); s1=$(core_ticks)
   stop_server "$s"
   read -r from to <<<"$(window "$dir/latency.hlog")"
-  read -r TR_PAUSES TR_PAUSE_MS TR_PAUSE_MAX TR_GCS TR_JIT TR_OPS TR_TTSP <<<"$(vm_window "$WORK/$s.vm.log" "$from" "$to")"
-  read -r TR_GEN_PAUSES TR_GEN_PAUSE_MS TR_GEN_PAUSE_MAX TR_GEN_GCS TR_GEN_JIT TR_GEN_OPS _ <<<"$(vm_window "$WORK/$s.gen.log" "$from" "$to")"
+  read -r TR_PAUSES TR_PAUSE_MS TR_PAUSE_MAX TR_GCS TR_JIT TR_OPS TR_TTSP TR_DEOPTS <<<"$(vm_window "$WORK/$s.vm.log" "$from" "$to")"
+  read -r TR_GEN_PAUSES TR_GEN_PAUSE_MS TR_GEN_PAUSE_MAX TR_GEN_GCS TR_GEN_JIT TR_GEN_OPS _ TR_GEN_DEOPTS <<<"$(vm_window "$WORK/$s.gen.log" "$from" "$to")"
   read -r TR_ACHIEVED TR_P50 TR_P99 TR_P999 TR_P9999 TR_MAX TR_SP9999 TR_SMAX TR_ERRORS TR_LATE TR_WAITS <<<"$(jq -r \
     '[.steps[0].achieved, .latency.p50, .latency.p99, .latency.p999, .latency.p9999, .latency.max,
       .service.p9999, .service.max, ([.errors[]] | add), .steps[0]["late-sends"], .steps[0]["connection-waits"]]
@@ -125,10 +131,12 @@ tail_run() {
   line="$line late_sends=$TR_LATE connection_waits=$TR_WAITS server_pauses=$TR_PAUSES server_pause_total_ms=$TR_PAUSE_MS"
   line="$line server_pause_max_ms=$TR_PAUSE_MAX server_pause_ops=$TR_OPS server_ttsp_max_ms=$TR_TTSP gc_cycles=$TR_GCS"
   line="$line jit_compiles=$TR_JIT gen_pauses=$TR_GEN_PAUSES gen_pause_max_ms=$TR_GEN_PAUSE_MAX gen_pause_ops=$TR_GEN_OPS"
-  line="$line gen_gc_cycles=$TR_GEN_GCS gen_jit_compiles=$TR_GEN_JIT server_core_other_pct=$TR_OTHER load=$(cut -d' ' -f1 /proc/loadavg) cause=$(tail_cause)"
+  line="$line gen_gc_cycles=$TR_GEN_GCS gen_jit_compiles=$TR_GEN_JIT server_deopts=$TR_DEOPTS gen_deopts=$TR_GEN_DEOPTS server_core_other_pct=$TR_OTHER load=$(cut -d' ' -f1 /proc/loadavg) cause=$(tail_cause)"
   echo "info tail_run $line" | tee -a "$WORK/tail.lines" >&2
-  [ -s "$TAIL_RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,rate,achieved_rps,p50_ms,p99_ms,p999_ms,p9999_ms,max_ms,service_p9999_ms,service_max_ms,errors,late_sends,connection_waits,server_pauses,server_pause_total_ms,server_pause_max_ms,gc_cycles,jit_compiles,gen_pauses,gen_pause_max_ms,gen_jit_compiles,server_core_other_pct,loadavg,server_pause_ops,server_ttsp_max_ms,gen_pause_ops,gen_gc_cycles,server_flags,gen_flags" >"$TAIL_RESULTS"
-  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$CORES shared: $PINNING,$JVM_NAME,$TR_GC,-Xmx1g -Xms1g io_threads=$IO_THREADS conns=$TAIL_CONNECTIONS warmup=${TAIL_WARMUP}s duration=${TAIL_SECONDS}s,$base,$TAIL_RATE,$TR_ACHIEVED,$TR_P50,$TR_P99,$TR_P999,$TR_P9999,$TR_MAX,$TR_SP9999,$TR_SMAX,$TR_ERRORS,$TR_LATE,$TR_WAITS,$TR_PAUSES,$TR_PAUSE_MS,$TR_PAUSE_MAX,$TR_GCS,$TR_JIT,$TR_GEN_PAUSES,$TR_GEN_PAUSE_MAX,$TR_GEN_JIT,$TR_OTHER,$(cut -d' ' -f1 /proc/loadavg),$TR_OPS,$TR_TTSP,$TR_GEN_OPS,$TR_GEN_GCS,${sx[*]},${TR_GEN_FLAGS-$TAIL_GEN_FLAGS}" >>"$TAIL_RESULTS"
+  local gen_note="" gen_cmd=${TR_GEN_CMD:-$TAIL_GEN_CMD}
+  [ "$gen_cmd" = "$ROOT/bin/herald-load" ] || gen_note=" generator=$gen_cmd"
+  [ -s "$TAIL_RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,rate,achieved_rps,p50_ms,p99_ms,p999_ms,p9999_ms,max_ms,service_p9999_ms,service_max_ms,errors,late_sends,connection_waits,server_pauses,server_pause_total_ms,server_pause_max_ms,gc_cycles,jit_compiles,gen_pauses,gen_pause_max_ms,gen_jit_compiles,server_core_other_pct,loadavg,server_pause_ops,server_ttsp_max_ms,gen_pause_ops,gen_gc_cycles,server_flags,gen_flags,server_deopts,gen_deopts" >"$TAIL_RESULTS"
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$CORES shared: $PINNING,$JVM_NAME,$TR_GC,-Xmx1g -Xms1g io_threads=$IO_THREADS conns=$TAIL_CONNECTIONS warmup=${TAIL_WARMUP}s duration=${TAIL_SECONDS}s$gen_note,$base,$TAIL_RATE,$TR_ACHIEVED,$TR_P50,$TR_P99,$TR_P999,$TR_P9999,$TR_MAX,$TR_SP9999,$TR_SMAX,$TR_ERRORS,$TR_LATE,$TR_WAITS,$TR_PAUSES,$TR_PAUSE_MS,$TR_PAUSE_MAX,$TR_GCS,$TR_JIT,$TR_GEN_PAUSES,$TR_GEN_PAUSE_MAX,$TR_GEN_JIT,$TR_OTHER,$(cut -d' ' -f1 /proc/loadavg),$TR_OPS,$TR_TTSP,$TR_GEN_OPS,$TR_GEN_GCS,${sx[*]},${TR_GEN_FLAGS-$TAIL_GEN_FLAGS},$TR_DEOPTS,$TR_GEN_DEOPTS" >>"$TAIL_RESULTS"
 }
 
 # tail_cause: what the run's p99.99 (TR_P9999) is mostly made of, from the TR_* figures: "server-pauses" (its
@@ -144,7 +152,9 @@ tail_cause() {
 
 # median_of V...: the median of numbers (the lower middle one for an even count); empty when there are none
 median_of() {
-  printf '%s\n' "$@" | grep -E '^[0-9.]+$' | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'
+  # (grep finds nothing when there is no number: not a failure under `set -o pipefail`, which made a flag A/B
+  # without a quiet round exit before its summary)
+  printf '%s\n' "$@" | { grep -E '^[0-9.]+$' || true; } | sort -g | awk '{v[NR] = $1} END {if (NR) print v[int((NR + 1) / 2)]}'
 }
 
 # tail_median NAME: NAME's figures (TAIL_P99.. of NAME) as the medians of its rounds NAME.r1..NAME.rN, each

@@ -4,6 +4,7 @@
             [herald.feed.events.dead-letter :as dead-letter]
             [herald.feed.events.ids :as ids]
             [herald.feed.events.kafka :as kafka]
+            [herald.feed.events.receipts :as receipts]
             [herald.feed.fanout :as fanout]
             [herald.feed.jobs.derived :as derived]
             [herald.feed.store.keys :as keys]
@@ -69,7 +70,8 @@
   gives the post an id (herald.feed.events.ids: unique across instances) and a :ts (this instance's clock),
   appends {:post :recipients} to the posts topic keyed by the sender and waits for the brokers' acknowledgement
   (acks=all, idempotent producer), then upserts the author's outbound copy (read-your-writes from any instance)
-  and returns the post. A record a job cannot apply goes to the dead-letter topic (herald.feed.events.dead-letter/writer). `store`
+  and returns the post; the copy's receipt rides on the next record of the partition (herald.feed.events.receipts),
+  so that the fan-out job does not write it again. A record a job cannot apply goes to the dead-letter topic (herald.feed.events.dead-letter/writer). `store`
   must have the feeds/LoggedFeeds role."
   [store opts]
   (when-not (feeds/logged-feeds? store)
@@ -82,17 +84,21 @@
         dead-producer (dead-letter/lazy-producer #(dead-letter/producer o))
         dead (dead-letter/writer (:get dead-producer) dead-letter (dead-letter/timeout-ms o))
         ids (ids/allocator #(kafka/lease-block! producer o))
+        written (try (receipts/receipts (count (.partitionsFor producer ^String posts)))
+                     (catch Throwable t (.close producer) (throw t)))
         last-ts (AtomicLong. (clock/now-micros))
         published (AtomicLong.)
         handles (try (derived/submit-jobs! store posts (assoc o :dead-letter! (:dead-letter! dead)))
                      (catch Throwable t (.close producer) (throw t)))
+        ;; nil: the producer's own bounds (delivery.timeout.ms, max.block.ms), no timer per post (kafka/send!)
+        send! (fn [k record] (kafka/send! producer posts k (kafka/record-bytes (receipts/attach written record k)) nil))
         append! (fn [{:keys [post] :as job}]
-                  (kafka/send! producer posts (:from post) (kafka/record-bytes job) (:send-timeout-ms o))
+                  (send! (:from post) job)
                   (.incrementAndGet published))
+        author-copy! (fn [p] (feeds/put-outbound! store p) (receipts/note! written (:from p) (:id p)))
         ;; a change record ({:edit p} / {:delete p}) keyed by the sender, like the post it changes
         append-change! (fn [change]
-                         (let [p (or (:edit change) (:delete change))]
-                           (kafka/send! producer posts (:from p) (kafka/record-bytes change) (:send-timeout-ms o))))]
+                         (send! (:from (or (:edit change) (:delete change))) change))]
     (reify
       fanout/KeyedFanout
       ;; reserve (key -> this prepared post) in the graph role before the append; a repeat re-appends the reserved
@@ -106,7 +112,7 @@
             (maybe-recorded
              #(when (or (:created? rec) (nil? (feeds/post store (:id p))))
                 (append! {:post p :recipients (vec (distinct recipients))})
-                (feeds/put-outbound! store p))))
+                (author-copy! p))))
           rec))
 
       fanout/PostChanges
@@ -130,7 +136,7 @@
       (-publish! [_ post recipients]
         (let [p (assoc (feeds/new-post post) :id (ids/next-id! ids) :ts (clock/tick! last-ts))]
           (maybe-recorded #(do (append! {:post p :recipients (vec (distinct recipients))})
-                               (feeds/put-outbound! store p)))
+                               (author-copy! p)))
           p))
       (-submit! [_ job] (append! job) nil)
       (-await-idle [_ timeout-ms] (caught-up? (vals handles) timeout-ms))

@@ -187,7 +187,8 @@
           n 500]
       (kb/create-topics! bootstrap (vals topics) 2)
       (kb/produce! bootstrap (:in topics) (for [i (range n)] {:id i}))
-      (with-redefs [retry/log-line! (fn [s] (swap! lines conj s))]
+      ;; each line with the stream thread that logged it (a failure message then says whose run it was)
+      (with-redefs [retry/log-line! (fn [s] (swap! lines conj (let [t (Thread/currentThread)] (str s " [" (.getName t) " " (System/identityHashCode t) "]"))))]
         (testing "a store down for longer than half of max.poll.interval.ms: the thread is replaced, nothing is lost"
           (let [h (flow/submit-job (assoc-in job [:catalog 2 :task/plugin] :herald.flow.kafka-output-test/flaky-output)
                                    (opts bootstrap app topics durable

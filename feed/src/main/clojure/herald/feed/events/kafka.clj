@@ -9,6 +9,7 @@
            (org.apache.kafka.clients.producer KafkaProducer ProducerRecord RecordMetadata)
            (org.apache.kafka.common.errors TopicExistsException)
            (org.apache.kafka.common.serialization ByteArrayDeserializer Serializer StringSerializer)
+           (org.apache.kafka.common.utils Utils)
            (herald.flow.log RecordCodec)
            (java.nio.charset StandardCharsets)))
 
@@ -67,6 +68,12 @@
   "The topic of the records of the posts topic that a job could not apply (see herald.feed.jobs.derived)."
   [{:keys [topic-prefix]}]
   (str topic-prefix "posts-dead-letter"))
+
+(defn partition-of
+  "The partition of a topic of `n` partitions that the producer's default partitioner gives key `k` (as `send!`
+  sends it: its string's UTF-8 bytes)."
+  ^long [k ^long n]
+  (mod (Utils/toPositive (Utils/murmur2 (.getBytes (str k) "UTF-8"))) n))
 
 (defn- props ^Properties [m]
   (doto (Properties.) (.putAll (into {} (map (fn [[k v]] [(if (keyword? k) (name k) (str k)) (str v)])) m))))
@@ -172,10 +179,17 @@
 (defn send!
   "Appends `value` (a byte array or a string) under `key` to `topic` and waits for the brokers' acknowledgement (acks=all);
   returns the RecordMetadata. Throws ex-info :herald.feed/unavailable when it is not acknowledged in
-  `timeout-ms` (the record may still be written: the caller answers an error, and a reader may see the post)."
+  `timeout-ms` (the record may still be written: the caller answers an error, and a reader may see the post).
+  `timeout-ms` nil: no timer of its own, the producer's bounds only: `.send` blocks at most `max.block.ms` (for
+  metadata or buffer space) and its future completes at the latest `delivery.timeout.ms` after `.send` returned
+  (both `:send-timeout-ms` in `producer`: a wait of at most twice that). The request path passes nil: a timed wait
+  on a virtual thread arms a timer of JDK 25's delay scheduler for every post (with the Jedis and PostgreSQL
+  socket timeouts ~4.6% of an instance's samples, bench/results/feed-scale.md, session 11) for a bound the
+  producer keeps anyway."
   ^RecordMetadata [^KafkaProducer p ^String topic key value timeout-ms]
   (try
-    (.get (.send p (ProducerRecord. topic (some-> key str) value)) (long timeout-ms) TimeUnit/MILLISECONDS)
+    (let [f (.send p (ProducerRecord. topic (some-> key str) value))]
+      (if timeout-ms (.get f (long timeout-ms) TimeUnit/MILLISECONDS) (.get f)))
     (catch ExecutionException e (throw (unavailable (str "appending to " topic) e)))
     (catch TimeoutException e (throw (unavailable (str "appending to " topic " (no acknowledgement in " timeout-ms " ms)") e)))
     (catch org.apache.kafka.common.KafkaException e (throw (unavailable (str "appending to " topic) e)))))

@@ -7,8 +7,7 @@
            (java.util Collection Map)
            (org.apache.kafka.clients.consumer ConsumerRecord KafkaConsumer OffsetAndMetadata OffsetAndTimestamp)
            (org.apache.kafka.clients.producer KafkaProducer RecordMetadata)
-           (org.apache.kafka.common PartitionInfo TopicPartition)
-           (org.apache.kafka.common.utils Utils)))
+           (org.apache.kafka.common PartitionInfo TopicPartition)))
 
 (set! *warn-on-reflection* true)
 
@@ -62,7 +61,7 @@
 (defn partition-of
   "The partition of the posts topic (`n` partitions) that the producer's default partitioner gives key `k`."
   ^long [k ^long n]
-  (mod (Utils/toPositive (Utils/murmur2 (.getBytes (str k) "UTF-8"))) n))
+  (kafka/partition-of k n))
 
 (defn- scan
   "The records of `topic`'s partition `p` from offset `from` (or the first at or after `from-ms` when `from` is

@@ -1,6 +1,7 @@
 (ns herald.feed.jobs.derived
   "The fan-out and indexing jobs on the Kafka log: their store-writing outputs (idempotent, throwing so that herald.flow retries them) and their submission on the :kafka-streams runtime, one consumer group per job."
   (:require [herald.feed.events.kafka :as kafka]
+            [herald.feed.events.receipts :as receipts]
             [herald.feed.jobs :as jobs]
             [herald.feed.store.search :as search]
             [herald.feed.store.feeds :as feeds]
@@ -20,23 +21,39 @@
   [segments]
   (partition-by #(some? (:post %)) segments))
 
+(defn- deliveries
+  "The deliveries of a run of post records, without their author copies (`:author-copied?`: written by the request
+  path, or owed to the next flush)."
+  [run]
+  (mapv (fn [{:keys [post recipients]}] {:post post :recipients recipients :author-copied? true}) run))
+
 (defn feeds-output
-  "The fan-out job's output on the Kafka log: one `feeds/deliver-all!` per batch (the author's outbound copy and
-  every recipient's inbound copy of each post, idempotent upserts). A failed write throws: herald.flow retries the
-  batch (`:output/retries`) and the job's offsets do not pass it.
+  "The fan-out job's output on the Kafka log: one `feeds/deliver-all!` per batch (every recipient's inbound copy
+  of each post, idempotent upserts), and the author's outbound copy of each post whose receipt
+  (herald.feed.events.receipts: the request path wrote it) has not come by the next `-flush!`, that is before the
+  job's offsets pass the post: then one `deliver-all!` writes those copies. A failed write throws: herald.flow
+  retries the batch (`:output/retries`) or the flush, and the job's offsets do not pass it.
 
   | key | type | meaning |
   |---|---|---|
   | `:feeds/store` | store | the feed's store (with the feeds/LoggedFeeds role) |"
   [task]
-  (let [s (store-option task :feeds/store)]
+  (let [s (store-option task :feeds/store)
+        ;; post id -> post: author copies to write at the next flush unless a receipt comes first (one stream
+        ;; thread's batch: herald.flow calls -write! and -flush! under its lock)
+        owed (java.util.LinkedHashMap.)]
     (reify spi/Output
       (-write! [_ segments]
         (doseq [run (in-runs segments)]
           (if (:post (first run))
-            (feeds/deliver-all! s (mapv #(select-keys % [:post :recipients]) run))
-            (feeds/apply-changes! s (mapv #(select-keys % [:edit :delete]) run)))))
-      (-flush! [_])
+            (do (feeds/deliver-all! s (deliveries run))
+                (doseq [{:keys [post]} run] (.put owed (:id post) post)))
+            (feeds/apply-changes! s (mapv #(select-keys % [:edit :delete]) run))))
+        (doseq [id (receipts/written segments)] (.remove owed id)))
+      (-flush! [_]
+        (when-not (.isEmpty owed)
+          (feeds/deliver-all! s (mapv (fn [p] {:post p :recipients []}) (.values owed)))
+          (.clear owed)))
       (-close-output! [_]))))
 
 (defn index-output

@@ -30,15 +30,23 @@
     (throw (ex-info (str "not a post record nor a change record: " (pr-str (if (map? seg) (keys seg) (type seg))))
                     {:type :herald.feed/bad-record}))))
 
+(defn- receipts
+  "The record's `:author-copies` (herald.feed.events.receipts) when it is a vector of ids, else nil (a malformed
+  one says nothing: the job then writes those copies itself)."
+  [{ids :author-copies}]
+  (when (and (vector? ids) (every? int? ids)) ids))
+
 (defn fan-out
   "The fan-out task: the deliveries of a post, its recipients without repeats and without the sender. A change
   record of the Kafka log (`{:edit post}`, `{:delete post}`, issue 11) passes as it is; anything else throws
-  (:herald.feed/bad-record)."
+  (:herald.feed/bad-record). A record's receipts of author copies (`:author-copies`, the Kafka log) pass on."
   [seg]
-  (let [{:keys [post recipients]} (check-record! seg)]
-    (if post
-      {:post post :recipients (into [] (comp (remove #{(:from post)}) (distinct)) recipients)}
-      (select-keys seg [:edit :delete]))))
+  (let [{:keys [post recipients]} (check-record! seg)
+        ids (receipts seg)]
+    (cond-> (if post
+              {:post post :recipients (into [] (comp (remove #{(:from post)}) (distinct)) recipients)}
+              (select-keys seg [:edit :delete]))
+      ids (assoc :author-copies ids))))
 
 (defn document
   "The index task: what the search index needs of a post (the stored post itself); a change record (`{:edit

@@ -166,18 +166,24 @@
   [ps {:keys [id ts from occurred subject story]} v]
   [(st ps :insert-outbound-at from ts id occurred subject story v) (st ps :insert-post-at id from ts v)])
 
+(defn- inbound-rows
+  "[statement bytes] of the inbound row of `post` for each recipient in rs, written at timestamp `v`."
+  [ps {:keys [id ts from occurred subject story] :as post} rs v]
+  (let [b (batch/text-bytes post)]
+    (for [r rs] [(st ps :insert-inbound-at r ts id from occurred subject story v) b])))
+
 (defn- post-rows
   "[statement bytes] of a post's copies written at timestamp `v`: the author copy and the inbound row of each
   recipient in rs."
-  [ps {:keys [id ts from occurred subject story] :as post} rs v]
+  [ps post rs v]
   (let [b (batch/text-bytes post)]
-    (concat (map #(vector % b) (author-copy ps post v))
-            (for [r rs] [(st ps :insert-inbound-at r ts id from occurred subject story v) b]))))
+    (concat (map #(vector % b) (author-copy ps post v)) (inbound-rows ps post rs v))))
 
 (defn- delivery-rows
-  "[statement bytes] of one delivery: the post's copies and its recipients row."
-  [ps {:keys [post recipients]}]
-  (cond->> (post-rows ps post recipients (version post))
+  "[statement bytes] of one delivery: the post's copies (without the author copy when `author-copied?`) and its
+  recipients row."
+  [ps {:keys [post recipients author-copied?]}]
+  (cond->> ((if author-copied? inbound-rows post-rows) ps post recipients (version post))
     (seq recipients) (cons [(st ps :insert-recipients (:id post) (vec recipients)) (+ 64 (* 8 (count recipients)))])))
 
 (defn- deliver-all!

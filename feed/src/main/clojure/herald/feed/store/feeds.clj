@@ -52,7 +52,8 @@
   committed consumer offsets are the progress. Durable on return."
   (-put-outbound! [s post] "Upserts the author's copy of post (with its :id and :ts): its outbound feed and `-post`.")
   (-deliver-all! [s deliveries] "For each {:post :recipients} of deliveries (a non-empty vector): the author's
-  outbound copy and every recipient's inbound copy. Throws when any write failed (none or some may be done)."))
+  outbound copy (not when the delivery has `:author-copied? true`: written already, or owed by the caller) and
+  every recipient's inbound copy. Throws when any write failed (none or some may be done)."))
 
 (defprotocol PostEdits
   "The feeds role's edits and deletes of a post (issue 11). Guarantees: durable and atomic on return; an
@@ -134,8 +135,8 @@
   nil)
 
 (defn deliver-all!
-  "Upserts, for each {:post :recipients} of `deliveries`, the author's outbound copy and every recipient's
-  inbound copy (see `LoggedFeeds`). Idempotent; throws when a write failed."
+  "Upserts, for each {:post :recipients} of `deliveries`, the author's outbound copy (unless `:author-copied?
+  true`) and every recipient's inbound copy (see `LoggedFeeds`). Idempotent; throws when a write failed."
   [s deliveries]
   (let [ds (v/check-deliveries deliveries)]
     (when (seq ds) (-deliver-all! (lc/role s :feeds) ds))

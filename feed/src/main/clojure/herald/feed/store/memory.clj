@@ -197,11 +197,14 @@
     nil)
   (-deliver-all! [_ deliveries]
     (swap! state (fn [st]
-                   (reduce (fn [st {:keys [post recipients]}]
+                   ;; inbound entries show the post as :posts holds it, so that entry is made with them even when
+                   ;; the outbound one is left to the caller (:author-copied?)
+                   (reduce (fn [st {:keys [post recipients author-copied?]}]
                              (if (contains? (:deleted st) (:id post))
                                st
                                (reduce #(put-feed %1 :inbound %2 post)
-                                       (-> st (update-in [:posts (:id post)] #(or % post)) (put-feed :outbound (:from post) (get-in st [:posts (:id post)] post)))
+                                       (cond-> (update-in st [:posts (:id post)] #(or % post))
+                                         (not author-copied?) (put-feed :outbound (:from post) (get-in st [:posts (:id post)] post)))
                                        recipients)))
                            st deliveries)))
     nil)

@@ -49,9 +49,16 @@
 (def ^:private friends-sql
   "SELECT id, hi FROM friendships WHERE lo = ? UNION ALL SELECT id, lo FROM friendships WHERE hi = ? ORDER BY 2")
 
-(def ^:private befriend-check-sql
-  "The blocker of a block between the pair (either direction; nil when none) and the pair's friendship id (nil)."
-  (str "SELECT (SELECT blocker FROM blocks WHERE (blocker = ? AND target = ?) OR (blocker = ? AND target = ?) LIMIT 1),"
+(def ^:private befriend-sql
+  "A befriend in one round trip (jdbc/query-each): the pair's advisory lock (as -block! takes it), the friendship
+  inserted unless a block between the pair (either direction) or the friendship exists (a repeat burns no
+  identity value), then the blocker (nil when none) and the pair's friendship id, read after the lock. Its
+  parameters: the lock's two keys, lo hi, then lo hi hi lo lo hi (the block both ways, the pair) twice."
+  (str "SELECT pg_advisory_xact_lock(?, ?);"
+       " INSERT INTO friendships (lo, hi) SELECT ?, ?"
+       " WHERE NOT EXISTS (SELECT 1 FROM blocks WHERE (blocker = ? AND target = ?) OR (blocker = ? AND target = ?))"
+       " AND NOT EXISTS (SELECT 1 FROM friendships WHERE lo = ? AND hi = ?) RETURNING id;"
+       " SELECT (SELECT blocker FROM blocks WHERE (blocker = ? AND target = ?) OR (blocker = ? AND target = ?) LIMIT 1),"
        " (SELECT id FROM friendships WHERE lo = ? AND hi = ?)"))
 
 (def ^:private hidden-sql
@@ -108,21 +115,18 @@
   (-befriend! [_ a b]
     (let [lo (min (long a) (long b)) hi (max (long a) (long b))]
       (with-conn "befriending"
-        ;; in one transaction under the pair's lock, as -block!: a block and a befriend are serialized; a
-        ;; repeated befriend reads the existing row first (and burns no identity value)
-        (in-tx conn
-          (lock-pair! conn lo hi)
-          (let [[blocker existing] (first (jdbc/query conn befriend-check-sql [lo hi hi lo lo hi]
-                                                      (fn [^java.sql.ResultSet rs] [(.getObject rs 1) (.getObject rs 2)])))]
-            (when blocker
-              (throw (ex-info (str "participant " blocker " blocks participant " (if (= (long blocker) lo) hi lo))
-                              {:type :herald.feed.store/blocked :blocker (long blocker)
-                               :blocked (if (= (long blocker) lo) hi lo)})))
-            (if existing
-              {:id (long existing) :from a :to b :created? false}
-              (let [id (first (jdbc/query conn "INSERT INTO friendships (lo, hi) VALUES (?, ?) RETURNING id"
-                                          [lo hi] #(jdbc/long-col % 1)))]
-                {:id id :from a :to b :created? true})))))))
+        ;; under the pair's lock, as -block!: a block and a befriend are serialized; one round trip where a
+        ;; transaction of four statements took four (bench/results/feed-scale.md, session 12)
+        (let [check [lo hi hi lo lo hi]
+              [_ inserted [[blocker existing]]]
+              (jdbc/query-each conn befriend-sql (into [(int pair-lock-class) (int (hash [lo hi])) lo hi] cat [check check])
+                               [(constantly nil) #(jdbc/long-col % 1)
+                                (fn [^java.sql.ResultSet rs] [(.getObject rs 1) (.getObject rs 2)])])]
+          (cond (seq inserted) {:id (first inserted) :from a :to b :created? true}
+                blocker (throw (ex-info (str "participant " blocker " blocks participant " (if (= (long blocker) lo) hi lo))
+                                        {:type :herald.feed.store/blocked :blocker (long blocker)
+                                         :blocked (if (= (long blocker) lo) hi lo)}))
+                :else {:id (long existing) :from a :to b :created? false})))))
   (-friends [_ id]
     (with-conn "reading friends"
       (jdbc/query conn friends-sql [(long id) (long id)]

@@ -66,9 +66,11 @@
   (mapv #(check-id :recipient %) (distinct recipients)))
 
 (defn check-deliveries
-  "`deliveries` ({:post stored-post :recipients [ids]} each) validated, as a vector."
+  "`deliveries` ({:post stored-post :recipients [ids]} each, `:author-copied? true` kept) validated, as a vector."
   [deliveries]
-  (mapv (fn [{:keys [post recipients]}] {:post (check-stored-post post) :recipients (check-recipients recipients)})
+  (mapv (fn [{:keys [post recipients author-copied?]}]
+          (cond-> {:post (check-stored-post post) :recipients (check-recipients recipients)}
+            (true? author-copied?) (assoc :author-copied? true)))
         deliveries))
 
 (defn check-changes

@@ -100,11 +100,14 @@
 
 (defn hlog-writer
   "Opens an interval histogram log (.hlog) at `path` starting at `start-ms` (epoch ms); values are
-  microseconds, the max column in milliseconds. Returns a map for `hlog-interval!` and `hlog-close!`."
+  microseconds, the max column in milliseconds. Returns a map for `hlog-interval!` and `hlog-close!`.
+  `path` :discard writes the same log to nowhere (herald.load.impl.run's warm-up rehearsal)."
   [path start-ms]
-  (let [_ (some-> (.getParentFile (java.io.File. (str path))) .mkdirs)
-        out (java.io.FileOutputStream. (str path))
-        w (HistogramLogWriter. out)]
+  (let [out (if (= path :discard)
+              (java.io.OutputStream/nullOutputStream)
+              (do (some-> (.getParentFile (java.io.File. (str path))) .mkdirs)
+                  (java.io.FileOutputStream. (str path))))
+        w (HistogramLogWriter. ^java.io.OutputStream out)]
     (.outputComment w "herald-load interval histogram log; values in microseconds")
     (.outputLogFormatVersion w)
     (.outputStartTime w (long start-ms))

@@ -113,30 +113,61 @@
                   (recur))))
             (when (and stop? (stop? ms)) (.stop engine)))))))))
 
+(defn- sinks
+  "Where a collected interval goes: the run's totals, per-minute aggregator and .hlog (nil for none), or with
+  `:rehearsal` copies of each that nobody reads (the .hlog written to nowhere)."
+  ([total-l total-s minutes hlog] {:total-l total-l :total-s total-s :minutes minutes :hlog hlog})
+  ([_rehearsal hlog?]
+   (sinks (hist/histogram) (hist/histogram) (agg/aggregator) (when hlog? (hist/hlog-writer :discard 0)))))
+
+(defn- take-interval!
+  "Puts the interval histograms `l` (latency) and `s` (service) of [last-t, t) into `sinks`; returns its entry."
+  [^LoadEngine engine {:keys [phases method] :as opts} {:keys [total-l total-s minutes hlog]} last-t t errors ^Histogram l ^Histogram s]
+  (let [[target step] (interval-target engine phases last-t t)
+        entry (interval-entry t (- (double t) (double last-t)) l target step errors)]
+    (.add ^Histogram total-l l)
+    (.add ^Histogram total-s s)
+    (when (pos? (.getTotalCount l))
+      (agg/add-histogram! minutes (System/currentTimeMillis) "request" (str/lower-case (name method)) l))
+    (when (and hlog (pos? (.getTotalCount l))) (hist/hlog-interval! hlog last-t t l))
+    entry))
+
+(defn- rehearse!
+  "Puts the warm-up's interval histograms through `take-interval!` into the rehearsal's `sinks`, so that the
+  code the measured intervals run (histogram adds, percentiles, the .hlog's encoding) is compiled during the
+  warm-up and not inside the recorded window, where the JIT shares the generator's core with its event loop."
+  [^LoadEngine engine opts sinks ^Histogram l ^Histogram s]
+  (.reset l)
+  (.reset s)
+  (.collectUnmeasured engine l s)
+  (when (pos? (.getTotalCount l))
+    (take-interval! engine opts sinks 0.0 0.0 0 l s)))
+
 (defn- collect-loop
   "Waits for `done`, collecting an interval every `interval` seconds, and reporting each, the last (possibly
-  partial) one included; returns the intervals."
-  [^LoadEngine engine ^CompletableFuture done {:keys [interval phases method] :as opts} total-l total-s hlog report minutes watch]
-  (loop [intervals [] last-t 0.0 last-errors 0]
-    (let [finished? (try (.get done (nanos interval) TimeUnit/NANOSECONDS) true
-                         (catch TimeoutException _ false))
-          l (hist/histogram) s (hist/histogram)
-          _ (.collect engine l s)
-          t (max 0.0 (/ (- (min (System/nanoTime) (.endNanos engine)) (.measureFromNanos engine)) 1e9))
-          errors (long (reduce + (vals (error-counts engine {}))))
-          [target step] (interval-target engine phases last-t t)
-          entry (interval-entry t (- t last-t) l target step (- errors last-errors))]
-      (.add ^Histogram total-l l)
-      (.add ^Histogram total-s s)
-      (when (pos? (.getTotalCount l))
-        (agg/add-histogram! minutes (System/currentTimeMillis) "request" (str/lower-case (name method)) l))
-      (when (and hlog (pos? (.getTotalCount l))) (hist/hlog-interval! hlog last-t t l))
-      (when-let [f (:on-histogram opts)] (f last-t t l))
-      (let [intervals (if (or (pos? (:count entry)) (> t last-t)) (conj intervals entry) intervals)]
-        (when (or (not finished?) (pos? (:count entry)) (> t last-t)) (report entry))
-        (when (and watch (not finished?)) (watch))
-        (when (and (not finished?) (:stop-when opts) ((:stop-when opts))) (.stop engine))
-        (if finished? intervals (recur intervals t errors))))))
+  partial) one included; returns the intervals. The interval histograms are reset and reused (each interval's
+  figures are copied out: into the totals, the aggregator, the .hlog and the entry's percentiles), so the loop
+  allocates no histogram (each ~100 KB) per interval."
+  [^LoadEngine engine ^CompletableFuture done {:keys [interval] :as opts} total-l total-s hlog report minutes watch]
+  (let [measured (sinks total-l total-s minutes hlog)
+        rehearsal (sinks :rehearsal (some? hlog))
+        l (hist/histogram) s (hist/histogram) wl (hist/histogram) ws (hist/histogram)]
+    (loop [intervals [] last-t 0.0 last-errors 0]
+      (let [finished? (try (.get done (nanos interval) TimeUnit/NANOSECONDS) true
+                           (catch TimeoutException _ false))
+            _ (.reset l)
+            _ (.reset s)
+            _ (.collect engine l s)
+            t (max 0.0 (/ (- (min (System/nanoTime) (.endNanos engine)) (.measureFromNanos engine)) 1e9))
+            errors (long (reduce + (vals (error-counts engine {}))))
+            entry (take-interval! engine opts measured last-t t (- errors last-errors) l s)]
+        (rehearse! engine opts rehearsal wl ws)
+        (when-let [f (:on-histogram opts)] (f last-t t l))
+        (let [intervals (if (or (pos? (:count entry)) (> t last-t)) (conj intervals entry) intervals)]
+          (when (or (not finished?) (pos? (:count entry)) (> t last-t)) (report entry))
+          (when (and watch (not finished?)) (watch))
+          (when (and (not finished?) (:stop-when opts) ((:stop-when opts))) (.stop engine))
+          (if finished? intervals (recur intervals t errors)))))))
 
 (defn- warnings [mode target achieved backlog connect-failures connect-causes errors step-list {:keys [host other]}]
   (cond-> []

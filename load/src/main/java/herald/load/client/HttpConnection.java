@@ -24,6 +24,9 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
   private boolean closedReported;
   private ErrorKind failure;
   private Throwable cause;
+  /** The shared request last sent and this connection's buffer of it (see {@link #bytesOf}). */
+  private PreparedRequest lastShared;
+  private ByteBuf lastSharedBytes;
   /** Free for the owner's use (the slot or session this connection serves). */
   public Object attachment;
 
@@ -67,7 +70,21 @@ public final class HttpConnection extends ChannelInboundHandlerAdapter implement
 
   @Override
   public void send(PreparedRequest request) {
-    send(request.http1(), request.head());
+    send(bytesOf(request), request.head());
+  }
+
+  /**
+   * The buffer to write for {@code request}: for a shared request the same one every time, rewound (its bytes
+   * never change and freeing it does nothing; the previous write of it is complete, since its answer came
+   * back), so a constant load allocates no buffer per request.
+   */
+  private ByteBuf bytesOf(PreparedRequest request) {
+    if (!request.isShared()) return request.http1();
+    if (request != lastShared) {
+      lastShared = request;
+      lastSharedBytes = request.http1();
+    }
+    return lastSharedBytes.readerIndex(0);
   }
 
   @Override

@@ -53,6 +53,11 @@ public final class PreparedRequest {
     return shared != null ? shared.duplicate() : Unpooled.wrappedBuffer(bytes);
   }
 
+  /** True for a request sent many times ({@link #shared}), whose {@link #http1()} buffers are never freed. */
+  boolean isShared() {
+    return shared != null;
+  }
+
   /** The HPACK-encoded HTTP/2 header block (not to be modified); {@code tls} gives the :scheme. */
   byte[] http2Block(boolean tls) {
     if (h2Block == null || h2Tls != tls) parse(tls);

@@ -10,6 +10,7 @@ import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollSocketChannel;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.util.concurrent.FastThreadLocalThread;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.atomic.AtomicInteger;
 
@@ -26,8 +27,10 @@ public final class Transport {
   public static EventLoopGroup group(int threads) {
     IoHandlerFactory io = epoll() ? EpollIoHandler.newFactory() : NioIoHandler.newFactory();
     AtomicInteger n = new AtomicInteger();
+    // FastThreadLocalThread: Netty's thread-locals (the Recycler's pools, the allocator's caches) are then an
+    // array index instead of a ThreadLocal lookup on every write
     ThreadFactory tf = r -> {
-      Thread t = new Thread(r, "herald-load-" + n.incrementAndGet());
+      Thread t = new FastThreadLocalThread(r, "herald-load-" + n.incrementAndGet());
       t.setDaemon(true);
       return t;
     };

@@ -83,7 +83,16 @@ public final class LoadEngine implements AutoCloseable {
 
   /** Adds every worker's latency and service-time histograms recorded since the previous call. */
   public void collect(Histogram latencyInto, Histogram serviceInto) {
-    for (Worker w : workers) w.collect(latencyInto, serviceInto);
+    for (Worker w : workers) w.collect(Worker.MEASURED, latencyInto, serviceInto);
+  }
+
+  /**
+   * Like {@link #collect}, for the responses to requests intended outside the recorded window (the warm-up):
+   * figures no result holds, which a caller may put through the same code as the measured ones so that the JIT
+   * has compiled that code before the window starts.
+   */
+  public void collectUnmeasured(Histogram latencyInto, Histogram serviceInto) {
+    for (Worker w : workers) w.collect(Worker.UNMEASURED, latencyInto, serviceInto);
   }
 
   /** Responses recorded so far. */

@@ -104,40 +104,58 @@ public final class RateSchedule {
 
   /** The phase whose time span holds {@code offsetNanos} from the start (the last phase after the end). */
   public int phaseAtNanos(long offsetNanos) {
-    int lo = 0, hi = from.length - 1;
-    while (lo < hi) {
-      int mid = (lo + hi + 1) >>> 1;
-      if (startNanos[mid] <= offsetNanos) lo = mid; else hi = mid - 1;
-    }
-    return lo;
+    return lastAtMost(startNanos, offsetNanos);
   }
 
   /** The phase request {@code k} belongs to ({@code 0 <= k < total()}). */
   public int phaseOf(long k) {
-    int lo = 0, hi = from.length - 1;
-    while (lo < hi) {
-      int mid = (lo + hi + 1) >>> 1;
-      if (firstRequest[mid] <= k) lo = mid; else hi = mid - 1;
+    return lastAtMost(firstRequest, k);
+  }
+
+  /**
+   * The last phase {@code i} with {@code starts[i] <= v} (phase 0 when none; {@code starts} non-decreasing):
+   * a binary search whose steps add a sign bit instead of branching, so its compiled code has no branch that
+   * a change of phase takes for the first time (the warm-up is phase 0, the recorded window phase 1: a branch
+   * compiled during the warm-up as never taken was deoptimised when the window began).
+   */
+  private int lastAtMost(long[] starts, long v) {
+    int lo = 0;
+    for (int len = from.length; len > 1; ) {
+      int half = len >>> 1;
+      lo += half & (int) ((starts[lo + half] - v - 1) >> 63);
+      len -= half;
     }
     return lo;
   }
 
   /** The intended time of request {@code k} in seconds from the start: the {@code t} where {@code N(t) = k}. */
   public double intendedSeconds(long k) {
+    // Called for every request a worker sends: written without a branch that the window's first request takes
+    // for the first time (it starts phase 1, at x = 0 when the warm-up's count is whole: Math.max(0.0, x)
+    // then took a path of its own, and its deoptimisation fell inside the window). So the clamps below work on
+    // the bits of non-negative doubles, whose order as longs is their order as numbers.
     int i = phaseOf(k);
-    double x = Math.max(0.0, k - countAtStart[i]);
+    double x = atLeastZero(k - countAtStart[i]);
     double r0 = from[i];
     double slope = (to[i] - from[i]) / seconds[i];
-    double dt;
-    if (x == 0) {
-      dt = 0;
-    } else if (slope == 0) {
-      dt = x / r0;
-    } else {
-      // r0 t + slope t^2 / 2 = x, in the form without cancellation for small slopes
-      dt = 2 * x / (r0 + Math.sqrt(Math.max(0.0, r0 * r0 + 2 * slope * x)));
-    }
-    return startSeconds[i] + Math.min(dt, seconds[i]);
+    // r0 t + slope t^2 / 2 = x, in the form without cancellation for small slopes and without a branch per
+    // case: for a constant phase (slope 0) it is x / r0 exactly (sqrt(r0 * r0) == r0 in IEEE arithmetic); the
+    // denominator is 0 only for x = 0 at the start of a ramp from 0, where adding MIN_VALUE makes dt 0 (to any
+    // other denominator it adds nothing)
+    double dt = 2 * x / (r0 + Math.sqrt(atLeastZero(r0 * r0 + 2 * slope * x)) + Double.MIN_VALUE);
+    return startSeconds[i] + smaller(dt, seconds[i]);
+  }
+
+  /** {@code max(0, v)} for a number that is not NaN (-0.0 gives +0.0), without a branch. */
+  private static double atLeastZero(double v) {
+    long bits = Double.doubleToRawLongBits(v);
+    return Double.longBitsToDouble(bits & ~(bits >> 63));
+  }
+
+  /** {@code min(a, b)} of two non-negative numbers, without a branch. */
+  private static double smaller(double a, double b) {
+    long x = Double.doubleToRawLongBits(a), y = Double.doubleToRawLongBits(b), d = x - y;
+    return Double.longBitsToDouble(y + (d & (d >> 63)));
   }
 
   /** The intended time of request {@code k} in nanoseconds from the start (rounded to the nearest). */

@@ -40,10 +40,20 @@ final class Worker implements ConnectionListener {
   private final SendListener sendListener;
   private final int stride;
   private PreparedRequest shared;
-  final SingleWriterRecorder latency = new SingleWriterRecorder(3);
-  final SingleWriterRecorder service = new SingleWriterRecorder(3);
-  private Histogram reuseLatency, reuseService;
+  /**
+   * Responses are recorded by where their request's intended time fell, index {@link #MEASURED} (the recorded
+   * window) or {@link #UNMEASURED} (the warm-up, or after the end): both go through the same code, so the JIT
+   * compiles one path during the warm-up and nothing changes for it when the window starts (a branch never taken
+   * in the warm-up was compiled as a trap, and its deoptimisation and recompilation fell inside the window).
+   */
+  static final int MEASURED = 0, UNMEASURED = 1;
+  private final SingleWriterRecorder[] latency = {new SingleWriterRecorder(3), new SingleWriterRecorder(3)};
+  private final SingleWriterRecorder[] service = {new SingleWriterRecorder(3), new SingleWriterRecorder(3)};
+  private final Histogram[] reuseLatency = new Histogram[2], reuseService = new Histogram[2];
+  /** Response counts by status code (index = status) of measured requests. */
   final long[] statusCounts = new long[600];
+  private final long[][] statusBy = {statusCounts, new long[600]};
+  private final Runnable tickTask = this::tick;
   final long[] errors = new long[ErrorKind.values().length];
   /** Failed connect attempts (each retry counts) that carried no request: shown apart from request errors. */
   long connectFailures;
@@ -122,7 +132,7 @@ final class Worker implements ConnectionListener {
           steps.planned[i] = countBelow(schedule.firstRequest(i + 1)) - countBelow(schedule.firstRequest(i));
         }
         nextIntended = planned > 0 ? intendedOf(0) : Long.MAX_VALUE;
-        if (planned > 0) loop.schedule(this::tick, Math.max(0, nextIntended - System.nanoTime()), TimeUnit.NANOSECONDS);
+        if (planned > 0) loop.schedule(tickTask, Math.max(0, nextIntended - System.nanoTime()), TimeUnit.NANOSECONDS);
       } else {
         planned = Long.MAX_VALUE;
         loop.schedule(this::fill, Math.max(0, start - System.nanoTime()), TimeUnit.NANOSECONDS);
@@ -152,21 +162,29 @@ final class Worker implements ConnectionListener {
     return f;
   }
 
-  /** Adds this worker's interval histograms (since the last call) to the given ones. */
-  void collect(Histogram latencyInto, Histogram serviceInto) {
-    reuseLatency = latency.getIntervalHistogram(reuseLatency);
-    reuseService = service.getIntervalHistogram(reuseService);
-    latencyInto.add(reuseLatency);
-    serviceInto.add(reuseService);
+  /**
+   * Adds this worker's interval histograms (since the last call) of requests intended inside the window
+   * ({@code which} = {@link #MEASURED}) or outside it ({@link #UNMEASURED}) to the given ones.
+   */
+  void collect(int which, Histogram latencyInto, Histogram serviceInto) {
+    reuseLatency[which] = latency[which].getIntervalHistogram(reuseLatency[which]);
+    reuseService[which] = service[which].getIntervalHistogram(reuseService[which]);
+    latencyInto.add(reuseLatency[which]);
+    serviceInto.add(reuseService[which]);
+  }
+
+  /** 1 when {@code intended} is outside the recorded window [measureFrom, end), else 0: the sign bit, no branch. */
+  private int unmeasured(long intended) {
+    return (int) (((intended - measureFrom) | (end - 1 - intended)) >>> 63);
   }
 
   private void tick() {
     if (stopping) return;
     long now = System.nanoTime();
-    dispatch(now, false);
+    dispatch(now, 0);
     if (issued >= planned) return;
     long delay = nextIntended > now ? nextIntended - now : BACKLOG_RECHECK_NANOS;
-    loop.schedule(this::tick, delay, TimeUnit.NANOSECONDS);
+    loop.schedule(tickTask, delay, TimeUnit.NANOSECONDS);
   }
 
   /** How many of this worker's requests are intended at or before {@code t} (nanoTime). */
@@ -180,10 +198,12 @@ final class Worker implements ConnectionListener {
   }
 
   /**
-   * Sends every due request on a free connection; {@code starved}: called because a connection became free
-   * when none was, so a late request waited for it (else a late request means the generator was late).
+   * Sends every due request on a free connection; {@code starved} (1 or 0): called because a connection became
+   * free when none was, so a late request waited for it (else a late request means the generator was late).
+   * The counts are sums of sign bits, not branches: a first connection wait inside the window would otherwise
+   * deoptimise this method there.
    */
-  private void dispatch(long now, boolean starved) {
+  private void dispatch(long now, int starved) {
     while (issued < planned && nextIntended <= now && !idle.isEmpty()) {
       Slot s = idle.pollFirst();
       long seq = issued;
@@ -191,8 +211,10 @@ final class Worker implements ConnectionListener {
       issued = seq + 1;
       nextIntended = issued < planned ? intendedOf(issued) : Long.MAX_VALUE;
       int step = schedule.phaseOf(globalOf(seq));
-      if (starved && now - intended > CONNECTION_WAIT_NANOS) steps.connectionWaits[step]++;
-      else if (now - intended > LATE_SEND_NANOS) steps.lateSends[step]++;
+      long lateBy = now - intended;
+      int waited = starved & (int) ((CONNECTION_WAIT_NANOS - lateBy) >>> 63);
+      steps.connectionWaits[step] += waited;
+      steps.lateSends[step] += (waited ^ 1) & (int) ((LATE_SEND_NANOS - lateBy) >>> 63);
       steps.sent[step]++;
       steps.inFlight[step]++;
       s.step = step;
@@ -251,16 +273,17 @@ final class Worker implements ConnectionListener {
     Slot s = (Slot) c.attachment();
     long now = System.nanoTime();
     if (steps != null && s.busy) steps.inFlight[s.step]--;
-    if (s.intended >= measureFrom && s.intended < end) {
-      long lat = Math.max(0, (now - s.intended) / 1000), svc = Math.max(0, (now - s.sent) / 1000);
-      latency.recordValue(lat);
-      service.recordValue(svc);
-      statusCounts[Math.min(599, Math.max(0, status))]++;
-      completed++;
-      if (steps != null) {
-        steps.record(s.step, lat, svc, status);
-        if (now - start < schedule.durationNanos()) steps.answeredDuring[schedule.phaseAtNanos(now - start)]++;
-      }
+    // the same path for every response (see MEASURED): the warm-up's land in the UNMEASURED recorders and counts,
+    // and in the warm-up phase of the steps, which no result reads
+    int k = unmeasured(s.intended);
+    long lat = Math.max(0, (now - s.intended) / 1000), svc = Math.max(0, (now - s.sent) / 1000);
+    latency[k].recordValue(lat);
+    service[k].recordValue(svc);
+    statusBy[k][Math.min(599, Math.max(0, status))]++;
+    completed += k ^ 1;
+    if (steps != null) {
+      steps.record(s.step, lat, svc, status);
+      if (now - start < schedule.durationNanos()) steps.answeredDuring[schedule.phaseAtNanos(now - start)]++;
     }
     s.busy = false;
     if (cfg.newConnectionPerRequest) {
@@ -340,7 +363,7 @@ final class Worker implements ConnectionListener {
         idle.addLast(s);
       }
     } else {
-      boolean starved = idle.isEmpty();
+      int starved = (idle.size() - 1) >>> 31;  // 1 when no connection was free
       idle.addLast(s);
       dispatch(System.nanoTime(), starved);
     }

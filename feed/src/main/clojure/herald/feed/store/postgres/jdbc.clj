@@ -98,6 +98,25 @@
       (loop [acc (transient [])]
         (if (.next rs) (recur (conj! acc (row-fn rs))) (persistent! acc))))))
 
+(defn query-each
+  "Runs `sql`, statements separated by `;`, with `params` (numbered across the statements) on conn; returns, for
+  each statement's result set in order, the vector of (row-fn rs) of its rows (`row-fns`: one per result set).
+  pgjdbc sends the statements together and syncs once: one round trip and, on an autocommit connection, one
+  implicit transaction (a `pg_advisory_xact_lock` taken by the first holds until the last has run), each
+  statement reading a snapshot taken when it starts (READ COMMITTED). An error in one skips the rest and rolls
+  the whole back."
+  [^Connection conn ^String sql params row-fns]
+  (with-open [ps (.prepareStatement conn sql)]
+    (set-params! ps params)
+    (loop [more? (.execute ps) [f & fs] row-fns acc []]
+      (if (or more? (not= -1 (.getUpdateCount ps)))
+        (if more?
+          (let [rows (with-open [rs (.getResultSet ps)]
+                       (loop [rows (transient [])] (if (.next rs) (recur (conj! rows (f rs))) (persistent! rows))))]
+            (recur (.getMoreResults ps) fs (conj acc rows)))
+          (recur (.getMoreResults ps) (cons f fs) acc))
+        acc))))
+
 (defn execute!
   "Runs a statement without results on conn (DDL, updates)."
   [^Connection conn ^String sql]
