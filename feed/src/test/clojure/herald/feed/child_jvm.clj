@@ -13,16 +13,25 @@
 
 (set! *warn-on-reflection* true)
 
+(defn- child-namespace?
+  "True for a namespace a feed child JVM may load: not herald-load's (`herald.load`, `herald.load.*`), a test
+  dependency of the feed that no child runs (its ~36 namespaces were a quarter of the compilation)."
+  [sym]
+  (not (re-matches #"herald\.load(\..*)?" (str sym))))
+
 (defn- main-source-namespaces
-  "The herald.* namespaces of the classpath's main output directories (`.../target/classes`), as symbols."
+  "The herald.* namespaces of the classpath's main output directories (`.../target/classes`) that a child may load
+  (`child-namespace?`), as symbols."
   [entries]
   (sort (for [^String e entries
               :let [root (io/file e)]
               :when (and (.isDirectory root) (str/ends-with? (.getPath root) (str "target" File/separator "classes")))
               ^File f (file-seq (io/file root "herald"))
               :let [rel (str (.relativize (.toPath root) (.toPath f)))]
-              :when (str/ends-with? rel ".clj")]
-          (symbol (-> (subs rel 0 (- (count rel) 4)) (.replace File/separatorChar \.) (.replace \_ \-))))))
+              :when (str/ends-with? rel ".clj")
+              :let [n (symbol (-> (subs rel 0 (- (count rel) 4)) (.replace File/separatorChar \.) (.replace \_ \-)))]
+              :when (child-namespace? n)]
+          n)))
 
 (def ^:private compile-form
   "Run by the compiling JVM: compiles each namespace of herald.aot.nss (comma-separated) not loaded yet into

@@ -1,9 +1,10 @@
 (ns herald.feed.cluster-test
-  "^:integration The feed as a cluster, as a user starts it: bin/herald-cluster runs Kafka, PostgreSQL, Redis,
-  Cassandra, OpenSearch, three feed instances and HAProxy. The contract through the balancer and through each
-  instance; then, under a write load spread over the instances, a SIGKILL of an instance, a Kafka broker restart and
-  an OpenSearch outage: every acknowledged post is once in its author's outbound feed, once in each friend's inbound
-  feed and once in search, read through the instances that run. Skipped with the reason when a server cannot start."
+  "^:integration The feed as a cluster, as a user starts it: bin/herald-cluster runs Kafka, PostgreSQL, Redis, three
+  feed instances and HAProxy, on this test JVM's Cassandra and OpenSearch nodes (external servers to the script; see
+  herald.feed.cluster.harness). The contract through the balancer and through each instance; then, under a write load
+  spread over the instances, a SIGKILL of an instance, a Kafka broker restart and an OpenSearch outage (a SIGKILL of
+  the node): every acknowledged post is once in its author's outbound feed, once in each friend's inbound feed and
+  once in search, read through the instances that run. Skipped with the reason when a server cannot start."
   (:require [clojure.java.io :as io]
             [clojure.string :as str]
             [clojure.test :refer [deftest is testing use-fixtures] :as t]
@@ -79,10 +80,11 @@
 (deftest ^:integration the-contract-through-the-balancer-and-each-instance
   (with-up [c]
     (let [eps (into [(:balancer c)] (vals (:instances c)))]
-      (doseq [[i writer] (map-indexed vector eps)
-              :let [reader (nth eps (mod (inc i) (count eps)))]]
-        (testing (str "written through " writer ", read through " reader)
-          (check-contract! writer reader (str "c" i)))))))
+      ;; side by side (each waits for fan-out and indexing; their participants and tokens are their own)
+      (run! deref (doall (for [[i writer] (map-indexed vector eps)
+                               :let [reader (nth eps (mod (inc i) (count eps)))]]
+                           (future (testing (str "written through " writer ", read through " reader)
+                                     (check-contract! writer reader (str "c" i))))))))))
 
 (defmacro ^:private timed
   "Runs body and prints how long it took (where a run's time goes, in CI's log); returns its value."

@@ -194,18 +194,43 @@
   [index]
   (request :delete (str "/" index) nil {:ok #{200 404}}))
 
+(defn own?
+  "True when the test node is a process of this JVM (not HERALD_OPENSEARCH_URL's server): one `kill!` may end."
+  []
+  (some? (:process @node)))
+
+(defn running?
+  "True when the test node's process is alive (false after `kill!` until `restart!`, and for none or an external one)."
+  []
+  (let [^Process p (some-> (:process @node) deref)]
+    (boolean (and p (.isAlive p)))))
+
+(defn kill!
+  "Kills the test node (SIGKILL: no flush, no clean shutdown) and waits for its end; `restart!` starts it again.
+  Throws when the node is external."
+  []
+  (let [{:keys [process url]} @node]
+    (when-not process (throw (ex-info "the test node is not ours to crash" {:url url})))
+    (let [^Process p @process]
+      (.destroyForcibly p)
+      (.waitFor p 30 TimeUnit/SECONDS)
+      nil)))
+
+(defn restart!
+  "Starts the test node again after `kill!`, on the same data and ports, and returns once it answers; throws when it
+  does not come back."
+  []
+  (let [{:keys [process cmd url home]} @node
+        [p2 why] (launch! cmd url (io/file home "node.log"))]
+    (reset! process p2)
+    (when-not p2 (throw (ex-info (str "the test node did not restart: " why) {:url url})))
+    nil))
+
 (defn crash-and-restart!
   "Kills the test node (SIGKILL: no flush, no clean shutdown), then starts it again on the same data and ports.
   Returns the restart's duration in ms; throws when the node is external or does not come back."
   []
-  (let [{:keys [process cmd url home]} @node]
-    (when-not process (throw (ex-info "the test node is not ours to crash" {:url url})))
-    (let [^Process p @process
-          t0 (System/currentTimeMillis)]
-      (.destroyForcibly p)
-      (.waitFor p 30 TimeUnit/SECONDS)
-      (let [[p2 why] (launch! cmd url (io/file home "node.log"))]
-        (reset! process p2)
-        (when-not p2 (throw (ex-info (str "the test node did not restart: " why) {:url url})))
-        (- (System/currentTimeMillis) t0)))))
-
+  (let [t0 (System/currentTimeMillis)]
+    (kill!)
+    (restart!)
+    (- (System/currentTimeMillis) t0)))
