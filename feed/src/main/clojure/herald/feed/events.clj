@@ -41,9 +41,10 @@
 
 (defn- dead-letters-failing?
   "True while a job of job-metrics maps `ms` cannot write a dead letter (its `:on-error` throwing: the partition
-  waits; herald.flow retries it)."
-  [ms]
-  (boolean (some :on-error-failing? (mapcat (comp vals :tasks) ms))))
+  waits; herald.flow retries it), or the dead letters' `writer` failed lately (the dead letter of a store write
+  given up, which herald.flow retries as a failing output write)."
+  [ms writer]
+  (or (boolean (some :on-error-failing? (mapcat (comp vals :tasks) ms))) (dead-letter/failing? writer)))
 
 (defn- close-kafka! [{:keys [fan-out index]} ^KafkaProducer producer ^long timeout-ms]
   (let [deadline (+ (System/currentTimeMillis) timeout-ms)
@@ -145,7 +146,7 @@
         (let [fm (flow/job-metrics (:fan-out handles)) im (flow/job-metrics (:index handles))]
           (cond-> {:submitted (.get published) :dead-letters (reduce + 0 (vals (dead-letter/count-map (:counts dead))))
                    :dead-letters-by-job (merge {"feed-fan-out" 0 "feed-index" 0} (dead-letter/count-map (:counts dead))) :fan-out-lag (input-lag fm) :index-lag (input-lag im)
-                   :dead-letter-failing (if (or (dead-letters-failing? [fm im]) (dead-letter/failing? dead)) 1 0)}
+                   :dead-letter-failing (if (dead-letters-failing? [fm im] dead) 1 0)}
             (group-lag fm) (assoc :fan-out-cluster-lag (group-lag fm))
             (group-lag im) (assoc :index-cluster-lag (group-lag im)))))
       (-close! [_ timeout-ms]

@@ -122,23 +122,25 @@
      (println (str "cluster test: " ~what " took " (- (System/currentTimeMillis) t0#) " ms"))
      v#))
 
+(defn- on-target!
+  "Runs the script's `verb` (\"kill\", \"start\") on `target` (waiting at most `timeout-s`), or `(shared)` when
+  target is the test JVM's shared OpenSearch node; throws when the script fails."
+  [{:keys [dir env]} verb target timeout-s shared]
+  (if (and (= "opensearch" (str target)) (shared-opensearch? env))
+    (timed (str verb " of the shared OpenSearch node") (shared))
+    (let [{:keys [exit err]} (run-script! dir env [verb "--dir" (str dir) (str target)] timeout-s)]
+      (when-not (zero? (long exit))
+        (throw (ex-info (str verb " " target " failed: " err) {:type ::script-failed :target target}))))))
+
 (defn kill!
   "SIGKILL of instance i (a number) or a server (\"kafka\", \"opensearch\", ...); throws when the script fails."
-  [{:keys [dir env]} target]
-  (if (and (= "opensearch" (str target)) (shared-opensearch? env))
-    (timed "kill of the shared OpenSearch node" (osn/kill!))
-    (let [{:keys [exit err]} (run-script! dir env ["kill" "--dir" (str dir) (str target)] 60)]
-      (when-not (zero? (long exit))
-        (throw (ex-info (str "kill " target " failed: " err) {:type ::script-failed :target target}))))))
+  [c target]
+  (on-target! c "kill" target 60 osn/kill!))
 
 (defn start!
   "Starts instance i or a server again and returns once it is ready; throws when it does not come up."
-  [{:keys [dir env]} target]
-  (if (and (= "opensearch" (str target)) (shared-opensearch? env))
-    (timed "start of the shared OpenSearch node" (osn/restart!))
-    (let [{:keys [exit err]} (run-script! dir env ["start" "--dir" (str dir) (str target)] 600)]
-      (when-not (zero? (long exit))
-        (throw (ex-info (str "start " target " failed: " err) {:type ::script-failed :target target}))))))
+  [c target]
+  (on-target! c "start" target 600 osn/restart!))
 
 (defn down!
   "Stops everything of the cluster and deletes its directory; when keep-logs? is true the logs are kept and the
