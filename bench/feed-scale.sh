@@ -6,7 +6,8 @@
 # it is visible in a friend's inbound feed (fan-out lag) and in search (search lag). CPU time of every process
 # (/proc/PID/stat utime+stime, process trees summed: PostgreSQL's backends) is taken over the measured run (from the
 # load's first progress line to the one that ends its run). Prints, per instance count, the CPU per process (seconds,
-# cores, microseconds per post), then last:
+# cores, microseconds per post; the load generator's JVM on a line of its own, `process=generator`, not counted in the
+# cluster's figures: what else the cores carried), then last:
 #   feed_scale instances=<n> posts_per_s=<n> p99_ms=<x> fanout_lag_p99_ms=<x> search_lag_p99_ms=<x> cpu_us_per_post=<x> marginal_cpu_us_per_post=<x>
 # p99_ms: every request of the mix, client side, through the balancer; cpu_us_per_post: the CPU time of every
 # cluster process (not the load generator's) per second of the window, divided by the posts acknowledged per second
@@ -51,17 +52,26 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 command -v python3 >/dev/null || die "python3 is missing"
 
-# CPU ticks (utime+stime) of each cluster process and its descendants: "name ticks" lines
-cpu_snapshot() {
-  { "$CLUSTER" status --dir "$DIR" || true; } | awk '$1 == "state" && $3 == "up" { sub("pid=", "", $5); print $2, $5 }' |
-    python3 -c '
+# "name pid" of each cluster process that is up, into $W/pids: read once per measured run, so that a snapshot is
+# only reads of /proc (the status command takes seconds on a loaded machine, which once fell inside the window)
+cluster_pids() {
+  { "$CLUSTER" status --dir "$DIR" || true; } | awk '$1 == "state" && $3 == "up" { sub("pid=", "", $5); print $2, $5 }' >"$W/pids"
+}
+
+# CPU ticks of each cluster process and its descendants: "name ticks" lines
+cpu_snapshot() { tree_ticks <"$W/pids"; }
+
+# "name pid" lines on stdin -> "name ticks" lines: CPU ticks of each process and its descendants, living or ended
+tree_ticks() {
+  python3 -c '
 import os, sys
 stat = {}
 for p in os.listdir("/proc"):
     if p.isdigit():
         try:
             f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
-            stat[int(p)] = (int(f[1]), int(f[11]) + int(f[12]))   # ppid, utime + stime
+            # ppid, utime + stime + the same of its children that ended and were waited for (their time moves there)
+            stat[int(p)] = (int(f[1]), int(f[11]) + int(f[12]) + int(f[13]) + int(f[14]))
         except OSError:
             pass
 kids = {}
@@ -75,23 +85,34 @@ for line in sys.stdin:
 # CPU ticks of the JIT compiler threads (C1/C2 CompilerThread) of each JVM (instances, Kafka, Cassandra,
 # OpenSearch): "name ticks" lines
 jit_snapshot() {
-  { "$CLUSTER" status --dir "$DIR" || true; } | awk '$1 == "state" && $3 == "up" && $2 ~ /^(instance-|kafka|cassandra|opensearch)/ { sub("pid=", "", $5); print $2, $5 }' |
-    while read -r name pid; do
-      t=0
-      for task in /proc/"$pid"/task/*; do
-        case "$(cat "$task/comm" 2>/dev/null)" in C1\ CompilerThre*|C2\ CompilerThre*)
-          s=$(cat "$task/stat" 2>/dev/null) || continue; set -- ${s##*) }; t=$((t + ${12} + ${13})) ;; esac
-      done
-      echo "$name $t"
-    done
+  awk '$1 ~ /^(instance-|kafka|cassandra|opensearch)/' "$W/pids" | python3 -c '
+import os, sys
+for line in sys.stdin:
+    name, pid = line.split(); t = 0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        tasks = []
+    for task in tasks:
+        try:
+            if open(f"/proc/{pid}/task/{task}/comm").read().startswith(("C1 CompilerThre", "C2 CompilerThre")):
+                f = open(f"/proc/{pid}/task/{task}/stat").read().rsplit(")", 1)[1].split(); t += int(f[11]) + int(f[12])
+        except OSError:
+            pass
+    print(name, t)'
 }
 
-# the probe: posts every PROBE_MS through the balancer for SECONDS, and polls a friend's inbound feed and the search
-# for every post not yet seen (up to 30 s after its acknowledgement); prints one JSON summary (lags in ms from the
-# acknowledgement; a post unseen after 30 s counts as unseen, not as a lag)
+# the probe: posts every PROBE_MS through the balancer for SECONDS, one post after the other (one author: one Kafka
+# partition, so the jobs take them in order); one thread polls a friend's inbound feed for the posts not yet seen
+# there, another searches a word only this run's probe posts carry (`limit=1000`): k results mean the first k posts
+# are searchable (an index refresh shows every document indexed before it). Both up to 30 s after a post's
+# acknowledgement, each one request at a time, beside the posting: a slow search delays no fan-out check (the first
+# probe, one loop for posting and both checks with a search per unseen post, measured its own queue: a round took
+# ~0.5 s under load, and its lags included it). Prints one JSON summary (lags in ms from the acknowledgement; a post
+# unseen after 30 s counts as unseen, not as a lag).
 probe() { # BASE SECONDS OUT
   python3 - "$1" "$2" "$PROBE_MS" >"$3" <<'PY'
-import json, sys, time, urllib.request
+import json, sys, threading, time, urllib.request
 base, secs, every = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]) / 1000
 def call(path, body=None):
     req = urllib.request.Request(base + path, data=None if body is None else json.dumps(body).encode(),
@@ -99,31 +120,53 @@ def call(path, body=None):
     with urllib.request.urlopen(req, timeout=10) as r: return json.loads(r.read())
 a = call("/participant", {"name": "probe-a"})["id"]; b = call("/participant", {"name": "probe-b"})["id"]
 call(f"/participant/{a}/friends", {"from": f"/participant/{a}", "to": f"/participant/{b}"})
-fan, search, pending, failed, unseen, n = [], [], {}, 0, 0, 0   # pending: token -> [acked at, fan-out seen?, search seen?]
-start = time.time(); next_post = start
-while time.time() < start + secs or (pending and time.time() < start + secs + 30):
-    now = time.time()
-    if now < start + secs and now >= next_post:
-        n += 1; token = f"probe{int(now * 1000)}x{n}"; next_post = now + every
+lock = threading.Lock()
+word = f"lagprobe{int(time.time() * 1000)}"   # in every probe post of this run, and in no other post
+acked, fan, search, failed, n = {}, {}, {}, 0, 0   # token -> acknowledged at; token -> lag in ms
+start = time.time(); posting_until = start + secs
+def deadline_passed(): return time.time() > posting_until + 30
+def waiting(seen):
+    with lock: return [t for t, at in acked.items() if t not in seen and time.time() - at <= 30]
+def watch_fanout():
+    while not deadline_passed():
+        todo = waiting(fan)
+        if not todo and time.time() > posting_until: break
         try:
-            call(f"/participant/{a}/outbound", {"from": f"/participant/{a}", "occurred": "2026-11-25", "subject": token, "story": "lag " + token})
-            pending[token] = [time.time(), False, False]
+            got = {i.get("subject") for i in call(f"/participant/{b}/inbound?limit=500")}
+            now = time.time()
+            for t in todo:
+                if t in got: fan[t] = (now - acked[t]) * 1000
         except Exception:
-            failed += 1
+            pass
+        time.sleep(0.01)
+def watch_search():
+    while not deadline_passed():
+        with lock: order = list(acked)
+        if all(t in search for t in order) and time.time() > posting_until: break
+        try:
+            k = len(call(f"/outbound?keywords={word}&limit=1000"))
+            now = time.time()
+            for t in order[:k]:
+                if t not in search and now - acked[t] <= 30: search[t] = (now - acked[t]) * 1000
+        except Exception:
+            pass
+        time.sleep(0.01)
+watchers = [threading.Thread(target=watch_fanout), threading.Thread(target=watch_search)]
+for th in watchers: th.start()
+while time.time() < posting_until:
+    n += 1; token = f"probe{int(time.time() * 1000)}x{n}"
     try:
-        seen = {i.get("subject") for i in call(f"/participant/{b}/inbound?limit=500")}
-        for token, p in pending.items():
-            if not p[1] and token in seen: p[1] = True; fan.append((time.time() - p[0]) * 1000)
-            if not p[2] and call(f"/outbound?keywords={token}"): p[2] = True; search.append((time.time() - p[0]) * 1000)
+        call(f"/participant/{a}/outbound", {"from": f"/participant/{a}", "occurred": "2026-11-25", "subject": token, "story": f"{word} {token}"})
+        with lock: acked[token] = time.time()
     except Exception:
-        pass
-    for token in [t for t, p in pending.items() if (p[1] and p[2]) or time.time() - p[0] > 30]:
-        unseen += not (pending[token][1] and pending[token][2]); del pending[token]
-    time.sleep(0.01)
+        failed += 1
+    time.sleep(max(0, start + n * every - time.time()))
+for th in watchers: th.join()
+unseen = sum(1 for t in acked if t not in fan or t not in search)
 def pct(xs, q): xs = sorted(xs); return round(xs[min(len(xs) - 1, int(q * len(xs)))], 1) if xs else None
-print(json.dumps({"samples": n, "post_errors": failed, "unseen_in_30s": unseen + len(pending),
-                  "fanout_p50": pct(fan, .5), "fanout_p99": pct(fan, .99), "fanout_max": pct(fan, 1),
-                  "search_p50": pct(search, .5), "search_p99": pct(search, .99), "search_max": pct(search, 1)}))
+print(json.dumps({"samples": n, "post_errors": failed, "unseen_in_30s": unseen,
+                  "fanout_p50": pct(fan.values(), .5), "fanout_p99": pct(fan.values(), .99), "fanout_max": pct(fan.values(), 1),
+                  "search_p50": pct(search.values(), .5), "search_p99": pct(search.values(), .99), "search_max": pct(search.values(), 1)}))
 PY
 }
 
@@ -154,6 +197,7 @@ for n in $INSTANCES; do
   log "warm-up ${WARMUP}s, $USERS users through the balancer (port $PORT)"
   run_load "$PORT" "$WARMUP" "$W/warmup.json" || die "herald-load failed: $(tail -3 "$W/warmup.json.err")"
   log "idle ${IDLE}s (each process's fixed CPU)"
+  cluster_pids
   cpu_snapshot >"$W/idle0"; I0=$(date +%s.%N); sleep "$IDLE"; cpu_snapshot >"$W/idle1"; I1=$(date +%s.%N)
   LOAD_BEFORE=$(cut -d' ' -f1 /proc/loadavg)
   log "measuring ${DURATION}s (load average before: $LOAD_BEFORE)"
@@ -162,10 +206,10 @@ for n in $INSTANCES; do
   run_load "$PORT" "$DURATION" "$W/run.json" & LOAD=$!
   last_t() { grep -o '"t":[0-9.]*' "$W/run.json" 2>/dev/null | tail -1 | cut -d: -f2; }
   until [ -n "$(last_t)" ] || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
-  T0=$(date +%s.%N); cpu_snapshot >"$W/cpu0"; jit_snapshot >"$W/jit0"
+  T0=$(date +%s.%N); echo "generator $LOAD" | tree_ticks >"$W/gen0"; cpu_snapshot >"$W/cpu0"; jit_snapshot >"$W/jit0"
   probe "http://127.0.0.1:$PORT" "$DURATION" "$W/probe.json" & PROBE=$!
   until awk -v t="$(last_t)" -v d="$DURATION" 'BEGIN { exit !(t + 0.3 >= d) }' || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
-  cpu_snapshot >"$W/cpu1"; jit_snapshot >"$W/jit1"; T1=$(date +%s.%N)
+  echo "generator $LOAD" | tree_ticks >"$W/gen1"; cpu_snapshot >"$W/cpu1"; jit_snapshot >"$W/jit1"; T1=$(date +%s.%N)
   wait "$LOAD" || die "herald-load failed: $(tail -3 "$W/run.json.err")"
   wait "$PROBE" || die "the lag probe failed"
   read -r POSTS SECS P99 POST_P99 ERRORS < <(figures "$W/run.json")
@@ -184,6 +228,10 @@ for n in $INSTANCES; do
           printf "feed_scale_cpu instances=%d process=all-instances cpu_s=%.2f cores=%.2f us_per_post=%.1f idle_cores=%.3f marginal_us_per_post=%.1f\n", n, inst, ic, per_post(ic), iidle, per_post(ic - iidle)
           printf "TOTAL %.1f %.2f %.1f\n", per_post(tot / (t1 - t0)), tot / (t1 - t0), per_post(mtot) }')
   read -r CPU_US CORES MARGINAL_US < <(awk '$1 == "TOTAL" { print $2, $3, $4 }' <<<"$CPU")
+  # the load generator's JVM over the same window: not part of the cluster's figures, but what the 2 cores also carried
+  CPU+=$'\n'$(join "$W/gen0" "$W/gen1" | awk -v clk="$CLK" -v posts="$POSTS" -v secs="$SECS" -v n="$n" -v t0="$T0" -v t1="$T1" '
+    { c = ($3 - $2) / clk / (t1 - t0)
+      printf "feed_scale_cpu instances=%d process=generator cpu_s=%.2f cores=%.2f us_per_post=%.1f (not in the cluster figures)\n", n, ($3 - $2) / clk, c, (posts > 0) ? c / (posts / secs) * 1e6 : 0 }')
   grep -v '^TOTAL' <<<"$CPU"
   read -r FAN_P99 SEARCH_P99 PROBE_INFO < <(python3 -c '
 import json, sys; p = json.load(open(sys.argv[1]))
