@@ -341,7 +341,8 @@ def sweep(p, n):
 
 
 # one assumption changed at a time, at the largest size: which ones move the answer
-SENSITIVITY = [("cassandra_replica_write_us", 350), ("instance_publish_us", 300), ("instance_fanout_row_us", 60),
+SENSITIVITY = [("cassandra_replica_write_us", 350), ("instance_publish_us", 1000), ("instance_fanout_row_us", 80),
+               ("cassandra_query_read_us", 400),
                ("degree_alpha", 2.5), ("active_fraction", 0.5), ("inbound_reads_per_active_day", 60),
                ("posts_per_active_day", 5.0), ("inbound_retention_days", 7), ("head_cache_budget_mb", 4096),
                ("pull_merge_p99_max", 200)]
