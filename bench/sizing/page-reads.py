@@ -11,19 +11,39 @@ figures (subtract cores x seconds / n). The per-item slope and the empty page's 
 instance_read_us and cassandra_query_read_us at page_size (docs/feed-sizing.md, section 2.3).
 Python 3 standard library only.
 """
-import http.client, os, sys, time
-port, inst, cass, full, empty, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], int(sys.argv[6])
-hz = os.sysconf("SC_CLK_TCK")
-def ticks(p):
-    f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+import http.client
+import os
+import sys
+import time
+
+
+def ticks(pid):
+    """CPU ticks (user + system, all threads) of process pid."""
+    f = open("/proc/%d/stat" % pid).read().rsplit(")", 1)[1].split()
     return int(f[11]) + int(f[12])
-c = http.client.HTTPConnection("127.0.0.1", int(port))
-def run(pid_, label):
-    t0 = time.time(); i0, c0 = ticks(inst), ticks(cass); items = 0
+
+
+def run(conn, inst, cass, participant, label, n):
+    """n sequential GETs of participant's inbound page; prints one reads line."""
+    hz = os.sysconf("SC_CLK_TCK")
+    t0, i0, c0 = time.time(), ticks(inst), ticks(cass)
+    body = b""
     for _ in range(n):
-        c.request("GET", f"/participant/{pid_}/inbound?limit=50"); r = c.getresponse(); b = r.read()
-    s = time.time() - t0
-    di, dc = ticks(inst) - i0, ticks(cass) - c0
-    print(f"reads page={label} n={n} bytes={len(b)} seconds={s:.1f} instance_us_per_read={di/hz*1e6/n:.0f} cassandra_us_per_read={dc/hz*1e6/n:.0f} load={open('/proc/loadavg').read().split()[0]}", flush=True)
-for r in range(3):
-    run(full, "full"); run(empty, "0")
+        conn.request("GET", "/participant/%s/inbound?limit=50" % participant)
+        body = conn.getresponse().read()
+    secs, di, dc = time.time() - t0, ticks(inst) - i0, ticks(cass) - c0
+    print("reads page=%s n=%d bytes=%d seconds=%.1f instance_us_per_read=%.0f cassandra_us_per_read=%.0f load=%s" % (
+        label, n, len(body), secs, di / hz * 1e6 / n, dc / hz * 1e6 / n, open("/proc/loadavg").read().split()[0]),
+        flush=True)
+
+
+def main():
+    port, inst, cass, full, empty, n = sys.argv[1:7]
+    conn = http.client.HTTPConnection("127.0.0.1", int(port))
+    for _ in range(3):
+        run(conn, int(inst), int(cass), full, "full", int(n))
+        run(conn, int(inst), int(cass), empty, "0", int(n))
+
+
+if __name__ == "__main__":
+    main()
