@@ -106,7 +106,10 @@
           (is (not (str/includes? (:body r) "top secret")) target)
           (is (not (str/includes? (:body r) "SECRET")) target)))
       (testing "a symlink that stays inside the root is served"
-        (is (= "hello, files\n" (:body (raw-get s "/link-in.txt"))))))
+        (is (= "hello, files\n" (:body (raw-get s "/link-in.txt")))))
+      (testing "a file asked for as a directory is not found (curl /hello.txt/ was served as the file)"
+        (is (= 200 (:status (raw-get s "/hello.txt"))))
+        (is (= 404 (:status (raw-get s "/hello.txt/"))))))
     (testing ":follow-symlinks? true serves a link leaving the root"
       (with-server [s (http/files root {:follow-symlinks? true}) {}]
         (is (= "top secret" (:body (raw-get s "/link-out.txt"))))))
@@ -228,6 +231,7 @@
         (let [r (ts/request (ts/port s) (ts/request-text "HEAD" "/big.bin") true)]
           (is (= "300000" (get-in r [:headers "content-length"])))))
       (is (= 404 (:status (raw-get s "/%2e%2e/public/index.html"))))
+      (is (= 404 (:status (raw-get s "/app.js/"))) "a jar entry asked for as a directory")
       (is (= 404 (:status (raw-get s "/../secret.txt")))))
     (testing "a directory classpath entry serves files"
       (with-server [s (http/resources "root" {:loader loader}) {}]

@@ -171,7 +171,8 @@
                                        index-files)
                                  [nil segs])
                              [::redirect segs])
-                           [found segs])
+                           ;; a file asked for as a directory (`/a.txt/`) is no file: its relative links would break
+                           [(when-not (str/ends-with? uri "/") found) segs])
             method (:request-method request)]
       (cond
         (nil? segs) (text 404 "not found\n")
