@@ -178,7 +178,12 @@
           (is (= "Accept-Encoding" (get-in r [:headers "vary"])))
           (is (= "text/javascript; charset=utf-8" (get-in r [:headers "content-type"]))))
         (is (= 3 (count (distinct (map #(get-in % [:headers "etag"]) [br gz plain])))) "one ETag per representation")
-        (is (nil? (get-in (GET s "/hello.txt" {"Accept-Encoding" "br"}) [:headers "vary"])) "no sibling, no Vary")))
+        (is (nil? (get-in (GET s "/hello.txt" {"Accept-Encoding" "br"}) [:headers "vary"])) "no sibling, no Vary")
+        (testing "the client's weights and wildcards (curl -H 'Accept-Encoding: gzip;q=1, br;q=0.5' got br)"
+          (doseq [[ae enc] [["gzip;q=1, br;q=0.5" "gzip"] ["br;q=0.9, gzip;q=0.8" "br"] ["gzip, br" "br"]
+                            ["*" "br"] ["br;q=0, *" "gzip"] ["x-gzip" "gzip"] ["GZIP" "gzip"] ["gzip;Q=0" nil]
+                            ["*;q=0" nil] ["identity" nil]]]
+            (is (= enc (get-in (GET s "/app.js" {"Accept-Encoding" ae}) [:headers "content-encoding"])) ae)))))
     (with-server [s (http/files root {:precompressed? false}) {}]
       (is (= "console.log('plain')" (:body (GET s "/app.js" {"Accept-Encoding" "br"})))))))
 
