@@ -18,6 +18,7 @@
   (case (:uri req)
     "/stream" {:status 200 :body (seq ["ab" "cde"])}
     "/missing" {:status 404 :body "no"}
+    "/ws" {:ring.websocket/listener {:on-message (fn [sock m] (http/ws-send sock m))}}
     {:status 200 :headers {"content-type" "text/plain"} :body (str "hi " (some-> ^java.io.InputStream (:body req) slurp))}))
 
 (deftest common-format-to-a-file
@@ -87,3 +88,17 @@
       (is (= 414 (:status (ts/request (ts/port s) (str "GET /" (apply str (repeat 5000 "a")) " HTTP/1.1\r\nHost: x\r\n\r\n")))))
       (let [line (.poll q 30 TimeUnit/SECONDS)]
         (is (re-find #"\"- - -\" 414 \d+$" (str line)) line)))))
+
+(deftest a-websocket-upgrade-is-logged-as-101
+  ;; found with python3 websockets against a server with :access-log on: the 101 answers were never logged
+  (let [q (LinkedBlockingQueue.)]
+    (with-server [s app {:access-log {:to #(.put q %)}}]
+      (let [ws (ts/ws-connect (ts/port s) "/ws")]
+        (ts/ws-send ws "echo")
+        (is (= "echo" (ts/ws-receive ws)))
+        (let [line (.poll q 30 TimeUnit/SECONDS)]
+          (is (re-find #"\"GET /ws HTTP/1.1\" 101 -$" (str line)) line))
+        (ts/ws-close ws 1000)
+        (is (= [:close 1000 ""] (update (ts/ws-receive ws) 2 str))))
+      (ts/GET (ts/port s) "/after")
+      (is (re-find #"\"GET /after HTTP/1.1\" 200 " (str (.poll q 30 TimeUnit/SECONDS))) "one line per answer"))))

@@ -106,7 +106,10 @@
           (is (not (str/includes? (:body r) "top secret")) target)
           (is (not (str/includes? (:body r) "SECRET")) target)))
       (testing "a symlink that stays inside the root is served"
-        (is (= "hello, files\n" (:body (raw-get s "/link-in.txt"))))))
+        (is (= "hello, files\n" (:body (raw-get s "/link-in.txt")))))
+      (testing "a file asked for as a directory is not found (curl /hello.txt/ was served as the file)"
+        (is (= 200 (:status (raw-get s "/hello.txt"))))
+        (is (= 404 (:status (raw-get s "/hello.txt/"))))))
     (testing ":follow-symlinks? true serves a link leaving the root"
       (with-server [s (http/files root {:follow-symlinks? true}) {}]
         (is (= "top secret" (:body (raw-get s "/link-out.txt"))))))
@@ -175,7 +178,12 @@
           (is (= "Accept-Encoding" (get-in r [:headers "vary"])))
           (is (= "text/javascript; charset=utf-8" (get-in r [:headers "content-type"]))))
         (is (= 3 (count (distinct (map #(get-in % [:headers "etag"]) [br gz plain])))) "one ETag per representation")
-        (is (nil? (get-in (GET s "/hello.txt" {"Accept-Encoding" "br"}) [:headers "vary"])) "no sibling, no Vary")))
+        (is (nil? (get-in (GET s "/hello.txt" {"Accept-Encoding" "br"}) [:headers "vary"])) "no sibling, no Vary")
+        (testing "the client's weights and wildcards (curl -H 'Accept-Encoding: gzip;q=1, br;q=0.5' got br)"
+          (doseq [[ae enc] [["gzip;q=1, br;q=0.5" "gzip"] ["br;q=0.9, gzip;q=0.8" "br"] ["gzip, br" "br"]
+                            ["*" "br"] ["br;q=0, *" "gzip"] ["x-gzip" "gzip"] ["GZIP" "gzip"] ["gzip;Q=0" nil]
+                            ["*;q=0" nil] ["identity" nil]]]
+            (is (= enc (get-in (GET s "/app.js" {"Accept-Encoding" ae}) [:headers "content-encoding"])) ae)))))
     (with-server [s (http/files root {:precompressed? false}) {}]
       (is (= "console.log('plain')" (:body (GET s "/app.js" {"Accept-Encoding" "br"})))))))
 
@@ -228,6 +236,7 @@
         (let [r (ts/request (ts/port s) (ts/request-text "HEAD" "/big.bin") true)]
           (is (= "300000" (get-in r [:headers "content-length"])))))
       (is (= 404 (:status (raw-get s "/%2e%2e/public/index.html"))))
+      (is (= 404 (:status (raw-get s "/app.js/"))) "a jar entry asked for as a directory")
       (is (= 404 (:status (raw-get s "/../secret.txt")))))
     (testing "a directory classpath entry serves files"
       (with-server [s (http/resources "root" {:loader loader}) {}]

@@ -151,6 +151,31 @@
         (is (await-end c 3) "stream 3 is answered: the late DATA was no connection error")
         (is (= ["/after"] @calls))))))
 
+(def ^:private NO_ERROR 0)
+
+(deftest ^:integration an-answer-before-the-whole-body-ends-the-stream-with-no-error
+  ;; RFC 9113 8.1: after a complete response to a request still being sent, RST_STREAM NO_ERROR asks the client to
+  ;; stop without discarding the response; CANCEL (Netty's close) made curl drop the answer it had received
+  (with-server [s (fn [_] {:status 401 :body "no"}) {:max-body-bytes 100000}]
+    (doseq [[what length status] [["the handler answers without reading a streamed body" "90000" 401]
+                                   ["a declared length over :max-body-bytes gets 413" "200000" 413]]]
+      (testing what
+        (with-open [c (connect s)]
+          (.headers c 1 (-> (get-req "/upload") (doto (.method "PUT")) (RawFrames/with "content-length" length))
+                    false)
+          (.data c 1 (byte-array 1000) false)
+          (let [frames (loop [acc []]
+                         (let [f (.next c)]
+                           (if (or (nil? f) (= RawFrames/CLOSED (.type f)) (= RawFrames/RST_STREAM (.type f)))
+                             (conj acc f)
+                             (recur (conj acc f)))))
+                ended (some #(and (= 1 (.stream ^RawFrames$Frame %))
+                                  (#{RawFrames/DATA RawFrames/HEADERS} (.type ^RawFrames$Frame %))
+                                  (odd? (.flags ^RawFrames$Frame %)))
+                            frames)]
+            (is ended (str status " answered in full before the reset: " frames))
+            (is (rst? (last frames) 1 NO_ERROR) (str "then RST_STREAM NO_ERROR, not CANCEL: " frames))))))))
+
 ;; ---- h2spec ----
 
 (def ^:private allowed-failures

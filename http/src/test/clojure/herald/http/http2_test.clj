@@ -118,6 +118,22 @@
                                            "Upgrade: h2c\r\nHTTP2-Settings: AAM\r\n\r\n"))]
         (is (= 200 (:status r)))))))
 
+(deftest ^:integration the-jdk-client-reads-an-answer-given-before-its-upload-ended
+  ;; found with java.net.http.HttpClient over h2 (TLS): PUT of 5 MB to a handler that does not read it threw
+  ;; "IOException: RST_STREAM received Stream cancelled"; the stream now ends with NO_ERROR (RFC 9113 8.1)
+  (let [f (ts/tls-files)]
+    (with-server [s (fn [req] (if (= "/small" (:uri req)) {:status 200 :body "read"} {:status 401 :body "no"}))
+                  {:tls {:cert-chain-file (:cert-file f) :private-key-file (:key-file f)} :max-body-bytes 1000000}]
+      (let [c (jdk-client (ts/client-ssl-context))
+            url (str "https://127.0.0.1:" (ts/port s))]
+        (testing "a handler that answers without reading a streamed body"
+          (let [r (jdk-send c (str url "/upload") (byte-array 900000))]
+            (is (= HttpClient$Version/HTTP_2 (.version r)))
+            (is (= [401 "no"] [(.statusCode r) (.body r)]))))
+        (testing "a declared length over :max-body-bytes"
+          (is (= 413 (.statusCode (jdk-send c (str url "/upload") (byte-array 5000000))))))
+        (is (= "read" (.body (jdk-send c (str url "/small") nil))) "the connection lives on")))))
+
 (deftest ^:integration h2-by-alpn-over-tls
   (reset! seen [])
   (let [f (ts/tls-files)]

@@ -156,6 +156,15 @@
       (let [[c ext] (connect (ts/port s) "permessage-deflate; server_max_window_bits=10, permessage-deflate")]
         (is (= "permessage-deflate" ext))
         (ts/close! c)))
+    (testing "server_max_window_bits=15 (the window herald uses) is accepted and answered (RFC 7692 7.1.2.1)"
+      ;; python3 websockets with server_max_window_bits=15 got no compression: every such offer was declined
+      (let [[c ext] (connect (ts/port s) "permessage-deflate; server_max_window_bits=15; server_no_context_takeover")]
+        (is (= "permessage-deflate; server_no_context_takeover; server_max_window_bits=15" ext))
+        (ts/write! c (frame 4 (deflate (utf8 text))))
+        (let [f (read-frame c)]
+          (is (:rsv1? f))
+          (is (= text (inflate (Inflater. true) (:payload f)))))
+        (ts/close! c)))
     (testing "RSV2 is never negotiated: close 1002"
       (let [[c _] (connect (ts/port s) "permessage-deflate")]
         (ts/write! c (frame 2 (utf8 "x")))

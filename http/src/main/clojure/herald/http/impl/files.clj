@@ -40,13 +40,18 @@
       (<= (quot modified 1000) (long ims)))))
 
 (defn- accepts
-  "The encodings of the Accept-Encoding header with a q above 0 (lower-case)."
+  "The weight a client's Accept-Encoding `header` gives each coding: a fn coding -> q (0: not acceptable). `*` stands
+  for every coding not listed, `x-gzip` for gzip (RFC 9110 12.5.3, 8.4.1.3); no q means 1."
   [^String header]
-  (into #{} (keep (fn [part]
-                    (let [[coding & params] (map str/trim (str/split part #";"))
-                          q (some #(when (str/starts-with? % "q=") (parse-double (subs % 2))) params)]
-                      (when (and (seq coding) (or (nil? q) (pos? (double q)))) (str/lower-case coding)))))
-        (str/split header #",")))
+  (let [ws (into {} (keep (fn [part]
+                            (let [[coding & params] (map str/trim (str/split part #";"))
+                                  q (some #(when (str/starts-with? (str/lower-case %) "q=") (parse-double (subs % 2)))
+                                          params)
+                                  c (str/lower-case coding)]
+                              (when (seq c) [(if (= "x-gzip" c) "gzip" c) (double (or q 1.0))]))))
+                 (str/split header #","))
+        any (double (get ws "*" 0.0))]
+    (fn [coding] (double (get ws coding any)))))
 
 (defn- parse-ranges
   "Byte ranges of a Range header against `length`: a vector of [first last] (sorted, overlapping ones merged),
@@ -140,16 +145,20 @@
                    get? (src/open-stream asset))})))
 
 (defn- pick-encoding
-  "[asset encoding vary?]: the .br or .gz sibling of `asset` the client accepts (br first), else the asset."
+  "[asset encoding vary?]: the .br or .gz sibling of `asset` the client accepts, the one it weighs higher (br on a
+  tie), else the asset."
   [lookup segs asset request precompressed?]
   (if-not (and precompressed? (seq segs))
     [asset nil false]
     (let [sib (fn [ext] (let [a (lookup (conj (pop segs) (str (peek segs) ext)))] (when-not (:dir? a) a)))
           br (sib ".br")
           gz (sib ".gz")
-          ok (accepts (get-in request [:headers "accept-encoding"] ""))]
-      (cond (and br (ok "br")) [br "br" true]
-            (and gz (ok "gzip")) [gz "gzip" true]
+          q (accepts (get-in request [:headers "accept-encoding"] ""))
+          qbr (if br (q "br") 0.0)
+          qgz (if gz (q "gzip") 0.0)]
+      ;; the client's weights decide; br wins a tie
+      (cond (and (pos? qbr) (>= qbr qgz)) [br "br" true]
+            (pos? qgz) [gz "gzip" true]
             :else [asset nil (boolean (or br gz))]))))
 
 (defn- text
@@ -171,7 +180,8 @@
                                        index-files)
                                  [nil segs])
                              [::redirect segs])
-                           [found segs])
+                           ;; a file asked for as a directory (`/a.txt/`) is no file: its relative links would break
+                           [(when-not (str/ends-with? uri "/") found) segs])
             method (:request-method request)]
       (cond
         (nil? segs) (text 404 "not found\n")

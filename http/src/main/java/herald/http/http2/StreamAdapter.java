@@ -34,6 +34,8 @@ public final class StreamAdapter extends ChannelDuplexHandler {
     private boolean rejected;
     /** The write of the frame that ended the stream; null until then. */
     private ChannelFuture ended;
+    /** The client ended its side of the stream (END_STREAM on HEADERS or DATA). */
+    private boolean inputEnded;
 
     public StreamAdapter(int maxTargetBytes) {
         this.maxTargetBytes = maxTargetBytes;
@@ -53,12 +55,15 @@ public final class StreamAdapter extends ChannelDuplexHandler {
                     return;
                 }
                 // a HEADERS frame that ends the stream is the whole request: one message (RequestHead.full)
+                inputEnded = h.isEndStream();
                 ctx.fireChannelRead(Http2Request.of(h.headers(), maxTargetBytes, h.isEndStream()));
             } else if (h.isEndStream()) {
+                inputEnded = true;
                 ctx.fireChannelRead(LastHttpContent.EMPTY_LAST_CONTENT); // trailers end the body
             }
         } else if (msg instanceof Http2DataFrame d) {
             ByteBuf content = d.content();
+            inputEnded |= d.isEndStream();
             ctx.fireChannelRead(d.isEndStream() ? new DefaultLastHttpContent(content) : new DefaultHttpContent(content));
         } else {
             ReferenceCountUtil.release(msg); // resets, window updates, unknown frames: the stream's channel reacts itself
@@ -74,6 +79,25 @@ public final class StreamAdapter extends ChannelDuplexHandler {
         if (!(cause instanceof Http2Exception)) {
             ctx.fireExceptionCaught(cause);
         }
+    }
+
+    /**
+     * The stream closes. When the whole response went out while the client was still sending its body (an answer
+     * before the body: a 413, a handler that did not read it), the client is asked to stop with RST_STREAM NO_ERROR,
+     * which it must not take as a reason to discard the response (RFC 9113 8.1); Netty's own close would reset
+     * with CANCEL, and clients (curl) then drop the answer they already received.
+     */
+    @Override
+    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
+        if (ended != null && !inputEnded && !rejected && ctx.channel().isActive()) {
+            if (!ended.isDone()) { // the end is still waiting for window: a reset now would discard it
+                ended.addListener(f -> close(ctx, promise));
+                return;
+            }
+            inputEnded = true;
+            ctx.writeAndFlush(new DefaultHttp2ResetFrame(Http2Error.NO_ERROR));
+        }
+        ctx.close(promise);
     }
 
     @Override

@@ -91,6 +91,10 @@ final class ResponseWriter {
             return;
         }
         if (ok) {
+            ex.status = 101; // the handshake's answer: logged like any other (no body bytes)
+            if (server.accessLog != null) {
+                server.accessLog.record(ex, c.info);
+            }
             c.end.upgraded(ex);
         } else {
             ServerAnswers.write(c, ex, WebSocketUpgrade.unsupportedVersion(ex.request) ? Refusal.WEBSOCKET_VERSION

@@ -8,12 +8,16 @@ import io.netty.handler.codec.http.websocketx.extensions.WebSocketExtensionData;
 import io.netty.handler.codec.http.websocketx.extensions.WebSocketExtensionUtil;
 import io.netty.handler.codec.http.websocketx.extensions.WebSocketServerExtension;
 import io.netty.handler.codec.http.websocketx.extensions.compression.PerMessageDeflateServerExtensionHandshaker;
+import io.netty.handler.codec.http.websocketx.extensions.WebSocketExtensionDecoder;
+import io.netty.handler.codec.http.websocketx.extensions.WebSocketExtensionEncoder;
+import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * permessage-deflate (RFC 7692) negotiation: the first offer in the client's {@code Sec-WebSocket-Extensions} that
  * Netty's handshaker accepts wins. The server keeps a 32 KiB window (the JDK's zlib cannot use another, so an offer
- * that demands {@code server_max_window_bits} below 15 is declined, as RFC 7692 7.1.2.1 allows), grants
+ * that demands {@code server_max_window_bits} below 15 is declined, as RFC 7692 7.1.2.1 allows; one naming 15 is
+ * accepted and answered with {@code server_max_window_bits=15}, as 7.1.2.1 requires), grants
  * {@code server_no_context_takeover} when asked, takes the client's {@code client_max_window_bits}, and inflates a
  * frame into at most {@link #inflateBound} bytes: a deflate bomb fails with 1009 and never allocates more; the
  * frame handler then holds each inflated message to {@code websocketMaxFrameBytes} exactly.
@@ -35,15 +39,52 @@ final class Compression {
             inflateBound(config.websocketMaxFrameBytes));
         try {
             for (WebSocketExtensionData offer : WebSocketExtensionUtil.extractExtensions(offers)) {
-                WebSocketServerExtension ext = handshaker.handshakeExtension(offer);
+                boolean window15 = "15".equals(offer.parameters().get(SERVER_MAX_WINDOW));
+                // Netty declines any server_max_window_bits unless told to use it, which the JDK's zlib cannot:
+                // 15 is the window herald deflates with anyway, so the offer is taken without it and answered with it
+                WebSocketServerExtension ext = handshaker.handshakeExtension(window15 ? withoutServerWindow(offer) : offer);
                 if (ext != null) {
-                    return ext;
+                    return window15 ? new ServerWindow15(ext) : ext;
                 }
             }
         } catch (RuntimeException malformed) {
             return null; // an unparsable offer (bad window bits): no compression rather than no WebSocket
         }
         return null;
+    }
+
+    private static final String SERVER_MAX_WINDOW = "server_max_window_bits";
+
+    private static WebSocketExtensionData withoutServerWindow(WebSocketExtensionData offer) {
+        Map<String, String> params = new LinkedHashMap<>(offer.parameters());
+        params.remove(SERVER_MAX_WINDOW);
+        return new WebSocketExtensionData(offer.name(), params);
+    }
+
+    /** An accepted extension whose offer named {@code server_max_window_bits=15}: the answer names it too. */
+    private record ServerWindow15(WebSocketServerExtension ext) implements WebSocketServerExtension {
+        @Override
+        public WebSocketExtensionData newReponseData() {
+            WebSocketExtensionData data = ext.newReponseData();
+            Map<String, String> params = new LinkedHashMap<>(data.parameters());
+            params.put(SERVER_MAX_WINDOW, "15");
+            return new WebSocketExtensionData(data.name(), params);
+        }
+
+        @Override
+        public int rsv() {
+            return ext.rsv();
+        }
+
+        @Override
+        public WebSocketExtensionEncoder newExtensionEncoder() {
+            return ext.newExtensionEncoder();
+        }
+
+        @Override
+        public WebSocketExtensionDecoder newExtensionDecoder() {
+            return ext.newExtensionDecoder();
+        }
     }
 
     /**
