@@ -180,3 +180,28 @@
       (testing "the killed instance starts again and serves what the others wrote"
         (timed "instance 2's start (after the search check)" (if-let [f @restart] @f (h/start! c 2)))
         (check-contract! (instance c 1) (instance c 2) "restarted")))))
+
+(defn- free-port ^long [] (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s)))
+
+(deftest ^:integration the-balancers-own-answers-are-json-errors
+  ;; found by the external fuzz campaign: with every instance down HAProxy answered its own HTML 503 page; the
+  ;; script's config as `up` wrote it, run by a second HAProxy whose servers are a port nobody listens on
+  (with-up [c]
+    (let [port (free-port)
+          f (io/file (:dir c) "balancer" "no-instances.cfg")]
+      (spit f (-> (slurp (io/file (:dir c) "balancer" "haproxy.cfg"))
+                  (str/replace #"bind 127\.0\.0\.1:\d+" (str "bind 127.0.0.1:" port))
+                  (str/replace #"(server instance\d+) 127\.0\.0\.1:\d+" (str "$1 127.0.0.1:" (free-port)))))
+      (let [^java.util.List cmd ["haproxy" "-db" "-f" (str f)]
+            p (.start (doto (ProcessBuilder. cmd)
+                        (.redirectErrorStream true)
+                        (.redirectOutput (io/file (:dir c) "balancer" "no-instances.log"))))]
+        (try
+          (let [r (u/eventually 10000 #(= 503 (:status %))
+                                #(try (u/request (str "http://127.0.0.1:" port) "/participant/1" :method :post :json {})
+                                      (catch java.io.IOException _ nil)))]
+            (is (= 503 (:status r)) (pr-str r))
+            (is (str/starts-with? (str (get-in r [:headers "content-type"])) "application/json") (pr-str r))
+            (is (= "no feed instance available: retry the request" (get-in r [:json "error"])))
+            (is (= "1" (get-in r [:headers "retry-after"]))))
+          (finally (.destroy p) (.waitFor p 10 java.util.concurrent.TimeUnit/SECONDS)))))))
