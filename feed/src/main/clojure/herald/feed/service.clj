@@ -330,6 +330,10 @@
   "The changes of a PATCH body: `subject` and/or `story` (validated as a publish validates them; other keys are
   ignored like a publish ignores them); a 400 when neither is there."
   [limits params]
+  (doseq [k [:subject :story]
+          :when (and (contains? params k) (nil? (get params k)))]
+    ;; present but null: not "required" (a PATCH needs only one), but not a string either
+    (throw (err/bad-request (str "'" (name k) "' must be a string, got null: leave it out to keep it") (name k))))
   (let [changes (cond-> {}
                   (contains? params :subject) (assoc :subject (required-string params "subject" (:max-subject-chars limits) false))
                   (contains? params :story) (assoc :story (required-string params "story" (:max-story-chars limits) false)))]
