@@ -86,7 +86,9 @@
   (or (cond (and (integer? v) (<= 1 v Long/MAX_VALUE)) (long v)
             (string? v) (some-> (re-matches #"(?:(?:https?://[^/?#\s]+)?/participant/)?(\d{1,19})" v) second parse-positive-long))
       (throw (err/bad-request (str "'" field "' must be a participant link like \"/participant/7\", got "
-                                   (err/json-text v))
+                                   (err/json-text v)
+                                   ;; 7e0 is read as the decimal 7: say why "7" is refused where 7 is taken
+                                   (when (decimal? v) " (a number with a fraction or an exponent: an id is an integer)"))
                               field v))))
 
 (defn- single
