@@ -55,6 +55,14 @@
                 ": send application/json or application/x-www-form-urlencoded")
            {:type :herald.feed/unsupported-media-type :field "Content-Type" :value content-type}))
 
+(defn unsupported-charset
+  "An ex-info for a 415: the form body's Content-Type names `charset`, which the feed cannot decode a form with (not
+  a charset Java knows, or one that does not write ASCII as ASCII)."
+  [content-type charset]
+  (ex-info (str "unsupported charset " (json-text charset) " for a form body: send it in UTF-8 (name no charset, or"
+                " charset=utf-8)")
+           {:type :herald.feed/unsupported-media-type :field "Content-Type" :value content-type}))
+
 (defn payload-too-large
   "An ex-info for a 413 naming the body size (when known: a chunked body is cut at the limit) and the limit."
   ([limit]

@@ -131,7 +131,7 @@
   (let [mt (media-type req)]
     (cond
       (= mt "application/x-www-form-urlencoded")
-      (do (forms/check-utf8! req) ; a 400 naming the field, not U+FFFD stored
+      (do (forms/check-text! req) ; a 400 naming the field, not U+FFFD stored; a 415 for a charset it cannot take
           (into {} (map (fn [[k v]] [(keyword k) v])) (:form-params req)))
 
       (and mt (or (= mt "application/json") (str/ends-with? mt "+json")))

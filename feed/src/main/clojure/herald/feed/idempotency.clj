@@ -16,13 +16,15 @@
   "Idempotency-Key")
 
 (defn request-key
-  "The `Idempotency-Key` of Ring request `req` (nil when absent): 1-255 visible ASCII characters (0x21-0x7e),
-  else a 400 naming the header."
+  "The `Idempotency-Key` of Ring request `req` (nil when absent): one value of 1-255 visible ASCII characters
+  (0x21-0x7e) other than the comma, else a 400 naming the header. The comma is out because Ring joins a repeated
+  header's values with one: two `Idempotency-Key` lines would otherwise name a third key, neither the client's."
   [req]
   (when-let [v (get-in req [:headers "idempotency-key"])]
-    (if (and (string? v) (re-matches #"[\x21-\x7e]{1,255}" v))
+    (if (and (string? v) (re-matches #"[\x21-\x2b\x2d-\x7e]{1,255}" v))
       v
-      (throw (err/bad-request (str "'" header "' must be 1 to 255 visible ASCII characters (no space), got "
+      (throw (err/bad-request (str "'" header "' must be one value of 1 to 255 visible ASCII characters other than"
+                                   " ',' (no space; a repeated header arrives joined by commas), got "
                                    (err/json-text (if (string? v) (subs v 0 (min 300 (count v))) (str v))))
                               header)))))
 

@@ -122,12 +122,12 @@
    :file {:in :path :name "file" :required true :schema {:type "string" :enum ["dashboard.js" "dashboard.css" "favicon.svg"]}
           :description "the asset's name"}
    :idempotency-key {:in :header :name "Idempotency-Key" :required false
-                     :schema {:type "string" :minLength 1 :maxLength 255 :pattern "^[\\x21-\\x7e]{1,255}$"
+                     :schema {:type "string" :minLength 1 :maxLength 255 :pattern "^[\\x21-\\x2b\\x2d-\\x7e]{1,255}$"
                               :example "3f2b9c1e-post-1"}
                      :description (str "makes a retried post safe: a repeat with the same key and the same fields"
                                        " answers the first post (same id and link) and records no second one, also"
                                        " when the first attempt failed; the same key with other fields is a 422."
-                                       " Scoped to the participant; 1-255 visible ASCII characters (else a 400); kept"
+                                       " Scoped to the participant; one value of 1-255 visible ASCII characters other than ',' (else a 400); kept"
                                        " 24 h (`:feed :idempotency-key-ttl-ms`)")}
    :v {:in :query :name "v" :required false :schema {:type "string"}
        :description "the asset's content hash (as the page links it): cached for a year when it matches"}})

@@ -86,7 +86,9 @@
   (or (cond (and (integer? v) (<= 1 v Long/MAX_VALUE)) (long v)
             (string? v) (some-> (re-matches #"(?:(?:https?://[^/?#\s]+)?/participant/)?(\d{1,19})" v) second parse-positive-long))
       (throw (err/bad-request (str "'" field "' must be a participant link like \"/participant/7\", got "
-                                   (err/json-text v))
+                                   (err/json-text v)
+                                   ;; 7e0 is read as the decimal 7: say why "7" is refused where 7 is taken
+                                   (when (decimal? v) " (a number with a fraction or an exponent: an id is an integer)"))
                               field v))))
 
 (defn- single
@@ -330,6 +332,10 @@
   "The changes of a PATCH body: `subject` and/or `story` (validated as a publish validates them; other keys are
   ignored like a publish ignores them); a 400 when neither is there."
   [limits params]
+  (doseq [k [:subject :story]
+          :when (and (contains? params k) (nil? (get params k)))]
+    ;; present but null: not "required" (a PATCH needs only one), but not a string either
+    (throw (err/bad-request (str "'" (name k) "' must be a string, got null: leave it out to keep it") (name k))))
   (let [changes (cond-> {}
                   (contains? params :subject) (assoc :subject (required-string params "subject" (:max-subject-chars limits) false))
                   (contains? params :story) (assoc :story (required-string params "story" (:max-story-chars limits) false)))]

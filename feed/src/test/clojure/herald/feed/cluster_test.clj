@@ -180,3 +180,81 @@
       (testing "the killed instance starts again and serves what the others wrote"
         (timed "instance 2's start (after the search check)" (if-let [f @restart] @f (h/start! c 2)))
         (check-contract! (instance c 1) (instance c 2) "restarted")))))
+
+(defn- free-port ^long [] (with-open [s (java.net.ServerSocket. 0)] (.getLocalPort s)))
+
+(defn- dropper!
+  "A server on a free port that answers GET /health and drops every other request unanswered, as an instance
+  SIGKILLed mid-request does; returns {:port :close!}."
+  []
+  (let [ss (java.net.ServerSocket. 0 50 (java.net.InetAddress/getLoopbackAddress))
+        serve (fn [^java.net.Socket c]
+                (with-open [c c]
+                  (let [in (.getInputStream c)
+                        head (loop [acc ""]
+                               (if (str/ends-with? acc "\r\n\r\n")
+                                 acc
+                                 (let [b (.read in)] (if (neg? b) acc (recur (str acc (char b)))))))]
+                    (when (str/starts-with? head "GET /health ")
+                      (.write (.getOutputStream c) (.getBytes (str "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+                                                                   "Content-Length: 15\r\n\r\n{\"status\":\"ok\"}")))))))]
+    (future (try (while true (let [c (.accept ss)] (future (try (serve c) (catch Exception _)))))
+                 (catch java.io.IOException _)))
+    {:port (.getLocalPort ss) :close! #(.close ss)}))
+
+(defn- with-balancer-copy
+  "Runs (f url) against a second HAProxy on the balancer config `up` wrote under `dir`, its first server (or every
+  one, with `all?`) moved to `addr`."
+  [dir addr all? f]
+  (let [port (free-port)
+        cfg (io/file dir "balancer" "copy.cfg")
+        ;; both backends list each instance: move instance1 (or all) in both
+        pat (if all? #"(server instance\d+) 127\.0\.0\.1:\d+" #"(server instance1) 127\.0\.0\.1:\d+")]
+    (spit cfg (-> (slurp (io/file dir "balancer" "haproxy.cfg"))
+                  (str/replace #"bind 127\.0\.0\.1:\d+" (str "bind 127.0.0.1:" port))
+                  (str/replace pat (str "$1 " addr))))
+    (let [^java.util.List cmd ["haproxy" "-db" "-f" (str cfg)]
+          p (.start (doto (ProcessBuilder. cmd)
+                      (.redirectErrorStream true)
+                      (.redirectOutput (io/file dir "balancer" "copy.log"))))]
+      (try (u/eventually 10000 true? #(try (with-open [_ (java.net.Socket. "127.0.0.1" (int port))] true)
+                                           (catch java.io.IOException _ false)))
+           (f (str "http://127.0.0.1:" port))
+           (finally (.destroy p) (.waitFor p 10 java.util.concurrent.TimeUnit/SECONDS))))))
+
+(defn- try-request
+  "u/request, or nil when the connection fails."
+  [base path & opts]
+  (try (apply u/request base path opts) (catch java.io.IOException _ nil)))
+
+(deftest ^:integration the-balancers-own-answers-are-json-errors
+  ;; found by the external fuzz campaign: HAProxy answered its own errors with HTML pages (a 503 with no instance
+  ;; up), and a GET an instance dropped mid-request (a SIGKILL) was a 502 though a read can be sent again
+  (with-up [c]
+    (testing "no instance up: a JSON 503 with Retry-After"
+      (with-balancer-copy (:dir c) (str "127.0.0.1:" (free-port)) true
+        (fn [base]
+          (let [r (u/eventually 10000 #(= 503 (:status %)) #(try-request base "/participant/1" :method :post :json {}))]
+            (is (= 503 (:status r)) (pr-str r))
+            (is (str/starts-with? (str (get-in r [:headers "content-type"])) "application/json") (pr-str r))
+            (is (= "no feed instance available: retry the request" (get-in r [:json "error"])))
+            (is (= "1" (get-in r [:headers "retry-after"])))))))
+    (testing "an instance that drops requests: reads go again to another one, writes are not sent twice"
+      (let [{:keys [port close!]} (dropper!)]
+        (try
+          (with-balancer-copy (:dir c) (str "127.0.0.1:" port) false
+            (fn [base]
+              (let [a (get-in (u/eventually 20000 #(= 200 (:status %))
+                                            #(try-request (:balancer c) "/participant" :method :post :json {:name "drop"}))
+                              [:json "id"])
+                    reads (doall (for [_ (range 12)] (:status (try-request base (w/link a)))))
+                    writes (doall (for [_ (range 6)] (try-request base "/participant" :method :post :json {:name "w"})))]
+                (is (= (repeat 12 200) reads) "every GET answered, the dropped ones by another instance")
+                ;; a write the dropper took is not sent again: a JSON 502, or (on a kept-alive client connection)
+                ;; the connection closed, as HAProxy does when a server answers nothing
+                (is (some #(not= 200 (:status %)) writes) (pr-str (map :status writes)))
+                (doseq [r writes :when r]
+                  (is (#{200 502} (:status r)) (pr-str r))
+                  (when (= 502 (:status r))
+                    (is (re-find #"a write may have been recorded" (str (get-in r [:json "error"]))) (pr-str r)))))))
+          (finally (close!)))))))

@@ -78,8 +78,18 @@
           (is (= 200 (:status (post! base path (assoc body :subject "twice") nil))))
           (is (= 2 (:outbound (copies sys a b "twice" "zebra")))))
         (testing "a bad key is a 400 naming the header, and records nothing"
-          (doseq [k ["" "two words" (apply str (repeat 256 "x")) "tab\there"]]
+          (doseq [k ["" "two words" (apply str (repeat 256 "x")) "tab\there" "k-1,k-2"]]
             (is (error? (post! base path (assoc body :subject "bad") k) 400) (pr-str k)))
+          (testing "the header twice (Ring joins the values with a comma) is a 400, not a third key"
+            (let [^HttpResponse r (.send u/client
+                                         (-> (HttpRequest/newBuilder (URI/create (str base path)))
+                                             (.header "Content-Type" "application/json")
+                                             (.header "Idempotency-Key" "k-1") (.header "Idempotency-Key" "k-2")
+                                             (.POST (HttpRequest$BodyPublishers/ofString (json/write-str (assoc body :subject "bad"))))
+                                             (.build))
+                                         (HttpResponse$BodyHandlers/ofString))]
+              (is (error? {:status (.statusCode r) :json (json/read (str (.body r)) {:keywords? false})} 400)
+                  (str (.body r)))))
           (is (= 255 (count (apply str (repeat 255 "x")))))
           (is (= 200 (:status (post! base path (assoc body :subject "long") (apply str (repeat 255 "x"))))) "255 is fine")
           (is (= 0 (:outbound (copies sys a b "bad" "zebra"))))))

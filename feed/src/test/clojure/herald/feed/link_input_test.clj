@@ -30,6 +30,10 @@
           (is (= 400 status))
           (is (= field (get json "field")))
           (is (string? (get json "error"))))))
+    (testing "an id written with an exponent or a fraction (7e0 reads as 7) says why it is refused"
+      (let [{:keys [status json]} (post-raw (str base "/friends") (str "{\"to\":" id "e0}"))]
+        (is (= 400 status))
+        (is (re-find #"an id is an integer" (str (get json "error"))) (pr-str json))))
     (testing "the largest 64-bit id is still a well-formed (unknown) participant"
       (let [{:keys [status json]} (post-raw (str base "/friends") "{\"to\":9223372036854775807}")]
         (is (= 404 status))

@@ -60,7 +60,19 @@
           (let [r (u/request base out :method :post :body "subject=caf%E9&story=x"
                              :content-type "application/x-www-form-urlencoded; charset=ISO-8859-1")]
             (is (= 200 (:status r)))
-            (is (= "café" (get-in r [:json "subject"]))))))
+            (is (= "café" (get-in r [:json "subject"])))))
+        (testing "a charset named is held to: its bytes are checked too, an unknown or non-ASCII one is a 415"
+          ;; found by the external fuzz campaign: charset=bogus (decoded as UTF-8 by herald.http) stored U+FFFD
+          (let [named (fn [cs body] (u/request base out :method :post :body body
+                                               :content-type (str "application/x-www-form-urlencoded; charset=" cs)))]
+            (is (error? (named "bogus" "subject=a%FFb&story=x") 415 "Content-Type"))
+            (is (re-find #"unsupported charset \"bogus\"" (get-in (named "bogus" "subject=ok&story=x") [:json "error"])))
+            (is (error? (named "utf-16" "subject=ok&story=x") 415 "Content-Type") "UTF-16 does not write '=' as ASCII")
+            (is (error? (named "us-ascii" "subject=a%FFb&story=x") 400 "subject"))
+            (is (error? (named "unicode-1-1-utf-8" "subject=ok&story=a%FFb") 400 "story") "an alias of UTF-8")
+            (is (= 200 (:status (named "us-ascii" "subject=plain&story=x"))))
+            (is (= ["plain" "café" "\uFFFD"] (map #(get % "subject") (:json (req out))))
+                "nothing of the refused posts was stored"))))
       (finally (feed/stop! sys)))))
 
 (defn- make-jvm-opts

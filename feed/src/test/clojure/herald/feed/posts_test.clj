@@ -105,6 +105,10 @@
          (testing "errors: 400 naming the field, 404, and nothing changed"
            (is (error? (req lk :method :patch :json {}) 400 "subject"))
            (is (error? (req lk :method :patch :json {:story 42}) 400 "story"))
+           (let [r (req lk :method :patch :json {:subject nil :story "x"})]
+             ;; was "'subject' is required", though a PATCH needs only one of the two (found probing null fields)
+             (is (error? r 400 "subject"))
+             (is (re-find #"'subject' must be a string, got null" (get-in r [:json "error"])) (pr-str r)))
            (is (error? (req lk :method :patch :json {:subject ["a" "b"]}) 400 "subject"))
            (is (error? (req lk :method :patch :json {:subject (apply str (repeat 1001 "x"))}) 400 "subject"))
            (is (error? (req lk :method :patch :body "{\"story\":\"a\\ud800\"}" :content-type "application/json") 400 "story"))
