@@ -52,8 +52,9 @@
   [{:keys [^java.util.concurrent.atomic.AtomicLong from-ms lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
    time-ms ^Op op code latency-us error-kind]
   (when (>= (long time-ms) (.get from-ms))
-  (let [k (.-key op) entity (.-entity op) operation (.-operation op)]
-    (when (or error-kind (not (<= 200 (long code) 299))) (.incrementAndGet interval-errors))
+  (let [k (.-key op) entity (.-entity op) operation (.-operation op)
+        ok? (and (<= 200 (long code)) (<= (long code) 299))]
+    (when (or error-kind (not ok?)) (.incrementAndGet interval-errors))
     (if error-kind
       (locking lock (bump! errors [k error-kind]))
       (do (.recordValue interval (max 0 (long latency-us)))
@@ -62,7 +63,7 @@
             (let [^Histogram h (or (.get ops k) (let [h (hist/histogram)] (.put ops k h) h))]
               (.recordValue h (max 0 (long latency-us))))
             (bump! status [k code])
-            (when-not (<= 200 (long code) 299) (bump! errors [k "status"]))
+            (when-not ok? (bump! errors [k "status"]))
             (when log (.write log (str (agg/format-log-line time-ms entity operation latency-us) "\n")))))))))
 
 (defn close!
