@@ -31,7 +31,7 @@
 
 (defn packed-dictionary
   "`dict` (a vector of ASCII words) packed for `sentence` and `pick` on the hot path: every word's bytes in one
-  array and their offsets in another. A sentence of a 150 words then costs 7-10 us against 17-26 us from a String
+  array and their offsets in another. A 150-word sentence then costs 7-10 us against 17-26 us from a String
   array (one JVM, load 6-10): its words are read from two small arrays, not from 40,000 Strings spread over the heap
   (a cache miss or more per word). A word that is not ASCII is a :herald.load/bad-dictionary ex-info."
   ^Packed [dict]
