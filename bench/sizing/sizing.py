@@ -243,8 +243,9 @@ def size(p, c, t):
                   math.ceil((parts + inst) * rf / p["kafka_partitions_per_broker_max"]))
     r.update(kafka_cores=cores(kafka_us), kafka_mb_s=mb_s, kafka_partitions=parts, kafka_brokers=brokers,
              kafka_gb_day=(rec_bytes + req_bytes) * rf / 1e9)
-    # Cassandra: 4 writes per post (outbound upsert at publish and again by the job, posts, post_log) + rows
-    writes = rf * (4 * c["posts"] + c["rows"])
+    # Cassandra: cassandra_post_writes per post (the outbound row and the posts pointer at publish, post_recipients,
+    # the job's rare second author copy) + one inbound row per pushed recipient
+    writes = rf * (p["cassandra_post_writes"] * c["posts"] + c["rows"])
     # pulled friends whose heads are not in memory (pull everything; a hybrid whose head cache overflows): a page
     # read of each one's outbound partition per read
     uncached = c["merges"] if t is not None and not cached else 0
@@ -255,14 +256,16 @@ def size(p, c, t):
     inbound_gb_day = c["rows"] * inbound_row_disk * rf / 1e9
     # the variant with inbound rows holding (recipient, ts, id, sender) only, the text read from the posts' bodies
     r["inbound_ref_gb_day"] = c["rows"] * (p["post_fixed_bytes"] - 10 + p["cassandra_row_overhead_bytes"]) * p["lz4_ratio"] * rf / 1e9
-    outbound_gb_day = c["posts"] * (row_disk + 2 * (40 + p["cassandra_row_overhead_bytes"]) * p["lz4_ratio"]) * rf / 1e9
+    # outbound row + posts pointer + post_recipients (a list of 8-byte ids of the pushed recipients, uncompressed)
+    outbound_gb_day = (c["posts"] * (row_disk + 2 * (40 + p["cassandra_row_overhead_bytes"]) * p["lz4_ratio"])
+                       + c["rows"] * 8) * rf / 1e9
     cass_tb = (inbound_gb_day * p["inbound_retention_days"] + outbound_gb_day * p["outbound_retention_days"]) / 1e3
     r.update(cassandra_cores=cores(cass_us), cassandra_writes_per_s=ps(writes), cassandra_tb=cass_tb,
              inbound_gb_day=inbound_gb_day, outbound_gb_day=outbound_gb_day,
              cassandra_nodes=max(3, math.ceil(cores(cass_us) / (p["cassandra_node_cores"] * util)),
                                  math.ceil(cass_tb / p["cassandra_max_data_tb"])))
     # OpenSearch: daily indices, 1 primary + (rf - 1) replicas; a search reads the newest day's primaries
-    doc = (post_text + 100) * p["lz4_ratio"] + p["opensearch_doc_extra_bytes"]
+    doc = p["opensearch_doc_bytes"]
     primary_gb_day = c["posts"] * doc / 1e9
     shards_day = max(1, math.ceil(primary_gb_day / p["opensearch_shard_gb"]))
     searches = n * a * p["searches_per_active_day"]
@@ -338,7 +341,8 @@ def sweep(p, n):
 
 
 # one assumption changed at a time, at the largest size: which ones move the answer
-SENSITIVITY = [("cassandra_replica_write_us", 350), ("instance_publish_us", 300), ("instance_fanout_row_us", 60),
+SENSITIVITY = [("cassandra_replica_write_us", 350), ("instance_publish_us", 1000), ("instance_fanout_row_us", 80),
+               ("cassandra_query_read_us", 400),
                ("degree_alpha", 2.5), ("active_fraction", 0.5), ("inbound_reads_per_active_day", 60),
                ("posts_per_active_day", 5.0), ("inbound_retention_days", 7), ("head_cache_budget_mb", 4096),
                ("pull_merge_p99_max", 200)]

@@ -2,7 +2,8 @@
   "HTTP/2 protocol errors answered as RFC 9113 says, over raw frames (RawFrames): stream errors reset the stream
   with their own code, connection errors send GOAWAY with theirs and are read by the client on h2c too, malformed
   requests never reach the handler. Then h2spec against a server, h2c and TLS, when an h2spec binary is found
-  (env H2SPEC, PATH, /tmp/qa-go/bin/h2spec): zero failures but the allow-listed ones, else reported as skipped."
+  (env H2SPEC, PATH, ~/.cache/herald/bin/h2spec where `make test`'s build/test-deps.sh builds it, /tmp/qa-go/bin/h2spec):
+  zero failures but the allow-listed ones, else reported as skipped."
   (:require [clojure.java.io :as io]
             [clojure.java.shell :as sh]
             [clojure.string :as str]
@@ -163,6 +164,7 @@
   (->> [(System/getenv "H2SPEC")
         (some (fn [dir] (let [f (io/file dir "h2spec")] (when (.canExecute f) (str f))))
               (str/split (or (System/getenv "PATH") "") #":"))
+        (str (System/getProperty "user.home") "/.cache/herald/bin/h2spec")
         "/tmp/qa-go/bin/h2spec"]
        (filter #(and % (.canExecute (io/file ^String %))))
        first))
@@ -190,4 +192,4 @@
                 (is (re-find #"\d+ tests" summary) out)
                 (is (empty? unexpected) (str summary "; failed: " (vec unexpected)))))))))
     (clojure.test/do-report {:type :skip
-                             :message "h2spec is not installed (set H2SPEC, put it on PATH or at /tmp/qa-go/bin/h2spec)"})))
+                             :message "h2spec is not installed (set H2SPEC, put it on PATH or at ~/.cache/herald/bin/h2spec: build/test-deps.sh builds it with Go)"})))

@@ -83,7 +83,7 @@ public final class LoadEngine implements AutoCloseable {
 
   /** Adds every worker's latency and service-time histograms recorded since the previous call. */
   public void collect(Histogram latencyInto, Histogram serviceInto) {
-    for (Worker w : workers) w.collect(Worker.MEASURED, latencyInto, serviceInto);
+    for (Worker w : workers) w.recorders.collect(Recorders.MEASURED, latencyInto, serviceInto);
   }
 
   /**
@@ -92,13 +92,13 @@ public final class LoadEngine implements AutoCloseable {
    * has compiled that code before the window starts.
    */
   public void collectUnmeasured(Histogram latencyInto, Histogram serviceInto) {
-    for (Worker w : workers) w.collect(Worker.UNMEASURED, latencyInto, serviceInto);
+    for (Worker w : workers) w.recorders.collect(Recorders.UNMEASURED, latencyInto, serviceInto);
   }
 
   /** Responses recorded so far. */
   public long completed() {
     long n = 0;
-    for (Worker w : workers) n += w.completed;
+    for (Worker w : workers) n += w.recorders.completed;
     return n;
   }
 
@@ -152,7 +152,7 @@ public final class LoadEngine implements AutoCloseable {
   /** Response counts by status code (index = status), summed over workers. */
   public long[] statusCounts() {
     long[] all = new long[600];
-    for (Worker w : workers) for (int i = 0; i < all.length; i++) all[i] += w.statusCounts[i];
+    for (Worker w : workers) for (int i = 0; i < all.length; i++) all[i] += w.recorders.statusCounts[i];
     return all;
   }
 

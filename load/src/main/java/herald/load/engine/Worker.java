@@ -12,8 +12,6 @@ import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
-import org.HdrHistogram.Histogram;
-import org.HdrHistogram.SingleWriterRecorder;
 
 /**
  * One event loop's share of a run: its request slots (one per connection over HTTP/1.1, one per stream of
@@ -40,19 +38,8 @@ final class Worker implements ConnectionListener {
   private final SendListener sendListener;
   private final int stride;
   private PreparedRequest shared;
-  /**
-   * Responses are recorded by where their request's intended time fell, index {@link #MEASURED} (the recorded
-   * window) or {@link #UNMEASURED} (the warm-up, or after the end): both go through the same code, so the JIT
-   * compiles one path during the warm-up and nothing changes for it when the window starts (a branch never taken
-   * in the warm-up was compiled as a trap, and its deoptimisation and recompilation fell inside the window).
-   */
-  static final int MEASURED = 0, UNMEASURED = 1;
-  private final SingleWriterRecorder[] latency = {new SingleWriterRecorder(3), new SingleWriterRecorder(3)};
-  private final SingleWriterRecorder[] service = {new SingleWriterRecorder(3), new SingleWriterRecorder(3)};
-  private final Histogram[] reuseLatency = new Histogram[2], reuseService = new Histogram[2];
-  /** Response counts by status code (index = status) of measured requests. */
-  final long[] statusCounts = new long[600];
-  private final long[][] statusBy = {statusCounts, new long[600]};
+  /** Where responses are recorded: by whether their request's intended time fell inside the window. */
+  final Recorders recorders = new Recorders();
   private final Runnable tickTask = this::tick;
   final long[] errors = new long[ErrorKind.values().length];
   /** Failed connect attempts (each retry counts) that carried no request: shown apart from request errors. */
@@ -63,7 +50,6 @@ final class Worker implements ConnectionListener {
   volatile String tlsSession;
   /** The message of the last connect failure of kind OTHER, TLS or PROTOCOL, or null. */
   volatile String otherConnectError;
-  volatile long completed;
   volatile long issued;
   volatile long backlog;
   private long start, measureFrom, end, planned, nextIntended;
@@ -126,6 +112,7 @@ final class Worker implements ConnectionListener {
       start = startNanos;
       measureFrom = measureFromNanos;
       end = endNanos;
+      recorders.window(measureFrom, end);
       if (schedule != null) {
         planned = countBelow(schedule.total());
         for (int i = 0; i < schedule.phases(); i++) {
@@ -160,22 +147,6 @@ final class Worker implements ConnectionListener {
       }
     });
     return f;
-  }
-
-  /**
-   * Adds this worker's interval histograms (since the last call) of requests intended inside the window
-   * ({@code which} = {@link #MEASURED}) or outside it ({@link #UNMEASURED}) to the given ones.
-   */
-  void collect(int which, Histogram latencyInto, Histogram serviceInto) {
-    reuseLatency[which] = latency[which].getIntervalHistogram(reuseLatency[which]);
-    reuseService[which] = service[which].getIntervalHistogram(reuseService[which]);
-    latencyInto.add(reuseLatency[which]);
-    serviceInto.add(reuseService[which]);
-  }
-
-  /** 1 when {@code intended} is outside the recorded window [measureFrom, end), else 0: the sign bit, no branch. */
-  private int unmeasured(long intended) {
-    return (int) (((intended - measureFrom) | (end - 1 - intended)) >>> 63);
   }
 
   private void tick() {
@@ -273,14 +244,10 @@ final class Worker implements ConnectionListener {
     Slot s = (Slot) c.attachment();
     long now = System.nanoTime();
     if (steps != null && s.busy) steps.inFlight[s.step]--;
-    // the same path for every response (see MEASURED): the warm-up's land in the UNMEASURED recorders and counts,
+    // the same path for every response (see Recorders): the warm-up's land in the unmeasured recorders and counts,
     // and in the warm-up phase of the steps, which no result reads
-    int k = unmeasured(s.intended);
     long lat = Math.max(0, (now - s.intended) / 1000), svc = Math.max(0, (now - s.sent) / 1000);
-    latency[k].recordValue(lat);
-    service[k].recordValue(svc);
-    statusBy[k][Math.min(599, Math.max(0, status))]++;
-    completed += k ^ 1;
+    recorders.record(s.intended, lat, svc, status);
     if (steps != null) {
       steps.record(s.step, lat, svc, status);
       if (now - start < schedule.durationNanos()) steps.answeredDuring[schedule.phaseAtNanos(now - start)]++;
@@ -390,7 +357,10 @@ final class Worker implements ConnectionListener {
         if (b > a) steps.unsent[i] += b - a;
       }
     }
-    if (now < end) end = now;
+    if (now < end) {
+      end = now;
+      recorders.window(measureFrom, end);
+    }
     maybeFinish();
   }
 
