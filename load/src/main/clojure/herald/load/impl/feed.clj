@@ -51,15 +51,15 @@
 (def ^:private feed-gets [[(rec/op "inbound" "get") "/inbound"] [(rec/op "outbound" "get") "/outbound"]
                           [(rec/op "friends" "get") "/friends"]])
 
-(defn- pace!
-  "Waits for the next slot of the global rate cap, if there is one."
-  [{:keys [^AtomicLong next-slot cap-interval]}]
-  (when next-slot
-    (let [now (System/nanoTime)
-          slot (.getAndUpdate next-slot (reify java.util.function.LongUnaryOperator
-                                          (applyAsLong [_ prev] (+ (max prev now) (long cap-interval)))))
-          slot (max slot now)]
-      (when (> slot now) (Thread/sleep (java.time.Duration/ofNanos (- slot now)))))))
+(defn- slot!
+  "The System/nanoTime at which the next request may go out: the next slot of the global rate cap (taken now), or
+  `now` without a cap. The session's event loop holds the request until then (SessionClient.send): no thread sleeps
+  and is woken to pace it."
+  ^long [{:keys [^AtomicLong next-slot cap-interval]} ^long now]
+  (if next-slot
+    (max now (.getAndUpdate next-slot (reify java.util.function.LongUnaryOperator
+                                        (applyAsLong [_ prev] (+ (max prev now) (long cap-interval))))))
+    now))
 
 (defn response-field
   "Top-level field `field` (a name) of the JSON object in the response body `b`: herald.json/read-field, which
@@ -79,12 +79,12 @@
   parsed), else nil."
   [{:keys [^SessionClient session host-header recorder stop] :as ctx} op req field]
   (when-not @stop
-    (pace! ctx)
-    (let [started (System/currentTimeMillis)
-          t0 (System/nanoTime)
+    (let [now (System/nanoTime)
+          t0 (slot! ctx now)
+          started (+ (System/currentTimeMillis) (quot (- t0 now) 1000000))
           bytes (request/encode req host-header)]
       (try
-        (let [^Response r (.get (.send session bytes false))]
+        (let [^Response r (.get (.send session bytes false t0))]
           (rec/record! recorder started op (.status r) (quot (.latencyNanos r) 1000) nil)
           (when (and field (= 200 (.status r)))
             (response-field (.body r) field)))
@@ -213,7 +213,7 @@
 (defn start-users!
   "Starts one virtual thread per user, each with its session to `target`; returns {:threads :roles :sessions}."
   [opts ^Target target ^EventLoopGroup group recorder stop]
-  (let [dict (words/dictionary-array (words/dictionary 40000 (:seed opts)))
+  (let [dict (words/packed-dictionary (words/dictionary 40000 (:seed opts)))
         known (atom [])
         seed-rnd (Random. (long (:seed opts)))
         cap (when-let [r (:rate-cap opts)] (long (/ 1e9 (double r))))

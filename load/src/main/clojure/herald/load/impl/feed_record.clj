@@ -11,26 +11,44 @@
 
 (set! *warn-on-reflection* true)
 
-(defn recorder
-  "A new recorder; `log-file` (optional) receives one reference log line per answered request. Requests
-  started before epoch ms `from-ms` (a warm-up; `record-from!` moves it) are not recorded."
-  ([log-file] (recorder log-file Long/MIN_VALUE))
-  ([log-file from-ms]
-  {:from-ms (java.util.concurrent.atomic.AtomicLong. (long from-ms))
-   :lock (Object.)
+(defn- sink
+  "The structures one recorder fills: histograms, statuses, errors, minutes, interval recorder, optional log."
+  [log-file]
+  {:lock (Object.)
    :ops (HashMap.)
    :status (HashMap.)
    :errors (HashMap.)
    :minutes (agg/aggregator)
    :interval (Recorder. 3)
    :interval-errors (java.util.concurrent.atomic.AtomicLong.)
-   :log (when log-file (io/make-parents (io/file log-file)) (io/writer (io/file log-file)))}))
+   :log (when log-file (io/make-parents (io/file log-file)) (io/writer (io/file log-file)))})
+
+(defn- clamp-ms
+  "`ms` within 0..4e18, so that an epoch ms minus it never overflows (Long/MIN_VALUE: record all, MAX_VALUE: none)."
+  ^long [ms]
+  (max 0 (min (long ms) 4000000000000000000)))
+
+(defn recorder
+  "A new recorder; `log-file` (optional) receives one reference log line per answered request. Requests
+  started before epoch ms `from-ms` (a warm-up; `record-from!` moves it) are not recorded: they go through the
+  same code into a second set of structures nobody reads, so that the code that records is compiled during the
+  warm-up and the window does not begin with its compilation (and deoptimisations of what inlined it)."
+  ([log-file] (recorder log-file Long/MIN_VALUE))
+  ([log-file from-ms]
+   (let [sinks (object-array 2)
+         r (assoc (sink log-file)
+                  :from-ms (java.util.concurrent.atomic.AtomicLong. (clamp-ms from-ms))
+                  :sinks sinks)]
+     ;; index 0: recorded; 1: the warm-up's, read by no one (record! picks one by the sign of time - from)
+     (aset sinks 0 r)
+     (aset sinks 1 (sink nil))
+     r)))
 
 (defn record-from!
   "Records only requests started at or after epoch ms `from-ms` from now on (the end of a warm-up that
   starts once the users run)."
   [{:keys [^java.util.concurrent.atomic.AtomicLong from-ms]} ms]
-  (.set from-ms (long ms)))
+  (.set from-ms (clamp-ms ms)))
 
 (def ^:private ^java.util.function.BiFunction plus
   (reify java.util.function.BiFunction (apply [_ a b] (+ (long a) (long b)))))
@@ -45,15 +63,13 @@
   [entity operation]
   (->Op (str entity) (str operation) (str entity " " operation)))
 
-(defn record!
-  "Records one request of `op` (made by `op`) started at epoch ms `time-ms`. `status` 0 with an `error-kind`
-  (\"connect\", \"timeout\", ...) means no response; any status outside 200..299 counts as a status error (a
-  DELETE's 204 is a success)."
-  [{:keys [^java.util.concurrent.atomic.AtomicLong from-ms lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
+(defn- record-into!
+  "Records one request into the structures of `sink`."
+  [{:keys [lock ^Map ops ^Map status ^Map errors minutes ^Recorder interval ^java.util.concurrent.atomic.AtomicLong interval-errors ^Writer log]}
    time-ms ^Op op code latency-us error-kind]
-  (when (>= (long time-ms) (.get from-ms))
-  (let [k (.-key op) entity (.-entity op) operation (.-operation op)]
-    (when (or error-kind (not (<= 200 (long code) 299))) (.incrementAndGet interval-errors))
+  (let [k (.-key op) entity (.-entity op) operation (.-operation op)
+        ok? (and (<= 200 (long code)) (<= (long code) 299))]
+    (when (or error-kind (not ok?)) (.incrementAndGet interval-errors))
     (if error-kind
       (locking lock (bump! errors [k error-kind]))
       (do (.recordValue interval (max 0 (long latency-us)))
@@ -62,8 +78,17 @@
             (let [^Histogram h (or (.get ops k) (let [h (hist/histogram)] (.put ops k h) h))]
               (.recordValue h (max 0 (long latency-us))))
             (bump! status [k code])
-            (when-not (<= 200 (long code) 299) (bump! errors [k "status"]))
-            (when log (.write log (str (agg/format-log-line time-ms entity operation latency-us) "\n")))))))))
+            (when-not ok? (bump! errors [k "status"]))
+            (when log (.write log (str (agg/format-log-line time-ms entity operation latency-us) "\n"))))))))
+
+(defn record!
+  "Records one request of `op` (made by `op`) started at epoch ms `time-ms`. `status` 0 with an `error-kind`
+  (\"connect\", \"timeout\", ...) means no response; any status outside 200..299 counts as a status error (a
+  DELETE's 204 is a success). Before the recorder's from-ms it goes, by the same code, where nobody reads it."
+  [{:keys [^java.util.concurrent.atomic.AtomicLong from-ms ^objects sinks]} time-ms op code latency-us error-kind]
+  ;; no branch on the warm-up: the sign bit of time - from (both clamped, no overflow) picks the sink
+  (record-into! (aget sinks (unsigned-bit-shift-right (- (long time-ms) (.get from-ms)) 63))
+                time-ms op code latency-us error-kind))
 
 (defn close!
   "Flushes and closes the log, if any."

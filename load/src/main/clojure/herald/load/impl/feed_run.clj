@@ -72,11 +72,15 @@
         (options/check :jwt-audience #(or (nil? %) (string? %)) "must be nil or a string")
         (protocol/validate (boolean (:https? m))))))
 
-(defn- interval-loop [r ^Recorder interval stop-at stopped? report minutes-unused]
-  (loop [intervals [] t0 (System/nanoTime) last-t 0.0 last-err 0]
+(defn- interval-loop
+  "Reports every interval until `stop-at` or a stop; each interval's histogram is the one before it, recycled
+  (`h0`: the first, from `interval`), so the recorder's histograms keep their size and never resize while
+  recording (hooks copy what they keep)."
+  [r ^Recorder interval ^Histogram h0 stop-at stopped? report]
+  (loop [intervals [] t0 (System/nanoTime) last-t 0.0 last-err 0 prev h0]
     (let [wait (min (long (* 1e9 (double (:interval r)))) (max 0 (- (long stop-at) (System/nanoTime))))]
       (when (pos? wait) (.sleep TimeUnit/NANOSECONDS wait)))
-    (let [h (.getIntervalHistogram interval)
+    (let [h (.getIntervalHistogram interval ^Histogram prev)
           now (System/nanoTime)
           t (/ (- now t0) 1e9)
           errs (.get ^java.util.concurrent.atomic.AtomicLong (:interval-errors r))
@@ -86,7 +90,7 @@
           done? (or (>= now (long stop-at)) @stopped? (boolean (some-> (:stop-when r) (apply []))))]
       (when-let [f (:on-histogram r)] (f last-t t h))
       (report entry)
-      (if done? [(conj intervals entry) (- now t0)] (recur (conj intervals entry) t0 t errs)))))
+      (if done? [(conj intervals entry) (- now t0)] (recur (conj intervals entry) t0 t errs h)))))
 
 (defn execute
   "Runs the feed workload with `opts` (see herald.load/feed); returns the result map."
@@ -109,9 +113,9 @@
             _ (when (pos? warmup-ms) (rec/record-from! r (+ (System/currentTimeMillis) warmup-ms)))
             body (fn []
                    (while (and (not @stop) (< (System/nanoTime) warm-until)) (Thread/sleep 20))
-                   (.getIntervalHistogram ^Recorder (:interval r))
                    (interval-loop (assoc opts :interval-errors (:interval-errors r)) (:interval r)
-                                  (+ (System/nanoTime) (long (* 1e9 (double (:duration opts))))) stop report nil))
+                                  (.getIntervalHistogram ^Recorder (:interval r))
+                                  (+ (System/nanoTime) (long (* 1e9 (double (:duration opts))))) stop report))
             [intervals elapsed] (if (:handle-interrupt? opts) (progress/with-interrupt #(reset! stop true) body) (body))
             _ (reset! stop true)
             _ (feed/join-users! users (:timeout opts))

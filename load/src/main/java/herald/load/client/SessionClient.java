@@ -26,6 +26,7 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
   private long sent;
   private CompletableFuture<Response> result;
   private ScheduledFuture<?> timer;
+  private boolean closed;
 
   /** A session on {@code loop} to {@code target} (whose connect timeout should be the request timeout). */
   public SessionClient(EventLoop loop, Target target, boolean newConnection, long timeoutNanos) {
@@ -64,7 +65,24 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
     return f;
   }
 
+  /**
+   * Sends an encoded request at {@code notBeforeNanos} ({@link System#nanoTime()}) or, when that has passed, at once.
+   * The event loop's own timer waits (no thread sleeps and wakes to hand the request over), and a request's latency
+   * and timeout count from when it is written.
+   */
+  public CompletableFuture<Response> send(byte[] request, boolean head, long notBeforeNanos) {
+    long wait = notBeforeNanos - System.nanoTime();
+    if (wait <= 0) return send(request, head);
+    CompletableFuture<Response> f = new CompletableFuture<>();
+    loop.schedule(() -> start(request, head, f), wait, TimeUnit.NANOSECONDS);
+    return f;
+  }
+
   private void start(byte[] request, boolean head, CompletableFuture<Response> f) {
+    if (closed) {
+      f.completeExceptionally(new IllegalStateException("the session is closed"));
+      return;
+    }
     if (result != null) {
       f.completeExceptionally(new IllegalStateException("a request is already in flight on this session"));
       return;
@@ -149,6 +167,7 @@ public final class SessionClient implements ConnectionListener, AutoCloseable {
   @Override
   public void close() {
     loop.execute(() -> {
+      closed = true;
       if (conn != null) conn.close();
       conn = null;
     });
