@@ -36,9 +36,11 @@
 (deftest ^:integration broadcaster-mix-matches-the-reference-ratios
   ;; per batch: 10 participants, 3 inviters x 2-3 invitees minus self-pairs (~6.75 friendships),
   ;; 10 posts per invitee (~25): participant : friends : outbound ~ 1 : 0.68 : 2.5
-  ;; The run stops once 300 participants were created (30 batches; the 4 users' unfinished batches move the
-  ;; ratios by less than the bounds allow), not after a fixed time: a cold JVM on a loaded machine made too few
-  ;; batches in 4 s. The 120 s duration only bounds a hang.
+  ;; The run stops once 300 participants were created (30 batches), not after a fixed time: a cold JVM on a loaded
+  ;; machine made too few batches in 4 s. The 120 s duration only bounds a hang. The 4 users' unfinished batches
+  ;; can hold up to 40 of the participants with none of their posts yet, and the stop check sees the count a little
+  ;; late: outbound/participant can be as low as ~2.5 x 260/300 = 2.17 and lower still by the lag (2.1 seen once
+  ;; at load 18), hence the bound of 2.0 (a mix without its 10 posts per invitee gives 1 or less).
   (let [seen (atom {}) bodies (atom {})
         log (java.io.File/createTempFile "feed" ".log")
         n (fn [route] (get @seen ["POST" route] 0))]
@@ -48,7 +50,7 @@
             p (n :participant)]
         (is (>= p 300) (str "participants created: " p))
         (is (< 0.55 (/ (n :friends) (double p)) 0.8) (str "friends/participant " (/ (n :friends) (double p))))
-        (is (< 2.1 (/ (n :outbound) (double p)) 2.9) (str "outbound/participant " (/ (n :outbound) (double p))))
+        (is (< 2.0 (/ (n :outbound) (double p)) 2.9) (str "outbound/participant " (/ (n :outbound) (double p))))
         (is (= {:broadcaster 4} (:roles r)))
         (is (= #{"application/json"} (set (keys @bodies))))
         (is (zero? (reduce + (vals (:errors r)))) (pr-str (:errors r)))
