@@ -82,6 +82,25 @@ for line in sys.stdin:
     print(name, tree(int(pid)))'
 }
 
+# gen_poll PID FILE: every 0.1 s, the CPU ticks of PID's process tree into FILE, until the process ends (the load
+# generator exits right after the progress line that closes the window, before a snapshot could read it)
+gen_poll() {
+  python3 -c '
+import os, sys, time
+pid, out = sys.argv[1], sys.argv[2]
+def ticks(p):
+    f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+    kids = open(f"/proc/{p}/task/{p}/children").read().split()
+    return int(f[11]) + int(f[12]) + sum(ticks(k) for k in kids if os.path.exists(f"/proc/{k}"))
+while True:
+    try:
+        t = ticks(pid)
+    except (OSError, ValueError, IndexError):
+        break
+    open(out + ".tmp", "w").write(f"generator {t}\n"); os.replace(out + ".tmp", out)
+    time.sleep(0.1)' "$1" "$2" &
+}
+
 # CPU ticks of the JIT compiler threads (C1/C2 CompilerThread) of each JVM (instances, Kafka, Cassandra,
 # OpenSearch): "name ticks" lines
 jit_snapshot() {
@@ -206,10 +225,12 @@ for n in $INSTANCES; do
   run_load "$PORT" "$DURATION" "$W/run.json" & LOAD=$!
   last_t() { grep -o '"t":[0-9.]*' "$W/run.json" 2>/dev/null | tail -1 | cut -d: -f2; }
   until [ -n "$(last_t)" ] || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
-  T0=$(date +%s.%N); echo "generator $LOAD" | tree_ticks >"$W/gen0"; cpu_snapshot >"$W/cpu0"; jit_snapshot >"$W/jit0"
+  rm -f "$W/gen"; gen_poll "$LOAD" "$W/gen"
+  until [ -s "$W/gen" ] || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.02; done
+  T0=$(date +%s.%N); cp "$W/gen" "$W/gen0"; cpu_snapshot >"$W/cpu0"; jit_snapshot >"$W/jit0"
   probe "http://127.0.0.1:$PORT" "$DURATION" "$W/probe.json" & PROBE=$!
   until awk -v t="$(last_t)" -v d="$DURATION" 'BEGIN { exit !(t + 0.3 >= d) }' || ! kill -0 "$LOAD" 2>/dev/null; do sleep 0.05; done
-  echo "generator $LOAD" | tree_ticks >"$W/gen1"; cpu_snapshot >"$W/cpu1"; jit_snapshot >"$W/jit1"; T1=$(date +%s.%N)
+  cp "$W/gen" "$W/gen1"; cpu_snapshot >"$W/cpu1"; jit_snapshot >"$W/jit1"; T1=$(date +%s.%N)
   wait "$LOAD" || die "herald-load failed: $(tail -3 "$W/run.json.err")"
   wait "$PROBE" || die "the lag probe failed"
   read -r POSTS SECS P99 POST_P99 ERRORS < <(figures "$W/run.json")
