@@ -61,44 +61,46 @@ cluster_pids() {
 # CPU ticks of each cluster process and its descendants: "name ticks" lines
 cpu_snapshot() { tree_ticks <"$W/pids"; }
 
-# "name pid" lines on stdin -> "name ticks" lines: CPU ticks of each process and its descendants, living or ended
+# Python shared by tree_ticks and gen_poll: ticks() reads /proc once and returns tree(pid), the CPU ticks of a process
+# and its descendants, living or ended (utime + stime, plus the same of children that ended and were waited for: their
+# time moves to the parent)
+TICKS_PY='
+import os
+def ticks():
+    stat = {}
+    for p in os.listdir("/proc"):
+        if p.isdigit():
+            try:
+                f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
+                stat[int(p)] = (int(f[1]), int(f[11]) + int(f[12]) + int(f[13]) + int(f[14]))   # ppid, ticks
+            except OSError:
+                pass
+    kids = {}
+    for p, (pp, _) in stat.items(): kids.setdefault(pp, []).append(p)
+    def tree(p): return stat.get(p, (0, 0))[1] + sum(tree(c) for c in kids.get(p, []))
+    return tree
+'
+
+# "name pid" lines on stdin -> "name ticks" lines: CPU ticks of each process tree
 tree_ticks() {
-  python3 -c '
-import os, sys
-stat = {}
-for p in os.listdir("/proc"):
-    if p.isdigit():
-        try:
-            f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
-            # ppid, utime + stime + the same of its children that ended and were waited for (their time moves there)
-            stat[int(p)] = (int(f[1]), int(f[11]) + int(f[12]) + int(f[13]) + int(f[14]))
-        except OSError:
-            pass
-kids = {}
-for p, (pp, _) in stat.items(): kids.setdefault(pp, []).append(p)
-def tree(p): return stat.get(p, (0, 0))[1] + sum(tree(c) for c in kids.get(p, []))
+  python3 -c "$TICKS_PY"'
+import sys
+tree = ticks()
 for line in sys.stdin:
     name, pid = line.split()
     print(name, tree(int(pid)))'
 }
 
-# gen_poll PID FILE: every 0.1 s, the CPU ticks of PID's process tree into FILE, until the process ends (the load
+# gen_poll PID FILE: every 0.25 s, "generator TICKS" of PID's process tree into FILE, until the process ends (the load
 # generator exits right after the progress line that closes the window, before a snapshot could read it)
 gen_poll() {
-  python3 -c '
-import os, sys, time
-pid, out = sys.argv[1], sys.argv[2]
-def ticks(p):
-    f = open(f"/proc/{p}/stat").read().rsplit(")", 1)[1].split()
-    kids = open(f"/proc/{p}/task/{p}/children").read().split()
-    return int(f[11]) + int(f[12]) + sum(ticks(k) for k in kids if os.path.exists(f"/proc/{k}"))
-while True:
-    try:
-        t = ticks(pid)
-    except (OSError, ValueError, IndexError):
-        break
+  python3 -c "$TICKS_PY"'
+import sys, time
+pid, out = int(sys.argv[1]), sys.argv[2]
+while os.path.exists(f"/proc/{pid}"):
+    t = ticks()(pid)
     open(out + ".tmp", "w").write(f"generator {t}\n"); os.replace(out + ".tmp", out)
-    time.sleep(0.1)' "$1" "$2" &
+    time.sleep(0.25)' "$1" "$2" &
 }
 
 # CPU ticks of the JIT compiler threads (C1/C2 CompilerThread) of each JVM (instances, Kafka, Cassandra,
