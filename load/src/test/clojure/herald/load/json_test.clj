@@ -1,13 +1,11 @@
 (ns herald.load.json-test
-  "The feed workload's hot-path JSON and words: request bodies equal to herald.json/write-bytes's, one response
-  field read as the whole reader reads it (nil for what is no JSON object), results written with herald-load's
-  conventions, sentences from a String array equal to those from the vector."
+  "The feed workload's hot-path JSON: request bodies equal to herald.json/write-bytes's, one response field read as
+  the whole reader reads it (nil for what is no JSON object), results written with herald-load's conventions (its
+  words: words-test)."
   (:require [clojure.test :refer [deftest is testing]]
             [herald.json :as json]
             [herald.load.impl.feed :as feed]
-            [herald.load.impl.result-json :as result-json]
-            [herald.load.impl.words :as words])
-  (:import (java.util Random)))
+            [herald.load.impl.result-json :as result-json]))
 
 (set! *warn-on-reflection* true)
 
@@ -45,11 +43,3 @@
          (json/read (result-json/write-str {:herald.load/result 1 :mode :rate :p99 ##NaN :rate ##Inf
                                             :steps [{:label "x" :at (java.time.LocalDate/of 2026 11 26)}] :ratio 1/2
                                             :path (java.io.File. "/tmp/r")})))))
-
-(deftest sentences-from-the-array-are-those-of-the-vector
-  (let [v (words/dictionary 2000 3)
-        a (words/dictionary-array v)
-        draw (fn [dict] (let [r (Random. 11)] [(words/sentence r dict 150) (words/sentence r dict 1) (words/pick r dict)
-                                               (words/sentence r dict 0) (.nextInt r)]))]
-    (is (= (draw v) (draw a)))
-    (is (= 150 (count (.split ^String (first (draw a)) " "))))))

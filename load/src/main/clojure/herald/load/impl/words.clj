@@ -25,8 +25,6 @@
          (let [w (apply str (repeatedly (+ 2 (.nextInt r 3)) #(syllable r)))]
            (if (seen w) (recur seen out) (recur (conj! seen w) (conj! out w)))))))))
 
-(def ^:private ^Class string-array (Class/forName "[Ljava.lang.String;"))
-
 (deftype Packed [^bytes data ^ints offsets])
 
 (defn packed-dictionary
@@ -62,33 +60,18 @@
           (recur (inc i) end buf))))))
 
 (defn sentence
-  "`k` random words of `dict` (a vector, or for speed a String array as `dictionary-array` makes, or for more
-  speed a `packed-dictionary`) joined by spaces; draws `k` ints from `r` in order, the same words for the same `r`
-  whichever the form of `dict`."
+  "`k` random words of `dict` (a vector, or for speed a `packed-dictionary`) joined by spaces; draws `k` ints from
+  `r` in order, the same words for the same `r` whichever the form of `dict`."
   [^Random r dict k]
-  (cond
-    (instance? Packed dict) (packed-sentence r dict (long k))
-    (instance? string-array dict)
-    (let [^"[Ljava.lang.String;" words dict
-          n (alength words)
-          sb (StringBuilder. (int (* 12 (long k))))]
-      (dotimes [i k]
-        (when (pos? i) (.append sb \space))
-        (.append sb (aget words (.nextInt r n))))
-      (.toString sb))
-    :else (str/join " " (repeatedly k #(nth dict (.nextInt r (count dict)))))))
-
-(defn dictionary-array
-  "`dict` as a String array (for `sentence` on the hot path: no lazy sequences, no vector walks)."
-  ^"[Ljava.lang.String;" [dict]
-  (into-array String dict))
+  (if (instance? Packed dict)
+    (packed-sentence r dict (long k))
+    (str/join " " (repeatedly k #(nth dict (.nextInt r (count dict)))))))
 
 (defn pick
-  "One random word of `dict` (a vector, a String array or a `packed-dictionary`), drawing one int from `r`."
+  "One random word of `dict` (a vector or a `packed-dictionary`), drawing one int from `r`."
   ^String [^Random r dict]
-  (cond
-    (instance? Packed dict) (let [^Packed p dict ^ints offsets (.-offsets p)
-                                  w (.nextInt r (dec (alength offsets))) from (aget offsets w)]
-                              (String. ^bytes (.-data p) from (int (- (aget offsets (inc w)) from)) StandardCharsets/ISO_8859_1))
-    (instance? string-array dict) (let [^"[Ljava.lang.String;" words dict] (aget words (.nextInt r (alength words))))
-    :else (nth dict (.nextInt r (count dict)))))
+  (if (instance? Packed dict)
+    (let [^Packed p dict ^ints offsets (.-offsets p)
+          w (.nextInt r (dec (alength offsets))) from (aget offsets w)]
+      (String. ^bytes (.-data p) from (int (- (aget offsets (inc w)) from)) StandardCharsets/ISO_8859_1))
+    (nth dict (.nextInt r (count dict)))))
