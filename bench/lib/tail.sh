@@ -79,6 +79,36 @@ vm_window() {
       printf "%d %.1f %.1f %d %d %s %.2f %d\n", n, tot / 1e6, m / 1e6, c, j, (ops == "" ? "-" : ops), ttsp / 1e6, dn}' "$1"
 }
 
+# thread_ticks PID...: "pid tid ticks name" per thread of each PID (user + system clock ticks; a name may hold spaces)
+thread_ticks() {
+  local p t
+  for p in "$@"; do
+    for t in /proc/"$p"/task/*/stat; do
+      awk -v p="$p" '{s = $0; n = s; sub(/^[0-9]+ \(/, "", n); sub(/\) [^)]*$/, "", n); sub(/.*\) /, "", s)
+        split(s, a, " "); split(FILENAME, f, "/"); print p, f[5], a[12] + a[13], n}' "$t" 2>/dev/null || true
+    done
+  done
+}
+
+# loop_sample SERVER_PID GENERATOR_PID OUT: thread_ticks of both processes one second into the recorded window and
+# one second before its end, with the time between in OUT (the two threads doing the I/O are each process's
+# busiest; how busy they are says how much a stall is amplified: a backlog drains at the busy thread's spare rate)
+loop_sample() {
+  sleep $((TAIL_WARMUP + 1))
+  thread_ticks "$1" "$2" >"$3.0"; local t0; t0=$(date +%s%N)
+  sleep $((TAIL_SECONDS - 2))
+  thread_ticks "$1" "$2" >"$3.1"; echo $(( $(date +%s%N) - t0 )) >"$3.ns"
+}
+
+# busiest_pct OUT PID: "pct name" of PID's busiest thread between loop_sample's two readings (pct of one core)
+busiest_pct() {
+  [ -s "$1.1" ] && [ -s "$1.ns" ] || { echo "- -"; return; }
+  awk -v pid="$2" -v ns="$(cat "$1.ns")" -v hz="$(getconf CLK_TCK)" '
+    FNR == NR {if ($1 == pid) t0[$2] = $3; next}
+    $1 == pid && ($2 in t0) {d = $3 - t0[$2]; if (d > best) {best = d; name = $4; for (i = 5; i <= NF; i++) name = name "_" $i}}
+    END {if (name == "") print "- -"; else printf "%.0f %s\n", 100 * best / hz / (ns / 1e9), name}' "$1.0" "$1.1"
+}
+
 # settle_run SERVER_PID GENERATOR_PID: two thirds into the warm-up, one full collection in the server and in the
 # generator (jcmd GC.run), so the recorded window starts in a steady state, as a long-running process's: the
 # startup's objects tenured. Without it a server whose first young collection falls in the window (raw Netty's, at
@@ -109,8 +139,12 @@ tail_run() {
   local gen=$! settle=""
   PID[$s.gen]=$gen  # stopped by bench_cleanup if the script is interrupted
   if [ "$TAIL_SETTLE" = 1 ]; then settle_run "${PID[$s]}" "$gen" & settle=$!; fi
+  loop_sample "${PID[$s]}" "$gen" "$dir.threads" & local sampler=$!
   wait "$gen" || log "herald-load rate exited $? against $s: $(grep -m3 WARNING "$dir.txt" | tr '\n' ' ')"
   [ -n "$settle" ] && { wait "$settle" || true; }
+  wait "$sampler" || true
+  read -r TR_LOOP TR_LOOP_NAME <<<"$(busiest_pct "$dir.threads" "${PID[$s]}")"
+  read -r TR_GEN_LOOP TR_GEN_LOOP_NAME <<<"$(busiest_pct "$dir.threads" "$gen")"
   unset "PID[$s.gen]"
   c1=$(cpu_ticks "${PID[$s]}"); s1=$(core_ticks)
   stop_server "$s"
@@ -125,18 +159,18 @@ tail_run() {
   TR_GC=$(gc_name "$gc")
   for v in P99 P999 P9999 MAX; do eval "TAIL_${v}[\$s]=\$TR_$v"; done
   TAIL_PAUSE_MAX[$s]=$TR_PAUSE_MAX; TAIL_GEN_PAUSE_MAX[$s]=$TR_GEN_PAUSE_MAX; TAIL_OTHER[$s]=$TR_OTHER
-  TAIL_CAUSE[$s]="$(tail_cause) (server pauses $TR_PAUSES, longest $TR_PAUSE_MAX ms; other load on its core $TR_OTHER%)"
+  TAIL_CAUSE[$s]="$(tail_cause) (server pauses $TR_PAUSES, longest $TR_PAUSE_MAX ms; other load on its core $TR_OTHER%; busiest threads: server $TR_LOOP% ($TR_LOOP_NAME), generator $TR_GEN_LOOP% ($TR_GEN_LOOP_NAME))"
   local line="server=$base gc=$TR_GC rate=$TAIL_RATE achieved=$TR_ACHIEVED p50_ms=$TR_P50 p99_ms=$TR_P99 p999_ms=$TR_P999"
   line="$line p9999_ms=$TR_P9999 max_ms=$TR_MAX service_p9999_ms=$TR_SP9999 service_max_ms=$TR_SMAX errors=$TR_ERRORS"
   line="$line late_sends=$TR_LATE connection_waits=$TR_WAITS server_pauses=$TR_PAUSES server_pause_total_ms=$TR_PAUSE_MS"
   line="$line server_pause_max_ms=$TR_PAUSE_MAX server_pause_ops=$TR_OPS server_ttsp_max_ms=$TR_TTSP gc_cycles=$TR_GCS"
   line="$line jit_compiles=$TR_JIT gen_pauses=$TR_GEN_PAUSES gen_pause_max_ms=$TR_GEN_PAUSE_MAX gen_pause_ops=$TR_GEN_OPS"
-  line="$line gen_gc_cycles=$TR_GEN_GCS gen_jit_compiles=$TR_GEN_JIT server_deopts=$TR_DEOPTS gen_deopts=$TR_GEN_DEOPTS server_core_other_pct=$TR_OTHER load=$(cut -d' ' -f1 /proc/loadavg) cause=$(tail_cause)"
+  line="$line gen_gc_cycles=$TR_GEN_GCS gen_jit_compiles=$TR_GEN_JIT server_deopts=$TR_DEOPTS gen_deopts=$TR_GEN_DEOPTS server_core_other_pct=$TR_OTHER server_loop_pct=$TR_LOOP gen_loop_pct=$TR_GEN_LOOP load=$(cut -d' ' -f1 /proc/loadavg) cause=$(tail_cause)"
   echo "info tail_run $line" | tee -a "$WORK/tail.lines" >&2
   local gen_note="" gen_cmd=${TR_GEN_CMD:-$TAIL_GEN_CMD}
   [ "$gen_cmd" = "$ROOT/bin/herald-load" ] || gen_note=" generator=$gen_cmd"
-  [ -s "$TAIL_RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,rate,achieved_rps,p50_ms,p99_ms,p999_ms,p9999_ms,max_ms,service_p9999_ms,service_max_ms,errors,late_sends,connection_waits,server_pauses,server_pause_total_ms,server_pause_max_ms,gc_cycles,jit_compiles,gen_pauses,gen_pause_max_ms,gen_jit_compiles,server_core_other_pct,loadavg,server_pause_ops,server_ttsp_max_ms,gen_pause_ops,gen_gc_cycles,server_flags,gen_flags,server_deopts,gen_deopts" >"$TAIL_RESULTS"
-  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$CORES shared: $PINNING,$JVM_NAME,$TR_GC,-Xmx1g -Xms1g io_threads=$IO_THREADS conns=$TAIL_CONNECTIONS warmup=${TAIL_WARMUP}s duration=${TAIL_SECONDS}s$gen_note,$base,$TAIL_RATE,$TR_ACHIEVED,$TR_P50,$TR_P99,$TR_P999,$TR_P9999,$TR_MAX,$TR_SP9999,$TR_SMAX,$TR_ERRORS,$TR_LATE,$TR_WAITS,$TR_PAUSES,$TR_PAUSE_MS,$TR_PAUSE_MAX,$TR_GCS,$TR_JIT,$TR_GEN_PAUSES,$TR_GEN_PAUSE_MAX,$TR_GEN_JIT,$TR_OTHER,$(cut -d' ' -f1 /proc/loadavg),$TR_OPS,$TR_TTSP,$TR_GEN_OPS,$TR_GEN_GCS,${sx[*]},${TR_GEN_FLAGS-$TAIL_GEN_FLAGS},$TR_DEOPTS,$TR_GEN_DEOPTS" >>"$TAIL_RESULTS"
+  [ -s "$TAIL_RESULTS" ] || echo "timestamp,commit,cores,jvm,gc,options,server,rate,achieved_rps,p50_ms,p99_ms,p999_ms,p9999_ms,max_ms,service_p9999_ms,service_max_ms,errors,late_sends,connection_waits,server_pauses,server_pause_total_ms,server_pause_max_ms,gc_cycles,jit_compiles,gen_pauses,gen_pause_max_ms,gen_jit_compiles,server_core_other_pct,loadavg,server_pause_ops,server_ttsp_max_ms,gen_pause_ops,gen_gc_cycles,server_flags,gen_flags,server_deopts,gen_deopts,server_loop_pct,gen_loop_pct" >"$TAIL_RESULTS"
+  echo "$(date -u +%Y-%m-%dT%H:%M:%SZ),$COMMIT,$CORES shared: $PINNING,$JVM_NAME,$TR_GC,-Xmx1g -Xms1g io_threads=$IO_THREADS conns=$TAIL_CONNECTIONS warmup=${TAIL_WARMUP}s duration=${TAIL_SECONDS}s$gen_note,$base,$TAIL_RATE,$TR_ACHIEVED,$TR_P50,$TR_P99,$TR_P999,$TR_P9999,$TR_MAX,$TR_SP9999,$TR_SMAX,$TR_ERRORS,$TR_LATE,$TR_WAITS,$TR_PAUSES,$TR_PAUSE_MS,$TR_PAUSE_MAX,$TR_GCS,$TR_JIT,$TR_GEN_PAUSES,$TR_GEN_PAUSE_MAX,$TR_GEN_JIT,$TR_OTHER,$(cut -d' ' -f1 /proc/loadavg),$TR_OPS,$TR_TTSP,$TR_GEN_OPS,$TR_GEN_GCS,${sx[*]},${TR_GEN_FLAGS-$TAIL_GEN_FLAGS},$TR_DEOPTS,$TR_GEN_DEOPTS,$TR_LOOP,$TR_GEN_LOOP" >>"$TAIL_RESULTS"
 }
 
 # tail_cause: what the run's p99.99 (TR_P9999) is mostly made of, from the TR_* figures: "server-pauses" (its
