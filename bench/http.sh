@@ -26,7 +26,8 @@
 # TAIL_CONNECTIONS [64], TAIL_SHARE [0.5], TAIL_RATE [measured], TAIL_GCS ["parallel g1 zgc"],
 # TAIL_RESULTS [bench/results/http-tail.csv], TAIL_SERVER_FLAGS [""], TAIL_GEN_FLAGS [-Xmx1g -Xms1g -XX:+AlwaysPreTouch -XX:+UseParallelGC],
 # TAIL_FLAGSETS [""] (a JVM-flag A/B of the tail instead of its server rounds, or of two generator builds:
-# bench/lib/tail_flags.sh), TAIL_GEN_CMD [bin/herald-load],
+# bench/lib/tail_flags.sh), TAIL_GEN_CMD [bin/herald-load], TAIL_JITTER [20] (seconds of MachineJitter on both cores
+# before the tail runs: the machine's own stalls; 0: none),
 # RESTART [0] (1: fresh servers before every round), TESTS ["plaintext json"]; ROUNDS=0 runs the tail part only.
 # Shared setup: bench/lib/common.sh.
 # See bench/README.md for the methodology.

@@ -21,6 +21,8 @@ TAIL_GCS=${TAIL_GCS:-parallel g1 zgc}
 # each server's figures are the median of its rounds, so one noisy minute of the shared machine moves no verdict
 TAIL_ROUNDS=${TAIL_ROUNDS:-3}
 TAIL_RESULTS=${TAIL_RESULTS:-$ROOT/bench/results/http-tail.csv}
+# seconds of MachineJitter on the server's and the generator's cores before the runs (tail_jitter); 0: none
+TAIL_JITTER=${TAIL_JITTER:-20}
 # 1: a full collection in the server and the generator during the warm-up (settle_run); 0: none
 TAIL_SETTLE=${TAIL_SETTLE:-1}
 # JVM flags added to every tail server's (after -Xmx1g -Xms1g and the collector's) and the generator's whole set.
@@ -210,6 +212,19 @@ tail_median() {
   echo "info tail_rounds server=${TAIL_BASE[$n]} rounds=$TAIL_ROUNDS p999_ms=${TAIL_P999[$n]} p9999_ms=${TAIL_P9999[$n]} $k" | tee -a "$WORK/tail.lines" >&2
 }
 
+# tail_jitter: MachineJitter (a thread spinning on the clock, no server, no network) pinned to the server's core and
+# to the generator's at once for TAIL_JITTER seconds: how long the machine itself keeps a running thread off
+# each core (the hypervisor's and the kernel's stalls), the floor under every server's tail. Its lines go to
+# WORK/tail.lines (printed again by tail_summary).
+tail_jitter() {
+  [ "$TAIL_JITTER" -gt 0 ] 2>/dev/null || return 0
+  "${ON_SERVER[@]}" "$JAVA_HOME/bin/java" -cp "$CP" herald.http.bench.MachineJitter "$TAIL_JITTER" "server-core" >"$WORK/jitter.server" 2>&1 &
+  local p=$!
+  "${ON_WRK[@]}" "$JAVA_HOME/bin/java" -cp "$CP" herald.http.bench.MachineJitter "$TAIL_JITTER" "generator-core" >"$WORK/jitter.gen" 2>&1 || true
+  wait "$p" || true
+  grep -h '^jitter ' "$WORK/jitter.server" "$WORK/jitter.gen" | sed 's/^/info tail_machine /' | tee -a "$WORK/tail.lines" >&2
+}
+
 declare -A TAIL_CAUSE
 declare -A TAIL_P99 TAIL_P999 TAIL_P9999 TAIL_MAX TAIL_PAUSE_MAX TAIL_GEN_PAUSE_MAX TAIL_OTHER TAIL_BASE
 
@@ -227,6 +242,7 @@ tail_runs() {
     log "tail: raw Netty's non-pipelined max $W_RPS req/s ($TAIL_CONNECTIONS connections, wrk); rate $TAIL_RATE ($TAIL_SHARE)"
     echo "info tail_max netty_np_rps=$W_RPS connections=$TAIL_CONNECTIONS share=$TAIL_SHARE rate=$TAIL_RATE"
   fi
+  tail_jitter
   if [ -n "$TAIL_FLAGSETS" ]; then tail_flag_runs; return; fi  # the JVM-flag A/B instead (bench/lib/tail_flags.sh)
   local r order
   for ((r = 1; r <= TAIL_ROUNDS; r++)); do
