@@ -38,7 +38,11 @@
       (is (= {200 1200} (:status r)))
       (is (zero? (reduce + (vals (:errors r)))))
       (is (empty? (:warnings r)))
-      (is (seq (:intervals r)))))))
+      (is (seq (:intervals r)))
+      (testing "each I/O thread's busy share in the window is measured: 200 req/s each is far from busy"
+        (let [busy (get-in r [:generator :io-busy])]
+          (is (= 2 (count busy)) (pr-str busy))
+          (is (every? #(and % (< 0.0 (double %) 0.5)) busy) (pr-str busy))))))))
 
 (def ^:private hello-server (delay (ts/start ts/hello 2)))
 

@@ -143,3 +143,15 @@
         (is (str/includes? out "the wall is none (the first step failed)") out)
         (is (str/includes? out "(20/s failed) while 40/s passed") out)
         (is (not (str/includes? out "every step up to it passed")) out))))))
+
+(deftest a-busy-generator-thread-is-warned-about-in-rate-runs-only
+  (let [w (warnings/busy-io 0.86 1)]
+    (is (str/starts-with? w "THE GENERATOR'S BUSIEST I/O THREAD WAS 86% BUSY in the recorded window") w)
+    (is (str/includes? w "a stall of d ms takes about 6.1 x d to catch up") (str "0.86 / 0.14 = 6.1: " w))
+    (is (re-find #"(raise --threads|run the generator on more cores)" w) w))
+  (let [warn #'herald.load.impl.run/warnings
+        of (fn [mode busy] (warn mode 100.0 100.0 0 0 {} {} [] busy 1 {:host "h"}))]
+    (is (= [(warnings/busy-io 0.71 1)] (of :rate [0.2 0.71 nil])) "the busiest thread's share, unknown ones skipped")
+    (is (= [] (of :rate [0.69 nil])) "below the share: no warning")
+    (is (= [] (of :rate [nil])) "unknown: no warning")
+    (is (= [] (of :max [0.99])) "a max run keeps its threads busy on purpose")))

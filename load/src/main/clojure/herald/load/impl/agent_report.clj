@@ -107,7 +107,8 @@
         n (reduce + 0 (map #(long (:requests % 0)) results))]
     (when (seq gs)
       {:threads (reduce + 0 (map #(long (:threads % 0)) gs)) :cpu-s cpu
-       :cpu-us-per-request (when (pos? n) (/ (Math/round (/ (* cpu 1e6) n 0.01)) 100.0))})))
+       :cpu-us-per-request (when (pos? n) (/ (Math/round (/ (* cpu 1e6) n 0.01)) 100.0))
+       :io-busy (into [] (mapcat :io-busy) gs)})))
 
 (defn- merge-operations
   "Feed results' per-operation figures together: counts, statuses and errors summed; the latency

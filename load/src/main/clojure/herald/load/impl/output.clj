@@ -99,8 +99,12 @@
          (format "  %d requests in %.2fs\n" (long (:requests r)) (double (:duration-s r)))
          (format "Requests/sec: %10.2f%s\n" (double achieved) (if target (format "   (target %.2f)" (double target)) ""))
          (when-let [g (:generator r)]
-           (format "Generator: %d thread(s), %.2fs CPU, %s CPU per request (whole JVM, warm-up included)\n"
-                   (long (:threads g)) (double (:cpu-s g)) (if-let [c (:cpu-us-per-request g)] (str c "us") "n/a")))
+           (format "Generator: %d thread(s), %.2fs CPU, %s CPU per request (whole JVM, warm-up included)%s\n"
+                   (long (:threads g)) (double (:cpu-s g)) (if-let [c (:cpu-us-per-request g)] (str c "us") "n/a")
+                   (if (seq (keep identity (:io-busy g)))
+                     (str "; I/O threads busy in the window: "
+                          (str/join ", " (for [b (:io-busy g)] (if b (format "%.0f%%" (* 100 (double b))) "n/a"))))
+                     "")))
          (format "Errors: %s\n" (str/join ", " (for [[k n] (:errors r)] (str (name k) " " n))))
          (when (seq (:status r)) (format "Status: %s\n" (str/join ", " (for [[k n] (:status r)] (str k " " n)))))
          (str/join (for [w (:warnings r)] (str "WARNING: " w "\n"))))))

@@ -169,10 +169,18 @@
           (when (and (not finished?) (:stop-when opts) ((:stop-when opts))) (.stop engine))
           (if finished? intervals (recur intervals t errors)))))))
 
-(defn- warnings [mode target achieved backlog connect-failures connect-causes errors step-list {:keys [host other]}]
+(defn- io-busy
+  "The engine's event loop threads' busy shares in the recorded window, rounded to 0.01; nil for a thread
+  whose share is unknown."
+  [^LoadEngine engine]
+  (mapv #(when-not (Double/isNaN %) (/ (Math/round (* 100.0 (double %))) 100.0)) (.ioBusy engine)))
+
+(defn- warnings [mode target achieved backlog connect-failures connect-causes errors step-list busy threads {:keys [host other]}]
   (cond-> []
     (and (= mode :rate) (< achieved (* 0.99 target)))
     (conj (format "ACHIEVED RATE %.1f/s IS BELOW THE TARGET %.1f/s: the generator or the server fell short" achieved (double target)))
+    (and (= mode :rate) (some #(and % (>= (double %) warnings/busy-io-share)) busy))
+    (conj (warnings/busy-io (reduce max (keep identity busy)) threads))
     (pos? connect-failures)
     (conj (warnings/connect-failed connect-failures backlog connect-causes host other))
     (and (pos? backlog) (zero? connect-failures))
@@ -224,6 +232,7 @@
             _ (when hlog (hist/hlog-close! hlog))
             cpu (- (process-cpu-nanos) cpu0)
             seconds (/ (- (.endNanos engine) (.measureFromNanos engine)) 1e9)
+            busy (io-busy engine)
             status (status-map engine)
             connect-failures (.connectFailures engine)
             connect-causes (warnings/connect-causes #(.connectFailures engine ^ConnectFailure %))
@@ -265,7 +274,8 @@
          :connect-failures connect-failures
          :connect-failure-causes connect-causes
          :generator {:threads (:threads opts) :cpu-s (/ cpu 1e9)
-                     :cpu-us-per-request (when (pos? (.issued engine)) (/ (Math/round (/ cpu (.issued engine) 10.0)) 100.0))}
+                     :cpu-us-per-request (when (pos? (.issued engine)) (/ (Math/round (/ cpu (.issued engine) 10.0)) 100.0))
+                     :io-busy busy}
          :latency (hist/summary total-l)
          :service (hist/summary total-s)
          :histograms {:latency (hist/encode total-l) :service (hist/encode total-s)}
@@ -274,6 +284,6 @@
          :schedule (:phases opts)
          :steps step-list
          :warnings (advise-streams (warnings mode target achieved (.backlog engine) connect-failures connect-causes errors step-list
-                                             {:host host :other other})
+                                             busy (:threads opts) {:host host :other other})
                                    opts)})
       (finally (.close engine)))))

@@ -73,3 +73,17 @@
     (if (pos? n)
       (update step :warnings #(mapv (fn [w] (if (= w was) (format "%s%d requests were due but never sent: %s" tag n why) w)) %))
       step)))
+
+(def busy-io-share
+  "An event loop thread of the generator busier than this (0-1) in a rate run's recorded window gets a warning:
+  it queues sends and responses itself, and a stall of d ms then takes about d x u/(1-u) to catch up."
+  0.7)
+
+(defn busy-io
+  "The warning for a rate run whose busiest generator I/O thread was `u` (0-1) busy in the window, of `threads`."
+  [u threads]
+  (format "THE GENERATOR'S BUSIEST I/O THREAD WAS %.0f%% BUSY in the recorded window: its own queueing is part of the measured latency (at this load a stall of d ms takes about %.1f x d to catch up): %s"
+          (* 100 (double u)) (/ (double u) (max 0.01 (- 1 (double u))))
+          (if (< (long threads) (.availableProcessors (Runtime/getRuntime)))
+            "raise --threads, or lower the rate"
+            "lower the rate, or run the generator on more cores or another machine")))

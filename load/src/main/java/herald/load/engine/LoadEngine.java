@@ -95,6 +95,22 @@ public final class LoadEngine implements AutoCloseable {
     for (Worker w : workers) w.recorders.collect(Recorders.UNMEASURED, latencyInto, serviceInto);
   }
 
+  /**
+   * How busy each worker's event loop thread was in the recorded window: its CPU time over the window's wall
+   * time (0 to 1; NaN for a worker that did not reach the window or when the JVM does not measure thread CPU
+   * time). A thread near 1 queues requests and responses itself, and that queueing is part of what it measures.
+   * Read after the future from {@link #start()} completed.
+   */
+  public double[] ioBusy() {
+    double[] busy = new double[workers.length];
+    for (int i = 0; i < workers.length; i++) {
+      Worker w = workers[i];
+      long cpu = w.windowCpuTo - w.windowCpuFrom, wall = w.windowToNanos - w.windowFromNanos;
+      busy[i] = w.windowCpuFrom >= 0 && w.windowCpuTo >= 0 && wall > 0 ? Math.min(1.0, (double) cpu / wall) : Double.NaN;
+    }
+    return busy;
+  }
+
   /** Responses recorded so far. */
   public long completed() {
     long n = 0;
