@@ -22,7 +22,7 @@
   [n share connections needed]
   (format "%d requests (%.1f%%) WAITED FOR A FREE CONNECTION: all %d were busy (on average the step keeps about %s busy, target x mean service time%s): %s"
           (long n) (double share) (long connections) (or needed "?")
-          (if (and needed (< (* 2 (long needed)) (long connections))) ", so the server stalled at times" "")
+          (if (and needed (< (* 2 (long needed)) (long connections))) ", so the server or the generator stalled at times" "")
           raise-connections))
 
 (defn cause-text
