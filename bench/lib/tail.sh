@@ -242,6 +242,8 @@ tail_runs() {
     log "tail: raw Netty's non-pipelined max $W_RPS req/s ($TAIL_CONNECTIONS connections, wrk); rate $TAIL_RATE ($TAIL_SHARE)"
     echo "info tail_max netty_np_rps=$W_RPS connections=$TAIL_CONNECTIONS share=$TAIL_SHARE rate=$TAIL_RATE"
   fi
+  # bin/herald-load rebuilds its jar when the load sources are newer: do it now, not inside the first run's warm-up
+  "$TAIL_GEN_CMD" --help >/dev/null 2>&1 || log "$TAIL_GEN_CMD --help failed"
   tail_jitter
   if [ -n "$TAIL_FLAGSETS" ]; then tail_flag_runs; return; fi  # the JVM-flag A/B instead (bench/lib/tail_flags.sh)
   local r order
