@@ -103,11 +103,7 @@ public final class LoadEngine implements AutoCloseable {
    */
   public double[] ioBusy() {
     double[] busy = new double[workers.length];
-    for (int i = 0; i < workers.length; i++) {
-      Worker w = workers[i];
-      long cpu = w.windowCpuTo - w.windowCpuFrom, wall = w.windowToNanos - w.windowFromNanos;
-      busy[i] = w.windowCpuFrom >= 0 && w.windowCpuTo >= 0 && wall > 0 ? Math.min(1.0, (double) cpu / wall) : Double.NaN;
-    }
+    for (int i = 0; i < workers.length; i++) busy[i] = workers[i].windowCpu.share();
     return busy;
   }
 

@@ -8,7 +8,6 @@ import herald.load.client.PreparedRequest;
 import herald.load.engine.Slots.Slot;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.EventLoop;
-import java.lang.management.ManagementFactory;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 import java.util.concurrent.CompletableFuture;
@@ -53,11 +52,8 @@ final class Worker implements ConnectionListener {
   volatile String otherConnectError;
   volatile long issued;
   volatile long backlog;
-  /**
-   * This worker's event loop thread's CPU time (ns) and System.nanoTime() where the recorded window opened and
-   * where issuing stopped; -1 while not read (or when the JVM does not measure thread CPU time).
-   */
-  volatile long windowCpuFrom = -1, windowCpuTo = -1, windowFromNanos, windowToNanos;
+  /** How busy this worker's event loop thread was from the recorded window's start until issuing stopped. */
+  final LoopCpu windowCpu = new LoopCpu();
   private long start, measureFrom, end, planned, nextIntended;
   private boolean stopping;
   private int connectsPending;
@@ -130,7 +126,7 @@ final class Worker implements ConnectionListener {
         planned = Long.MAX_VALUE;
         loop.schedule(this::fill, Math.max(0, start - System.nanoTime()), TimeUnit.NANOSECONDS);
       }
-      loop.schedule(this::windowOpened, Math.max(0, measureFrom - System.nanoTime()), TimeUnit.NANOSECONDS);
+      loop.schedule(() -> { if (!stopping) windowCpu.open(); }, Math.max(0, measureFrom - System.nanoTime()), TimeUnit.NANOSECONDS);
       loop.schedule(this::stopIssuing, Math.max(0, end - System.nanoTime()), TimeUnit.NANOSECONDS);
       long every = Math.max(TimeUnit.MILLISECONDS.toNanos(5), Math.min(cfg.timeoutNanos / 8, TimeUnit.MILLISECONDS.toNanos(100)));
       loop.scheduleAtFixedRate(this::checkTimeouts, every, every, TimeUnit.NANOSECONDS);
@@ -351,25 +347,11 @@ final class Worker implements ConnectionListener {
     if (stopping && now - end > cfg.timeoutNanos) finish();
   }
 
-  /** Reads the loop thread's CPU time as the recorded window opens (unless issuing stopped before). */
-  private void windowOpened() {
-    if (stopping) return;
-    windowFromNanos = System.nanoTime();
-    windowCpuFrom = threadCpuNanos();
-  }
-
-  private static long threadCpuNanos() {
-    return ManagementFactory.getThreadMXBean().getCurrentThreadCpuTime();
-  }
-
   private void stopIssuing() {
     if (stopping) return;
     stopping = true;
     long now = System.nanoTime();
-    if (windowCpuFrom >= 0) {
-      windowToNanos = now;
-      windowCpuTo = threadCpuNanos();
-    }
+    windowCpu.close();
     if (schedule != null) {
       long due = dueAt(Math.min(now, end));
       backlog = Math.max(0, due - issued);
