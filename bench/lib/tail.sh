@@ -83,12 +83,11 @@ vm_window() {
 
 # thread_ticks PID...: "pid tid ticks name" per thread of each PID (user + system clock ticks; a name may hold spaces)
 thread_ticks() {
-  local p t
+  local p
   for p in "$@"; do
-    for t in /proc/"$p"/task/*/stat; do
-      awk -v p="$p" '{s = $0; n = s; sub(/^[0-9]+ \(/, "", n); sub(/\) [^)]*$/, "", n); sub(/.*\) /, "", s)
-        split(s, a, " "); split(FILENAME, f, "/"); print p, f[5], a[12] + a[13], n}' "$t" 2>/dev/null || true
-    done
+    # one awk for all of a process's threads (a thread that ended since the glob is skipped)
+    awk -v p="$p" '{s = $0; n = s; sub(/^[0-9]+ \(/, "", n); sub(/\) [^)]*$/, "", n); sub(/.*\) /, "", s)
+      split(s, a, " "); split(FILENAME, f, "/"); print p, f[5], a[12] + a[13], n}' /proc/"$p"/task/*/stat 2>/dev/null || true
   done
 }
 
